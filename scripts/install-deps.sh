@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything dpdat needs on a fresh Debian 12 machine (run as root).
+# Idempotent: packages already present are not touched, and apt is only
+# contacted when something is missing.  Never prompts (DEBIAN_FRONTEND).
+set -euo pipefail
+
+PKGS=(
+  build-essential g++ clang cmake pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  libdpdk-dev dpdk libnuma-dev
+  libdapl-dev dapl2-utils
+  tshark iproute2 procps
+  clang-format clang-tidy
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (apt-get, hugepages)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer "no" up front.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
