@@ -47,7 +47,7 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   const OpInfo& info = op_info(s.opcode);
   if (!info.valid) return {0, BuildError::kInvalidOpcode};
   if (!is_valid_pmtu(pmtu)) return {0, BuildError::kInvalidPmtu};
-  const size_t plen = s.payload.size();
+  const size_t plen = s.payload_size();
   if (plen != 0 && !info.is(op::kPayload)) return {0, BuildError::kPayloadNotAllowed};
   if (plen > pmtu) return {0, BuildError::kPmtuExceeded};
   const bool full = info.is(op::kMiddle) || (info.is(op::kFirst) && !info.is(op::kLast));
@@ -124,7 +124,15 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   if (info.has(Ext::kIeth)) reinterpret_cast<Ieth*>(t + info.off(Ext::kIeth))->rkey = Be32(s.inv_rkey);
 
   uint8_t* pay = t + info.hdr_len;
-  if (plen != 0) std::memcpy(pay, s.payload.data(), plen);
+  if (s.gather.empty()) {
+    if (plen != 0) std::memcpy(pay, s.payload.data(), plen);
+  } else {
+    uint8_t* w = pay;
+    for (const auto& g : s.gather) {
+      if (!g.empty()) std::memcpy(w, g.data(), g.size());
+      w += g.size();
+    }
+  }
   std::memset(pay + plen, 0, pad);
 
   const size_t crc_len = total - kIcrcSize;

@@ -66,7 +66,17 @@ struct BuildSpec {
   uint32_t imm = 0;       // ImmDt (opaque; written in network order)
   uint32_t inv_rkey = 0;  // IETH
 
+  // Payload: either one span, or (when `gather` is non-empty) the
+  // concatenation of several spans, e.g. pieces of several registered regions.
   std::span<const uint8_t> payload;
+  std::span<const std::span<const uint8_t>> gather;
+
+  size_t payload_size() const {
+    if (gather.empty()) return payload.size();
+    size_t n = 0;
+    for (const auto& g : gather) n += g.size();
+    return n;
+  }
 };
 
 enum class BuildError : uint8_t {
