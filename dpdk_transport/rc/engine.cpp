@@ -1,0 +1,185 @@
+#include "engine.hpp"
+
+#include <algorithm>
+
+namespace dpdat::rc {
+
+namespace {
+// Largest frame any QP builds: L2-L4 + BTH + the longest extension chain
+// (RETH + ImmDt = 20, AtomicETH = 28, AETH + AtomicAckETH = 12) + PMTU + pad + ICRC.
+constexpr uint32_t kFrameOverhead = 14 + 20 + 8 + 12 + 28 + 4 + 4;
+}  // namespace
+
+Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg)
+    : io_(io), mr_(mr), cfg_(cfg), qps_(cfg.max_qps) {
+  rx_.resize(cfg_.burst);
+  tx_ready_.reserve(cfg_.burst);
+  tx_cache_.reserve(cfg_.burst);
+  active_.reserve(cfg_.max_qps);
+  active_next_.reserve(cfg_.max_qps);
+  touched_.reserve(cfg_.burst);
+}
+
+Engine::~Engine() {
+  if (building_) tx_abort(&tx_building_);
+  if (!tx_ready_.empty()) io_.tx_free(tx_ready_.data(), static_cast<uint16_t>(tx_ready_.size()));
+  if (!tx_cache_.empty()) io_.tx_free(tx_cache_.data(), static_cast<uint16_t>(tx_cache_.size()));
+}
+
+Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq,
+                      CompletionQueue* recv_cq) {
+  if (cfg.pmtu > cfg_.pmtu) return nullptr;  // the parser would reject its packets
+  for (uint32_t i = 0; i < qps_.size(); ++i) {
+    if (qps_[i] == nullptr) {
+      qps_[i] = std::make_unique<Qp>(*this, mr_, cfg_.qpn_base + i, pz, cfg, send_cq, recv_cq);
+      return qps_[i].get();
+    }
+  }
+  return nullptr;
+}
+
+void Engine::destroy_qp(Qp* qp) {
+  if (qp == nullptr) return;
+  std::erase(active_, qp);
+  std::erase(touched_, qp);
+  const uint32_t i = qp->qpn() - cfg_.qpn_base;
+  if (i < qps_.size() && qps_[i].get() == qp) qps_[i].reset();
+}
+
+Qp* Engine::find_qp(uint32_t qpn) const {
+  const uint32_t i = qpn - cfg_.qpn_base;
+  return i < qps_.size() ? qps_[i].get() : nullptr;
+}
+
+void Engine::activate(Qp* qp) {
+  if (qp->on_active_list_) return;
+  qp->on_active_list_ = true;
+  active_.push_back(qp);
+}
+
+void Engine::arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline) {
+  auto& queued = qp->timer_queued_[static_cast<size_t>(kind)];
+  if (queued != 0 && queued <= deadline) return;  // the earlier entry re-checks on expiry
+  queued = deadline;
+  timers_.push(TimerEntry{deadline, qp->qpn(), kind});
+}
+
+void Engine::run_timers(uint64_t now) {
+  while (!timers_.empty() && timers_.top().deadline <= now) {
+    const TimerEntry e = timers_.top();
+    timers_.pop();
+    Qp* qp = find_qp(e.qpn);
+    if (qp == nullptr) continue;
+    auto& queued = qp->timer_queued_[static_cast<size_t>(e.kind)];
+    if (queued != e.deadline) continue;  // superseded by an earlier entry
+    queued = 0;
+    const uint64_t want = qp->timer_deadline(e.kind);
+    if (want == 0) continue;  // cancelled
+    if (want > now) {         // pushed back since: re-queue once
+      queued = want;
+      timers_.push(TimerEntry{want, e.qpn, e.kind});
+      continue;
+    }
+    ctr_.timers_fired++;
+    qp->on_timer(e.kind, now);
+    activate(qp);
+  }
+}
+
+uint64_t Engine::next_timer_deadline() const {
+  return timers_.empty() ? 0 : timers_.top().deadline;
+}
+
+Frame* Engine::tx_frame() {
+  if (building_) return nullptr;  // one frame at a time
+  if (tx_ready_.size() >= cfg_.burst) {
+    flush_tx();
+    if (tx_ready_.size() >= cfg_.burst) return nullptr;
+  }
+  if (tx_cache_.empty()) {
+    tx_cache_.resize(cfg_.burst);
+    const uint16_t got = io_.tx_alloc(tx_cache_.data(), cfg_.burst, cfg_.pmtu + kFrameOverhead);
+    tx_cache_.resize(got);
+    if (got == 0) {
+      ctr_.tx_alloc_fail++;
+      return nullptr;
+    }
+  }
+  tx_building_ = tx_cache_.back();
+  tx_cache_.pop_back();
+  building_ = true;
+  return &tx_building_;
+}
+
+void Engine::tx_commit(Frame* f, uint32_t len) {
+  f->len = len;
+  tx_ready_.push_back(*f);
+  building_ = false;
+}
+
+void Engine::tx_abort(Frame* f) {
+  tx_cache_.push_back(*f);
+  building_ = false;
+}
+
+uint32_t Engine::flush_tx() {
+  uint32_t sent_total = 0;
+  uint16_t attempts = 0;
+  while (!tx_ready_.empty() && attempts < cfg_.tx_retries) {
+    const uint16_t sent = io_.tx_burst(tx_ready_.data(), static_cast<uint16_t>(tx_ready_.size()));
+    if (sent == 0) {
+      ++attempts;
+      continue;
+    }
+    tx_ready_.erase(tx_ready_.begin(), tx_ready_.begin() + sent);
+    sent_total += sent;
+  }
+  if (!tx_ready_.empty()) ctr_.tx_backpressure++;  // kept, in order, for the next poll
+  ctr_.tx_frames += sent_total;
+  return sent_total;
+}
+
+uint32_t Engine::poll(uint64_t now) {
+  run_timers(now);
+
+  const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
+  const wire::ParseOptions opts{.pmtu = cfg_.pmtu};
+  for (uint16_t i = 0; i < n; ++i) {
+    ctr_.rx_frames++;
+    wire::PacketView v;
+    const wire::Reject r = wire::parse_packet(std::span<const uint8_t>(rx_[i].data, rx_[i].len), opts, v);
+    if (r != wire::Reject::kNone) {
+      ctr_.rx_dropped_parse++;
+      ctr_.rx_reject[static_cast<size_t>(r)]++;
+      continue;
+    }
+    Qp* qp = find_qp(v.bth->dest_qp());
+    if (qp == nullptr) {
+      ctr_.rx_no_qp++;
+      continue;
+    }
+    qp->on_packet(v, now);
+    if (std::find(touched_.begin(), touched_.end(), qp) == touched_.end()) touched_.push_back(qp);
+  }
+  if (n > 0) io_.rx_release(rx_.data(), n);
+  for (Qp* qp : touched_) qp->end_of_burst(now);
+  touched_.clear();
+
+  active_next_.clear();
+  std::swap(active_, active_next_);
+  for (Qp* qp : active_next_) {
+    qp->on_active_list_ = false;
+    if (qp->progress(now)) activate(qp);
+  }
+  const uint32_t sent = flush_tx();
+  return n + sent;
+}
+
+bool Engine::idle() const {
+  if (!active_.empty() || !tx_ready_.empty()) return false;
+  for (const auto& qp : qps_)
+    if (qp != nullptr && qp->has_pending_work()) return false;
+  return true;
+}
+
+}  // namespace dpdat::rc

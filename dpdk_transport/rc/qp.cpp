@@ -1,0 +1,1080 @@
+#include "qp.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cstring>
+
+#include "engine.hpp"
+
+namespace dpdat::rc {
+
+using wire::Opcode;
+using wire::Psn;
+namespace aeth = wire::aeth;
+
+namespace {
+
+uint32_t pkts_for(uint64_t len, uint32_t pmtu) {
+  return len == 0 ? 1u : static_cast<uint32_t>((len + pmtu - 1) / pmtu);
+}
+
+bool is_rd_atomic(WrOp op) {
+  return op == WrOp::kRead || op == WrOp::kCompareSwap || op == WrOp::kFetchAdd;
+}
+bool is_send_write(WrOp op) {
+  return op == WrOp::kSend || op == WrOp::kSendImm || op == WrOp::kWrite || op == WrOp::kWriteImm;
+}
+
+WcOp wc_op_of(WrOp op) {
+  switch (op) {
+    case WrOp::kSend:
+    case WrOp::kSendImm: return WcOp::kSend;
+    case WrOp::kWrite:
+    case WrOp::kWriteImm: return WcOp::kWrite;
+    case WrOp::kRead: return WcOp::kRead;
+    case WrOp::kCompareSwap: return WcOp::kCompareSwap;
+    case WrOp::kFetchAdd: return WcOp::kFetchAdd;
+    case WrOp::kBind: return WcOp::kBind;
+  }
+  return WcOp::kSend;
+}
+
+// Position of packet `idx` of `n` in a message.
+enum class Pos : uint8_t { kOnly, kFirst, kMiddle, kLast };
+Pos pos_of(uint32_t idx, uint32_t n) {
+  if (n == 1) return Pos::kOnly;
+  if (idx == 0) return Pos::kFirst;
+  return idx + 1 == n ? Pos::kLast : Pos::kMiddle;
+}
+
+Opcode send_opcode(Pos p, bool imm) {
+  switch (p) {
+    case Pos::kOnly: return imm ? Opcode::kSendOnlyImm : Opcode::kSendOnly;
+    case Pos::kFirst: return Opcode::kSendFirst;
+    case Pos::kMiddle: return Opcode::kSendMiddle;
+    case Pos::kLast: return imm ? Opcode::kSendLastImm : Opcode::kSendLast;
+  }
+  return Opcode::kSendOnly;
+}
+Opcode write_opcode(Pos p, bool imm) {
+  switch (p) {
+    case Pos::kOnly: return imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
+    case Pos::kFirst: return Opcode::kWriteFirst;
+    case Pos::kMiddle: return Opcode::kWriteMiddle;
+    case Pos::kLast: return imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
+  }
+  return Opcode::kWriteOnly;
+}
+Opcode read_resp_opcode(Pos p) {
+  switch (p) {
+    case Pos::kOnly: return Opcode::kReadRespOnly;
+    case Pos::kFirst: return Opcode::kReadRespFirst;
+    case Pos::kMiddle: return Opcode::kReadRespMiddle;
+    case Pos::kLast: return Opcode::kReadRespLast;
+  }
+  return Opcode::kReadRespOnly;
+}
+
+// IBA 9.7.5.2.4/9.9: a NAK code received maps to a requester completion status.
+WcStatus status_of_nak(uint8_t code) {
+  switch (code) {
+    case aeth::kNakRemoteAccessError: return WcStatus::kRemoteAccessError;
+    case aeth::kNakRemoteOperationalError: return WcStatus::kRemoteOperationalError;
+    default: return WcStatus::kRemoteInvalidRequest;
+  }
+}
+QpError qp_error_of_nak(uint8_t code) {
+  switch (code) {
+    case aeth::kNakRemoteAccessError: return QpError::kRemoteAccess;
+    case aeth::kNakRemoteOperationalError: return QpError::kRemoteOperational;
+    default: return QpError::kRemoteInvalidRequest;
+  }
+}
+
+}  // namespace
+
+std::string_view wc_status_name(WcStatus s) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "success",          "local-length-error",        "local-protection-error",
+      "local-qp-operation-error", "bind-error",         "remote-access-error",
+      "remote-invalid-request",   "remote-operational-error", "retry-exceeded",
+      "rnr-retry-exceeded",       "flushed"};
+  const auto i = static_cast<size_t>(s);
+  return i < std::size(kNames) ? kNames[i] : "invalid";
+}
+
+std::string_view qp_error_name(QpError e) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "none", "retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-invalid-request",
+      "remote-operational", "local-protection", "local-length", "protocol", "destroyed"};
+  const auto i = static_cast<size_t>(e);
+  return i < std::size(kNames) ? kNames[i] : "invalid";
+}
+
+Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& cfg,
+       CompletionQueue* send_cq, CompletionQueue* recv_cq)
+    : engine_(engine),
+      mr_(mr),
+      qpn_(qpn),
+      pz_(pz),
+      cfg_(cfg),
+      send_cq_(send_cq),
+      recv_cq_(recv_cq),
+      sq_(cfg.sq_depth == 0 ? 1 : cfg.sq_depth),
+      rq_(cfg.rq_depth == 0 ? 1 : cfg.rq_depth),
+      replay_(cfg.replay_depth == 0 ? 1 : cfg.replay_depth) {}
+
+bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
+  if (state_ != QpState::kReset || !wire::is_valid_pmtu(cfg_.pmtu)) return false;
+  path_ = path;
+  next_psn_ = sq_psn;
+  acked_psn_ = sq_psn - 1;
+  epsn_ = rq_psn;
+  retries_left_ = cfg_.retry_count;
+  rnr_retries_left_ = cfg_.rnr_retry;
+  state_ = QpState::kRts;
+  engine_.activate(this);  // receives may already be posted
+  return true;
+}
+
+// ============================================================== posting
+
+Qp::PostResult Qp::post_send(const SendWr& wr) {
+  if (state_ != QpState::kRts) return PostResult::kInvalidState;
+  if (sq_tail_ - sq_head_ >= sq_.size()) return PostResult::kQueueFull;
+  if (wr.num_sge > kMaxSge) return PostResult::kInvalidWr;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < wr.num_sge; ++i) {
+    if (wr.sge[i].length > (uint64_t{1} << 31) || total + wr.sge[i].length > (uint64_t{1} << 31))
+      return PostResult::kInvalidWr;  // messages are limited to 2 GiB
+    total += wr.sge[i].length;
+  }
+  uint32_t npkts = 0;
+  switch (wr.op) {
+    case WrOp::kSend:
+    case WrOp::kSendImm:
+    case WrOp::kWrite:
+    case WrOp::kWriteImm:
+    case WrOp::kRead: npkts = pkts_for(total, cfg_.pmtu); break;
+    case WrOp::kCompareSwap:
+    case WrOp::kFetchAdd:
+      if (total != 8) return PostResult::kInvalidWr;  // the original value lands here
+      npkts = 1;
+      break;
+    case WrOp::kBind: npkts = 0; break;
+    default: return PostResult::kInvalidWr;
+  }
+  SendWqe& w = sq(sq_tail_);
+  w = SendWqe{};
+  w.wr = wr;
+  w.total_len = total;
+  w.npkts = npkts;
+  ++sq_tail_;
+  engine_.activate(this);
+  return PostResult::kOk;
+}
+
+Qp::PostResult Qp::post_recv(const RecvWr& wr) {
+  if (state_ == QpState::kError) return PostResult::kInvalidState;
+  if (rq_tail_ - rq_head_ >= rq_.size()) return PostResult::kQueueFull;
+  if (wr.num_sge > kMaxSge) return PostResult::kInvalidWr;
+  RecvWqe& r = rq(rq_tail_);
+  r = RecvWqe{};
+  r.wr = wr;
+  for (uint32_t i = 0; i < wr.num_sge; ++i) {
+    if (wr.sge[i].length > (uint64_t{1} << 31)) return PostResult::kInvalidWr;
+    r.capacity += wr.sge[i].length;
+  }
+  ++rq_tail_;
+  return PostResult::kOk;
+}
+
+// ========================================================= shared helpers
+
+void Qp::set_timer(TimerKind k, uint64_t deadline) {
+  timer_[static_cast<size_t>(k)] = deadline;
+  engine_.arm_timer(this, k, deadline);
+}
+
+wire::BuildSpec Qp::base_spec(Opcode op, Psn psn) const {
+  wire::BuildSpec s;
+  s.src_mac = path_.local_mac;
+  s.dst_mac = path_.peer_mac;
+  s.src_ip = path_.local_ip;
+  s.dst_ip = path_.peer_ip;
+  s.src_port = path_.udp_src_port;
+  s.opcode = op;
+  s.dest_qp = path_.peer_qpn;
+  s.psn = psn;
+  return s;
+}
+
+bool Qp::transmit(const wire::BuildSpec& spec, uint64_t now) {
+  Frame* f = engine_.tx_frame();
+  if (f == nullptr) {
+    ctr_.tx_backpressure++;
+    return false;
+  }
+  const auto r = wire::build_packet(std::span<uint8_t>(f->data, f->cap), spec, cfg_.pmtu);
+  if (!r.ok()) {
+    // Only reachable through an internal inconsistency: never loop on it.
+    engine_.tx_abort(f);
+    assert(false && "build_packet refused a frame the QP built");
+    set_error(QpError::kProtocol, now);
+    return false;
+  }
+  engine_.tx_commit(f, static_cast<uint32_t>(r.len));
+  ctr_.tx_packets++;
+  return true;
+}
+
+size_t Qp::gather(const SendWqe& w, uint64_t offset, uint64_t len,
+                  std::array<std::span<const uint8_t>, kMaxSge>& out) const {
+  size_t n = 0;
+  for (uint32_t i = 0; i < w.wr.num_sge && len > 0; ++i) {
+    const uint64_t sl = w.wr.sge[i].length;
+    if (offset >= sl) {
+      offset -= sl;
+      continue;
+    }
+    const uint64_t take = std::min(sl - offset, len);
+    out[n++] = std::span<const uint8_t>(w.host[i] + offset, take);
+    len -= take;
+    offset = 0;
+  }
+  return n;
+}
+
+void Qp::scatter(const std::array<uint8_t*, kMaxSge>& host, const Sge* sge, uint32_t nsge,
+                 uint64_t offset, std::span<const uint8_t> data) {
+  const uint8_t* src = data.data();
+  uint64_t len = data.size();
+  for (uint32_t i = 0; i < nsge && len > 0; ++i) {
+    const uint64_t sl = sge[i].length;
+    if (offset >= sl) {
+      offset -= sl;
+      continue;
+    }
+    const uint64_t take = std::min(sl - offset, len);
+    std::memcpy(host[i] + offset, src, take);
+    src += take;
+    len -= take;
+    offset = 0;
+  }
+}
+
+// ============================================================ requester
+
+Psn Qp::una_psn() const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (w.done) continue;
+    if (!w.started) return next_psn_;
+    switch (w.wr.op) {
+      case WrOp::kRead: return w.first_psn + static_cast<int32_t>(w.resp_pkts);
+      case WrOp::kCompareSwap:
+      case WrOp::kFetchAdd: return w.first_psn;
+      case WrOp::kBind: continue;
+      default: {
+        const Psn a = acked_psn_ + 1;
+        return a > w.first_psn ? a : w.first_psn;
+      }
+    }
+  }
+  return next_psn_;
+}
+
+bool Qp::has_outstanding() const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (!w.started) return false;
+    if (!w.done && w.wr.op != WrOp::kBind) return true;
+  }
+  return false;
+}
+
+void Qp::arm_retransmit(uint64_t now) {
+  if (state_ == QpState::kRts && has_outstanding())
+    set_timer(TimerKind::kRetransmit, now + cfg_.retransmit_timeout_ns);
+  else
+    clear_timer(TimerKind::kRetransmit);
+}
+
+bool Qp::start_wqe(SendWqe& w, uint64_t now) {
+  const Access acc = (w.wr.op == WrOp::kRead || w.wr.op == WrOp::kCompareSwap ||
+                      w.wr.op == WrOp::kFetchAdd)
+                         ? Access::kLocalWrite
+                         : Access::kLocalRead;
+  for (uint32_t i = 0; i < w.wr.num_sge; ++i) {
+    const Sge& g = w.wr.sge[i];
+    if (g.length == 0) continue;
+    AccessGrant grant;
+    if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, acc, &grant) != AccessError::kOk) {
+      // IBA 10.8.3: a local protection error completes the WR in error and
+      // moves the QP to the error state.
+      w.started = true;
+      w.done = true;
+      w.status = WcStatus::kLocalProtectionError;
+      set_error(QpError::kLocalProtection, now);
+      return false;
+    }
+    w.host[i] = grant.host;
+  }
+  w.first_psn = next_psn_;
+  next_psn_ += static_cast<int32_t>(w.npkts);
+  w.started = true;
+  w.sent = 0;
+  if (is_rd_atomic(w.wr.op)) rd_atomic_outstanding_++;
+  return true;
+}
+
+bool Qp::emit_one(SendWqe& w, uint64_t now) {
+  const uint32_t pmtu = cfg_.pmtu;
+  const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
+  wire::BuildSpec s;
+  std::array<std::span<const uint8_t>, kMaxSge> pieces;
+  bool last = true;
+  switch (w.wr.op) {
+    case WrOp::kSend:
+    case WrOp::kSendImm:
+    case WrOp::kWrite:
+    case WrOp::kWriteImm: {
+      const bool imm = w.wr.op == WrOp::kSendImm || w.wr.op == WrOp::kWriteImm;
+      const bool is_send = w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
+      const Pos p = pos_of(w.sent, w.npkts);
+      const uint64_t off = uint64_t{w.sent} * pmtu;
+      const uint64_t len = std::min<uint64_t>(pmtu, w.total_len - off);
+      s = base_spec(is_send ? send_opcode(p, imm) : write_opcode(p, imm), psn);
+      s.gather = std::span(pieces.data(), gather(w, off, len, pieces));
+      s.imm = w.wr.imm;
+      s.va = w.wr.remote_va;
+      s.rkey = w.wr.rkey;
+      s.dma_len = static_cast<uint32_t>(w.total_len);
+      last = p == Pos::kOnly || p == Pos::kLast;
+      s.se = last && is_send && (w.wr.flags & wr_flag::kSolicited) != 0;
+      break;
+    }
+    case WrOp::kRead: {
+      // (Re-)request from the first response not yet placed (IBA 9.7.4.1.4).
+      const uint64_t off = uint64_t{w.sent} * pmtu;
+      s = base_spec(Opcode::kReadRequest, psn);
+      s.va = w.wr.remote_va + off;
+      s.rkey = w.wr.rkey;
+      s.dma_len = static_cast<uint32_t>(w.total_len - off);
+      break;
+    }
+    case WrOp::kCompareSwap:
+    case WrOp::kFetchAdd:
+      s = base_spec(w.wr.op == WrOp::kCompareSwap ? Opcode::kCompareSwap : Opcode::kFetchAdd, psn);
+      s.va = w.wr.remote_va;
+      s.rkey = w.wr.rkey;
+      s.swap_add = w.wr.swap_add;
+      s.compare = w.wr.compare;
+      break;
+    case WrOp::kBind: return true;
+  }
+  const int32_t in_flight = Psn::diff(psn, una_psn()) + 1;
+  s.ack_req = last || ++since_ack_req_ >= cfg_.ack_every ||
+              in_flight >= static_cast<int32_t>(cfg_.window);
+  if (!transmit(s, now)) return false;
+  if (s.ack_req) since_ack_req_ = 0;
+  w.sent = w.wr.op == WrOp::kRead ? w.npkts : w.sent + 1;
+  if (timer_deadline(TimerKind::kRetransmit) == 0) arm_retransmit(now);
+  return true;
+}
+
+bool Qp::emit_requests(uint64_t now) {
+  while (state_ == QpState::kRts && !rnr_waiting_ && sq_emit_ < sq_tail_) {
+    SendWqe& w = sq(sq_emit_);
+    if (!w.started) {
+      // Every WR after an RMR bind waits until the bind has completed
+      // (dat_rmr_bind: the bind completes in order and fences later DTOs).
+      if (last_bind_end_ > sq_head_) return false;
+      if (w.wr.op == WrOp::kBind) {
+        w.started = true;
+        w.done = true;
+        const BindError be = mr_.check_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va,
+                                            w.wr.bind_len, w.wr.bind_privileges, pz_);
+        if (be == BindError::kOk) {
+          w.result_rmr_context = mr_.do_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va,
+                                             w.wr.bind_len, w.wr.bind_privileges);
+        } else {
+          w.status = WcStatus::kBindError;
+        }
+        last_bind_end_ = sq_emit_ + 1;
+        ++sq_emit_;
+        complete_in_order(now);
+        continue;
+      }
+      if ((w.wr.flags & wr_flag::kFence) != 0 && rd_atomic_outstanding_ > 0) return false;
+      if (is_rd_atomic(w.wr.op) && rd_atomic_outstanding_ >= cfg_.max_rd_atomic) return false;
+      if (Psn::diff(next_psn_, una_psn()) >= static_cast<int32_t>(cfg_.window)) return false;
+      if (!start_wqe(w, now)) return false;
+    }
+    if (!w.done) {
+      while (w.sent < w.npkts) {
+        const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
+        if (Psn::diff(psn, una_psn()) >= static_cast<int32_t>(cfg_.window)) return false;
+        if (!emit_one(w, now)) return state_ == QpState::kRts;  // TX back-pressure
+      }
+    }
+    ++sq_emit_;
+  }
+  return false;
+}
+
+void Qp::rewind_to(Psn psn, uint64_t now) {
+  // Go-back-N: resend from the WR that holds `psn`.
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || w.wr.op == WrOp::kBind) continue;
+    const int32_t d = Psn::diff(psn, w.first_psn);
+    if (d >= static_cast<int32_t>(w.npkts)) continue;
+    if (w.wr.op == WrOp::kRead) {
+      w.sent = w.resp_pkts;
+    } else if (is_rd_atomic(w.wr.op)) {
+      w.sent = 0;
+    } else {
+      w.sent = d > 0 ? static_cast<uint32_t>(d) : 0;
+    }
+    for (uint64_t j = i + 1; j < sq_tail_; ++j) {
+      SendWqe& x = sq(j);
+      if (!x.started) break;
+      if (!x.done) x.sent = x.wr.op == WrOp::kRead ? x.resp_pkts : 0;
+    }
+    sq_emit_ = std::min(sq_emit_, i);
+    ctr_.retransmits++;
+    engine_.activate(this);
+    (void)now;
+    return;
+  }
+}
+
+void Qp::note_acked(Psn psn, uint64_t now) {
+  if (Psn::diff(psn, acked_psn_) <= 0) return;            // old news
+  if (Psn::diff(psn, next_psn_) >= 0) return;             // acks something never sent
+  acked_psn_ = psn;
+  retries_left_ = cfg_.retry_count;
+  rnr_retries_left_ = cfg_.rnr_retry;
+  // An ACK beyond a READ / atomic whose response is missing means the
+  // response was lost (IBA 9.7.5.1.5 "implied NAK"): ask again.
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || !is_rd_atomic(w.wr.op)) continue;
+    const Psn last = w.first_psn + static_cast<int32_t>(w.npkts - 1);
+    if (Psn::diff(psn, last) >= 0) rewind_to(w.first_psn + static_cast<int32_t>(w.resp_pkts), now);
+    break;
+  }
+  complete_in_order(now);
+  arm_retransmit(now);
+  engine_.activate(this);
+}
+
+void Qp::fail_wqe_at(Psn psn, WcStatus st, QpError why, uint64_t now) {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || w.wr.op == WrOp::kBind) continue;
+    if (Psn::diff(psn, w.first_psn) < static_cast<int32_t>(w.npkts)) {
+      w.done = true;
+      w.status = st;
+      if (is_rd_atomic(w.wr.op) && rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+      break;
+    }
+  }
+  set_error(why, now);
+}
+
+void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  const uint8_t syn = v.aeth->syndrome;
+  ctr_.acks_rx++;
+  switch (aeth::type(syn)) {
+    case aeth::kAck: note_acked(psn, now); return;
+    case aeth::kRnrNak:
+      ctr_.rnr_naks_rx++;
+      if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, next_psn_) >= 0) return;  // stale
+      note_acked(psn - 1, now);
+      if (rnr_retries_left_ == 0) {
+        fail_wqe_at(psn, WcStatus::kRnrRetryExceeded, QpError::kRnrRetryExceeded, now);
+        return;
+      }
+      rnr_retries_left_--;
+      rnr_waiting_ = true;
+      rnr_psn_ = psn;
+      clear_timer(TimerKind::kRetransmit);
+      set_timer(TimerKind::kRnr, now + cfg_.rnr_delay_ns);
+      return;
+    case aeth::kNak: {
+      const uint8_t code = aeth::value(syn);
+      if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, next_psn_) >= 0) return;  // stale
+      note_acked(psn - 1, now);
+      if (code == aeth::kNakPsnSeqError) {
+        ctr_.seq_naks_rx++;
+        rewind_to(psn, now);
+        arm_retransmit(now);
+        return;
+      }
+      fail_wqe_at(psn, status_of_nak(code), qp_error_of_nak(code), now);
+      return;
+    }
+    default: ctr_.bad_responses++; return;  // reserved syndrome type
+  }
+}
+
+void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || w.wr.op != WrOp::kRead) continue;
+    const int32_t d = Psn::diff(psn, w.first_psn);
+    if (d < 0 || d >= static_cast<int32_t>(w.npkts)) continue;
+    const Psn expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
+    const int32_t gap = Psn::diff(psn, expected);
+    if (gap < 0) {
+      ctr_.duplicates_rx++;
+      return;
+    }
+    if (gap > 0) {
+      // Responses were lost: re-request from the first missing one, once.
+      ctr_.out_of_order_rx++;
+      if (!read_gap_pending_ || !(read_gap_psn_ == expected)) {
+        read_gap_pending_ = true;
+        read_gap_psn_ = expected;
+        note_acked(w.first_psn - 1, now);
+        rewind_to(expected, now);
+      }
+      return;
+    }
+    const Pos p = pos_of(w.resp_pkts, w.npkts);
+    const Opcode want = read_resp_opcode(p);
+    const uint64_t off = uint64_t{w.resp_pkts} * cfg_.pmtu;
+    const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - off);
+    if (v.opcode != want || v.payload.size() != want_len) {
+      ctr_.bad_responses++;
+      return;
+    }
+    scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
+    w.resp_pkts++;
+    read_gap_pending_ = false;
+    if (w.resp_pkts == w.npkts) {
+      w.done = true;
+      if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+    }
+    // A READ response implicitly acknowledges every earlier request.
+    if (Psn::diff(psn, acked_psn_) > 0) {
+      note_acked(psn, now);
+    } else {
+      complete_in_order(now);
+      arm_retransmit(now);
+    }
+    retries_left_ = cfg_.retry_count;
+    engine_.activate(this);
+    return;
+  }
+  ctr_.duplicates_rx++;  // no READ expects it: a late duplicate
+}
+
+void Qp::on_atomic_ack(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || (w.wr.op != WrOp::kCompareSwap && w.wr.op != WrOp::kFetchAdd)) continue;
+    if (!(w.first_psn == psn)) continue;
+    const uint64_t orig = v.atomic_ack->orig.value();
+    std::memcpy(w.host[0], &orig, sizeof orig);
+    w.done = true;
+    if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+    if (Psn::diff(psn, acked_psn_) > 0) {
+      note_acked(psn, now);
+    } else {
+      complete_in_order(now);
+      arm_retransmit(now);
+    }
+    return;
+  }
+  ctr_.duplicates_rx++;
+}
+
+void Qp::complete_in_order(uint64_t now) {
+  (void)now;
+  while (sq_head_ < sq_tail_) {
+    SendWqe& w = sq(sq_head_);
+    if (!w.done) {
+      if (!w.started || !is_send_write(w.wr.op)) break;
+      const Psn last = w.first_psn + static_cast<int32_t>(w.npkts - 1);
+      if (Psn::diff(last, acked_psn_) > 0) break;
+      w.done = true;
+    }
+    const bool report = (w.wr.flags & wr_flag::kSignaled) != 0 || w.status != WcStatus::kSuccess;
+    if (report) {
+      Completion c;
+      c.cookie = w.wr.cookie;
+      c.qpn = qpn_;
+      c.op = wc_op_of(w.wr.op);
+      c.status = w.status;
+      c.byte_len = static_cast<uint32_t>(w.total_len);
+      c.rmr_context = w.result_rmr_context;
+      if (send_cq_ == nullptr || !send_cq_->push(c)) {
+        ctr_.cq_stalls++;
+        return;  // retried on the next progress(): nothing is lost
+      }
+    }
+    ++sq_head_;
+    if (sq_emit_ < sq_head_) sq_emit_ = sq_head_;
+  }
+}
+
+// ============================================================ responder
+
+void Qp::send_ack(uint8_t syndrome, Psn psn, uint64_t now) {
+  wire::BuildSpec s = base_spec(Opcode::kAck, psn);
+  s.syndrome = syndrome;
+  s.msn = msn_;
+  if (!transmit(s, now)) return;
+  ctr_.acks_tx++;
+  if (aeth::type(syndrome) == aeth::kAck) {
+    ack_owed_ = false;
+    ack_req_seen_ = false;
+    unacked_ = 0;
+    clear_timer(TimerKind::kAck);
+  }
+}
+
+void Qp::responder_fatal(uint8_t nak_code, Psn psn, QpError why, uint64_t now) {
+  send_ack(aeth::make(aeth::kNak, nak_code), psn, now);
+  set_error(why, now);
+}
+
+void Qp::remember(const ReplayEntry& e) {
+  replay_[replay_next_] = e;
+  replay_next_ = (replay_next_ + 1) % static_cast<uint32_t>(replay_.size());
+}
+
+void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
+  ctr_.duplicates_rx++;
+  const Psn psn = v.bth->psn();
+  const bool is_read = v.opcode == Opcode::kReadRequest;
+  const bool is_atomic = v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd;
+  if (!is_read && !is_atomic) {
+    // SEND / WRITE already placed: acknowledge again, never place twice.
+    ack_owed_ = true;
+    ack_req_seen_ = true;
+    return;
+  }
+  for (const ReplayEntry& e : replay_) {
+    if (!e.valid || e.is_read != is_read) continue;
+    const int32_t d = Psn::diff(psn, e.psn);
+    if (d < 0 || d >= static_cast<int32_t>(e.npkts)) continue;
+    if (is_atomic) {
+      // Replay the recorded result: an atomic executes exactly once.
+      for (const RespJob& j : resp_q_)
+        if (!j.is_read && j.psn == psn) return;  // its ACK is still queued
+      RespJob j;
+      j.psn = psn;
+      j.first_psn = psn;
+      j.atomic_orig = e.atomic_orig;
+      resp_q_.push_back(j);
+      ctr_.atomic_replays++;
+    } else {
+      // Re-execute the READ from the requested PSN on (IBA 9.7.5.1.3).
+      const uint64_t off = static_cast<uint64_t>(d) * cfg_.pmtu;
+      AccessGrant g;
+      if (mr_.check_remote(e.rkey, pz_, e.va, e.len, Access::kRemoteRead, &g) != AccessError::kOk) {
+        responder_fatal(aeth::kNakRemoteAccessError, psn, QpError::kRemoteAccess, now);
+        return;
+      }
+      for (RespJob& j : resp_q_) {
+        if (j.is_read && j.first_psn == e.psn) {
+          if (Psn::diff(j.psn, psn) > 0) {
+            j.psn = psn;
+            j.next_pkt = static_cast<uint32_t>(d);
+          }
+          return;
+        }
+      }
+      RespJob j;
+      j.is_read = true;
+      j.first_psn = e.psn;
+      j.psn = psn;
+      j.next_pkt = static_cast<uint32_t>(d);
+      j.npkts = e.npkts;
+      j.len = e.len;
+      j.host = g.host;
+      (void)off;
+      resp_q_.push_back(j);
+      ctr_.read_replays++;
+    }
+    engine_.activate(this);
+    return;
+  }
+  // Older than the replay cache: let the requester time out and give up.
+}
+
+void Qp::on_request(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  const int32_t d = Psn::diff(psn, epsn_);
+  if (d < 0) {
+    handle_duplicate(v, now);
+    return;
+  }
+  if (d > 0) {
+    ctr_.out_of_order_rx++;
+    if (!nak_sent_) {
+      // One sequence-error NAK per gap (IBA C9-110).
+      nak_sent_ = true;
+      ctr_.seq_naks_tx++;
+      send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+    }
+    return;
+  }
+  const wire::OpInfo& info = *v.info;
+  const bool first = info.is(wire::op::kFirst);
+  const bool last = info.is(wire::op::kLast);
+
+  // Opcode sequence (IBA 9.7.5.1.6 / C9-93).
+  const bool is_send = info.is(wire::op::kSend);
+  const bool is_write = info.is(wire::op::kWrite);
+  if ((in_msg_ == InMsg::kSend && !(is_send && !first)) ||
+      (in_msg_ == InMsg::kWrite && !(is_write && !first)) || (in_msg_ == InMsg::kNone && !first)) {
+    responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kProtocol, now);
+    return;
+  }
+
+  if (is_send) {
+    if (first) {
+      if (rq_head_ == rq_tail_) {
+        ctr_.rnr_naks_tx++;
+        nak_sent_ = true;  // later packets of the burst are not sequence errors
+        send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
+        return;
+      }
+      RecvWqe& r = rq(rq_head_);
+      for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
+        const Sge& g = r.wr.sge[i];
+        if (g.length == 0) continue;
+        AccessGrant grant;
+        if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
+            AccessError::kOk) {
+          Completion c;
+          c.cookie = r.wr.cookie;
+          c.qpn = qpn_;
+          c.op = WcOp::kRecv;
+          c.status = WcStatus::kLocalProtectionError;
+          if (recv_cq_ != nullptr) recv_cq_->push(c);
+          ++rq_head_;
+          responder_fatal(aeth::kNakRemoteOperationalError, psn, QpError::kLocalProtection, now);
+          return;
+        }
+        r.host[i] = grant.host;
+      }
+      msg_offset_ = 0;
+      recv_in_use_ = true;
+    }
+    RecvWqe& r = rq(rq_head_);
+    if (msg_offset_ + v.payload.size() > r.capacity) {
+      Completion c;
+      c.cookie = r.wr.cookie;
+      c.qpn = qpn_;
+      c.op = WcOp::kRecv;
+      c.status = WcStatus::kLocalLengthError;
+      if (recv_cq_ != nullptr) recv_cq_->push(c);
+      ++rq_head_;
+      recv_in_use_ = false;
+      responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kLocalLength, now);
+      return;
+    }
+    scatter(r.host, r.wr.sge, r.wr.num_sge, msg_offset_, v.payload);
+    msg_offset_ += v.payload.size();
+    if (last) {
+      Completion c;
+      c.cookie = r.wr.cookie;
+      c.qpn = qpn_;
+      c.op = WcOp::kRecv;
+      c.byte_len = static_cast<uint32_t>(msg_offset_);
+      c.has_imm = v.imm != nullptr;
+      c.imm = v.imm != nullptr ? v.imm->imm.value() : 0;
+      c.solicited = v.bth->se();
+      if (recv_cq_ != nullptr && !recv_cq_->push(c)) ctr_.cq_stalls++;
+      ++rq_head_;
+      recv_in_use_ = false;
+      in_msg_ = InMsg::kNone;
+      ++msn_;
+    } else {
+      in_msg_ = InMsg::kSend;
+    }
+  } else if (is_write) {
+    const bool imm = info.is(wire::op::kImm);
+    if (imm && rq_head_ == rq_tail_) {
+      // WRITE with immediate consumes a receive: none posted -> RNR, before
+      // anything of this packet is placed.
+      ctr_.rnr_naks_tx++;
+      nak_sent_ = true;
+      send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
+      return;
+    }
+    if (first) {
+      AccessGrant g;
+      const uint64_t va = v.reth->va.value();
+      const uint64_t len = v.reth->dma_len.value();
+      const AccessError e =
+          mr_.check_remote(v.reth->rkey.value(), pz_, va, len, Access::kRemoteWrite, &g);
+      if (e != AccessError::kOk) {
+        responder_fatal(aeth::kNakRemoteAccessError, psn, QpError::kRemoteAccess, now);
+        return;
+      }
+      write_host_ = g.host;
+      write_len_ = len;
+      msg_offset_ = 0;
+    }
+    if (msg_offset_ + v.payload.size() > write_len_ ||
+        (last && msg_offset_ + v.payload.size() != write_len_)) {
+      responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kProtocol, now);
+      return;
+    }
+    if (!v.payload.empty()) std::memcpy(write_host_ + msg_offset_, v.payload.data(), v.payload.size());
+    msg_offset_ += v.payload.size();
+    if (last) {
+      if (imm) {
+        RecvWqe& r = rq(rq_head_);
+        Completion c;
+        c.cookie = r.wr.cookie;
+        c.qpn = qpn_;
+        c.op = WcOp::kRecvWriteImm;
+        c.byte_len = static_cast<uint32_t>(write_len_);
+        c.has_imm = true;
+        c.imm = v.imm->imm.value();
+        if (recv_cq_ != nullptr && !recv_cq_->push(c)) ctr_.cq_stalls++;
+        ++rq_head_;
+      }
+      in_msg_ = InMsg::kNone;
+      ++msn_;
+    } else {
+      in_msg_ = InMsg::kWrite;
+    }
+  } else if (v.opcode == Opcode::kReadRequest) {
+    const uint64_t va = v.reth->va.value();
+    const uint64_t len = v.reth->dma_len.value();
+    const uint32_t rkey = v.reth->rkey.value();
+    AccessGrant g;
+    if (mr_.check_remote(rkey, pz_, va, len, Access::kRemoteRead, &g) != AccessError::kOk) {
+      responder_fatal(aeth::kNakRemoteAccessError, psn, QpError::kRemoteAccess, now);
+      return;
+    }
+    RespJob j;
+    j.is_read = true;
+    j.first_psn = psn;
+    j.psn = psn;
+    j.npkts = pkts_for(len, cfg_.pmtu);
+    j.len = len;
+    j.host = g.host;
+    resp_q_.push_back(j);
+    remember(ReplayEntry{true, true, psn, j.npkts, va, rkey, len, 0});
+    epsn_ = psn + static_cast<int32_t>(j.npkts);
+    ++msn_;
+    nak_sent_ = false;
+    engine_.activate(this);
+    return;
+  } else if (v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd) {
+    const uint64_t va = v.atomic->va.value();
+    AccessGrant g;
+    const AccessError e =
+        mr_.check_remote(v.atomic->rkey.value(), pz_, va, 8, Access::kRemoteAtomic, &g);
+    if (e != AccessError::kOk || (reinterpret_cast<uintptr_t>(g.host) & 7u) != 0) {
+      // IBA 9.4.5: a misaligned atomic is an invalid request.
+      const bool misaligned = e == AccessError::kMisaligned || e == AccessError::kOk;
+      responder_fatal(misaligned ? aeth::kNakInvalidRequest : aeth::kNakRemoteAccessError, psn,
+                      misaligned ? QpError::kRemoteInvalidRequest : QpError::kRemoteAccess, now);
+      return;
+    }
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(g.host));
+    uint64_t orig;
+    if (v.opcode == Opcode::kCompareSwap) {
+      orig = v.atomic->compare.value();
+      target.compare_exchange_strong(orig, v.atomic->swap_add.value());
+      // On success orig still holds the compare value, which equals the old one.
+    } else {
+      orig = target.fetch_add(v.atomic->swap_add.value());
+    }
+    RespJob j;
+    j.psn = psn;
+    j.first_psn = psn;
+    j.atomic_orig = orig;
+    resp_q_.push_back(j);
+    remember(ReplayEntry{true, false, psn, 1, va, v.atomic->rkey.value(), 8, orig});
+    epsn_ = psn + 1;
+    ++msn_;
+    nak_sent_ = false;
+    engine_.activate(this);
+    return;
+  } else {
+    responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kProtocol, now);
+    return;
+  }
+  // SEND / WRITE packet accepted.
+  ++epsn_;
+  nak_sent_ = false;
+  ++unacked_;
+  ack_owed_ = true;
+  if (v.bth->ack_req()) ack_req_seen_ = true;
+}
+
+void Qp::end_of_burst(uint64_t now) {
+  if (!ack_owed_ || state_ != QpState::kRts) return;
+  if (!resp_q_.empty()) return;  // the ACK follows the queued responses
+  if (ack_req_seen_ || unacked_ >= cfg_.ack_every) {
+    send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
+  } else if (timer_deadline(TimerKind::kAck) == 0) {
+    set_timer(TimerKind::kAck, now + cfg_.ack_delay_ns);
+  }
+  if (ack_owed_) engine_.activate(this);  // TX was full: retry from progress()
+}
+
+bool Qp::respond_emit(uint64_t now) {
+  uint32_t budget = cfg_.read_resp_budget;
+  while (!resp_q_.empty() && state_ == QpState::kRts) {
+    RespJob& j = resp_q_.front();
+    if (!j.is_read) {
+      wire::BuildSpec s = base_spec(Opcode::kAtomicAck, j.psn);
+      s.syndrome = aeth::make(aeth::kAck, aeth::kCreditsInvalid);
+      s.msn = msn_;
+      s.atomic_orig = j.atomic_orig;
+      if (!transmit(s, now)) return true;
+      resp_q_.pop_front();
+      continue;
+    }
+    while (j.next_pkt < j.npkts) {
+      if (budget == 0) return true;
+      const Pos p = pos_of(j.next_pkt, j.npkts);
+      const uint64_t off = uint64_t{j.next_pkt} * cfg_.pmtu;
+      const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);
+      wire::BuildSpec s = base_spec(read_resp_opcode(p), j.psn);
+      s.syndrome = aeth::make(aeth::kAck, aeth::kCreditsInvalid);
+      s.msn = msn_;
+      s.payload = std::span<const uint8_t>(j.host + off, len);
+      if (!transmit(s, now)) return true;
+      --budget;
+      ++j.next_pkt;
+      ++j.psn;
+    }
+    resp_q_.pop_front();
+  }
+  if (ack_owed_ && state_ == QpState::kRts &&
+      (ack_req_seen_ || unacked_ >= cfg_.ack_every)) {
+    send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
+    if (ack_owed_) return true;
+  }
+  return false;
+}
+
+// ============================================================ dispatch
+
+void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
+  ctr_.rx_packets++;
+  if (state_ != QpState::kRts) return;
+  if (v.ip->src.value() != path_.peer_ip) return;  // not our peer
+  const wire::OpInfo& info = *v.info;
+  if (info.is(wire::op::kRequest)) {
+    on_request(v, now);
+    return;
+  }
+  switch (v.opcode) {
+    case Opcode::kAck: on_ack_packet(v, now); break;
+    case Opcode::kAtomicAck: on_atomic_ack(v, now); break;
+    case Opcode::kReadRespFirst:
+    case Opcode::kReadRespMiddle:
+    case Opcode::kReadRespLast:
+    case Opcode::kReadRespOnly: on_read_response(v, now); break;
+    default: ctr_.bad_responses++; break;
+  }
+}
+
+bool Qp::progress(uint64_t now) {
+  complete_in_order(now);
+  if (state_ != QpState::kRts) {
+    flush_recvs();
+    return sq_head_ != sq_tail_ || rq_head_ != rq_tail_;  // stalled flushes
+  }
+  bool more = respond_emit(now);
+  more = emit_requests(now) || more;
+  return more || (sq_head_ != sq_tail_ && sq(sq_head_).done);
+}
+
+void Qp::on_timer(TimerKind kind, uint64_t now) {
+  const auto k = static_cast<size_t>(kind);
+  timer_[k] = 0;
+  if (state_ != QpState::kRts) return;
+  switch (kind) {
+    case TimerKind::kRetransmit: {
+      if (!has_outstanding() || rnr_waiting_) return;
+      ctr_.timeouts++;
+      const Psn una = una_psn();
+      if (retries_left_ == 0) {
+        fail_wqe_at(una, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
+        return;
+      }
+      retries_left_--;
+      read_gap_pending_ = false;
+      rewind_to(una, now);
+      arm_retransmit(now);
+      return;
+    }
+    case TimerKind::kRnr:
+      rnr_waiting_ = false;
+      rewind_to(rnr_psn_, now);
+      arm_retransmit(now);
+      engine_.activate(this);
+      return;
+    case TimerKind::kAck:
+      if (ack_owed_ && resp_q_.empty())
+        send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
+      if (ack_owed_) engine_.activate(this);
+      return;
+    case TimerKind::kCount: return;
+  }
+}
+
+void Qp::flush_recvs() {
+  for (; rq_head_ < rq_tail_; ++rq_head_) {
+    Completion c;
+    c.cookie = rq(rq_head_).wr.cookie;
+    c.qpn = qpn_;
+    c.op = WcOp::kRecv;
+    c.status = WcStatus::kFlushed;
+    if (recv_cq_ != nullptr && !recv_cq_->push(c)) {
+      ctr_.cq_stalls++;
+      return;  // CQ full: progress() retries, nothing is dropped
+    }
+  }
+}
+
+bool Qp::has_pending_work() const {
+  return sq_head_ != sq_tail_ || !resp_q_.empty() || ack_owed_;
+}
+
+void Qp::set_error(QpError why, uint64_t now) {
+  if (state_ == QpState::kError) return;
+  state_ = QpState::kError;
+  error_ = why;
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.done) {
+      w.done = true;
+      w.status = WcStatus::kFlushed;
+    }
+  }
+  rd_atomic_outstanding_ = 0;
+  flush_recvs();
+  resp_q_.clear();
+  ack_owed_ = false;
+  for (auto& t : timer_) t = 0;
+  complete_in_order(now);
+  engine_.activate(this);
+}
+
+}  // namespace dpdat::rc

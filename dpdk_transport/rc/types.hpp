@@ -1,0 +1,160 @@
+#pragma once
+// Work requests, completions and queue-pair configuration: the vocabulary
+// between the RC engine and the layer above it (dat_core).
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "wire/headers.hpp"
+#include "wire/psn.hpp"
+
+namespace dpdat::rc {
+
+inline constexpr uint32_t kMaxSge = 8;
+
+// A piece of local registered memory: LMR context + address + length.
+struct Sge {
+  uint32_t lmr_context = 0;
+  uint64_t va = 0;
+  uint64_t length = 0;
+};
+
+enum class WrOp : uint8_t {
+  kSend,
+  kSendImm,
+  kWrite,
+  kWriteImm,
+  kRead,
+  kCompareSwap,  // 8 bytes at remote_va: if == compare, := swap_add; old value -> sge[0]
+  kFetchAdd,     // 8 bytes at remote_va += swap_add; old value -> sge[0]
+  kBind,         // RMR bind (local operation, fenced)
+};
+
+namespace wr_flag {
+inline constexpr uint32_t kSignaled = 1u << 0;   // report a successful completion
+inline constexpr uint32_t kFence = 1u << 1;      // barrier: wait for earlier READs/atomics
+inline constexpr uint32_t kSolicited = 1u << 2;  // SE bit on the last packet of a SEND
+}  // namespace wr_flag
+
+struct SendWr {
+  uint64_t cookie = 0;
+  WrOp op = WrOp::kSend;
+  uint32_t flags = wr_flag::kSignaled;
+  Sge sge[kMaxSge] = {};
+  uint32_t num_sge = 0;
+  uint64_t remote_va = 0;  // WRITE / READ / atomics
+  uint32_t rkey = 0;
+  uint32_t imm = 0;
+  uint64_t compare = 0;
+  uint64_t swap_add = 0;
+  // kBind: bind RMR `rmr_handle` to [bind_va, bind_va + bind_len) of LMR
+  // `bind_lmr` with remote privileges `bind_privileges` (length 0 unbinds).
+  uint32_t rmr_handle = 0;
+  uint32_t bind_lmr = 0;
+  uint64_t bind_va = 0;
+  uint64_t bind_len = 0;
+  uint32_t bind_privileges = 0;
+};
+
+struct RecvWr {
+  uint64_t cookie = 0;
+  Sge sge[kMaxSge] = {};
+  uint32_t num_sge = 0;
+};
+
+enum class WcStatus : uint8_t {
+  kSuccess,
+  kLocalLengthError,       // receive buffer too small / bad local lengths
+  kLocalProtectionError,   // local LMR check failed (key, PZ, privilege, bounds)
+  kLocalQpOperationError,  // malformed WR
+  kBindError,              // check_bind refused the bind
+  kRemoteAccessError,      // peer NAK: remote access error
+  kRemoteInvalidRequest,   // peer NAK: invalid request (e.g. its receive too small)
+  kRemoteOperationalError, // peer NAK: remote operational error
+  kRetryExceeded,          // transport retry budget exhausted (peer gone)
+  kRnrRetryExceeded,       // receiver-not-ready retry budget exhausted
+  kFlushed,                // queue pair went to error before this WR finished
+  kCount
+};
+std::string_view wc_status_name(WcStatus s) noexcept;
+
+enum class WcOp : uint8_t {
+  kSend, kWrite, kRead, kCompareSwap, kFetchAdd, kBind, kRecv, kRecvWriteImm
+};
+
+struct Completion {
+  uint64_t cookie = 0;
+  uint32_t qpn = 0;
+  uint32_t byte_len = 0;
+  uint32_t imm = 0;
+  uint32_t rmr_context = 0;  // kBind: the new context
+  WcOp op = WcOp::kSend;
+  WcStatus status = WcStatus::kSuccess;
+  bool has_imm = false;
+  bool solicited = false;
+};
+
+// A bounded completion ring.  Single producer (the engine), single consumer;
+// when full the queue pair stalls its completions (no completion is lost).
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(uint32_t capacity) : ring_(capacity == 0 ? 1 : capacity) {}
+  bool push(const Completion& c) {
+    if (count_ == ring_.size()) return false;
+    ring_[(head_ + count_) % ring_.size()] = c;
+    ++count_;
+    return true;
+  }
+  bool pop(Completion* out) {
+    if (count_ == 0) return false;
+    *out = ring_[head_];
+    head_ = (head_ + 1) % ring_.size();
+    --count_;
+    return true;
+  }
+  size_t size() const { return count_; }
+  size_t capacity() const { return ring_.size(); }
+  bool full() const { return count_ == ring_.size(); }
+
+ private:
+  std::vector<Completion> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
+
+struct QpConfig {
+  uint32_t sq_depth = 256;
+  uint32_t rq_depth = 256;
+  uint32_t pmtu = 1024;
+  uint32_t window = 128;       // max unacknowledged request packets in flight
+  uint32_t ack_every = 16;     // requester sets AckReq every N packets; responder ACKs by then
+  uint32_t max_rd_atomic = 16; // outstanding RDMA READ / atomic requests
+  uint64_t retransmit_timeout_ns = 1'000'000;
+  uint32_t retry_count = 7;    // transport retries before the QP breaks
+  uint64_t rnr_delay_ns = 100'000;
+  uint32_t rnr_retry = 7;
+  uint64_t ack_delay_ns = 10'000;  // max time an ACK is held for coalescing
+  uint32_t replay_depth = 16;      // READ / atomic replay cache entries
+  uint32_t read_resp_budget = 32;  // READ response packets per progress call
+};
+
+// Addresses of both ends of a connection (Ethernet/IPv4/UDP, peer's QPN).
+struct PathInfo {
+  wire::MacAddr local_mac{};
+  wire::MacAddr peer_mac{};
+  uint32_t local_ip = 0;
+  uint32_t peer_ip = 0;
+  uint16_t udp_src_port = 0xC000;
+  uint32_t peer_qpn = 0;
+};
+
+enum class QpState : uint8_t { kReset, kRts, kError };
+
+enum class QpError : uint8_t {
+  kNone, kRetryExceeded, kRnrRetryExceeded, kRemoteAccess, kRemoteInvalidRequest,
+  kRemoteOperational, kLocalProtection, kLocalLength, kProtocol, kDestroyed
+};
+std::string_view qp_error_name(QpError e) noexcept;
+
+}  // namespace dpdat::rc
