@@ -143,7 +143,7 @@ uint32_t Engine::poll(uint64_t now) {
   run_timers(now);
 
   const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
-  const wire::ParseOptions opts{.pmtu = cfg_.pmtu};
+  const wire::ParseOptions opts{.pmtu = cfg_.pmtu, .full_segments = false};
   for (uint16_t i = 0; i < n; ++i) {
     ctr_.rx_frames++;
     wire::PacketView v;

@@ -329,9 +329,13 @@ bool Qp::start_wqe(SendWqe& w, uint64_t now) {
   return true;
 }
 
-bool Qp::emit_one(SendWqe& w, uint64_t now) {
+bool Qp::sr_packet(const SendWqe& w) const {
+  return cfg_.selective_repeat && w.wr.op == WrOp::kWrite;
+}
+
+bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now) {
   const uint32_t pmtu = cfg_.pmtu;
-  const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
+  const Psn psn = w.first_psn + static_cast<int32_t>(idx);
   wire::BuildSpec s;
   std::array<std::span<const uint8_t>, kMaxSge> pieces;
   bool last = true;
@@ -342,22 +346,29 @@ bool Qp::emit_one(SendWqe& w, uint64_t now) {
     case WrOp::kWriteImm: {
       const bool imm = w.wr.op == WrOp::kSendImm || w.wr.op == WrOp::kWriteImm;
       const bool is_send = w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
-      const Pos p = pos_of(w.sent, w.npkts);
-      const uint64_t off = uint64_t{w.sent} * pmtu;
+      const Pos p = pos_of(idx, w.npkts);
+      const uint64_t off = uint64_t{idx} * pmtu;
       const uint64_t len = std::min<uint64_t>(pmtu, w.total_len - off);
-      s = base_spec(is_send ? send_opcode(p, imm) : write_opcode(p, imm), psn);
+      if (sr_packet(w)) {
+        // Self-describing: every packet is an RDMA WRITE Only with its own RETH.
+        s = base_spec(Opcode::kWriteOnly, psn);
+        s.va = w.wr.remote_va + off;
+        s.dma_len = static_cast<uint32_t>(len);
+      } else {
+        s = base_spec(is_send ? send_opcode(p, imm) : write_opcode(p, imm), psn);
+        s.va = w.wr.remote_va;
+        s.dma_len = static_cast<uint32_t>(w.total_len);
+      }
       s.gather = std::span(pieces.data(), gather(w, off, len, pieces));
       s.imm = w.wr.imm;
-      s.va = w.wr.remote_va;
       s.rkey = w.wr.rkey;
-      s.dma_len = static_cast<uint32_t>(w.total_len);
       last = p == Pos::kOnly || p == Pos::kLast;
       s.se = last && is_send && (w.wr.flags & wr_flag::kSolicited) != 0;
       break;
     }
     case WrOp::kRead: {
       // (Re-)request from the first response not yet placed (IBA 9.7.4.1.4).
-      const uint64_t off = uint64_t{w.sent} * pmtu;
+      const uint64_t off = uint64_t{idx} * pmtu;
       s = base_spec(Opcode::kReadRequest, psn);
       s.va = w.wr.remote_va + off;
       s.rkey = w.wr.rkey;
@@ -379,12 +390,40 @@ bool Qp::emit_one(SendWqe& w, uint64_t now) {
               in_flight >= static_cast<int32_t>(cfg_.window);
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
-  w.sent = w.wr.op == WrOp::kRead ? w.npkts : w.sent + 1;
   if (timer_deadline(TimerKind::kRetransmit) == 0) arm_retransmit(now);
   return true;
 }
 
+bool Qp::emit_one(SendWqe& w, uint64_t now) {
+  if (!emit_packet(w, w.sent, now)) return false;
+  w.sent = w.wr.op == WrOp::kRead ? w.npkts : w.sent + 1;
+  return true;
+}
+
+// Selective repeat: resend single packets the responder reported missing.
+bool Qp::emit_sr_resends(uint64_t now) {
+  while (!sr_resend_.empty()) {
+    const Psn psn = sr_resend_.front();
+    bool found = false;
+    for (uint64_t i = sq_head_; i < sq_tail_ && !found; ++i) {
+      const SendWqe& w = sq(i);
+      if (!w.started) break;
+      if (w.done || !sr_packet(w)) continue;
+      const int32_t d = Psn::diff(psn, w.first_psn);
+      if (d < 0 || d >= static_cast<int32_t>(w.npkts)) continue;
+      found = true;
+      if (static_cast<uint32_t>(d) >= w.sent) break;  // not sent yet: goes out in order anyway
+      if (Psn::diff(psn, acked_psn_) <= 0) break;       // acknowledged meanwhile
+      if (!emit_packet(w, static_cast<uint32_t>(d), now)) return false;
+      ctr_.sr_resends++;
+    }
+    sr_resend_.erase(sr_resend_.begin());
+  }
+  return true;
+}
+
 bool Qp::emit_requests(uint64_t now) {
+  if (state_ == QpState::kRts && !rnr_waiting_ && !emit_sr_resends(now)) return true;
   while (state_ == QpState::kRts && !rnr_waiting_ && sq_emit_ < sq_tail_) {
     SendWqe& w = sq(sq_emit_);
     if (!w.started) {
@@ -426,6 +465,7 @@ bool Qp::emit_requests(uint64_t now) {
 
 void Qp::rewind_to(Psn psn, uint64_t now) {
   // Go-back-N: resend from the WR that holds `psn`.
+  sr_resend_.clear();
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
     SendWqe& w = sq(i);
     if (!w.started) break;
@@ -514,6 +554,22 @@ void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
       note_acked(psn - 1, now);
       if (code == aeth::kNakPsnSeqError) {
         ctr_.seq_naks_rx++;
+        if (cfg_.selective_repeat) {
+          for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+            const SendWqe& w = sq(i);
+            if (!w.started) break;
+            if (w.done || w.wr.op == WrOp::kBind) continue;
+            const int32_t d = Psn::diff(psn, w.first_psn);
+            if (d < 0 || d >= static_cast<int32_t>(w.npkts)) continue;
+            if (sr_packet(w)) {
+              // The responder kept what followed the hole: resend the hole only.
+              if (sr_resend_.size() < cfg_.window) sr_resend_.push_back(psn);
+              engine_.activate(this);
+              return;
+            }
+            break;
+          }
+        }
         rewind_to(psn, now);
         arm_retransmit(now);
         return;
@@ -725,6 +781,15 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
   }
   if (d > 0) {
     ctr_.out_of_order_rx++;
+    if (cfg_.selective_repeat && d < kSrSpan && v.opcode == Opcode::kWriteOnly) {
+      if (sr_bit(psn)) {
+        ctr_.duplicates_rx++;
+      } else if (place_out_of_order(v, d)) {
+        sr_set(psn, true);
+        ++sr_count_;
+        ctr_.sr_placed_ooo++;
+      }
+    }
     if (!nak_sent_) {
       // One sequence-error NAK per gap (IBA C9-110).
       nak_sent_ = true;
@@ -736,6 +801,12 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
   const wire::OpInfo& info = *v.info;
   const bool first = info.is(wire::op::kFirst);
   const bool last = info.is(wire::op::kLast);
+  // FIRST / MIDDLE packets carry exactly one PMTU, LAST / ONLY at most one
+  // (IBA C9-88..C9-90); the engine parsed with its largest PMTU.
+  if (v.payload.size() > cfg_.pmtu || (!last && v.payload.size() != cfg_.pmtu)) {
+    responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kProtocol, now);
+    return;
+  }
 
   // Opcode sequence (IBA 9.7.5.1.6 / C9-93).
   const bool is_send = info.is(wire::op::kSend);
@@ -878,6 +949,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
     epsn_ = psn + static_cast<int32_t>(j.npkts);
     ++msn_;
     nak_sent_ = false;
+    advance_epsn(now);
     engine_.activate(this);
     return;
   } else if (v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd) {
@@ -910,6 +982,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
     epsn_ = psn + 1;
     ++msn_;
     nak_sent_ = false;
+    advance_epsn(now);
     engine_.activate(this);
     return;
   } else {
@@ -922,6 +995,38 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
   ++unacked_;
   ack_owed_ = true;
   if (v.bth->ack_req()) ack_req_seen_ = true;
+  advance_epsn(now);
+}
+
+bool Qp::place_out_of_order(const wire::PacketView& v, int32_t ahead) {
+  (void)ahead;
+  AccessGrant g;
+  const uint64_t len = v.reth->dma_len.value();
+  if (len != v.payload.size()) return false;  // not self-describing: wait for order
+  if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
+                       &g) != AccessError::kOk)
+    return false;  // judged (and NAKed) when it arrives in order
+  if (len != 0) std::memcpy(g.host, v.payload.data(), len);
+  return true;
+}
+
+// Moves epsn_ over packets that selective repeat already placed; if a hole
+// remains in front of placed packets, reports it at once (one NAK per hole).
+void Qp::advance_epsn(uint64_t now) {
+  if (sr_count_ == 0) return;
+  while (sr_count_ > 0 && sr_bit(epsn_)) {
+    sr_set(epsn_, false);
+    --sr_count_;
+    ++epsn_;
+    ++msn_;
+    ++unacked_;
+    ack_owed_ = true;
+  }
+  if (sr_count_ > 0 && !nak_sent_) {
+    nak_sent_ = true;
+    ctr_.seq_naks_tx++;
+    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  }
 }
 
 void Qp::end_of_burst(uint64_t now) {

@@ -25,7 +25,8 @@ struct QpCounters {
   uint64_t tx_packets = 0, rx_packets = 0, retransmits = 0, timeouts = 0, rnr_naks_rx = 0,
            rnr_naks_tx = 0, seq_naks_rx = 0, seq_naks_tx = 0, duplicates_rx = 0,
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
-           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0;
+           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0,
+           sr_resends = 0;
 };
 
 class Qp {
@@ -122,6 +123,9 @@ class Qp {
   bool emit_requests(uint64_t now);
   bool start_wqe(SendWqe& w, uint64_t now);
   bool emit_one(SendWqe& w, uint64_t now);
+  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now);
+  bool sr_packet(const SendWqe& w) const;
+  bool emit_sr_resends(uint64_t now);
   size_t gather(const SendWqe& w, uint64_t offset, uint64_t len,
                 std::array<std::span<const uint8_t>, kMaxSge>& out) const;
   static void scatter(const std::array<uint8_t*, kMaxSge>& host, const Sge* sge, uint32_t nsge,
@@ -144,6 +148,16 @@ class Qp {
   void send_ack(uint8_t syndrome, wire::Psn psn, uint64_t now);
   void responder_fatal(uint8_t nak_code, wire::Psn psn, QpError why, uint64_t now);
   void remember(const ReplayEntry& e);
+  bool place_out_of_order(const wire::PacketView& v, int32_t ahead);
+  void advance_epsn(uint64_t now);
+  bool sr_bit(wire::Psn p) const {
+    return (sr_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
+  }
+  void sr_set(wire::Psn p, bool on) {
+    uint64_t& w = sr_bits_[(p.value() / 64) % kSrWords];
+    const uint64_t m = uint64_t{1} << (p.value() % 64);
+    w = on ? (w | m) : (w & ~m);
+  }
 
   // shared
   void set_timer(TimerKind k, uint64_t deadline);
@@ -197,6 +211,12 @@ class Qp {
   bool ack_req_seen_ = false;
   bool ack_owed_ = false;
   std::deque<RespJob> resp_q_;
+  // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
+  static constexpr uint32_t kSrWords = 32;
+  static constexpr int32_t kSrSpan = kSrWords * 64;
+  std::array<uint64_t, kSrWords> sr_bits_{};
+  uint32_t sr_count_ = 0;
+  std::vector<wire::Psn> sr_resend_;  // requester: single PSNs to resend
   std::vector<ReplayEntry> replay_;
   uint32_t replay_next_ = 0;
 };

@@ -137,6 +137,12 @@ struct QpConfig {
   uint64_t ack_delay_ns = 10'000;  // max time an ACK is held for coalescing
   uint32_t replay_depth = 16;      // READ / atomic replay cache entries
   uint32_t read_resp_budget = 32;  // READ response packets per progress call
+  // Selective repeat: RDMA WRITEs without immediate data go out as one
+  // self-describing RDMA WRITE Only packet (own RETH) per PMTU, so the
+  // responder places them on arrival in any order; a sequence-error NAK then
+  // names one hole and only that packet is resent.  Everything else (SEND,
+  // WRITE with immediate, READ, atomics) stays in order (go-back-N).
+  bool selective_repeat = true;
 };
 
 // Addresses of both ends of a connection (Ethernet/IPv4/UDP, peer's QPN).

@@ -201,7 +201,8 @@ Reject parse_packet(std::span<const uint8_t> frame, const ParseOptions& opts,
   // FIRST and MIDDLE packets carry exactly one PMTU (IBA C9-88/C9-89); LAST
   // packets carry 1..PMTU bytes.
   const bool full = info.is(op::kMiddle) || (info.is(op::kFirst) && !info.is(op::kLast));
-  if (full && plen != opts.pmtu) return Reject::kLengthMismatch;
+  if (full && opts.full_segments && plen != opts.pmtu) return Reject::kLengthMismatch;
+  if (full && plen == 0) return Reject::kLengthMismatch;
   if (full && pad != 0) return Reject::kBadPadCount;
   if (info.is(op::kLast) && !info.is(op::kFirst) && info.is(op::kPayload) && plen == 0)
     return Reject::kLengthMismatch;

@@ -135,6 +135,10 @@ std::string_view reject_name(Reject r) noexcept;
 
 struct ParseOptions {
   uint32_t pmtu = 4096;
+  // FIRST/MIDDLE packets must carry exactly `pmtu` bytes.  A receiver whose
+  // queue pairs use different PMTUs parses with its largest PMTU, turns this
+  // off and lets each queue pair check its own segment size.
+  bool full_segments = true;
   bool check_ip_checksum = true;
   bool check_icrc = true;
 };

@@ -1,0 +1,318 @@
+#include "mr_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+
+namespace dpdat::rc {
+
+// Entry layout.  `context` is the publication word: 0 while the slot is free
+// (no valid context is 0: index 0 is never handed out... see key_for()), the
+// live context otherwise.  Fields are written before a release store of
+// `context`; check_*() loads it with acquire and compares first.
+struct MrTable::Lmr {
+  std::atomic<uint32_t> context{0};
+  uint32_t pz = 0;
+  uint64_t va = 0;
+  uint8_t* host = nullptr;
+  uint64_t length = 0;
+  uint32_t privileges = 0;
+  uint32_t bound_rmrs = 0;
+  uint8_t key = 0;
+  uint32_t next_free = 0;
+};
+
+struct MrTable::Rmr {
+  std::atomic<uint32_t> context{0};  // current rkey while bound, else 0
+  bool allocated = false;
+  bool bound = false;
+  uint32_t pz = 0;
+  uint32_t lmr_context = 0;
+  uint64_t va = 0;
+  uint8_t* host = nullptr;
+  uint64_t length = 0;
+  uint32_t privileges = 0;
+  uint32_t last_context = 0;  // last context handed out (0: never bound)
+  uint32_t pending_qp = 0;    // queue pair with an outstanding bind, or 0
+  bool pending = false;
+  uint8_t key = 0;
+  uint32_t next_free = 0;
+};
+
+namespace {
+constexpr uint32_t kNoSlot = 0xFFFF'FFFFu;
+
+// Key bytes cycle through 1..255 so that (index 0, key 0) = context 0 never
+// exists and a zeroed structure never matches.
+uint8_t next_key(uint8_t k) { return static_cast<uint8_t>(k == 255 ? 1 : k + 1); }
+
+uint32_t make_context(uint32_t index, uint8_t key, bool rmr) {
+  return (rmr ? MrTable::kRmrBit : 0u) | (index << 8) | key;
+}
+
+bool range_inside(uint64_t base, uint64_t length, uint64_t va, uint64_t len, AccessError* err) {
+  // Overflow-safe [va, va+len) within [base, base+length).  A zero-length
+  // access is inside when base <= va <= base + length.
+  if (len != 0 && va + len < va) {
+    *err = AccessError::kLengthOverflow;
+    return false;
+  }
+  if (va < base || va - base > length || len > length - (va - base)) {
+    *err = AccessError::kOutOfBounds;
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::string_view access_error_name(AccessError e) noexcept {
+  static constexpr std::array<std::string_view, static_cast<size_t>(AccessError::kCount)> kNames =
+      {"ok", "invalid-context", "stale-context", "pz-mismatch", "no-privilege",
+       "out-of-bounds", "length-overflow", "misaligned", "unbound"};
+  const auto i = static_cast<size_t>(e);
+  return i < kNames.size() ? kNames[i] : "invalid";
+}
+
+std::string_view bind_error_name(BindError e) noexcept {
+  static constexpr std::array<std::string_view, static_cast<size_t>(BindError::kCount)> kNames = {
+      "ok", "invalid-rmr", "invalid-lmr", "pz-mismatch", "privilege-not-covered",
+      "out-of-bounds", "invalid-privileges", "rmr-busy"};
+  const auto i = static_cast<size_t>(e);
+  return i < kNames.size() ? kNames[i] : "invalid";
+}
+
+MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
+    : lmrs_(new Lmr[max_lmrs == 0 ? 1 : std::min(max_lmrs, kMaxEntries)]),
+      rmrs_(new Rmr[max_rmrs == 0 ? 1 : std::min(max_rmrs, kMaxEntries)]),
+      max_lmrs_(max_lmrs == 0 ? 1 : std::min(max_lmrs, kMaxEntries)),
+      max_rmrs_(max_rmrs == 0 ? 1 : std::min(max_rmrs, kMaxEntries)) {
+  for (uint32_t i = 0; i < max_lmrs_; ++i) lmrs_[i].next_free = i + 1 < max_lmrs_ ? i + 1 : kNoSlot;
+  for (uint32_t i = 0; i < max_rmrs_; ++i) rmrs_[i].next_free = i + 1 < max_rmrs_ ? i + 1 : kNoSlot;
+  lmr_free_head_ = 0;
+  rmr_free_head_ = 0;
+}
+
+MrTable::~MrTable() = default;
+
+bool MrTable::lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
+                           uint32_t privileges, uint32_t* lmr_context) {
+  if ((privileges & ~priv::kValidMask) != 0) return false;
+  if (length != 0 && va + length < va) return false;
+  if (lmr_free_head_ == kNoSlot) return false;
+  const uint32_t i = lmr_free_head_;
+  Lmr& e = lmrs_[i];
+  lmr_free_head_ = e.next_free;
+  e.pz = pz;
+  e.va = va;
+  e.host = host;
+  e.length = length;
+  e.privileges = privileges;
+  e.bound_rmrs = 0;
+  e.key = next_key(e.key);
+  const uint32_t ctx = make_context(i, e.key, false);
+  e.context.store(ctx, std::memory_order_release);
+  *lmr_context = ctx;
+  return true;
+}
+
+AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
+  *in_use = false;
+  if ((lmr_context & kRmrBit) != 0) return AccessError::kInvalidContext;
+  const uint32_t i = lmr_context >> 8;
+  if (i >= max_lmrs_) return AccessError::kInvalidContext;
+  Lmr& e = lmrs_[i];
+  const uint32_t cur = e.context.load(std::memory_order_acquire);
+  if (cur == 0) return AccessError::kInvalidContext;
+  if (cur != lmr_context) return AccessError::kStaleContext;
+  if (e.bound_rmrs > 0) {
+    *in_use = true;
+    return AccessError::kOk;
+  }
+  e.context.store(0, std::memory_order_release);
+  e.next_free = lmr_free_head_;
+  lmr_free_head_ = i;
+  return AccessError::kOk;
+}
+
+bool MrTable::lmr_query(uint32_t lmr_context, LmrInfo* out) const {
+  if ((lmr_context & kRmrBit) != 0 || (lmr_context >> 8) >= max_lmrs_) return false;
+  const Lmr& e = lmrs_[lmr_context >> 8];
+  if (e.context.load(std::memory_order_acquire) != lmr_context || lmr_context == 0) return false;
+  *out = LmrInfo{e.pz, e.va, e.host, e.length, e.privileges, lmr_context, e.bound_rmrs};
+  return true;
+}
+
+bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
+  if (rmr_free_head_ == kNoSlot) return false;
+  const uint32_t i = rmr_free_head_;
+  Rmr& r = rmrs_[i];
+  rmr_free_head_ = r.next_free;
+  r.allocated = true;
+  r.bound = false;
+  r.pz = pz;
+  r.pending = false;
+  r.last_context = 0;
+  r.context.store(0, std::memory_order_release);
+  *rmr_handle = i;
+  return true;
+}
+
+bool MrTable::rmr_free(uint32_t rmr_handle) {
+  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
+  Rmr& r = rmrs_[rmr_handle];
+  r.context.store(0, std::memory_order_release);
+  if (r.bound) {
+    const uint32_t li = r.lmr_context >> 8;
+    if (li < max_lmrs_ && lmrs_[li].bound_rmrs > 0) lmrs_[li].bound_rmrs--;
+  }
+  r.bound = false;
+  r.allocated = false;
+  r.key = next_key(r.key);  // its last context never matches a later life of the slot
+  r.next_free = rmr_free_head_;
+  rmr_free_head_ = rmr_handle;
+  return true;
+}
+
+bool MrTable::rmr_query(uint32_t rmr_handle, RmrInfo* out) const {
+  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
+  const Rmr& r = rmrs_[rmr_handle];
+  *out = RmrInfo{r.pz, r.last_context, r.bound, r.lmr_context, r.va, r.length, r.privileges};
+  return true;
+}
+
+BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
+                              uint64_t length, uint32_t privileges, uint32_t qp_pz) const {
+  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return BindError::kInvalidRmr;
+  const Rmr& r = rmrs_[rmr_handle];
+  if (r.pz != qp_pz) return BindError::kPzMismatch;
+  if (length == 0) return BindError::kOk;  // unbind
+  if ((privileges & ~(priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic)) != 0)
+    return BindError::kInvalidPrivileges;
+  LmrInfo l;
+  if (!lmr_query(lmr_context, &l)) return BindError::kInvalidLmr;
+  if (l.pz != qp_pz) return BindError::kPzMismatch;
+  if ((privileges & priv::kRemoteRead) && !(l.privileges & priv::kLocalRead))
+    return BindError::kPrivilegeNotCovered;
+  if ((privileges & priv::kRemoteWrite) && !(l.privileges & priv::kLocalWrite))
+    return BindError::kPrivilegeNotCovered;
+  if ((privileges & priv::kRemoteAtomic) &&
+      (l.privileges & (priv::kLocalRead | priv::kLocalWrite)) !=
+          (priv::kLocalRead | priv::kLocalWrite))
+    return BindError::kPrivilegeNotCovered;
+  AccessError e;
+  if (!range_inside(l.va, l.length, va, length, &e)) return BindError::kOutOfBounds;
+  return BindError::kOk;
+}
+
+uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
+                          uint32_t privileges) {
+  assert(rmr_handle < max_rmrs_ && rmrs_[rmr_handle].allocated);
+  Rmr& r = rmrs_[rmr_handle];
+  r.context.store(0, std::memory_order_release);  // the old context dies first
+  if (r.bound) {
+    const uint32_t li = r.lmr_context >> 8;
+    if (li < max_lmrs_ && lmrs_[li].bound_rmrs > 0) lmrs_[li].bound_rmrs--;
+  }
+  r.key = next_key(r.key);
+  const uint32_t ctx = make_context(rmr_handle, r.key, true);
+  r.last_context = ctx;
+  r.pending = false;
+  if (length == 0) {
+    r.bound = false;
+    r.length = 0;
+    return ctx;  // matches nothing: context word stays 0
+  }
+  Lmr& l = lmrs_[lmr_context >> 8];
+  l.bound_rmrs++;
+  r.bound = true;
+  r.lmr_context = lmr_context;
+  r.va = va;
+  r.host = l.host + (va - l.va);
+  r.length = length;
+  r.privileges = privileges;
+  r.context.store(ctx, std::memory_order_release);
+  return ctx;
+}
+
+bool MrTable::mark_bind_pending(uint32_t rmr_handle, uint32_t qp) {
+  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
+  Rmr& r = rmrs_[rmr_handle];
+  if (r.pending && r.pending_qp != qp) return false;
+  r.pending = true;
+  r.pending_qp = qp;
+  return true;
+}
+
+void MrTable::clear_bind_pending(uint32_t rmr_handle) {
+  if (rmr_handle < max_rmrs_) rmrs_[rmr_handle].pending = false;
+}
+
+AccessError MrTable::check_local(uint32_t lmr_context, uint32_t qp_pz, uint64_t va, uint64_t len,
+                                 Access access, AccessGrant* grant) const {
+  if ((lmr_context & kRmrBit) != 0 || (lmr_context >> 8) >= max_lmrs_)
+    return AccessError::kInvalidContext;
+  const Lmr& e = lmrs_[lmr_context >> 8];
+  const uint32_t cur = e.context.load(std::memory_order_acquire);
+  if (cur == 0 || lmr_context == 0) return AccessError::kInvalidContext;
+  if (cur != lmr_context) return AccessError::kStaleContext;
+  if (e.pz != qp_pz) return AccessError::kPzMismatch;
+  const uint32_t need = access == Access::kLocalRead    ? priv::kLocalRead
+                        : access == Access::kLocalWrite ? priv::kLocalWrite
+                                                        : 0u;
+  if (need == 0 || (e.privileges & need) == 0) return AccessError::kNoPrivilege;
+  AccessError err;
+  if (!range_inside(e.va, e.length, va, len, &err)) return err;
+  grant->host = e.host + (va - e.va);
+  return AccessError::kOk;
+}
+
+AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, uint64_t len,
+                                  Access access, AccessGrant* grant) const {
+  uint32_t need = 0;
+  switch (access) {
+    case Access::kRemoteRead: need = priv::kRemoteRead; break;
+    case Access::kRemoteWrite: need = priv::kRemoteWrite; break;
+    case Access::kRemoteAtomic: need = priv::kRemoteAtomic; break;
+    default: return AccessError::kNoPrivilege;
+  }
+  uint32_t pz, privileges;
+  uint64_t base, length;
+  uint8_t* host;
+  if ((rkey & kRmrBit) != 0) {
+    const uint32_t i = (rkey & ~kRmrBit) >> 8;
+    if (i >= max_rmrs_) return AccessError::kInvalidContext;
+    const Rmr& r = rmrs_[i];
+    const uint32_t cur = r.context.load(std::memory_order_acquire);
+    if (cur != rkey) {
+      if (!r.allocated) return AccessError::kInvalidContext;
+      return cur == 0 && !r.bound && r.last_context == rkey ? AccessError::kUnbound
+                                                            : AccessError::kStaleContext;
+    }
+    pz = r.pz;
+    privileges = r.privileges;
+    base = r.va;
+    length = r.length;
+    host = r.host;
+  } else {
+    const uint32_t i = rkey >> 8;
+    if (i >= max_lmrs_ || rkey == 0) return AccessError::kInvalidContext;
+    const Lmr& e = lmrs_[i];
+    const uint32_t cur = e.context.load(std::memory_order_acquire);
+    if (cur == 0) return AccessError::kInvalidContext;
+    if (cur != rkey) return AccessError::kStaleContext;
+    pz = e.pz;
+    privileges = e.privileges;
+    base = e.va;
+    length = e.length;
+    host = e.host;
+  }
+  if (pz != qp_pz) return AccessError::kPzMismatch;
+  if ((privileges & need) == 0) return AccessError::kNoPrivilege;
+  if (access == Access::kRemoteAtomic && (len != 8 || (va & 7u) != 0)) return AccessError::kMisaligned;
+  AccessError err;
+  if (!range_inside(base, length, va, len, &err)) return err;
+  grant->host = host + (va - base);
+  return AccessError::kOk;
+}
+
+}  // namespace dpdat::rc
