@@ -123,7 +123,7 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       recv_cq_(recv_cq),
       sq_(cfg.sq_depth == 0 ? 1 : cfg.sq_depth),
       rq_(cfg.rq_depth == 0 ? 1 : cfg.rq_depth),
-      replay_(cfg.replay_depth == 0 ? 1 : cfg.replay_depth) {}
+      replay_(std::max<uint32_t>({cfg.replay_depth, cfg.max_rd_atomic, 1})) {}
 
 bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   if (state_ != QpState::kReset || !wire::is_valid_pmtu(cfg_.pmtu)) return false;
@@ -325,7 +325,22 @@ bool Qp::start_wqe(SendWqe& w, uint64_t now) {
   next_psn_ += static_cast<int32_t>(w.npkts);
   w.started = true;
   w.sent = 0;
-  if (is_rd_atomic(w.wr.op)) rd_atomic_outstanding_++;
+  if (is_rd_atomic(w.wr.op)) {
+    rd_atomic_outstanding_++;
+    w.rd_seq = rd_seq_next_++;
+  }
+  return true;
+}
+
+// At most max_rd_atomic READs / atomics from the oldest unfinished one to the
+// newest: the responder's replay cache (as deep) then still holds every
+// request the requester may have to repeat (IBA 9.7.4.1.3, "initiator depth").
+bool Qp::rd_atomic_room() const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (!w.done && is_rd_atomic(w.wr.op)) return rd_seq_next_ - w.rd_seq < cfg_.max_rd_atomic;
+  }
   return true;
 }
 
@@ -447,7 +462,7 @@ bool Qp::emit_requests(uint64_t now) {
         continue;
       }
       if ((w.wr.flags & wr_flag::kFence) != 0 && rd_atomic_outstanding_ > 0) return false;
-      if (is_rd_atomic(w.wr.op) && rd_atomic_outstanding_ >= cfg_.max_rd_atomic) return false;
+      if (is_rd_atomic(w.wr.op) && !rd_atomic_room()) return false;
       if (Psn::diff(next_psn_, una_psn()) >= static_cast<int32_t>(cfg_.window)) return false;
       if (!start_wqe(w, now)) return false;
     }
@@ -652,6 +667,7 @@ void Qp::on_atomic_ack(const wire::PacketView& v, uint64_t now) {
       complete_in_order(now);
       arm_retransmit(now);
     }
+    engine_.activate(this);  // room for more READs / atomics
     return;
   }
   ctr_.duplicates_rx++;

@@ -82,6 +82,7 @@ class Qp {
     uint32_t sent = 0;        // next packet index to (re)send
     uint32_t resp_pkts = 0;   // READ: response packets placed in order
     bool started = false;     // PSNs assigned, local SGEs checked
+    uint64_t rd_seq = 0;      // READ / atomic: running number among those
     bool done = false;
     WcStatus status = WcStatus::kSuccess;
     uint32_t result_rmr_context = 0;
@@ -195,6 +196,8 @@ class Qp {
   bool read_gap_pending_ = false;  // a READ re-request for read_gap_psn_ is out
   wire::Psn read_gap_psn_;
   uint32_t rd_atomic_outstanding_ = 0;
+  uint64_t rd_seq_next_ = 0;  // rd_seq of the next READ / atomic started
+  bool rd_atomic_room() const;
 
   // responder
   std::vector<RecvWqe> rq_;
