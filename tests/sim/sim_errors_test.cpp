@@ -561,3 +561,109 @@ TEST(Posting, QueueFullAndInvalidWr) {
 
 }  // namespace
 }  // namespace dpdat::rc::test
+
+namespace dpdat::rc::test {
+namespace {
+
+TEST(Link, InjectedFramesAreJudgedByTheParser) {
+  Pair p(20, cfg());
+  // A hand-made SEND ONLY for B's QP with a corrupted ICRC, and the same
+  // frame intact: the first is dropped and counted, the second delivered.
+  Buffer dst = p.reg(1, 16, kLocal);
+  RecvWr rw;
+  rw.num_sge = 1;
+  rw.sge[0] = Sge{dst.lmr, dst.va(), 16};
+  ASSERT_EQ(p.b().qp->post_recv(rw), Qp::PostResult::kOk);
+  std::vector<uint8_t> payload = {1, 2, 3, 4, 5};
+  wire::BuildSpec s;
+  s.src_mac = {2, 0, 0, 0, 0, 1};
+  s.dst_mac = {2, 0, 0, 0, 0, 2};
+  s.src_ip = 0x0A000001;
+  s.dst_ip = 0x0A000002;
+  s.opcode = wire::Opcode::kSendOnly;
+  s.dest_qp = p.b().qp->qpn();
+  s.psn = wire::Psn(0xFFFF00);  // what B expects first
+  s.ack_req = true;
+  s.payload = payload;
+  std::vector<uint8_t> frame(256);
+  const auto r = wire::build_packet(frame, s, 1024);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> bad(frame.begin(), frame.begin() + static_cast<long>(r.len));
+  bad[bad.size() - 6] ^= 0x40;  // a payload bit: only the ICRC can tell
+  p.link().inject(1, bad.data(), static_cast<uint32_t>(bad.size()));
+  p.step();
+  EXPECT_EQ(p.b().engine->counters().rx_reject[static_cast<size_t>(wire::Reject::kBadIcrc)], 1u);
+  EXPECT_EQ(p.b().rcq->size(), 0u);
+  p.link().inject(1, frame.data(), static_cast<uint32_t>(r.len));
+  ASSERT_TRUE(p.run_until([&] { return p.b().rcq->size() == 1; }, 1'000'000));
+  EXPECT_EQ(drain(*p.b().rcq)[0].byte_len, 5u);
+  EXPECT_TRUE(std::equal(payload.begin(), payload.end(), dst.bytes.begin()));
+  // A frame for a QPN nobody owns is counted, not delivered.
+  s.dest_qp = 0xABCDE;
+  const auto r2 = wire::build_packet(frame, s, 1024);
+  p.link().inject(1, frame.data(), static_cast<uint32_t>(r2.len));
+  p.step();
+  EXPECT_EQ(p.b().engine->counters().rx_no_qp, 1u);
+}
+
+TEST(Link, DelayedLossyLinkStillExact) {
+  for (bool sr : {true, false}) {
+    QpConfig c = cfg();
+    c.selective_repeat = sr;
+    c.retry_count = 20;
+    Pair p(21, c);
+    LinkImpairment imp;
+    imp.loss = 0.03;
+    imp.delay_ns = 20'000;
+    imp.reorder = 0.02;
+    imp.duplicate = 0.02;
+    p.link().set_impairment(0, imp);
+    p.link().set_impairment(1, imp);
+    const size_t n = 256 * 1024;
+    Buffer src = p.reg(0, n, kLocal);
+    fill_pattern(src.bytes, 21);
+    Buffer dst = p.reg(1, n, kLocal | priv::kRemoteWrite | priv::kRemoteRead);
+    Buffer back = p.reg(0, n, kLocal);
+    SendWr w;
+    w.op = WrOp::kWrite;
+    w.num_sge = 1;
+    w.sge[0] = Sge{src.lmr, src.va(), n};
+    w.remote_va = dst.va();
+    w.rkey = dst.lmr;
+    ASSERT_EQ(p.a().qp->post_send(w), Qp::PostResult::kOk);
+    SendWr r = w;
+    r.op = WrOp::kRead;
+    r.sge[0] = Sge{back.lmr, back.va(), n};
+    ASSERT_EQ(p.a().qp->post_send(r), Qp::PostResult::kOk);
+    ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 2; }));
+    for (auto& cc : drain(*p.a().scq)) EXPECT_EQ(cc.status, WcStatus::kSuccess);
+    EXPECT_EQ(src.bytes, dst.bytes);
+    EXPECT_EQ(src.bytes, back.bytes);
+    EXPECT_GT(p.link().stats(0).dropped + p.link().stats(1).dropped, 0u);
+  }
+}
+
+TEST(Acks, CoalescedButAtLeastOnePerWindow) {
+  QpConfig c = cfg();
+  c.ack_every = 16;
+  c.window = 64;
+  Pair p(22, c);
+  const size_t n = 256 * 1024;  // 256 packets
+  Buffer src = p.reg(0, n, kLocal);
+  Buffer dst = p.reg(1, n, kLocal | priv::kRemoteWrite);
+  SendWr w;
+  w.op = WrOp::kWrite;
+  w.num_sge = 1;
+  w.sge[0] = Sge{src.lmr, src.va(), n};
+  w.remote_va = dst.va();
+  w.rkey = dst.lmr;
+  ASSERT_EQ(p.a().qp->post_send(w), Qp::PostResult::kOk);
+  ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
+  const uint64_t acks = p.b().qp->counters().acks_tx;
+  EXPECT_LE(acks, 256u / 8);  // coalesced
+  EXPECT_GE(acks, 256u / 64);  // but at least one per window
+  EXPECT_EQ(p.a().qp->counters().timeouts, 0u);
+}
+
+}  // namespace
+}  // namespace dpdat::rc::test
