@@ -90,7 +90,9 @@ struct OpInfo {
   std::array<uint8_t, static_cast<size_t>(Ext::kCount)> ext_off = {};
   uint8_t hdr_len = 0;  // BTH + extension headers
 
-  constexpr bool has(Ext e) const { return (ext_mask >> static_cast<unsigned>(e)) & 1u; }
+  constexpr bool has(Ext e) const {
+    return ((static_cast<unsigned>(ext_mask) >> static_cast<unsigned>(e)) & 1u) != 0;
+  }
   constexpr size_t off(Ext e) const { return ext_off[static_cast<size_t>(e)]; }
   constexpr bool is(OpFlags f) const { return flags.has(f); }
 };
@@ -106,7 +108,7 @@ constexpr OpInfo make(std::string_view name, OpFlags f, uint8_t exts) {
   i.ext_mask = exts;
   size_t off = sizeof(Bth);
   for (size_t e = 0; e < static_cast<size_t>(Ext::kCount); ++e) {
-    if ((exts >> e) & 1u) {
+    if (((static_cast<unsigned>(exts) >> e) & 1u) != 0) {
       i.ext_off[e] = static_cast<uint8_t>(off);
       off += kExtSize[e];
     }
