@@ -27,7 +27,8 @@ void run_writes(benchmark::State& state, size_t msg, uint32_t pmtu, double loss,
   imp.loss = loss;
   p.link().set_impairment(0, imp);
   p.link().set_impairment(1, imp);
-  const size_t batch = std::max<size_t>(1, std::min<size_t>(256, (4u << 20) / std::max<size_t>(msg, 1)));
+  const size_t batch =
+      std::max<size_t>(1, std::min<size_t>(256, (4u << 20) / std::max<size_t>(msg, 1)));
   Buffer src = p.reg(0, msg, kLocal);
   fill_pattern(src.bytes, 1);
   Buffer dst = p.reg(1, msg, kLocal | priv::kRemoteWrite);
@@ -59,12 +60,14 @@ void run_writes(benchmark::State& state, size_t msg, uint32_t pmtu, double loss,
   }
   const uint64_t pkts = p.a().qp->counters().tx_packets - tx0;
   const uint64_t per_msg = (msg + pmtu - 1) / pmtu;
-  const double ideal = static_cast<double>(static_cast<uint64_t>(state.iterations()) * batch * per_msg);
+  const double ideal =
+      static_cast<double>(static_cast<uint64_t>(state.iterations()) * batch * per_msg);
   state.SetBytesProcessed(static_cast<int64_t>(delivered));
   state.SetItemsProcessed(static_cast<int64_t>(static_cast<uint64_t>(state.iterations()) * batch));
   state.counters["wire_efficiency"] = pkts == 0 ? 0.0 : ideal / static_cast<double>(pkts);
-  state.counters["timeouts"] = benchmark::Counter(
-      static_cast<double>(p.a().qp->counters().timeouts - timeouts0), benchmark::Counter::kAvgIterations);
+  state.counters["timeouts"] =
+      benchmark::Counter(static_cast<double>(p.a().qp->counters().timeouts - timeouts0),
+                         benchmark::Counter::kAvgIterations);
 }
 
 void BM_Write(benchmark::State& s) {

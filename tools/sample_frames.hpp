@@ -21,7 +21,8 @@ struct SampleFrame {
 inline size_t sample_payload_len(wire::Opcode o, size_t small) {
   const auto& info = wire::op_info(o);
   if (!info.is(wire::op::kPayload)) return 0;
-  const bool full = info.is(wire::op::kMiddle) || (info.is(wire::op::kFirst) && !info.is(wire::op::kLast));
+  const bool full =
+      info.is(wire::op::kMiddle) || (info.is(wire::op::kFirst) && !info.is(wire::op::kLast));
   return full ? kSamplePmtu : small;
 }
 

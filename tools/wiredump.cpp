@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   for (const auto& f : tools::sample_frames()) {
     const auto r = wire::build_packet(buf, f.spec, tools::kSamplePmtu);
     if (!r.ok()) {
-      std::fprintf(stderr, "build failed for opcode 0x%02x\n", static_cast<unsigned>(f.spec.opcode));
+      std::fprintf(stderr, "build failed for opcode 0x%02x\n",
+                   static_cast<unsigned>(f.spec.opcode));
       ++failures;
       continue;
     }
@@ -79,8 +80,8 @@ int main(int argc, char** argv) {
                                         wire::ParseOptions{.pmtu = tools::kSamplePmtu}, v);
     if (rej != wire::Reject::kNone) {
       std::fprintf(stderr, "parse rejected opcode 0x%02x: %.*s\n",
-                   static_cast<unsigned>(f.spec.opcode), static_cast<int>(wire::reject_name(rej).size()),
-                   wire::reject_name(rej).data());
+                   static_cast<unsigned>(f.spec.opcode),
+                   static_cast<int>(wire::reject_name(rej).size()), wire::reject_name(rej).data());
       ++failures;
       continue;
     }

@@ -147,7 +147,8 @@ uint32_t Engine::poll(uint64_t now) {
   for (uint16_t i = 0; i < n; ++i) {
     ctr_.rx_frames++;
     wire::PacketView v;
-    const wire::Reject r = wire::parse_packet(std::span<const uint8_t>(rx_[i].data, rx_[i].len), opts, v);
+    const wire::Reject r =
+        wire::parse_packet(std::span<const uint8_t>(rx_[i].data, rx_[i].len), opts, v);
     if (r != wire::Reject::kNone) {
       ctr_.rx_dropped_parse++;
       ctr_.rx_reject[static_cast<size_t>(r)]++;

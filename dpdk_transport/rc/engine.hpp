@@ -25,15 +25,15 @@ namespace dpdat::rc {
 
 struct EngineConfig {
   uint32_t max_qps = 1024;
-  uint32_t pmtu = 1024;        // largest PMTU any QP may use (parser limit)
+  uint32_t pmtu = 1024;  // largest PMTU any QP may use (parser limit)
   uint16_t burst = 32;
-  uint16_t tx_retries = 4;     // tx_burst attempts per flush before back-pressure
-  uint32_t qpn_base = 0x11;    // first QPN handed out (0/1 are special in IBA)
+  uint16_t tx_retries = 4;   // tx_burst attempts per flush before back-pressure
+  uint32_t qpn_base = 0x11;  // first QPN handed out (0/1 are special in IBA)
 };
 
 struct EngineCounters {
-  uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0,
-           tx_backpressure = 0, tx_alloc_fail = 0, timers_fired = 0;
+  uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0, tx_backpressure = 0,
+           tx_alloc_fail = 0, timers_fired = 0;
   uint64_t rx_reject[static_cast<size_t>(wire::Reject::kCount)] = {};
 };
 
@@ -88,8 +88,8 @@ class Engine {
   std::vector<Qp*> active_next_;
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::vector<Frame> rx_;
-  std::vector<Frame> tx_ready_;   // built frames waiting for tx_burst
-  std::vector<Frame> tx_cache_;   // allocated, unused TX buffers
+  std::vector<Frame> tx_ready_;  // built frames waiting for tx_burst
+  std::vector<Frame> tx_cache_;  // allocated, unused TX buffers
   Frame tx_building_{};
   bool building_ = false;
   std::vector<Qp*> touched_;

@@ -9,8 +9,8 @@ namespace dpdat::rc {
 
 struct Frame {
   uint8_t* data = nullptr;
-  uint32_t len = 0;     // bytes of valid frame data
-  uint32_t cap = 0;     // buffer capacity (TX frames)
+  uint32_t len = 0;        // bytes of valid frame data
+  uint32_t cap = 0;        // buffer capacity (TX frames)
   void* handle = nullptr;  // transport's own buffer object (e.g. rte_mbuf*)
 };
 

@@ -29,13 +29,19 @@ bool is_send_write(WrOp op) {
 WcOp wc_op_of(WrOp op) {
   switch (op) {
     case WrOp::kSend:
-    case WrOp::kSendImm: return WcOp::kSend;
+    case WrOp::kSendImm:
+      return WcOp::kSend;
     case WrOp::kWrite:
-    case WrOp::kWriteImm: return WcOp::kWrite;
-    case WrOp::kRead: return WcOp::kRead;
-    case WrOp::kCompareSwap: return WcOp::kCompareSwap;
-    case WrOp::kFetchAdd: return WcOp::kFetchAdd;
-    case WrOp::kBind: return WcOp::kBind;
+    case WrOp::kWriteImm:
+      return WcOp::kWrite;
+    case WrOp::kRead:
+      return WcOp::kRead;
+    case WrOp::kCompareSwap:
+      return WcOp::kCompareSwap;
+    case WrOp::kFetchAdd:
+      return WcOp::kFetchAdd;
+    case WrOp::kBind:
+      return WcOp::kBind;
   }
   return WcOp::kSend;
 }
@@ -50,28 +56,40 @@ Pos pos_of(uint32_t idx, uint32_t n) {
 
 Opcode send_opcode(Pos p, bool imm) {
   switch (p) {
-    case Pos::kOnly: return imm ? Opcode::kSendOnlyImm : Opcode::kSendOnly;
-    case Pos::kFirst: return Opcode::kSendFirst;
-    case Pos::kMiddle: return Opcode::kSendMiddle;
-    case Pos::kLast: return imm ? Opcode::kSendLastImm : Opcode::kSendLast;
+    case Pos::kOnly:
+      return imm ? Opcode::kSendOnlyImm : Opcode::kSendOnly;
+    case Pos::kFirst:
+      return Opcode::kSendFirst;
+    case Pos::kMiddle:
+      return Opcode::kSendMiddle;
+    case Pos::kLast:
+      return imm ? Opcode::kSendLastImm : Opcode::kSendLast;
   }
   return Opcode::kSendOnly;
 }
 Opcode write_opcode(Pos p, bool imm) {
   switch (p) {
-    case Pos::kOnly: return imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
-    case Pos::kFirst: return Opcode::kWriteFirst;
-    case Pos::kMiddle: return Opcode::kWriteMiddle;
-    case Pos::kLast: return imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
+    case Pos::kOnly:
+      return imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
+    case Pos::kFirst:
+      return Opcode::kWriteFirst;
+    case Pos::kMiddle:
+      return Opcode::kWriteMiddle;
+    case Pos::kLast:
+      return imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
   }
   return Opcode::kWriteOnly;
 }
 Opcode read_resp_opcode(Pos p) {
   switch (p) {
-    case Pos::kOnly: return Opcode::kReadRespOnly;
-    case Pos::kFirst: return Opcode::kReadRespFirst;
-    case Pos::kMiddle: return Opcode::kReadRespMiddle;
-    case Pos::kLast: return Opcode::kReadRespLast;
+    case Pos::kOnly:
+      return Opcode::kReadRespOnly;
+    case Pos::kFirst:
+      return Opcode::kReadRespFirst;
+    case Pos::kMiddle:
+      return Opcode::kReadRespMiddle;
+    case Pos::kLast:
+      return Opcode::kReadRespLast;
   }
   return Opcode::kReadRespOnly;
 }
@@ -79,35 +97,54 @@ Opcode read_resp_opcode(Pos p) {
 // IBA 9.7.5.2.4/9.9: a NAK code received maps to a requester completion status.
 WcStatus status_of_nak(uint8_t code) {
   switch (code) {
-    case aeth::kNakRemoteAccessError: return WcStatus::kRemoteAccessError;
-    case aeth::kNakRemoteOperationalError: return WcStatus::kRemoteOperationalError;
-    default: return WcStatus::kRemoteInvalidRequest;
+    case aeth::kNakRemoteAccessError:
+      return WcStatus::kRemoteAccessError;
+    case aeth::kNakRemoteOperationalError:
+      return WcStatus::kRemoteOperationalError;
+    default:
+      return WcStatus::kRemoteInvalidRequest;
   }
 }
 QpError qp_error_of_nak(uint8_t code) {
   switch (code) {
-    case aeth::kNakRemoteAccessError: return QpError::kRemoteAccess;
-    case aeth::kNakRemoteOperationalError: return QpError::kRemoteOperational;
-    default: return QpError::kRemoteInvalidRequest;
+    case aeth::kNakRemoteAccessError:
+      return QpError::kRemoteAccess;
+    case aeth::kNakRemoteOperationalError:
+      return QpError::kRemoteOperational;
+    default:
+      return QpError::kRemoteInvalidRequest;
   }
 }
 
 }  // namespace
 
 std::string_view wc_status_name(WcStatus s) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "success",          "local-length-error",        "local-protection-error",
-      "local-qp-operation-error", "bind-error",         "remote-access-error",
-      "remote-invalid-request",   "remote-operational-error", "retry-exceeded",
-      "rnr-retry-exceeded",       "flushed"};
+  static constexpr std::string_view kNames[] = {"success",
+                                                "local-length-error",
+                                                "local-protection-error",
+                                                "local-qp-operation-error",
+                                                "bind-error",
+                                                "remote-access-error",
+                                                "remote-invalid-request",
+                                                "remote-operational-error",
+                                                "retry-exceeded",
+                                                "rnr-retry-exceeded",
+                                                "flushed"};
   const auto i = static_cast<size_t>(s);
   return i < std::size(kNames) ? kNames[i] : "invalid";
 }
 
 std::string_view qp_error_name(QpError e) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "none", "retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-invalid-request",
-      "remote-operational", "local-protection", "local-length", "protocol", "destroyed"};
+  static constexpr std::string_view kNames[] = {"none",
+                                                "retry-exceeded",
+                                                "rnr-retry-exceeded",
+                                                "remote-access",
+                                                "remote-invalid-request",
+                                                "remote-operational",
+                                                "local-protection",
+                                                "local-length",
+                                                "protocol",
+                                                "destroyed"};
   const auto i = static_cast<size_t>(e);
   return i < std::size(kNames) ? kNames[i] : "invalid";
 }
@@ -156,14 +193,19 @@ Qp::PostResult Qp::post_send(const SendWr& wr) {
     case WrOp::kSendImm:
     case WrOp::kWrite:
     case WrOp::kWriteImm:
-    case WrOp::kRead: npkts = pkts_for(total, cfg_.pmtu); break;
+    case WrOp::kRead:
+      npkts = pkts_for(total, cfg_.pmtu);
+      break;
     case WrOp::kCompareSwap:
     case WrOp::kFetchAdd:
       if (total != 8) return PostResult::kInvalidWr;  // the original value lands here
       npkts = 1;
       break;
-    case WrOp::kBind: npkts = 0; break;
-    default: return PostResult::kInvalidWr;
+    case WrOp::kBind:
+      npkts = 0;
+      break;
+    default:
+      return PostResult::kInvalidWr;
   }
   SendWqe& w = sq(sq_tail_);
   w = SendWqe{};
@@ -272,10 +314,13 @@ Psn Qp::una_psn() const {
     if (w.done) continue;
     if (!w.started) return next_psn_;
     switch (w.wr.op) {
-      case WrOp::kRead: return w.first_psn + static_cast<int32_t>(w.resp_pkts);
+      case WrOp::kRead:
+        return w.first_psn + static_cast<int32_t>(w.resp_pkts);
       case WrOp::kCompareSwap:
-      case WrOp::kFetchAdd: return w.first_psn;
-      case WrOp::kBind: continue;
+      case WrOp::kFetchAdd:
+        return w.first_psn;
+      case WrOp::kBind:
+        continue;
       default: {
         const Psn a = acked_psn_ + 1;
         return a > w.first_psn ? a : w.first_psn;
@@ -302,10 +347,10 @@ void Qp::arm_retransmit(uint64_t now) {
 }
 
 bool Qp::start_wqe(SendWqe& w, uint64_t now) {
-  const Access acc = (w.wr.op == WrOp::kRead || w.wr.op == WrOp::kCompareSwap ||
-                      w.wr.op == WrOp::kFetchAdd)
-                         ? Access::kLocalWrite
-                         : Access::kLocalRead;
+  const Access acc =
+      (w.wr.op == WrOp::kRead || w.wr.op == WrOp::kCompareSwap || w.wr.op == WrOp::kFetchAdd)
+          ? Access::kLocalWrite
+          : Access::kLocalRead;
   for (uint32_t i = 0; i < w.wr.num_sge; ++i) {
     const Sge& g = w.wr.sge[i];
     if (g.length == 0) continue;
@@ -398,11 +443,12 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now) {
       s.swap_add = w.wr.swap_add;
       s.compare = w.wr.compare;
       break;
-    case WrOp::kBind: return true;
+    case WrOp::kBind:
+      return true;
   }
   const int32_t in_flight = Psn::diff(psn, una_psn()) + 1;
-  s.ack_req = last || ++since_ack_req_ >= cfg_.ack_every ||
-              in_flight >= static_cast<int32_t>(cfg_.window);
+  s.ack_req =
+      last || ++since_ack_req_ >= cfg_.ack_every || in_flight >= static_cast<int32_t>(cfg_.window);
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
   if (timer_deadline(TimerKind::kRetransmit) == 0) arm_retransmit(now);
@@ -428,7 +474,7 @@ bool Qp::emit_sr_resends(uint64_t now) {
       if (d < 0 || d >= static_cast<int32_t>(w.npkts)) continue;
       found = true;
       if (static_cast<uint32_t>(d) >= w.sent) break;  // not sent yet: goes out in order anyway
-      if (Psn::diff(psn, acked_psn_) <= 0) break;       // acknowledged meanwhile
+      if (Psn::diff(psn, acked_psn_) <= 0) break;     // acknowledged meanwhile
       if (!emit_packet(w, static_cast<uint32_t>(d), now)) return false;
       ctr_.sr_resends++;
     }
@@ -508,8 +554,8 @@ void Qp::rewind_to(Psn psn, uint64_t now) {
 }
 
 void Qp::note_acked(Psn psn, uint64_t now) {
-  if (Psn::diff(psn, acked_psn_) <= 0) return;            // old news
-  if (Psn::diff(psn, next_psn_) >= 0) return;             // acks something never sent
+  if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
+  if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
   acked_psn_ = psn;
   retries_left_ = cfg_.retry_count;
   rnr_retries_left_ = cfg_.rnr_retry;
@@ -548,7 +594,9 @@ void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
   const uint8_t syn = v.aeth->syndrome;
   ctr_.acks_rx++;
   switch (aeth::type(syn)) {
-    case aeth::kAck: note_acked(psn, now); return;
+    case aeth::kAck:
+      note_acked(psn, now);
+      return;
     case aeth::kRnrNak:
       ctr_.rnr_naks_rx++;
       if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, next_psn_) >= 0) return;  // stale
@@ -592,7 +640,9 @@ void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
       fail_wqe_at(psn, status_of_nak(code), qp_error_of_nak(code), now);
       return;
     }
-    default: ctr_.bad_responses++; return;  // reserved syndrome type
+    default:
+      ctr_.bad_responses++;
+      return;  // reserved syndrome type
   }
 }
 
@@ -924,7 +974,8 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
       responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kProtocol, now);
       return;
     }
-    if (!v.payload.empty()) std::memcpy(write_host_ + msg_offset_, v.payload.data(), v.payload.size());
+    if (!v.payload.empty())
+      std::memcpy(write_host_ + msg_offset_, v.payload.data(), v.payload.size());
     msg_offset_ += v.payload.size();
     if (last) {
       if (imm) {
@@ -1085,8 +1136,7 @@ bool Qp::respond_emit(uint64_t now) {
     }
     resp_q_.pop_front();
   }
-  if (ack_owed_ && state_ == QpState::kRts &&
-      (ack_req_seen_ || unacked_ >= cfg_.ack_every)) {
+  if (ack_owed_ && state_ == QpState::kRts && (ack_req_seen_ || unacked_ >= cfg_.ack_every)) {
     send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
     if (ack_owed_) return true;
   }
@@ -1105,13 +1155,21 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
     return;
   }
   switch (v.opcode) {
-    case Opcode::kAck: on_ack_packet(v, now); break;
-    case Opcode::kAtomicAck: on_atomic_ack(v, now); break;
+    case Opcode::kAck:
+      on_ack_packet(v, now);
+      break;
+    case Opcode::kAtomicAck:
+      on_atomic_ack(v, now);
+      break;
     case Opcode::kReadRespFirst:
     case Opcode::kReadRespMiddle:
     case Opcode::kReadRespLast:
-    case Opcode::kReadRespOnly: on_read_response(v, now); break;
-    default: ctr_.bad_responses++; break;
+    case Opcode::kReadRespOnly:
+      on_read_response(v, now);
+      break;
+    default:
+      ctr_.bad_responses++;
+      break;
   }
 }
 
@@ -1156,7 +1214,8 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
         send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
       if (ack_owed_) engine_.activate(this);
       return;
-    case TimerKind::kCount: return;
+    case TimerKind::kCount:
+      return;
   }
 }
 
@@ -1174,9 +1233,7 @@ void Qp::flush_recvs() {
   }
 }
 
-bool Qp::has_pending_work() const {
-  return sq_head_ != sq_tail_ || !resp_q_.empty() || ack_owed_;
-}
+bool Qp::has_pending_work() const { return sq_head_ != sq_tail_ || !resp_q_.empty() || ack_owed_; }
 
 void Qp::set_error(QpError why, uint64_t now) {
   if (state_ == QpState::kError) return;

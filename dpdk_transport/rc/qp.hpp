@@ -25,8 +25,7 @@ struct QpCounters {
   uint64_t tx_packets = 0, rx_packets = 0, retransmits = 0, timeouts = 0, rnr_naks_rx = 0,
            rnr_naks_tx = 0, seq_naks_rx = 0, seq_naks_tx = 0, duplicates_rx = 0,
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
-           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0,
-           sr_resends = 0;
+           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0;
 };
 
 class Qp {
@@ -78,11 +77,11 @@ class Qp {
     SendWr wr;
     uint64_t total_len = 0;
     wire::Psn first_psn;
-    uint32_t npkts = 0;       // PSNs the WR occupies (READ: response packets)
-    uint32_t sent = 0;        // next packet index to (re)send
-    uint32_t resp_pkts = 0;   // READ: response packets placed in order
-    bool started = false;     // PSNs assigned, local SGEs checked
-    uint64_t rd_seq = 0;      // READ / atomic: running number among those
+    uint32_t npkts = 0;      // PSNs the WR occupies (READ: response packets)
+    uint32_t sent = 0;       // next packet index to (re)send
+    uint32_t resp_pkts = 0;  // READ: response packets placed in order
+    bool started = false;    // PSNs assigned, local SGEs checked
+    uint64_t rd_seq = 0;     // READ / atomic: running number among those
     bool done = false;
     WcStatus status = WcStatus::kSuccess;
     uint32_t result_rmr_context = 0;
@@ -100,10 +99,10 @@ class Qp {
     wire::Psn psn;          // PSN of the next response packet
     uint32_t next_pkt = 0;  // index within the READ
     uint32_t npkts = 1;
-    uint64_t len = 0;       // READ: total length
+    uint64_t len = 0;  // READ: total length
     uint8_t* host = nullptr;
     uint64_t atomic_orig = 0;
-    wire::Psn first_psn;    // READ: PSN of the request (job identity)
+    wire::Psn first_psn;  // READ: PSN of the request (job identity)
   };
   struct ReplayEntry {
     bool valid = false;

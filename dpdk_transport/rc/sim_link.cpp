@@ -112,7 +112,8 @@ void SimLink::offer(int from_end, Buf* b, uint32_t len) {
   LinkStats& st = stats_[from_end];
   const LinkImpairment& imp = imp_[from_end];
   st.offered++;
-  if (capture_) captured_.push_back(Captured{from_end, std::vector<uint8_t>(b->data, b->data + len)});
+  if (capture_)
+    captured_.push_back(Captured{from_end, std::vector<uint8_t>(b->data, b->data + len)});
   if (filter_ && !filter_(from_end, b->data, len)) {
     st.dropped++;
     put_buf(b);

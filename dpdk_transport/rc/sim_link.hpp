@@ -19,17 +19,17 @@
 namespace dpdat::rc {
 
 struct LinkImpairment {
-  double loss = 0.0;       // probability a frame is dropped
-  double duplicate = 0.0;  // probability a frame is delivered twice
-  double reorder = 0.0;    // probability a frame is held back behind later ones
-  double corrupt = 0.0;    // probability one random bit of the frame is flipped
-  uint64_t delay_ns = 0;   // one-way latency
+  double loss = 0.0;          // probability a frame is dropped
+  double duplicate = 0.0;     // probability a frame is delivered twice
+  double reorder = 0.0;       // probability a frame is held back behind later ones
+  double corrupt = 0.0;       // probability one random bit of the frame is flipped
+  uint64_t delay_ns = 0;      // one-way latency
   uint32_t reorder_hold = 3;  // a reordered frame waits for this many later frames
 };
 
 struct LinkStats {
-  uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0,
-           corrupted = 0, injected = 0, tx_full = 0;
+  uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
+           injected = 0, tx_full = 0;
 };
 
 class SimLink {

@@ -65,22 +65,29 @@ struct RecvWr {
 
 enum class WcStatus : uint8_t {
   kSuccess,
-  kLocalLengthError,       // receive buffer too small / bad local lengths
-  kLocalProtectionError,   // local LMR check failed (key, PZ, privilege, bounds)
-  kLocalQpOperationError,  // malformed WR
-  kBindError,              // check_bind refused the bind
-  kRemoteAccessError,      // peer NAK: remote access error
-  kRemoteInvalidRequest,   // peer NAK: invalid request (e.g. its receive too small)
-  kRemoteOperationalError, // peer NAK: remote operational error
-  kRetryExceeded,          // transport retry budget exhausted (peer gone)
-  kRnrRetryExceeded,       // receiver-not-ready retry budget exhausted
-  kFlushed,                // queue pair went to error before this WR finished
+  kLocalLengthError,        // receive buffer too small / bad local lengths
+  kLocalProtectionError,    // local LMR check failed (key, PZ, privilege, bounds)
+  kLocalQpOperationError,   // malformed WR
+  kBindError,               // check_bind refused the bind
+  kRemoteAccessError,       // peer NAK: remote access error
+  kRemoteInvalidRequest,    // peer NAK: invalid request (e.g. its receive too small)
+  kRemoteOperationalError,  // peer NAK: remote operational error
+  kRetryExceeded,           // transport retry budget exhausted (peer gone)
+  kRnrRetryExceeded,        // receiver-not-ready retry budget exhausted
+  kFlushed,                 // queue pair went to error before this WR finished
   kCount
 };
 std::string_view wc_status_name(WcStatus s) noexcept;
 
 enum class WcOp : uint8_t {
-  kSend, kWrite, kRead, kCompareSwap, kFetchAdd, kBind, kRecv, kRecvWriteImm
+  kSend,
+  kWrite,
+  kRead,
+  kCompareSwap,
+  kFetchAdd,
+  kBind,
+  kRecv,
+  kRecvWriteImm
 };
 
 struct Completion {
@@ -127,11 +134,11 @@ struct QpConfig {
   uint32_t sq_depth = 256;
   uint32_t rq_depth = 256;
   uint32_t pmtu = 1024;
-  uint32_t window = 128;       // max unacknowledged request packets in flight
-  uint32_t ack_every = 16;     // requester sets AckReq every N packets; responder ACKs by then
-  uint32_t max_rd_atomic = 16; // outstanding RDMA READ / atomic requests
+  uint32_t window = 128;        // max unacknowledged request packets in flight
+  uint32_t ack_every = 16;      // requester sets AckReq every N packets; responder ACKs by then
+  uint32_t max_rd_atomic = 16;  // outstanding RDMA READ / atomic requests
   uint64_t retransmit_timeout_ns = 1'000'000;
-  uint32_t retry_count = 7;    // transport retries before the QP breaks
+  uint32_t retry_count = 7;  // transport retries before the QP breaks
   uint64_t rnr_delay_ns = 100'000;
   uint32_t rnr_retry = 7;
   uint64_t ack_delay_ns = 10'000;  // max time an ACK is held for coalescing
@@ -158,8 +165,16 @@ struct PathInfo {
 enum class QpState : uint8_t { kReset, kRts, kError };
 
 enum class QpError : uint8_t {
-  kNone, kRetryExceeded, kRnrRetryExceeded, kRemoteAccess, kRemoteInvalidRequest,
-  kRemoteOperational, kLocalProtection, kLocalLength, kProtocol, kDestroyed
+  kNone,
+  kRetryExceeded,
+  kRnrRetryExceeded,
+  kRemoteAccess,
+  kRemoteInvalidRequest,
+  kRemoteOperational,
+  kLocalProtection,
+  kLocalLength,
+  kProtocol,
+  kDestroyed
 };
 std::string_view qp_error_name(QpError e) noexcept;
 

@@ -94,7 +94,9 @@ struct Bth {
   constexpr uint32_t dest_qp() const { return dest_qp_.value(); }
   constexpr Psn psn() const { return Psn(psn_.value()); }
 
-  constexpr void set_se(bool v) { flags = static_cast<uint8_t>(v ? (flags | kSe) : (flags & ~kSe)); }
+  constexpr void set_se(bool v) {
+    flags = static_cast<uint8_t>(v ? (flags | kSe) : (flags & ~kSe));
+  }
   constexpr void set_mig(bool v) {
     flags = static_cast<uint8_t>(v ? (flags | kMig) : (flags & ~kMig));
   }

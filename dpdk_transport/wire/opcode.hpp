@@ -59,18 +59,18 @@ class OpFlags {
 };
 
 namespace op {
-inline constexpr OpFlags kRequest{1u << 0};     // sent by the requester
-inline constexpr OpFlags kResponse{1u << 1};    // sent by the responder
+inline constexpr OpFlags kRequest{1u << 0};   // sent by the requester
+inline constexpr OpFlags kResponse{1u << 1};  // sent by the responder
 inline constexpr OpFlags kSend{1u << 2};
 inline constexpr OpFlags kWrite{1u << 3};
-inline constexpr OpFlags kRead{1u << 4};        // READ request or response
-inline constexpr OpFlags kAtomic{1u << 5};      // atomic request or atomic ack
-inline constexpr OpFlags kAckOp{1u << 6};       // carries an AETH
+inline constexpr OpFlags kRead{1u << 4};    // READ request or response
+inline constexpr OpFlags kAtomic{1u << 5};  // atomic request or atomic ack
+inline constexpr OpFlags kAckOp{1u << 6};   // carries an AETH
 inline constexpr OpFlags kFirst{1u << 7};
 inline constexpr OpFlags kMiddle{1u << 8};
 inline constexpr OpFlags kLast{1u << 9};
 inline constexpr OpFlags kOnly{kFirst.bits() | kLast.bits()};
-inline constexpr OpFlags kPayload{1u << 10};    // may carry payload
+inline constexpr OpFlags kPayload{1u << 10};       // may carry payload
 inline constexpr OpFlags kConsumesRecv{1u << 11};  // first packet of a SEND uses a RECV WQE
 inline constexpr OpFlags kImm{1u << 12};
 inline constexpr OpFlags kInvalidate{1u << 13};
@@ -78,8 +78,8 @@ inline constexpr OpFlags kRdmaAccess{1u << 14};  // carries RETH/AtomicETH: chec
 }  // namespace op
 
 inline constexpr std::array<size_t, static_cast<size_t>(Ext::kCount)> kExtSize = {
-    sizeof(Reth), sizeof(AtomicEth), sizeof(Aeth), sizeof(AtomicAckEth), sizeof(ImmDt),
-    sizeof(Ieth)};
+    sizeof(Reth),         sizeof(AtomicEth), sizeof(Aeth),
+    sizeof(AtomicAckEth), sizeof(ImmDt),     sizeof(Ieth)};
 
 struct OpInfo {
   std::string_view name;  // IBA spelling, as Wireshark prints it
@@ -131,8 +131,7 @@ constexpr std::array<OpInfo, 256> build_table() {
   set(Opcode::kSendLast, make("RC Send Last", sreq | kLast, 0));
   set(Opcode::kSendLastImm, make("RC Send Last Immediate", sreq | kLast | kImm, I));
   set(Opcode::kSendOnly, make("RC Send Only", sreq | kOnly | kConsumesRecv, 0));
-  set(Opcode::kSendOnlyImm,
-      make("RC Send Only Immediate", sreq | kOnly | kConsumesRecv | kImm, I));
+  set(Opcode::kSendOnlyImm, make("RC Send Only Immediate", sreq | kOnly | kConsumesRecv | kImm, I));
   set(Opcode::kWriteFirst, make("RC RDMA Write First", wreq | kFirst | kRdmaAccess, R));
   set(Opcode::kWriteMiddle, make("RC RDMA Write Middle", wreq | kMiddle, 0));
   set(Opcode::kWriteLast, make("RC RDMA Write Last", wreq | kLast, 0));
@@ -140,10 +139,10 @@ constexpr std::array<OpInfo, 256> build_table() {
   set(Opcode::kWriteLastImm,
       make("RC RDMA Write Last Immediate", wreq | kLast | kImm | kConsumesRecv, I));
   set(Opcode::kWriteOnly, make("RC RDMA Write Only", wreq | kOnly | kRdmaAccess, R));
-  set(Opcode::kWriteOnlyImm,
-      make("RC RDMA Write Only Immediate", wreq | kOnly | kImm | kRdmaAccess | kConsumesRecv,
-           R | I));
-  set(Opcode::kReadRequest, make("RC RDMA Read Request", kRequest | kRead | kOnly | kRdmaAccess, R));
+  set(Opcode::kWriteOnlyImm, make("RC RDMA Write Only Immediate",
+                                  wreq | kOnly | kImm | kRdmaAccess | kConsumesRecv, R | I));
+  set(Opcode::kReadRequest,
+      make("RC RDMA Read Request", kRequest | kRead | kOnly | kRdmaAccess, R));
   set(Opcode::kReadRespFirst, make("RC RDMA Read Response First", rresp | kFirst | kAckOp, A));
   set(Opcode::kReadRespMiddle, make("RC RDMA Read Response Middle", rresp | kMiddle, 0));
   set(Opcode::kReadRespLast, make("RC RDMA Read Response Last", rresp | kLast | kAckOp, A));
@@ -151,11 +150,9 @@ constexpr std::array<OpInfo, 256> build_table() {
   set(Opcode::kAck, make("RC Acknowledge", kResponse | kAckOp | kOnly, A));
   set(Opcode::kAtomicAck,
       make("RC Atomic Acknowledge", kResponse | kAckOp | kAtomic | kOnly, A | K));
-  set(Opcode::kCompareSwap,
-      make("RC CmpSwap", kRequest | kAtomic | kOnly | kRdmaAccess, X));
+  set(Opcode::kCompareSwap, make("RC CmpSwap", kRequest | kAtomic | kOnly | kRdmaAccess, X));
   set(Opcode::kFetchAdd, make("RC FetchAdd", kRequest | kAtomic | kOnly | kRdmaAccess, X));
-  set(Opcode::kSendLastInv,
-      make("RC Send Last Invalidate", sreq | kLast | kInvalidate, V));
+  set(Opcode::kSendLastInv, make("RC Send Last Invalidate", sreq | kLast | kInvalidate, V));
   set(Opcode::kSendOnlyInv,
       make("RC Send Only Invalidate", sreq | kOnly | kConsumesRecv | kInvalidate, V));
   return t;
@@ -169,14 +166,12 @@ constexpr const OpInfo& op_info(uint8_t raw) { return kOpTable[raw]; }
 
 // Every defined RC opcode, in numeric order (for tests, tools and tracing).
 inline constexpr std::array<Opcode, 23> kAllRcOpcodes = {
-    Opcode::kSendFirst,     Opcode::kSendMiddle,     Opcode::kSendLast,
-    Opcode::kSendLastImm,   Opcode::kSendOnly,       Opcode::kSendOnlyImm,
-    Opcode::kWriteFirst,    Opcode::kWriteMiddle,    Opcode::kWriteLast,
-    Opcode::kWriteLastImm,  Opcode::kWriteOnly,      Opcode::kWriteOnlyImm,
-    Opcode::kReadRequest,   Opcode::kReadRespFirst,  Opcode::kReadRespMiddle,
-    Opcode::kReadRespLast,  Opcode::kReadRespOnly,   Opcode::kAck,
-    Opcode::kAtomicAck,     Opcode::kCompareSwap,    Opcode::kFetchAdd,
-    Opcode::kSendLastInv,   Opcode::kSendOnlyInv};
+    Opcode::kSendFirst,    Opcode::kSendMiddle,    Opcode::kSendLast,       Opcode::kSendLastImm,
+    Opcode::kSendOnly,     Opcode::kSendOnlyImm,   Opcode::kWriteFirst,     Opcode::kWriteMiddle,
+    Opcode::kWriteLast,    Opcode::kWriteLastImm,  Opcode::kWriteOnly,      Opcode::kWriteOnlyImm,
+    Opcode::kReadRequest,  Opcode::kReadRespFirst, Opcode::kReadRespMiddle, Opcode::kReadRespLast,
+    Opcode::kReadRespOnly, Opcode::kAck,           Opcode::kAtomicAck,      Opcode::kCompareSwap,
+    Opcode::kFetchAdd,     Opcode::kSendLastInv,   Opcode::kSendOnlyInv};
 
 // Spot checks against IBA figure 56 / rxe's rxe_opcode table.
 static_assert(op_info(Opcode::kWriteOnlyImm).hdr_len == 12 + 16 + 4);

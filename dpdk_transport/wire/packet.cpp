@@ -121,7 +121,8 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
     reinterpret_cast<AtomicAckEth*>(t + info.off(Ext::kAtomicAckEth))->orig = Be64(s.atomic_orig);
   }
   if (info.has(Ext::kImmDt)) reinterpret_cast<ImmDt*>(t + info.off(Ext::kImmDt))->imm = Be32(s.imm);
-  if (info.has(Ext::kIeth)) reinterpret_cast<Ieth*>(t + info.off(Ext::kIeth))->rkey = Be32(s.inv_rkey);
+  if (info.has(Ext::kIeth))
+    reinterpret_cast<Ieth*>(t + info.off(Ext::kIeth))->rkey = Be32(s.inv_rkey);
 
   uint8_t* pay = t + info.hdr_len;
   if (s.gather.empty()) {
@@ -144,10 +145,10 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
 
 std::string_view reject_name(Reject r) noexcept {
   static constexpr std::array<std::string_view, static_cast<size_t>(Reject::kCount)> kNames = {
-      "none",          "truncated",     "not-ipv4",        "bad-ip-version", "bad-ip-ihl",
-      "bad-ip-length", "ip-fragment",   "bad-ip-checksum", "not-udp",        "not-roce-port",
-      "bad-udp-length", "unknown-opcode", "bad-tver",      "length-mismatch", "bad-pad-count",
-      "pmtu-exceeded", "bad-icrc"};
+      "none",           "truncated",      "not-ipv4",        "bad-ip-version",  "bad-ip-ihl",
+      "bad-ip-length",  "ip-fragment",    "bad-ip-checksum", "not-udp",         "not-roce-port",
+      "bad-udp-length", "unknown-opcode", "bad-tver",        "length-mismatch", "bad-pad-count",
+      "pmtu-exceeded",  "bad-icrc"};
   const auto i = static_cast<size_t>(r);
   return i < kNames.size() ? kNames[i] : "invalid";
 }

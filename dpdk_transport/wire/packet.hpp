@@ -55,16 +55,16 @@ struct BuildSpec {
 
   // Extension header fields, written when the opcode table says the header is
   // present and ignored otherwise.
-  uint64_t va = 0;       // RETH / AtomicETH
-  uint32_t rkey = 0;     // RETH / AtomicETH
-  uint32_t dma_len = 0;  // RETH
-  uint64_t swap_add = 0;  // AtomicETH
-  uint64_t compare = 0;   // AtomicETH
-  uint8_t syndrome = 0;   // AETH
-  uint32_t msn = 0;       // AETH
+  uint64_t va = 0;           // RETH / AtomicETH
+  uint32_t rkey = 0;         // RETH / AtomicETH
+  uint32_t dma_len = 0;      // RETH
+  uint64_t swap_add = 0;     // AtomicETH
+  uint64_t compare = 0;      // AtomicETH
+  uint8_t syndrome = 0;      // AETH
+  uint32_t msn = 0;          // AETH
   uint64_t atomic_orig = 0;  // AtomicAckETH
-  uint32_t imm = 0;       // ImmDt (opaque; written in network order)
-  uint32_t inv_rkey = 0;  // IETH
+  uint32_t imm = 0;          // ImmDt (opaque; written in network order)
+  uint32_t inv_rkey = 0;     // IETH
 
   // Payload: either one span, or (when `gather` is non-empty) the
   // concatenation of several spans, e.g. pieces of several registered regions.
@@ -97,7 +97,9 @@ struct BuildResult {
 };
 
 // Bytes of pad that bring `payload_len` to a multiple of 4.
-constexpr uint8_t pad_for(size_t payload_len) { return static_cast<uint8_t>((4 - (payload_len & 3)) & 3); }
+constexpr uint8_t pad_for(size_t payload_len) {
+  return static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
+}
 
 // Total frame size for an opcode and payload length (with pad and ICRC).
 constexpr size_t frame_size(Opcode o, size_t payload_len) {
@@ -112,19 +114,19 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& spec, uint32_t
 
 enum class Reject : uint8_t {
   kNone,
-  kTruncated,        // span shorter than a header or than IPv4 total length says
-  kNotIpv4,          // EtherType is not IPv4
+  kTruncated,  // span shorter than a header or than IPv4 total length says
+  kNotIpv4,    // EtherType is not IPv4
   kBadIpVersion,
-  kBadIpIhl,         // IHL != 5: RoCEv2 frames carry no IP options
-  kBadIpLength,      // total length too small for IPv4+UDP
-  kIpFragment,       // MF set or non-zero fragment offset
+  kBadIpIhl,     // IHL != 5: RoCEv2 frames carry no IP options
+  kBadIpLength,  // total length too small for IPv4+UDP
+  kIpFragment,   // MF set or non-zero fragment offset
   kBadIpChecksum,
   kNotUdp,
-  kNotRocePort,      // UDP destination port is not 4791
-  kBadUdpLength,     // UDP length disagrees with IPv4 total length
-  kUnknownOpcode,    // reserved, or not an RC opcode
-  kBadTver,          // BTH transport header version is not 0
-  kLengthMismatch,   // header/payload length disagrees with the opcode table
+  kNotRocePort,     // UDP destination port is not 4791
+  kBadUdpLength,    // UDP length disagrees with IPv4 total length
+  kUnknownOpcode,   // reserved, or not an RC opcode
+  kBadTver,         // BTH transport header version is not 0
+  kLengthMismatch,  // header/payload length disagrees with the opcode table
   kBadPadCount,
   kPmtuExceeded,
   kBadIcrc,

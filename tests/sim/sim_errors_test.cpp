@@ -37,8 +37,16 @@ bool saw_nak(Pair& p, int from_end, uint8_t code) {
   return false;
 }
 
-enum class Bad { kWrongKey, kStaleAfterFree, kStaleAfterRebind, kWrongPz, kNoPrivilege,
-                 kOobLow, kOobHigh, kLengthOverflow };
+enum class Bad {
+  kWrongKey,
+  kStaleAfterFree,
+  kStaleAfterRebind,
+  kWrongPz,
+  kNoPrivilege,
+  kOobLow,
+  kOobHigh,
+  kLengthOverflow
+};
 
 struct ProtCase {
   Bad bad;
@@ -67,7 +75,9 @@ TEST_P(Protection, RemoteAccessErrorNakAndCompletion) {
   uint64_t target = va;
   uint64_t len = n;
   switch (pc.bad) {
-    case Bad::kWrongKey: rkey = lmr ^ 0x5A00; break;
+    case Bad::kWrongKey:
+      rkey = lmr ^ 0x5A00;
+      break;
     case Bad::kStaleAfterFree: {
       bool in_use = true;
       ASSERT_EQ(p.b().mr->lmr_free(lmr, &in_use), AccessError::kOk);
@@ -87,10 +97,18 @@ TEST_P(Protection, RemoteAccessErrorNakAndCompletion) {
       len = n / 2;
       break;
     }
-    case Bad::kOobLow: target = va - 1; break;
-    case Bad::kOobHigh: len = n + 1; break;
-    case Bad::kLengthOverflow: target = ~uint64_t{0} - 100; len = 200; break;
-    default: break;
+    case Bad::kOobLow:
+      target = va - 1;
+      break;
+    case Bad::kOobHigh:
+      len = n + 1;
+      break;
+    case Bad::kLengthOverflow:
+      target = ~uint64_t{0} - 100;
+      len = 200;
+      break;
+    default:
+      break;
   }
   SendWr wr;
   wr.op = pc.op;
@@ -139,25 +157,24 @@ TEST_P(Protection, RemoteAccessErrorNakAndCompletion) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, Protection,
-    ::testing::Values(ProtCase{Bad::kWrongKey, WrOp::kWrite}, ProtCase{Bad::kWrongKey, WrOp::kRead},
-                      ProtCase{Bad::kStaleAfterFree, WrOp::kWrite},
-                      ProtCase{Bad::kStaleAfterFree, WrOp::kRead},
-                      ProtCase{Bad::kStaleAfterRebind, WrOp::kWrite},
-                      ProtCase{Bad::kStaleAfterRebind, WrOp::kRead},
-                      ProtCase{Bad::kWrongPz, WrOp::kWrite}, ProtCase{Bad::kWrongPz, WrOp::kRead},
-                      ProtCase{Bad::kNoPrivilege, WrOp::kWrite},
-                      ProtCase{Bad::kNoPrivilege, WrOp::kRead},
-                      ProtCase{Bad::kOobLow, WrOp::kWrite}, ProtCase{Bad::kOobLow, WrOp::kRead},
-                      ProtCase{Bad::kOobHigh, WrOp::kWrite}, ProtCase{Bad::kOobHigh, WrOp::kRead},
-                      ProtCase{Bad::kLengthOverflow, WrOp::kWrite},
-                      ProtCase{Bad::kLengthOverflow, WrOp::kRead}));
+    ::testing::Values(
+        ProtCase{Bad::kWrongKey, WrOp::kWrite}, ProtCase{Bad::kWrongKey, WrOp::kRead},
+        ProtCase{Bad::kStaleAfterFree, WrOp::kWrite}, ProtCase{Bad::kStaleAfterFree, WrOp::kRead},
+        ProtCase{Bad::kStaleAfterRebind, WrOp::kWrite},
+        ProtCase{Bad::kStaleAfterRebind, WrOp::kRead}, ProtCase{Bad::kWrongPz, WrOp::kWrite},
+        ProtCase{Bad::kWrongPz, WrOp::kRead}, ProtCase{Bad::kNoPrivilege, WrOp::kWrite},
+        ProtCase{Bad::kNoPrivilege, WrOp::kRead}, ProtCase{Bad::kOobLow, WrOp::kWrite},
+        ProtCase{Bad::kOobLow, WrOp::kRead}, ProtCase{Bad::kOobHigh, WrOp::kWrite},
+        ProtCase{Bad::kOobHigh, WrOp::kRead}, ProtCase{Bad::kLengthOverflow, WrOp::kWrite},
+        ProtCase{Bad::kLengthOverflow, WrOp::kRead}));
 
 TEST(Errors, AtomicWithoutAtomicPrivilegeAndMisaligned) {
   for (int variant = 0; variant < 2; ++variant) {
     Pair p(6, cfg());
     p.link().set_capture(true);
-    Buffer target = p.reg(1, 32, kLocal | priv::kRemoteRead | priv::kRemoteWrite |
-                                     (variant == 1 ? priv::kRemoteAtomic : 0u));
+    Buffer target = p.reg(1, 32,
+                          kLocal | priv::kRemoteRead | priv::kRemoteWrite |
+                              (variant == 1 ? priv::kRemoteAtomic : 0u));
     Buffer res = p.reg(0, 8, kLocal);
     SendWr wr;
     wr.op = WrOp::kFetchAdd;
@@ -168,10 +185,10 @@ TEST(Errors, AtomicWithoutAtomicPrivilegeAndMisaligned) {
     ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
     ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
     auto c = drain(*p.a().scq);
-    EXPECT_EQ(c[0].status, variant == 0 ? WcStatus::kRemoteAccessError
-                                        : WcStatus::kRemoteInvalidRequest);
-    EXPECT_TRUE(saw_nak(p, 1, variant == 0 ? wire::aeth::kNakRemoteAccessError
-                                           : wire::aeth::kNakInvalidRequest));
+    EXPECT_EQ(c[0].status,
+              variant == 0 ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest);
+    EXPECT_TRUE(saw_nak(
+        p, 1, variant == 0 ? wire::aeth::kNakRemoteAccessError : wire::aeth::kNakInvalidRequest));
     for (uint8_t b : target.bytes) EXPECT_EQ(b, 0);
   }
 }
@@ -660,7 +677,7 @@ TEST(Acks, CoalescedButAtLeastOnePerWindow) {
   ASSERT_EQ(p.a().qp->post_send(w), Qp::PostResult::kOk);
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
   const uint64_t acks = p.b().qp->counters().acks_tx;
-  EXPECT_LE(acks, 256u / 8);  // coalesced
+  EXPECT_LE(acks, 256u / 8);   // coalesced
   EXPECT_GE(acks, 256u / 64);  // but at least one per window
   EXPECT_EQ(p.a().qp->counters().timeouts, 0u);
 }

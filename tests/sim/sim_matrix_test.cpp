@@ -81,8 +81,10 @@ TEST_P(Matrix, SendAndSendImm) {
       wr.sge[0] = Sge{src[m].lmr, src[m].va(), n};
       ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
     }
-    ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == kMsgs && p.b().rcq->size() == kMsgs; }))
-        << "size " << n << " loss " << s.loss;
+    ASSERT_TRUE(p.run_until([&] {
+      return p.a().scq->size() == kMsgs && p.b().rcq->size() == kMsgs;
+    })) << "size "
+        << n << " loss " << s.loss;
     ASSERT_TRUE(p.settle()) << "size " << n;
     auto sc_ = drain(*p.a().scq);
     auto rc_ = drain(*p.b().rcq);
@@ -134,7 +136,8 @@ TEST_P(Matrix, WriteAndWriteImm) {
       wr.cookie = static_cast<uint64_t>(m);
       wr.num_sge = 1;
       wr.sge[0] = Sge{src[m].lmr, src[m].va(), n};
-      wr.remote_va = reinterpret_cast<uint64_t>(arena.data() + 8) + static_cast<uint64_t>(m) * (n + 16);
+      wr.remote_va =
+          reinterpret_cast<uint64_t>(arena.data() + 8) + static_cast<uint64_t>(m) * (n + 16);
       wr.rkey = rkey;
       ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
     }
