@@ -1,0 +1,76 @@
+#include "eal.hpp"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace dpdat::dpdk {
+namespace {
+
+bool hugepages_usable() {
+  std::ifstream nr("/proc/sys/vm/nr_hugepages");
+  long pages = 0;
+  if (!(nr >> pages) || pages < 64) return false;  // 128 MiB at least
+  std::ifstream mounts("/proc/mounts");
+  std::string line;
+  while (std::getline(mounts, line))
+    if (line.find(" hugetlbfs ") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> eal_default_args(bool* hugepages) {
+  std::vector<std::string> a;
+  if (const char* env = std::getenv("DPDAT_EAL_ARGS"); env != nullptr && *env != '\0') {
+    std::istringstream in(env);
+    std::string tok;
+    while (in >> tok) a.push_back(tok);
+    *hugepages = std::find(a.begin(), a.end(), "--no-huge") == a.end();
+    return a;
+  }
+  const unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  a = {"--no-pci", "--lcores", "0@(0-" + std::to_string(ncpu - 1) + ")", "--file-prefix",
+       "dpdat" + std::to_string(getpid()), "--log-level", "lib.eal:error"};
+  *hugepages = hugepages_usable();
+  if (*hugepages) {
+    a.push_back("--in-memory");
+  } else {
+    // DPDK 22.11 rejects --in-memory together with --no-huge.
+    a.insert(a.end(), {"--no-huge", "--no-shconf", "-m", "512"});
+  }
+  return a;
+}
+
+const EalStatus& eal_init() {
+  static EalStatus status;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    status.args = eal_default_args(&status.hugepages);
+    std::vector<std::string> store;
+    store.push_back("dpdat");
+    store.insert(store.end(), status.args.begin(), status.args.end());
+    std::vector<char*> argv;
+    for (auto& s : store) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    const int rc = rte_eal_init(static_cast<int>(store.size()), argv.data());
+    if (rc >= 0) {
+      status.ok = true;
+    } else if (rte_errno == EALREADY) {
+      status.ok = true;  // somebody else in this process initialised the EAL: reuse it
+    } else {
+      status.error = std::string("rte_eal_init failed: ") + rte_strerror(rte_errno);
+    }
+  });
+  return status;
+}
+
+}  // namespace dpdat::dpdk

@@ -1,0 +1,34 @@
+#pragma once
+// EAL bootstrap from inside the library.  A consumer program (a DAT
+// application) never calls DPDK itself: the first interface that needs DPDK
+// calls eal_init(), later calls reuse the running EAL, and an EAL some other
+// code already initialised in this process is detected and reused too.
+// Never calls rte_exit(): failures return false with DPDK's reason.
+//
+// Arguments: DPDAT_EAL_ARGS (whitespace-separated, without argv[0]) when set,
+// otherwise a default that needs nothing:
+//   --no-pci --lcores 0@(0-N) --file-prefix dpdat<pid>
+//   + --in-memory         when 2 MiB hugepages are reserved and mounted
+//   + --no-huge --no-shconf -m 512   otherwise
+// (--lcores maps lcore 0 onto every CPU, so the library never pins the
+// consumer's thread.)
+
+#include <string>
+#include <vector>
+
+namespace dpdat::dpdk {
+
+struct EalStatus {
+  bool ok = false;
+  bool hugepages = false;
+  std::vector<std::string> args;  // as passed to rte_eal_init (after argv[0])
+  std::string error;
+};
+
+// Idempotent and thread-safe.  Returns the status of the first call.
+const EalStatus& eal_init();
+
+// The arguments eal_init() would use (for logging and tests).
+std::vector<std::string> eal_default_args(bool* hugepages);
+
+}  // namespace dpdat::dpdk

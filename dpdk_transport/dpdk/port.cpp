@@ -1,0 +1,264 @@
+#include "port.hpp"
+
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <cstring>
+
+#include "eal.hpp"
+
+namespace dpdat::dpdk {
+namespace {
+
+constexpr uint16_t kArpRequest = 1;
+constexpr uint16_t kArpReply = 2;
+
+// ARP for IPv4 over Ethernet (RFC 826): 28 bytes after the Ethernet header.
+struct ArpPacket {
+  wire::Be16 htype, ptype;
+  uint8_t hlen, plen;
+  wire::Be16 op;
+  wire::MacAddr sha;
+  wire::Be32 spa;
+  wire::MacAddr tha;
+  wire::Be32 tpa;
+};
+static_assert(sizeof(ArpPacket) == 28);
+
+std::string errstr(const char* what, int rc) {
+  return std::string(what) + ": " + rte_strerror(rc < 0 ? -rc : rte_errno);
+}
+
+}  // namespace
+
+bool Port::make_ring_link(const std::string& name, uint16_t* port_a, uint16_t* port_b,
+                          std::string* err) {
+  const auto& eal = eal_init();
+  if (!eal.ok) {
+    *err = eal.error;
+    return false;
+  }
+  const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
+  rte_ring* ab = rte_ring_create((name + "_ab").c_str(), 4096, SOCKET_ID_ANY, flags);
+  rte_ring* ba = rte_ring_create((name + "_ba").c_str(), 4096, SOCKET_ID_ANY, flags);
+  if (ab == nullptr || ba == nullptr) {
+    *err = errstr("rte_ring_create", 0);
+    rte_ring_free(ab);
+    rte_ring_free(ba);
+    return false;
+  }
+  const int a = rte_eth_from_rings((name + "_a").c_str(), &ba, 1, &ab, 1, rte_socket_id());
+  const int b = rte_eth_from_rings((name + "_b").c_str(), &ab, 1, &ba, 1, rte_socket_id());
+  if (a < 0 || b < 0) {
+    *err = errstr("rte_eth_from_rings", 0);
+    return false;
+  }
+  *port_a = static_cast<uint16_t>(a);
+  *port_b = static_cast<uint16_t>(b);
+  return true;
+}
+
+std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::string* err) {
+  const auto& eal = eal_init();
+  if (!eal.ok) {
+    *err = eal.error;
+    return nullptr;
+  }
+  if (!rte_eth_dev_is_valid_port(port_id)) {
+    *err = "no such ethdev port " + std::to_string(port_id);
+    return nullptr;
+  }
+  std::unique_ptr<Port> p(new Port(port_id, cfg));
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(port_id, &info); rc != 0) {
+    *err = errstr("rte_eth_dev_info_get", rc);
+    return nullptr;
+  }
+  // Size the pool from the descriptor rings plus bursts in flight on the
+  // engine (built frames, cache) with headroom for per-lcore caches.
+  const uint32_t nmbufs = uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u + 512u;
+  const std::string pool_name = cfg.name + "_mp" + std::to_string(port_id);
+  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), nmbufs, 256, 0,
+                                     RTE_MBUF_DEFAULT_BUF_SIZE + 4096,
+                                     static_cast<int>(rte_socket_id()));
+  if (p->pool_ == nullptr) {
+    *err = errstr("rte_pktmbuf_pool_create", 0);
+    return nullptr;
+  }
+  rte_eth_conf conf{};
+  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  if (int rc = rte_eth_dev_configure(port_id, 1, 1, &conf); rc != 0) {
+    *err = errstr("rte_eth_dev_configure", rc);
+    return nullptr;
+  }
+  uint16_t nrx = cfg.rx_desc, ntx = cfg.tx_desc;
+  rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nrx, &ntx);
+  const int sock = rte_eth_dev_socket_id(port_id);
+  const unsigned socket = sock < 0 ? rte_socket_id() : static_cast<unsigned>(sock);
+  if (int rc = rte_eth_rx_queue_setup(port_id, 0, nrx, socket, nullptr, p->pool_); rc != 0) {
+    *err = errstr("rte_eth_rx_queue_setup", rc);
+    return nullptr;
+  }
+  if (int rc = rte_eth_tx_queue_setup(port_id, 0, ntx, socket, nullptr); rc != 0) {
+    *err = errstr("rte_eth_tx_queue_setup", rc);
+    return nullptr;
+  }
+  // MTU: as asked where the PMD allows it, otherwise whatever it has.
+  uint16_t mtu = cfg.mtu;
+  if (rte_eth_dev_set_mtu(port_id, mtu) != 0 && rte_eth_dev_get_mtu(port_id, &mtu) != 0) mtu = 1500;
+  p->mtu_ = mtu;
+  if (int rc = rte_eth_dev_start(port_id); rc != 0) {
+    *err = errstr("rte_eth_dev_start", rc);
+    return nullptr;
+  }
+  p->started_ = true;
+  rte_ether_addr mac{};
+  rte_eth_macaddr_get(port_id, &mac);
+  std::memcpy(p->mac_.data(), mac.addr_bytes, 6);
+  rte_eth_promiscuous_enable(port_id);  // virtual links share segments; we filter by IP/QPN
+  p->rx_tmp_.resize(64);
+  return p;
+}
+
+Port::~Port() {
+  if (started_) {
+    rte_eth_dev_stop(port_id_);
+    rte_eth_dev_close(port_id_);
+  }
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+}
+
+uint32_t Port::max_pmtu() const {
+  // IPv4 20 + UDP 8 + BTH 12 + the longest extension chain 28 + ICRC 4.
+  const uint32_t room = mtu_ > 72 ? mtu_ - 72u : 0u;
+  for (uint32_t p = 4096; p >= 256; p /= 2)
+    if (p <= room) return p;
+  return 256;
+}
+
+uint16_t Port::rx_burst(rc::Frame* out, uint16_t max) {
+  if (rx_tmp_.size() < max) rx_tmp_.resize(max);
+  const uint16_t n = rte_eth_rx_burst(port_id_, 0, rx_tmp_.data(), max);
+  uint16_t kept = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = rx_tmp_[i];
+    ctr_.rx_packets++;
+    ctr_.rx_bytes += m->pkt_len;
+    const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
+    if (m->nb_segs != 1) {
+      ctr_.rx_multiseg_dropped++;  // TODO(issue 4): linearise scattered jumbo frames
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    if (handle_arp(data, m->data_len)) {
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    out[kept++] = rc::Frame{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->buf_len, m};
+  }
+  return kept;
+}
+
+void Port::rx_release(rc::Frame* frames, uint16_t n) {
+  for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(frames[i].handle));
+}
+
+uint16_t Port::tx_alloc(rc::Frame* out, uint16_t n, uint32_t size) {
+  rte_mbuf* ms[64];
+  if (n > 64) n = 64;
+  if (rte_pktmbuf_alloc_bulk(pool_, ms, n) != 0) {
+    ctr_.tx_alloc_fail++;
+    return 0;
+  }
+  for (uint16_t i = 0; i < n; ++i) {
+    if (rte_pktmbuf_tailroom(ms[i]) < size) {
+      rte_pktmbuf_free_bulk(ms, n);
+      return 0;
+    }
+    out[i] = rc::Frame{rte_pktmbuf_mtod(ms[i], uint8_t*), 0, rte_pktmbuf_tailroom(ms[i]), ms[i]};
+  }
+  return n;
+}
+
+uint16_t Port::tx_burst(rc::Frame* frames, uint16_t n) {
+  rte_mbuf* ms[64];
+  if (n > 64) n = 64;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = static_cast<rte_mbuf*>(frames[i].handle);
+    m->data_len = static_cast<uint16_t>(frames[i].len);
+    m->pkt_len = frames[i].len;
+    ms[i] = m;
+  }
+  const uint16_t sent = rte_eth_tx_burst(port_id_, 0, ms, n);
+  for (uint16_t i = 0; i < sent; ++i) ctr_.tx_bytes += frames[i].len;
+  ctr_.tx_packets += sent;
+  if (sent < n) ctr_.tx_full++;
+  return sent;
+}
+
+void Port::tx_free(rc::Frame* frames, uint16_t n) { rx_release(frames, n); }
+
+bool Port::handle_arp(const uint8_t* data, uint32_t len) {
+  if (len < sizeof(wire::EthHdr)) return false;
+  const auto* eth = reinterpret_cast<const wire::EthHdr*>(data);
+  if (eth->ether_type.value() != wire::kEtherTypeArp) return false;
+  ctr_.rx_arp++;
+  if (len < sizeof(wire::EthHdr) + sizeof(ArpPacket)) return true;
+  const auto* a = reinterpret_cast<const ArpPacket*>(data + sizeof(wire::EthHdr));
+  if (a->htype.value() != 1 || a->ptype.value() != wire::kEtherTypeIpv4 || a->hlen != 6 ||
+      a->plen != 4)
+    return true;
+  arp_[a->spa.value()] = a->sha;  // learn the sender
+  if (a->op.value() == kArpRequest && a->tpa.value() == cfg_.ip && cfg_.ip != 0)
+    send_arp(kArpReply, a->sha, a->spa.value());
+  return true;
+}
+
+void Port::send_arp(uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) {
+    ctr_.tx_alloc_fail++;
+    return;
+  }
+  auto* p = rte_pktmbuf_mtod(m, uint8_t*);
+  auto* eth = reinterpret_cast<wire::EthHdr*>(p);
+  const wire::MacAddr bcast = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  eth->dst = op == kArpRequest ? bcast : dst_mac;
+  eth->src = mac_;
+  eth->ether_type = wire::Be16(wire::kEtherTypeArp);
+  auto* a = reinterpret_cast<ArpPacket*>(p + sizeof(wire::EthHdr));
+  a->htype = wire::Be16(1);
+  a->ptype = wire::Be16(wire::kEtherTypeIpv4);
+  a->hlen = 6;
+  a->plen = 4;
+  a->op = wire::Be16(op);
+  a->sha = mac_;
+  a->spa = wire::Be32(cfg_.ip);
+  a->tha = op == kArpRequest ? wire::MacAddr{} : dst_mac;
+  a->tpa = wire::Be32(dst_ip);
+  const uint16_t len = 60;  // minimum Ethernet frame without FCS
+  std::memset(p + sizeof(wire::EthHdr) + sizeof(ArpPacket), 0,
+              len - sizeof(wire::EthHdr) - sizeof(ArpPacket));
+  m->data_len = len;
+  m->pkt_len = len;
+  if (rte_eth_tx_burst(port_id_, 0, &m, 1) != 1) {
+    rte_pktmbuf_free(m);
+    ctr_.tx_full++;
+    return;
+  }
+  ctr_.tx_arp++;
+}
+
+bool Port::resolve(uint32_t ip, wire::MacAddr* mac) {
+  if (auto it = arp_.find(ip); it != arp_.end()) {
+    *mac = it->second;
+    return true;
+  }
+  send_arp(kArpRequest, wire::MacAddr{}, ip);
+  return false;
+}
+
+}  // namespace dpdat::dpdk
