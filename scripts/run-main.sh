@@ -9,6 +9,6 @@ bash scripts/install-deps.sh
 bash scripts/setup-hugepages.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$JOBS"
-# Until the bench tool lands (DPDK transport issue), the main job is the wire
-# layer demonstration: one frame of every RC opcode, built and decoded.
-exec ./build/release/tools/dpdat-wiredump "$@"
+# The main job: the bench tool on its default link (client and server in one
+# process over the in-process net_ring link, inline progress).
+exec ./build/release/tools/dpdat-perf "$@"
