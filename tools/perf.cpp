@@ -79,8 +79,7 @@ bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
   uint64_t deadline = t0 + 60'000'000'000ull;
   while (completed < iters) {
     if (send) {
-      while (recvs < posted + o.tx_depth && recvs < iters &&
-             lo.b().qp->recv_queue_used() < 200) {
+      while (recvs < posted + o.tx_depth && recvs < iters && lo.b().qp->recv_queue_used() < 200) {
         rc::RecvWr r;
         r.num_sge = 1;
         r.sge[0] = rc::Sge{dst.lmr, dst.va(), n};
@@ -88,8 +87,7 @@ bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
         ++recvs;
       }
     }
-    while (posted < iters && posted - completed < o.tx_depth &&
-           (!send || posted < recvs)) {
+    while (posted < iters && posted - completed < o.tx_depth && (!send || posted < recvs)) {
       const bool sig = (posted + 1) % kSig == 0 || posted + 1 == iters;
       if (lo.a().qp->post_send(make_wr(o, src, dst, n, sig)) != rc::Qp::PostResult::kOk) break;
       ++posted;
@@ -125,10 +123,11 @@ bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
     const double dt = static_cast<double>(stamps[j] - stamps[i]) / 1e9;
     peak = std::max(peak, static_cast<double>((j - i) * kSig * n) / dt);
   }
-  if (peak == 0) peak = static_cast<double>(iters * n) / (static_cast<double>(tools::now_ns() - t0) / 1e9);
+  if (peak == 0)
+    peak = static_cast<double>(iters * n) / (static_cast<double>(tools::now_ns() - t0) / 1e9);
   const double avg = static_cast<double>(iters * n) / secs;
-  std::printf(" %-10zu %-12" PRIu64 " %-16.2f %-16.2f %-14.2f %-12.4f\n", n, iters,
-              peak * 8 / 1e9, avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
+  std::printf(" %-10zu %-12" PRIu64 " %-16.2f %-16.2f %-14.2f %-12.4f\n", n, iters, peak * 8 / 1e9,
+              avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
   return true;
 }
 
@@ -165,7 +164,9 @@ bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
   // Let the unsignalled WRITEs' ACKs drain before the next size.
   lo.run_until([&] { return lo.a().engine->idle() && lo.b().engine->idle(); }, 1'000'000'000);
   std::sort(samples.begin(), samples.end());
-  auto pct = [&](double p) { return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))]; };
+  auto pct = [&](double p) {
+    return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
+  };
   double sum = 0;
   for (double s : samples) sum += s;
   std::printf(" %-10zu %-12" PRIu64 " %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", n, iters,
@@ -247,7 +248,10 @@ int main(int argc, char** argv) {
     std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations",
                 "BW peak[Gb/s]", "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
     for (size_t n : o.sizes) {
-      const uint64_t it = o.iters != 0 ? o.iters : std::clamp<uint64_t>((512ull << 20) / std::max<size_t>(n, 64), 1000, 100000);
+      const uint64_t it =
+          o.iters != 0
+              ? o.iters
+              : std::clamp<uint64_t>((512ull << 20) / std::max<size_t>(n, 64), 1000, 100000);
       if (!run_bw(lo, o, n, it)) return 1;
     }
   }

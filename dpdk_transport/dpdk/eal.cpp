@@ -38,9 +38,15 @@ std::vector<std::string> eal_default_args(bool* hugepages) {
     return a;
   }
   const unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
-  a = {"--no-pci", "--lcores", "0@(0-" + std::to_string(ncpu - 1) + ")", "--file-prefix",
-       "dpdat" + std::to_string(getpid()), "--log-level", "lib.eal:error",
-       "--log-level", "lib.telemetry:error"};
+  a = {"--no-pci",
+       "--lcores",
+       "0@(0-" + std::to_string(ncpu - 1) + ")",
+       "--file-prefix",
+       "dpdat" + std::to_string(getpid()),
+       "--log-level",
+       "lib.eal:error",
+       "--log-level",
+       "lib.telemetry:error"};
   *hugepages = hugepages_usable();
   if (*hugepages) {
     a.push_back("--in-memory");

@@ -80,9 +80,9 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   // engine (built frames, cache) with headroom for per-lcore caches.
   const uint32_t nmbufs = uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u + 512u;
   const std::string pool_name = cfg.name + "_mp" + std::to_string(port_id);
-  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), nmbufs, 256, 0,
-                                     RTE_MBUF_DEFAULT_BUF_SIZE + 4096,
-                                     static_cast<int>(rte_socket_id()));
+  p->pool_ =
+      rte_pktmbuf_pool_create(pool_name.c_str(), nmbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE + 4096,
+                              static_cast<int>(rte_socket_id()));
   if (p->pool_ == nullptr) {
     *err = errstr("rte_pktmbuf_pool_create", 0);
     return nullptr;

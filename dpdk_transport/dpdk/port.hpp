@@ -33,9 +33,8 @@ struct PortConfig {
 };
 
 struct PortCounters {
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0,
-           tx_arp = 0, rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0,
-           tx_full = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0, tx_arp = 0,
+           rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0;
 };
 
 class Port final : public rc::PacketIo {

@@ -12,8 +12,8 @@ namespace {
 
 using rc::priv::kLocalRead;
 using rc::priv::kLocalWrite;
-constexpr uint32_t kAllRemote =
-    kLocalRead | kLocalWrite | rc::priv::kRemoteRead | rc::priv::kRemoteWrite | rc::priv::kRemoteAtomic;
+constexpr uint32_t kAllRemote = kLocalRead | kLocalWrite | rc::priv::kRemoteRead |
+                                rc::priv::kRemoteWrite | rc::priv::kRemoteAtomic;
 
 struct Mem {
   std::vector<uint8_t> bytes;
@@ -99,7 +99,8 @@ TEST_F(Loop, SendRecvWithImmediateAllSizes) {
     s.num_sge = 1;
     s.sge[0] = rc::Sge{src.lmr, src.va(), n};
     ASSERT_EQ(lo_.a().qp->post_send(s), rc::Qp::PostResult::kOk);
-    ASSERT_TRUE(lo_.run_until([&] { return lo_.a().scq->size() == 1 && lo_.b().rcq->size() == 1; }));
+    ASSERT_TRUE(
+        lo_.run_until([&] { return lo_.a().scq->size() == 1 && lo_.b().rcq->size() == 1; }));
     rc::Completion c;
     ASSERT_TRUE(lo_.b().rcq->pop(&c));
     EXPECT_EQ(c.status, rc::WcStatus::kSuccess);
