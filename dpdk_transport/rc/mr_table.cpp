@@ -66,17 +66,24 @@ bool range_inside(uint64_t base, uint64_t length, uint64_t va, uint64_t len, Acc
 }  // namespace
 
 std::string_view access_error_name(AccessError e) noexcept {
-  static constexpr std::array<std::string_view, static_cast<size_t>(AccessError::kCount)> kNames =
-      {"ok", "invalid-context", "stale-context", "pz-mismatch", "no-privilege",
-       "out-of-bounds", "length-overflow", "misaligned", "unbound"};
+  static constexpr std::array<std::string_view, static_cast<size_t>(AccessError::kCount)> kNames = {
+      "ok",           "invalid-context", "stale-context",   "pz-mismatch",
+      "no-privilege", "out-of-bounds",   "length-overflow", "misaligned",
+      "unbound"};
   const auto i = static_cast<size_t>(e);
   return i < kNames.size() ? kNames[i] : "invalid";
 }
 
 std::string_view bind_error_name(BindError e) noexcept {
   static constexpr std::array<std::string_view, static_cast<size_t>(BindError::kCount)> kNames = {
-      "ok", "invalid-rmr", "invalid-lmr", "pz-mismatch", "privilege-not-covered",
-      "out-of-bounds", "invalid-privileges", "rmr-busy"};
+      "ok",
+      "invalid-rmr",
+      "invalid-lmr",
+      "pz-mismatch",
+      "privilege-not-covered",
+      "out-of-bounds",
+      "invalid-privileges",
+      "rmr-busy"};
   const auto i = static_cast<size_t>(e);
   return i < kNames.size() ? kNames[i] : "invalid";
 }
@@ -181,10 +188,12 @@ bool MrTable::rmr_query(uint32_t rmr_handle, RmrInfo* out) const {
 }
 
 BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
-                              uint64_t length, uint32_t privileges, uint32_t qp_pz) const {
+                              uint64_t length, uint32_t privileges, uint32_t qp_pz,
+                              uint32_t qp) const {
   if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return BindError::kInvalidRmr;
   const Rmr& r = rmrs_[rmr_handle];
   if (r.pz != qp_pz) return BindError::kPzMismatch;
+  if (r.pending && qp != 0 && r.pending_qp != qp) return BindError::kRmrBusy;
   if (length == 0) return BindError::kOk;  // unbind
   if ((privileges & ~(priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic)) != 0)
     return BindError::kInvalidPrivileges;
@@ -270,10 +279,17 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
                                   Access access, AccessGrant* grant) const {
   uint32_t need = 0;
   switch (access) {
-    case Access::kRemoteRead: need = priv::kRemoteRead; break;
-    case Access::kRemoteWrite: need = priv::kRemoteWrite; break;
-    case Access::kRemoteAtomic: need = priv::kRemoteAtomic; break;
-    default: return AccessError::kNoPrivilege;
+    case Access::kRemoteRead:
+      need = priv::kRemoteRead;
+      break;
+    case Access::kRemoteWrite:
+      need = priv::kRemoteWrite;
+      break;
+    case Access::kRemoteAtomic:
+      need = priv::kRemoteAtomic;
+      break;
+    default:
+      return AccessError::kNoPrivilege;
   }
   uint32_t pz, privileges;
   uint64_t base, length;
@@ -308,7 +324,8 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
   }
   if (pz != qp_pz) return AccessError::kPzMismatch;
   if ((privileges & need) == 0) return AccessError::kNoPrivilege;
-  if (access == Access::kRemoteAtomic && (len != 8 || (va & 7u) != 0)) return AccessError::kMisaligned;
+  if (access == Access::kRemoteAtomic && (len != 8 || (va & 7u) != 0))
+    return AccessError::kMisaligned;
   AccessError err;
   if (!range_inside(base, length, va, len, &err)) return err;
   grant->host = host + (va - base);

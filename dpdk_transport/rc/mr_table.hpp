@@ -26,11 +26,11 @@ namespace dpdat::rc {
 
 namespace priv {
 inline constexpr uint32_t kNone = 0x00;
-inline constexpr uint32_t kLocalRead = 0x01;    // DAT_MEM_PRIV_LOCAL_READ_FLAG
-inline constexpr uint32_t kRemoteRead = 0x02;   // DAT_MEM_PRIV_REMOTE_READ_FLAG
-inline constexpr uint32_t kLocalWrite = 0x10;   // DAT_MEM_PRIV_LOCAL_WRITE_FLAG
-inline constexpr uint32_t kRemoteWrite = 0x20;  // DAT_MEM_PRIV_REMOTE_WRITE_FLAG
-inline constexpr uint32_t kAll = 0x33;          // DAT_MEM_PRIV_ALL_FLAG
+inline constexpr uint32_t kLocalRead = 0x01;     // DAT_MEM_PRIV_LOCAL_READ_FLAG
+inline constexpr uint32_t kRemoteRead = 0x02;    // DAT_MEM_PRIV_REMOTE_READ_FLAG
+inline constexpr uint32_t kLocalWrite = 0x10;    // DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+inline constexpr uint32_t kRemoteWrite = 0x20;   // DAT_MEM_PRIV_REMOTE_WRITE_FLAG
+inline constexpr uint32_t kAll = 0x33;           // DAT_MEM_PRIV_ALL_FLAG
 inline constexpr uint32_t kRemoteAtomic = 0x40;  // DAT_IB_MEM_PRIV_REMOTE_ATOMIC
 inline constexpr uint32_t kValidMask = kAll | kRemoteAtomic;
 }  // namespace priv
@@ -64,13 +64,13 @@ std::string_view access_error_name(AccessError e) noexcept;
 // Why a bind was refused (check_bind); do_bind itself cannot fail.
 enum class BindError : uint8_t {
   kOk,
-  kInvalidRmr,        // RMR handle not allocated
-  kInvalidLmr,        // LMR context invalid or stale
-  kPzMismatch,        // RMR, LMR and queue pair must share one PZ
+  kInvalidRmr,           // RMR handle not allocated
+  kInvalidLmr,           // LMR context invalid or stale
+  kPzMismatch,           // RMR, LMR and queue pair must share one PZ
   kPrivilegeNotCovered,  // remote read needs local read; remote write needs local write
-  kOutOfBounds,       // requested range not inside the LMR (overflow-safe)
-  kInvalidPrivileges, // bits outside priv::kValidMask, or local-only bits asked of an RMR
-  kRmrBusy,           // a bind of this RMR is already outstanding on another queue pair
+  kOutOfBounds,          // requested range not inside the LMR (overflow-safe)
+  kInvalidPrivileges,    // bits outside priv::kValidMask, or local-only bits asked of an RMR
+  kRmrBusy,              // a bind of this RMR is already outstanding on another queue pair
   kCount
 };
 std::string_view bind_error_name(BindError e) noexcept;
@@ -86,8 +86,8 @@ struct LmrInfo {
   uint8_t* host = nullptr;
   uint64_t length = 0;
   uint32_t privileges = 0;
-  uint32_t context = 0;        // lmr_context
-  uint32_t bound_rmrs = 0;     // RMRs currently bound to this LMR
+  uint32_t context = 0;     // lmr_context
+  uint32_t bound_rmrs = 0;  // RMRs currently bound to this LMR
 };
 
 struct RmrInfo {
@@ -97,7 +97,7 @@ struct RmrInfo {
   uint32_t lmr_context = 0;  // bound LMR
   uint64_t va = 0;           // bound range start (peer-visible address)
   uint64_t length = 0;
-  uint32_t privileges = 0;   // remote privileges granted by the bind
+  uint32_t privileges = 0;  // remote privileges granted by the bind
 };
 
 class MrTable {
@@ -114,8 +114,8 @@ class MrTable {
   // Registers [host, host+length) visible at address `va`.  Returns false when
   // the table is full (*ctx untouched) or privileges has unknown bits.
   // length 0 is allowed (a zero-length LMR matches only zero-length accesses).
-  bool lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
-                    uint32_t privileges, uint32_t* lmr_context);
+  bool lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length, uint32_t privileges,
+                    uint32_t* lmr_context);
   // Frees an LMR.  Returns kInvalidContext/kStaleContext for a bad context;
   // refuses (returns false via *in_use = true) while RMRs are bound to it.
   AccessError lmr_free(uint32_t lmr_context, bool* in_use);
@@ -132,8 +132,10 @@ class MrTable {
   // Pure check for binding `rmr_handle` to [va, va+length) of LMR `lmr_context`
   // with remote `privileges`, for a queue pair in PZ `qp_pz`.  length 0 means
   // unbind (only the RMR handle and PZ are checked).  Changes nothing.
-  BindError check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
-                       uint64_t length, uint32_t privileges, uint32_t qp_pz) const;
+  // `qp` (0: any) is the queue pair the bind is posted on: an RMR with a
+  // bind outstanding on another queue pair is busy (kRmrBusy).
+  BindError check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
+                       uint32_t privileges, uint32_t qp_pz, uint32_t qp = 0) const;
   // Applies a bind that check_bind accepted.  Cannot fail.  Returns the new
   // rmr_context (new key byte: every previous context of this RMR is now
   // stale); for length 0 the RMR is unbound and the returned context matches
@@ -151,8 +153,8 @@ class MrTable {
   // Remote access through an rkey: either an RMR context or the rmr_context of
   // an LMR registered with remote privileges (the LMR's own lmr_context value
   // doubles as its rmr_context).  Atomic accesses must be 8 bytes, 8-aligned.
-  AccessError check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, uint64_t len,
-                           Access access, AccessGrant* grant) const;
+  AccessError check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, uint64_t len, Access access,
+                           AccessGrant* grant) const;
 
  private:
   struct Lmr;

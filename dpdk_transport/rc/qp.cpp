@@ -202,6 +202,8 @@ Qp::PostResult Qp::post_send(const SendWr& wr) {
       npkts = 1;
       break;
     case WrOp::kBind:
+      // The RMR is ours until the bind executes (do_bind clears the mark).
+      if (!mr_.mark_bind_pending(wr.rmr_handle, qpn_)) return PostResult::kInvalidState;
       npkts = 0;
       break;
     default:
@@ -495,11 +497,12 @@ bool Qp::emit_requests(uint64_t now) {
         w.started = true;
         w.done = true;
         const BindError be = mr_.check_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va,
-                                            w.wr.bind_len, w.wr.bind_privileges, pz_);
+                                            w.wr.bind_len, w.wr.bind_privileges, pz_, qpn_);
         if (be == BindError::kOk) {
           w.result_rmr_context = mr_.do_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va,
                                              w.wr.bind_len, w.wr.bind_privileges);
         } else {
+          mr_.clear_bind_pending(w.wr.rmr_handle);
           w.status = WcStatus::kBindError;
         }
         last_bind_end_ = sq_emit_ + 1;

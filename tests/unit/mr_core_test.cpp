@@ -1,0 +1,326 @@
+// Memory registration tables: contexts, the access check's every verdict,
+// bind rules, unbind, frees, and a randomized run against a reference model.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "rc/mr_table.hpp"
+
+namespace dpdat::rc {
+namespace {
+
+constexpr uint32_t kL = priv::kLocalRead | priv::kLocalWrite;
+
+struct Fixture : ::testing::Test {
+  MrTable t{8, 4};
+  std::vector<uint8_t> mem = std::vector<uint8_t>(4096);
+  uint8_t* host = mem.data();
+  uint64_t va = 0x10000;  // zero-based style: va differs from the host address
+  uint32_t reg(uint32_t privs, uint32_t pz = 1, uint64_t len = 4096) {
+    uint32_t ctx = 0;
+    EXPECT_TRUE(t.lmr_register(pz, host, va, len, privs, &ctx));
+    return ctx;
+  }
+  AccessError remote(uint32_t key, uint64_t a, uint64_t n, Access acc, uint32_t pz = 1,
+                     AccessGrant* g = nullptr) {
+    AccessGrant tmp;
+    return t.check_remote(key, pz, a, n, acc, g ? g : &tmp);
+  }
+  AccessError local(uint32_t key, uint64_t a, uint64_t n, Access acc, uint32_t pz = 1) {
+    AccessGrant g;
+    return t.check_local(key, pz, a, n, acc, &g);
+  }
+};
+
+using MrCore = Fixture;
+
+TEST_F(MrCore, ContextsEncodeTableAndNeverZero) {
+  const uint32_t l = reg(priv::kAll);
+  EXPECT_NE(l, 0u);
+  EXPECT_EQ(l & MrTable::kRmrBit, 0u);
+  uint32_t r = 0;
+  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  ASSERT_EQ(t.check_bind(r, l, va, 100, priv::kRemoteRead, 1), BindError::kOk);
+  const uint32_t rc = t.do_bind(r, l, va, 100, priv::kRemoteRead);
+  EXPECT_NE(rc & MrTable::kRmrBit, 0u);
+  EXPECT_EQ(remote(0, va, 1, Access::kRemoteRead), AccessError::kInvalidContext);
+}
+
+TEST_F(MrCore, LocalChecks) {
+  const uint32_t l = reg(kL);
+  EXPECT_EQ(local(l, va, 4096, Access::kLocalRead), AccessError::kOk);
+  EXPECT_EQ(local(l, va - 1, 1, Access::kLocalRead), AccessError::kOutOfBounds);
+  EXPECT_EQ(local(l, va, 4097, Access::kLocalRead), AccessError::kOutOfBounds);
+  EXPECT_EQ(local(l, va + 4096, 1, Access::kLocalWrite), AccessError::kOutOfBounds);
+  EXPECT_EQ(local(l, va + 4096, 0, Access::kLocalWrite),
+            AccessError::kOk);  // zero-length at the end
+  EXPECT_EQ(local(l, va, 1, Access::kLocalRead, 2), AccessError::kPzMismatch);
+  EXPECT_EQ(local(l, va, 1, Access::kRemoteRead), AccessError::kNoPrivilege);
+  EXPECT_EQ(local(l ^ 0x2, va, 1, Access::kLocalRead),
+            AccessError::kStaleContext);  // other key byte
+  EXPECT_EQ(local(l | MrTable::kRmrBit, va, 1, Access::kLocalRead), AccessError::kInvalidContext);
+  EXPECT_EQ(local(0x7FFF'FF01u, va, 1, Access::kLocalRead), AccessError::kInvalidContext);
+  const uint32_t ro = reg(priv::kLocalRead);
+  EXPECT_EQ(local(ro, va, 1, Access::kLocalWrite), AccessError::kNoPrivilege);
+  const uint32_t wo = reg(priv::kLocalWrite);
+  EXPECT_EQ(local(wo, va, 1, Access::kLocalRead), AccessError::kNoPrivilege);
+}
+
+TEST_F(MrCore, RemoteChecksThroughTheLmrContext) {
+  const uint32_t l = reg(kL | priv::kRemoteRead);
+  AccessGrant g;
+  EXPECT_EQ(remote(l, va + 10, 20, Access::kRemoteRead, 1, &g), AccessError::kOk);
+  EXPECT_EQ(g.host, host + 10);
+  EXPECT_EQ(remote(l, va, 8, Access::kRemoteWrite), AccessError::kNoPrivilege);
+  EXPECT_EQ(remote(l, va, 8, Access::kRemoteAtomic), AccessError::kNoPrivilege);
+  EXPECT_EQ(remote(l, va, 8, Access::kRemoteRead, 7), AccessError::kPzMismatch);
+  EXPECT_EQ(remote(l, ~uint64_t{0} - 3, 8, Access::kRemoteRead), AccessError::kLengthOverflow);
+  EXPECT_EQ(remote(l, va - 1, 8, Access::kRemoteRead), AccessError::kOutOfBounds);
+  EXPECT_EQ(remote(l, va + 4089, 8, Access::kRemoteRead), AccessError::kOutOfBounds);
+  EXPECT_EQ(remote(l, va + 4088, 8, Access::kRemoteRead), AccessError::kOk);
+  const uint32_t at = reg(kL | priv::kRemoteAtomic);
+  EXPECT_EQ(remote(at, va + 8, 8, Access::kRemoteAtomic), AccessError::kOk);
+  EXPECT_EQ(remote(at, va + 4, 8, Access::kRemoteAtomic), AccessError::kMisaligned);
+  EXPECT_EQ(remote(at, va + 8, 4, Access::kRemoteAtomic), AccessError::kMisaligned);
+  EXPECT_EQ(remote(at, va, 8, Access::kLocalRead), AccessError::kNoPrivilege);
+}
+
+TEST_F(MrCore, StaleAfterFreeAndSlotReuse) {
+  const uint32_t l = reg(priv::kAll);
+  bool in_use = true;
+  ASSERT_EQ(t.lmr_free(l, &in_use), AccessError::kOk);
+  EXPECT_FALSE(in_use);
+  EXPECT_EQ(remote(l, va, 1, Access::kRemoteRead), AccessError::kInvalidContext);
+  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kInvalidContext);
+  const uint32_t l2 = reg(priv::kAll);
+  EXPECT_EQ(l2 >> 8, l >> 8);  // same slot ...
+  EXPECT_NE(l2, l);            // ... new key
+  EXPECT_EQ(remote(l, va, 1, Access::kRemoteRead), AccessError::kStaleContext);
+  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kStaleContext);
+  EXPECT_EQ(remote(l2, va, 1, Access::kRemoteRead), AccessError::kOk);
+  LmrInfo info;
+  ASSERT_TRUE(t.lmr_query(l2, &info));
+  EXPECT_EQ(info.length, 4096u);
+  EXPECT_FALSE(t.lmr_query(l, &info));
+}
+
+TEST_F(MrCore, TableFullAndBadPrivileges) {
+  std::vector<uint32_t> c;
+  for (int i = 0; i < 8; ++i) c.push_back(reg(kL));
+  uint32_t x = 0;
+  EXPECT_FALSE(t.lmr_register(1, host, va, 1, kL, &x));
+  EXPECT_FALSE(MrTable(2, 2).lmr_register(1, host, va, 1, 0x100, &x));  // unknown bit
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(t.rmr_alloc(1, &r));
+  EXPECT_FALSE(t.rmr_alloc(1, &r));
+}
+
+TEST_F(MrCore, BindRules) {
+  const uint32_t rw = reg(kL);
+  const uint32_t ro = reg(priv::kLocalRead);
+  const uint32_t wo = reg(priv::kLocalWrite);
+  const uint32_t other_pz = reg(kL, 2);
+  uint32_t r = 0;
+  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  EXPECT_EQ(t.check_bind(r + 3, rw, va, 8, priv::kRemoteRead, 1), BindError::kInvalidRmr);
+  EXPECT_EQ(t.check_bind(r, rw ^ 1, va, 8, priv::kRemoteRead, 1), BindError::kInvalidLmr);
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 2), BindError::kPzMismatch);
+  EXPECT_EQ(t.check_bind(r, other_pz, va, 8, priv::kRemoteRead, 1), BindError::kPzMismatch);
+  EXPECT_EQ(t.check_bind(r, wo, va, 8, priv::kRemoteRead, 1), BindError::kPrivilegeNotCovered);
+  EXPECT_EQ(t.check_bind(r, ro, va, 8, priv::kRemoteWrite, 1), BindError::kPrivilegeNotCovered);
+  EXPECT_EQ(t.check_bind(r, ro, va, 8, priv::kRemoteAtomic, 1), BindError::kPrivilegeNotCovered);
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kLocalRead, 1), BindError::kInvalidPrivileges);
+  EXPECT_EQ(t.check_bind(r, rw, va - 1, 8, priv::kRemoteRead, 1), BindError::kOutOfBounds);
+  EXPECT_EQ(t.check_bind(r, rw, va + 4090, 8, priv::kRemoteRead, 1), BindError::kOutOfBounds);
+  EXPECT_EQ(t.check_bind(r, rw, ~uint64_t{0}, 8, priv::kRemoteRead, 1), BindError::kOutOfBounds);
+  EXPECT_EQ(t.check_bind(r, ro, va, 8, priv::kRemoteRead, 1), BindError::kOk);
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteAtomic | priv::kRemoteWrite, 1),
+            BindError::kOk);
+  // check_bind is pure: nothing changed.
+  RmrInfo ri;
+  ASSERT_TRUE(t.rmr_query(r, &ri));
+  EXPECT_FALSE(ri.bound);
+  // A bind outstanding on another queue pair makes the RMR busy.
+  ASSERT_TRUE(t.mark_bind_pending(r, 5));
+  EXPECT_FALSE(t.mark_bind_pending(r, 6));
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 6), BindError::kRmrBusy);
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 5), BindError::kOk);
+  t.clear_bind_pending(r);
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 6), BindError::kOk);
+  EXPECT_TRUE(t.mark_bind_pending(r, 6));
+  t.do_bind(r, rw, va, 8, priv::kRemoteRead);  // executing the bind releases the RMR
+  EXPECT_TRUE(t.mark_bind_pending(r, 5));
+}
+
+TEST_F(MrCore, RebindUnbindAndLmrFreeWhileBound) {
+  const uint32_t l = reg(kL);
+  uint32_t r = 0;
+  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  // Never bound: a made-up RMR context for the slot is unbound or invalid.
+  const uint32_t c1 = t.do_bind(r, l, va + 100, 200, priv::kRemoteRead | priv::kRemoteWrite);
+  AccessGrant g;
+  EXPECT_EQ(remote(c1, va + 100, 200, Access::kRemoteWrite, 1, &g), AccessError::kOk);
+  EXPECT_EQ(g.host, host + 100);
+  EXPECT_EQ(remote(c1, va + 99, 2, Access::kRemoteWrite), AccessError::kOutOfBounds);
+  EXPECT_EQ(remote(c1, va + 299, 2, Access::kRemoteWrite), AccessError::kOutOfBounds);
+  EXPECT_EQ(remote(c1, va + 100, 8, Access::kRemoteAtomic), AccessError::kNoPrivilege);
+  EXPECT_EQ(remote(c1, va + 100, 8, Access::kRemoteRead, 3), AccessError::kPzMismatch);
+  LmrInfo li;
+  ASSERT_TRUE(t.lmr_query(l, &li));
+  EXPECT_EQ(li.bound_rmrs, 1u);
+  bool in_use = false;
+  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kOk);
+  EXPECT_TRUE(in_use);  // refused while bound
+  // Re-bind: the old context is dead, the new one works.
+  const uint32_t c2 = t.do_bind(r, l, va, 50, priv::kRemoteRead);
+  EXPECT_NE(c1, c2);
+  EXPECT_EQ(remote(c1, va + 100, 8, Access::kRemoteRead), AccessError::kStaleContext);
+  EXPECT_EQ(remote(c2, va, 50, Access::kRemoteRead), AccessError::kOk);
+  ASSERT_TRUE(t.lmr_query(l, &li));
+  EXPECT_EQ(li.bound_rmrs, 1u);
+  // Unbind (length 0): nothing matches, the LMR can go.
+  ASSERT_EQ(t.check_bind(r, 0, 0, 0, 0, 1), BindError::kOk);
+  const uint32_t c3 = t.do_bind(r, 0, 0, 0, 0);
+  EXPECT_EQ(remote(c2, va, 1, Access::kRemoteRead), AccessError::kStaleContext);
+  EXPECT_EQ(remote(c3, va, 1, Access::kRemoteRead), AccessError::kUnbound);
+  ASSERT_TRUE(t.lmr_query(l, &li));
+  EXPECT_EQ(li.bound_rmrs, 0u);
+  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kOk);
+  EXPECT_FALSE(in_use);
+  // rmr_free: its last context never matches again.
+  const uint32_t l2 = reg(kL);
+  const uint32_t c4 = t.do_bind(r, l2, va, 8, priv::kRemoteRead);
+  EXPECT_TRUE(t.rmr_free(r));
+  EXPECT_EQ(remote(c4, va, 8, Access::kRemoteRead), AccessError::kInvalidContext);
+  ASSERT_TRUE(t.lmr_query(l2, &li));
+  EXPECT_EQ(li.bound_rmrs, 0u);
+  EXPECT_FALSE(t.rmr_free(r));
+  EXPECT_EQ(t.check_bind(r, l2, va, 8, priv::kRemoteRead, 1), BindError::kInvalidRmr);
+}
+
+TEST_F(MrCore, NamesCoverEveryValue) {
+  for (size_t i = 0; i < static_cast<size_t>(AccessError::kCount); ++i)
+    EXPECT_NE(access_error_name(static_cast<AccessError>(i)), "invalid");
+  for (size_t i = 0; i < static_cast<size_t>(BindError::kCount); ++i)
+    EXPECT_NE(bind_error_name(static_cast<BindError>(i)), "invalid");
+}
+
+// Randomized operations against a plain reference model.
+TEST(MrCoreRandom, AgreesWithReferenceModel) {
+  MrTable t(16, 8);
+  std::vector<uint8_t> mem(1 << 16);
+  struct RefLmr {
+    uint32_t pz;
+    uint64_t va, len;
+    uint32_t privs;
+    int bound = 0;
+  };
+  struct RefRmr {
+    uint32_t pz;
+    bool bound = false;
+    uint32_t lmr = 0;
+    uint64_t va = 0, len = 0;
+    uint32_t privs = 0;
+    uint32_t ctx = 0;
+  };
+  std::map<uint32_t, RefLmr> lmrs;  // live contexts
+  std::map<uint32_t, RefRmr> rmrs;  // by handle
+  std::vector<uint32_t> dead;       // contexts that must never match again
+  std::mt19937_64 rng(2024);
+  auto pick = [&](auto& m) {
+    auto it = m.begin();
+    std::advance(it, static_cast<long>(rng() % m.size()));
+    return it;
+  };
+  for (int step = 0; step < 5000; ++step) {
+    const auto op = static_cast<unsigned>(rng() % 6);
+    if (op == 0 && lmrs.size() < 16) {
+      const auto pz = static_cast<uint32_t>(1 + rng() % 2);
+      const uint64_t va = rng() % 30000, len = rng() % 30000;
+      const uint32_t privs = static_cast<uint32_t>(rng()) & priv::kValidMask;
+      uint32_t ctx = 0;
+      ASSERT_TRUE(t.lmr_register(pz, mem.data() + va, va, len, privs, &ctx));
+      ASSERT_EQ(lmrs.count(ctx), 0u);
+      lmrs[ctx] = RefLmr{pz, va, len, privs};
+    } else if (op == 1 && !lmrs.empty()) {
+      auto it = pick(lmrs);
+      bool in_use = false;
+      ASSERT_EQ(t.lmr_free(it->first, &in_use), AccessError::kOk);
+      ASSERT_EQ(in_use, it->second.bound > 0);
+      if (!in_use) {
+        dead.push_back(it->first);
+        lmrs.erase(it);
+      }
+    } else if (op == 2 && rmrs.size() < 8) {
+      uint32_t h = 0;
+      const auto pz = static_cast<uint32_t>(1 + rng() % 2);
+      ASSERT_TRUE(t.rmr_alloc(pz, &h));
+      rmrs[h] = RefRmr{pz};
+    } else if (op == 3 && !rmrs.empty() && !lmrs.empty()) {
+      auto r = pick(rmrs);
+      auto l = pick(lmrs);
+      const uint64_t va = l->second.va + rng() % (l->second.len + 2);
+      const uint64_t len = rng() % 4 == 0 ? 0 : rng() % 2000;
+      const uint32_t privs = static_cast<uint32_t>(rng()) &
+                             (priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic);
+      const uint32_t pz = r->second.pz;
+      const BindError e = t.check_bind(r->first, l->first, va, len, privs, pz);
+      // Reference verdict.
+      BindError want = BindError::kOk;
+      const auto& L = l->second;
+      if (len != 0) {
+        if (L.pz != pz)
+          want = BindError::kPzMismatch;
+        else if (((privs & priv::kRemoteRead) && !(L.privs & priv::kLocalRead)) ||
+                 ((privs & priv::kRemoteWrite) && !(L.privs & priv::kLocalWrite)) ||
+                 ((privs & priv::kRemoteAtomic) && (L.privs & kL) != kL))
+          want = BindError::kPrivilegeNotCovered;
+        else if (va < L.va || va + len > L.va + L.len)
+          want = BindError::kOutOfBounds;
+      }
+      ASSERT_EQ(e, want) << step;
+      if (e == BindError::kOk) {
+        if (r->second.bound) lmrs[r->second.lmr].bound--;
+        if (r->second.ctx) dead.push_back(r->second.ctx);
+        const uint32_t ctx = t.do_bind(r->first, l->first, va, len, privs);
+        r->second = RefRmr{pz, len != 0, l->first, va, len, privs, ctx};
+        if (len != 0) l->second.bound++;
+      }
+    } else if (op == 4 && !rmrs.empty()) {
+      auto r = pick(rmrs);
+      if (r->second.bound) lmrs[r->second.lmr].bound--;
+      if (r->second.ctx) dead.push_back(r->second.ctx);
+      ASSERT_TRUE(t.rmr_free(r->first));
+      rmrs.erase(r);
+    } else {
+      // Check random accesses through live LMR and RMR contexts.
+      for (auto& [ctx, L] : lmrs) {
+        const uint64_t va = L.va + rng() % (L.len + 4);
+        const uint64_t n = rng() % 64;
+        AccessGrant g;
+        const AccessError e = t.check_remote(ctx, L.pz, va, n, Access::kRemoteRead, &g);
+        const bool ok = (L.privs & priv::kRemoteRead) && va >= L.va && va + n <= L.va + L.len;
+        ASSERT_EQ(e == AccessError::kOk, ok) << step;
+        if (ok) {
+          ASSERT_EQ(g.host, mem.data() + va);
+        }
+      }
+      for (auto& [h, R] : rmrs) {
+        if (!R.bound) continue;
+        AccessGrant g;
+        const AccessError e = t.check_remote(R.ctx, R.pz, R.va, R.len, Access::kRemoteWrite, &g);
+        ASSERT_EQ(e == AccessError::kOk, (R.privs & priv::kRemoteWrite) != 0) << step;
+      }
+      for (uint32_t d : dead) {
+        AccessGrant g;
+        ASSERT_NE(t.check_remote(d, 1, 0, 0, Access::kRemoteRead, &g), AccessError::kOk);
+        ASSERT_NE(t.check_remote(d, 2, 0, 0, Access::kRemoteRead, &g), AccessError::kOk);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dpdat::rc
