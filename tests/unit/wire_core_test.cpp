@@ -465,6 +465,23 @@ TEST(WireCoreCrc, MatchesZlibAndBitwiseReference) {
   EXPECT_EQ(crc32_update(0, "123456789", 9), 0xCBF43926u);  // the CRC-32 check value
 }
 
+TEST(WireCoreCrc, FastPathAgreesOnLongAndOddBuffers) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> buf(9100);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t len = 0; len <= 9000; len += 1 + len / 7) {
+    for (size_t off : {size_t{0}, size_t{3}, size_t{13}}) {
+      const uint8_t* p = buf.data() + off;
+      const uint32_t z = static_cast<uint32_t>(crc32(0, p, static_cast<uInt>(len)));
+      ASSERT_EQ(crc32_update(0, p, len), z) << len << "+" << off;
+      ASSERT_EQ(crc32_update_portable(0, p, len), z) << len << "+" << off;
+      ASSERT_EQ(crc32_update(0x12345678u, p, len),
+                static_cast<uint32_t>(crc32(0x12345678u, p, static_cast<uInt>(len))));
+    }
+  }
+  EXPECT_NE(std::string(crc32_impl_name()), "");
+}
+
 // ------------------------------------------------------------ table
 
 TEST(WireCoreTable, Consistency) {
