@@ -140,8 +140,8 @@ uint32_t Engine::flush_tx() {
 }
 
 uint32_t Engine::poll(uint64_t now) {
-  run_timers(now);
-
+  // RX before timers: an ACK already waiting in the RX queue must be seen
+  // before a retransmission timer for the packets it acknowledges fires.
   const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
   const wire::ParseOptions opts{.pmtu = cfg_.pmtu, .full_segments = false};
   for (uint16_t i = 0; i < n; ++i) {
@@ -165,6 +165,8 @@ uint32_t Engine::poll(uint64_t now) {
   if (n > 0) io_.rx_release(rx_.data(), n);
   for (Qp* qp : touched_) qp->end_of_burst(now);
   touched_.clear();
+
+  run_timers(now);
 
   active_next_.clear();
   std::swap(active_, active_next_);

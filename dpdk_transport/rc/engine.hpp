@@ -1,9 +1,10 @@
 #pragma once
 // The run-to-completion protocol engine: owns a set of queue pairs, a packet
 // I/O port and timers, and advances all of them in poll(now):
-//   1. run due timers (retransmit, RNR, ACK coalescing)
-//   2. rx_burst, parse (strict, ICRC checked), demultiplex by destination QPN
+//   1. rx_burst, parse (strict, ICRC checked), demultiplex by destination QPN
 //      in software, run the RC state machines
+//   2. run due timers (retransmit, RNR, ACK coalescing) — after RX, so an
+//      ACK already queued is seen before its retransmission timer fires
 //   3. let active queue pairs emit within their windows
 //   4. flush TX in bursts; a full TX ring is back-pressure (bounded retries,
 //      frames kept, counted), never a silent drop.

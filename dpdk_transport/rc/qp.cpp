@@ -343,7 +343,10 @@ bool Qp::has_outstanding() const {
 
 void Qp::arm_retransmit(uint64_t now) {
   if (state_ == QpState::kRts && has_outstanding())
-    set_timer(TimerKind::kRetransmit, now + cfg_.retransmit_timeout_ns);
+    // Exponential back-off over consecutive timeouts without progress (capped
+    // at 64x), so a slow peer or a slow host is not buried in retransmissions.
+    set_timer(TimerKind::kRetransmit,
+              now + (cfg_.retransmit_timeout_ns << std::min<uint32_t>(backoff_, 6)));
   else
     clear_timer(TimerKind::kRetransmit);
 }
@@ -561,6 +564,7 @@ void Qp::note_acked(Psn psn, uint64_t now) {
   if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
   acked_psn_ = psn;
   retries_left_ = cfg_.retry_count;
+  backoff_ = 0;
   rnr_retries_left_ = cfg_.rnr_retry;
   // An ACK beyond a READ / atomic whose response is missing means the
   // response was lost (IBA 9.7.5.1.5 "implied NAK"): ask again.
@@ -697,6 +701,7 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
       arm_retransmit(now);
     }
     retries_left_ = cfg_.retry_count;
+    backoff_ = 0;
     engine_.activate(this);
     return;
   }
@@ -830,7 +835,9 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
       j.next_pkt = static_cast<uint32_t>(d);
       j.npkts = e.npkts;
       j.len = e.len;
-      j.host = g.host;
+      j.va = e.va;
+      j.rkey = e.rkey;
+      j.replay = true;
       (void)off;
       resp_q_.push_back(j);
       ctr_.read_replays++;
@@ -1013,7 +1020,8 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
     j.psn = psn;
     j.npkts = pkts_for(len, cfg_.pmtu);
     j.len = len;
-    j.host = g.host;
+    j.va = va;
+    j.rkey = rkey;
     resp_q_.push_back(j);
     remember(ReplayEntry{true, true, psn, j.npkts, va, rkey, len, 0});
     epsn_ = psn + static_cast<int32_t>(j.npkts);
@@ -1131,7 +1139,22 @@ bool Qp::respond_emit(uint64_t now) {
       wire::BuildSpec s = base_spec(read_resp_opcode(p), j.psn);
       s.syndrome = aeth::make(aeth::kAck, aeth::kCreditsInvalid);
       s.msn = msn_;
-      s.payload = std::span<const uint8_t>(j.host + off, len);
+      // Re-check every packet: a READ response may be emitted (or replayed)
+      // long after the request, and the region may have been freed or
+      // re-bound since; never read memory the key no longer grants.
+      AccessGrant g;
+      if (mr_.check_remote(j.rkey, pz_, j.va + off, len, Access::kRemoteRead, &g) !=
+          AccessError::kOk) {
+        if (j.replay) {
+          // A replay for a requester that may already hold every byte (its
+          // consumer then freed the region): drop it; if the requester still
+          // waits, its retry budget ends the connection.  (Popped below.)
+          break;
+        }
+        responder_fatal(aeth::kNakRemoteAccessError, j.psn, QpError::kRemoteAccess, now);
+        return false;
+      }
+      s.payload = std::span<const uint8_t>(g.host, len);
       if (!transmit(s, now)) return true;
       --budget;
       ++j.next_pkt;
@@ -1201,6 +1224,7 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
         return;
       }
       retries_left_--;
+      ++backoff_;
       read_gap_pending_ = false;
       rewind_to(una, now);
       arm_retransmit(now);

@@ -99,8 +99,10 @@ class Qp {
     wire::Psn psn;          // PSN of the next response packet
     uint32_t next_pkt = 0;  // index within the READ
     uint32_t npkts = 1;
-    uint64_t len = 0;  // READ: total length
-    uint8_t* host = nullptr;
+    uint64_t len = 0;     // READ: total length
+    uint64_t va = 0;      // READ: requested address and key, re-checked
+    uint32_t rkey = 0;    // per packet (the region may be freed meanwhile)
+    bool replay = false;  // re-executed for a duplicate request
     uint64_t atomic_orig = 0;
     wire::Psn first_psn;  // READ: PSN of the request (job identity)
   };
@@ -187,6 +189,7 @@ class Qp {
   wire::Psn next_psn_;    // PSN of the next WR that has never been started
   wire::Psn acked_psn_;   // every request PSN <= this was acknowledged
   uint32_t retries_left_ = 0;
+  uint32_t backoff_ = 0;  // consecutive retransmission timeouts
   uint32_t rnr_retries_left_ = 0;
   bool rnr_waiting_ = false;
   wire::Psn rnr_psn_;

@@ -137,8 +137,8 @@ struct QpConfig {
   uint32_t window = 128;        // max unacknowledged request packets in flight
   uint32_t ack_every = 16;      // requester sets AckReq every N packets; responder ACKs by then
   uint32_t max_rd_atomic = 16;  // outstanding RDMA READ / atomic requests
-  uint64_t retransmit_timeout_ns = 1'000'000;
-  uint32_t retry_count = 7;  // transport retries before the QP breaks
+  uint64_t retransmit_timeout_ns = 1'000'000;  // doubled per consecutive timeout, up to 64x
+  uint32_t retry_count = 7;                    // transport retries before the QP breaks
   uint64_t rnr_delay_ns = 100'000;
   uint32_t rnr_retry = 7;
   uint64_t ack_delay_ns = 10'000;  // max time an ACK is held for coalescing

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <sstream>
 
 #include "dpdk/eal.hpp"
 #include "loopback.hpp"
@@ -26,6 +27,28 @@ Mem reg(tools::Endpoint& e, size_t n, uint32_t priv, uint8_t fill = 0) {
   m.bytes.assign(n == 0 ? 1 : n, fill);
   EXPECT_TRUE(e.mr->lmr_register(e.pz, m.bytes.data(), m.va(), n, priv, &m.lmr));
   return m;
+}
+
+// Deregister before the memory goes, as a consumer must.
+void unreg(tools::Endpoint& e, const Mem& m) {
+  bool in_use = true;
+  EXPECT_EQ(e.mr->lmr_free(m.lmr, &in_use), rc::AccessError::kOk);
+  EXPECT_FALSE(in_use);
+}
+
+std::string stats(tools::Endpoint& e) {
+  const auto& q = e.qp->counters();
+  const auto& p = e.port->counters();
+  const auto& g = e.engine->counters();
+  std::ostringstream o;
+  o << "qp tx=" << q.tx_packets << " rx=" << q.rx_packets << " retrans=" << q.retransmits
+    << " timeouts=" << q.timeouts << " seqnak_rx=" << q.seq_naks_rx
+    << " seqnak_tx=" << q.seq_naks_tx << " dup=" << q.duplicates_rx << " ooo=" << q.out_of_order_rx
+    << " read_replays=" << q.read_replays << " txbp=" << q.tx_backpressure
+    << " | port tx=" << p.tx_packets << " rx=" << p.rx_packets << " txfull=" << p.tx_full
+    << " allocfail=" << p.tx_alloc_fail << " | eng parse_drop=" << g.rx_dropped_parse
+    << " noqp=" << g.rx_no_qp << " bp=" << g.tx_backpressure;
+  return o.str();
 }
 
 bool same(const Mem& x, const Mem& y, size_t n) {
@@ -78,9 +101,14 @@ TEST_F(Loop, WriteReadAllSizes) {
     ASSERT_EQ(lo_.a().qp->post_send(r), rc::Qp::PostResult::kOk);
     ASSERT_TRUE(lo_.run_until([&] { return lo_.a().scq->size() == 2; })) << n;
     rc::Completion c;
-    while (lo_.a().scq->pop(&c)) EXPECT_EQ(c.status, rc::WcStatus::kSuccess) << n;
+    while (lo_.a().scq->pop(&c))
+      EXPECT_EQ(c.status, rc::WcStatus::kSuccess)
+          << n << "\nA: " << stats(lo_.a()) << "\nB: " << stats(lo_.b());
     EXPECT_TRUE(same(src, dst, n)) << n;
     EXPECT_TRUE(same(src, back, n)) << n;
+    unreg(lo_.a(), src);
+    unreg(lo_.b(), dst);
+    unreg(lo_.a(), back);
   }
 }
 
@@ -110,6 +138,8 @@ TEST_F(Loop, SendRecvWithImmediateAllSizes) {
     ASSERT_TRUE(lo_.a().scq->pop(&c));
     EXPECT_EQ(c.status, rc::WcStatus::kSuccess);
     EXPECT_TRUE(same(src, dst, n)) << n;
+    unreg(lo_.a(), src);
+    unreg(lo_.b(), dst);
   }
 }
 

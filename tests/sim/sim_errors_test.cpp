@@ -301,8 +301,10 @@ TEST(Retry, PeerVanishesQpBreaksWithinBudget) {
   }
   const uint64_t t0 = p.now();
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 3; }));
-  // 1 original timeout + 4 retries, each 0.5 ms: broken within ~2.5 ms + slack.
-  EXPECT_LT(p.now() - t0, 5'000'000u);
+  // 1 original timeout + 4 retries, backing off 0.5, 1, 2, 4, 8 ms: broken
+  // after 15.5 ms (+ a step of slack), not earlier and not much later.
+  EXPECT_GE(p.now() - t0, 15'500'000u);
+  EXPECT_LT(p.now() - t0, 16'000'000u);
   auto cs = drain(*p.a().scq);
   EXPECT_EQ(cs[0].status, WcStatus::kRetryExceeded);
   EXPECT_EQ(cs[1].status, WcStatus::kFlushed);
