@@ -777,7 +777,10 @@ void Qp::send_ack(uint8_t syndrome, Psn psn, uint64_t now) {
 }
 
 void Qp::responder_fatal(uint8_t nak_code, Psn psn, QpError why, uint64_t now) {
-  send_ack(aeth::make(aeth::kNak, nak_code), psn, now);
+  fatal_nak_valid_ = true;
+  fatal_nak_syndrome_ = aeth::make(aeth::kNak, nak_code);
+  fatal_nak_psn_ = psn;
+  send_ack(fatal_nak_syndrome_, psn, now);
   set_error(why, now);
 }
 
@@ -1173,8 +1176,14 @@ bool Qp::respond_emit(uint64_t now) {
 
 void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
   ctr_.rx_packets++;
-  if (state_ != QpState::kRts) return;
   if (v.ip->src.value() != path_.peer_ip) return;  // not our peer
+  if (state_ != QpState::kRts) {
+    // A requester retransmitting the request we refused lost our NAK: repeat it.
+    if (state_ == QpState::kError && fatal_nak_valid_ && v.info->is(wire::op::kRequest) &&
+        v.bth->psn() == fatal_nak_psn_)
+      send_ack(fatal_nak_syndrome_, fatal_nak_psn_, now);
+    return;
+  }
   const wire::OpInfo& info = *v.info;
   if (info.is(wire::op::kRequest)) {
     on_request(v, now);

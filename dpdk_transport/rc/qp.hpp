@@ -207,6 +207,11 @@ class Qp {
   wire::Psn epsn_;
   uint32_t msn_ = 0;
   bool nak_sent_ = false;  // one sequence-error NAK per gap
+  // The NAK that moved this responder to error, repeated to retransmitted
+  // requests so the requester learns the reason even when the NAK was lost.
+  bool fatal_nak_valid_ = false;
+  uint8_t fatal_nak_syndrome_ = 0;
+  wire::Psn fatal_nak_psn_;
   enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
   uint64_t msg_offset_ = 0;
   uint8_t* write_host_ = nullptr;

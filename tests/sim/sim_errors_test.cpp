@@ -686,3 +686,89 @@ TEST(Acks, CoalescedButAtLeastOnePerWindow) {
 
 }  // namespace
 }  // namespace dpdat::rc::test
+
+namespace dpdat::rc::test {
+namespace {
+
+// RMR bind under loss: B binds, tells A the new context with a SEND, A
+// writes through it; a re-bind kills the old context for A's next WRITE.
+TEST(Fence, BindAndRebindUnderLoss) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    QpConfig c = cfg();
+    c.retry_count = 20;
+    Pair p(seed * 77, c);
+    LinkImpairment imp;
+    imp.loss = 0.05;
+    imp.duplicate = 0.02;
+    imp.reorder = 0.02;
+    p.link().set_impairment(0, imp);
+    p.link().set_impairment(1, imp);
+    Buffer win = p.reg(1, 16384, kLocal);
+    uint32_t rmr = 0;
+    ASSERT_TRUE(p.b().mr->rmr_alloc(p.b().pz, &rmr));
+    Buffer box_b = p.reg(1, 4, kLocal);
+    Buffer box_a = p.reg(0, 4, kLocal);
+    Buffer src = p.reg(0, 8192, kLocal);
+    fill_pattern(src.bytes, seed);
+    uint32_t ctx[2] = {0, 0};
+    for (int round = 0; round < 2; ++round) {
+      SendWr bind;
+      bind.op = WrOp::kBind;
+      bind.cookie = 10 + static_cast<uint64_t>(round);
+      bind.rmr_handle = rmr;
+      bind.bind_lmr = win.lmr;
+      bind.bind_va = win.va() + static_cast<uint64_t>(round) * 8192;
+      bind.bind_len = 8192;
+      bind.bind_privileges = priv::kRemoteWrite;
+      ASSERT_EQ(p.b().qp->post_send(bind), Qp::PostResult::kOk);
+      RecvWr rw;
+      rw.num_sge = 1;
+      rw.sge[0] = Sge{box_a.lmr, box_a.va(), 4};
+      ASSERT_EQ(p.a().qp->post_recv(rw), Qp::PostResult::kOk);
+      ASSERT_TRUE(p.run_until([&] { return p.b().scq->size() == 1; }));
+      Completion bc;
+      ASSERT_TRUE(p.b().scq->pop(&bc));
+      ASSERT_EQ(bc.status, WcStatus::kSuccess);
+      ctx[round] = bc.rmr_context;
+      std::memcpy(box_b.data(), &ctx[round], 4);
+      SendWr s;
+      s.num_sge = 1;
+      s.sge[0] = Sge{box_b.lmr, box_b.va(), 4};
+      ASSERT_EQ(p.b().qp->post_send(s), Qp::PostResult::kOk);
+      ASSERT_TRUE(p.run_until([&] { return p.a().rcq->size() == 1 && p.b().scq->size() == 1; }));
+      drain(*p.a().rcq);
+      drain(*p.b().scq);
+      uint32_t got = 0;
+      std::memcpy(&got, box_a.data(), 4);
+      ASSERT_EQ(got, ctx[round]);
+      SendWr w;
+      w.op = WrOp::kWrite;
+      w.num_sge = 1;
+      w.sge[0] = Sge{src.lmr, src.va(), 8192};
+      w.remote_va = win.va() + static_cast<uint64_t>(round) * 8192;
+      w.rkey = got;
+      ASSERT_EQ(p.a().qp->post_send(w), Qp::PostResult::kOk);
+      ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
+      EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kSuccess) << "seed " << seed;
+      EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.end(),
+                             win.bytes.begin() + static_cast<long>(round) * 8192));
+    }
+    EXPECT_NE(ctx[0], ctx[1]);
+    // The first context is stale now: A's WRITE through it is refused.
+    SendWr stale;
+    stale.op = WrOp::kWrite;
+    stale.num_sge = 1;
+    stale.sge[0] = Sge{src.lmr, src.va(), 64};
+    stale.remote_va = win.va();
+    stale.rkey = ctx[0];
+    std::vector<uint8_t> before(win.bytes.begin(), win.bytes.begin() + 64);
+    std::fill(win.bytes.begin(), win.bytes.begin() + 64, 0xCC);
+    ASSERT_EQ(p.a().qp->post_send(stale), Qp::PostResult::kOk);
+    ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
+    EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kRemoteAccessError);
+    for (size_t i = 0; i < 64; ++i) ASSERT_EQ(win.bytes[i], 0xCC);
+  }
+}
+
+}  // namespace
+}  // namespace dpdat::rc::test
