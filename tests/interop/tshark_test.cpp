@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/reference_crc.hpp"
 #include "pcap.hpp"
 #include "sample_frames.hpp"
 #include "wire/packet.hpp"
@@ -21,25 +22,7 @@
 namespace dpdat {
 namespace {
 
-uint32_t ref_crc32(const uint8_t* p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
-
-uint32_t ref_icrc(const std::vector<uint8_t>& f) {
-  std::vector<uint8_t> m(f.size() - 18 + 8, 0xFF);
-  std::copy(f.begin() + 14, f.end() - 4, m.begin() + 8);
-  m[8 + 1] = 0xFF;
-  m[8 + 8] = 0xFF;
-  m[8 + 10] = m[8 + 11] = 0xFF;
-  m[8 + 20 + 6] = m[8 + 20 + 7] = 0xFF;
-  m[8 + 28 + 4] = 0xFF;
-  return ref_crc32(m.data(), m.size());
-}
+uint32_t ref_icrc(const std::vector<uint8_t>& f) { return testref::icrc(f.data(), f.size() - 4); }
 
 std::string run(const std::string& cmd) {
   std::string out;

@@ -9,37 +9,15 @@
 #include <random>
 #include <vector>
 
+#include "common/reference_crc.hpp"
 #include "wire/crc32.hpp"
 #include "wire/packet.hpp"
 
 namespace dpdat::wire {
 namespace {
 
-// Independent bitwise CRC-32 (IEEE, reflected), written for the tests only.
-uint32_t ref_crc32(const uint8_t* p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
-
-// The RoCEv2 ICRC from first principles: 8 x 0xFF, then IPv4 with TOS, TTL
-// and checksum as ones, UDP with checksum as ones, BTH with byte 4 as ones,
-// then everything up to the ICRC.
-uint32_t ref_icrc(const uint8_t* frame, size_t len_without_icrc) {
-  std::vector<uint8_t> m(8, 0xFF);
-  m.insert(m.end(), frame + 14, frame + len_without_icrc);
-  uint8_t* ip = m.data() + 8;
-  ip[1] = 0xFF;            // TOS
-  ip[8] = 0xFF;            // TTL
-  ip[10] = ip[11] = 0xFF;  // header checksum
-  uint8_t* udp = ip + 20;
-  udp[6] = udp[7] = 0xFF;  // UDP checksum
-  udp[8 + 4] = 0xFF;       // BTH byte 4 (resv8a / FECN / BECN)
-  return ref_crc32(m.data(), m.size());
-}
+uint32_t ref_crc32(const uint8_t* p, size_t n) { return testref::crc32(p, n); }
+uint32_t ref_icrc(const uint8_t* frame, size_t len) { return testref::icrc(frame, len); }
 
 uint32_t stored_icrc(const std::vector<uint8_t>& f) {
   const size_t e = f.size();
