@@ -7,9 +7,15 @@
 //   dpdat-perf [--op write|read|send] [--size N | --all] [--iters N]
 //              [--lat | --bw] [--pmtu N] [--tx-depth N] [--gbn]
 //
-// Across processes (--server / --client ADDR over net_memif, net_af_packet,
-// net_tap) arrives with the multi-process part of the DPDK transport issue;
-// those flags are refused with a message until then.
+// Across processes, over any DPDK port (net_memif, net_af_packet on a veth,
+// net_tap, a physical NIC):
+//   dpdat-perf --server --vdev net_memif0,role=server,socket=/tmp/m.sock
+//              --ip 10.0.0.1 --oob /tmp/dpdat-perf.sock
+//   dpdat-perf --client 10.0.0.1 --vdev net_memif0,role=client,socket=/tmp/m.sock
+//              --ip 10.0.0.2 --oob /tmp/dpdat-perf.sock [--verify]
+// The peer's MAC is found by ARP; the QP numbers, PSNs and the target buffer
+// are exchanged over the --oob Unix socket (as perftest uses a TCP side
+// channel).  --verify reads every WRITE back and compares it byte for byte.
 
 #include <algorithm>
 #include <cinttypes>
@@ -18,8 +24,11 @@
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
 #include "dpdk/eal.hpp"
 #include "loopback.hpp"
+#include "oob.hpp"
+#include "wire/headers.hpp"
 
 namespace {
 
@@ -34,13 +43,24 @@ struct Options {
   uint32_t pmtu = 1024;
   uint32_t tx_depth = 128;
   bool gbn = false;
+  // cross-process
+  bool server = false;
+  std::string client_of;  // server IPv4 address (client mode)
+  std::string vdev;
+  std::string ip;
+  std::string oob = "/tmp/dpdat-perf.sock";
+  bool verify = false;
+  double loss = 0.0;  // injected RX loss (fault injection for tests)
 };
 
 void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
-               "          [--pmtu 256..4096] [--tx-depth N] [--gbn]\n",
-               argv0);
+               "          [--pmtu 256..4096] [--tx-depth N] [--gbn]\n"
+               "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH]\n"
+               "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--verify]\n"
+               "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
+               argv0, argv0, argv0);
 }
 
 struct Reg {
@@ -66,35 +86,52 @@ rc::SendWr make_wr(const Options& o, const Reg& src, const Reg& dst, size_t n, b
   return w;
 }
 
-// Bandwidth: keep tx_depth WRs in flight, every 16th signalled.
-bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
-  Reg src, dst;
-  if (!reg(lo.a(), n, &src) || !reg(lo.b(), n, &dst)) return false;
+struct BwTarget {
+  uint64_t va;
+  uint32_t rkey;
+};
+
+// Bandwidth: keep tx_depth WRs in flight, every 16th signalled.  `resp` is
+// the receiving endpoint when it lives in this process (SEND needs receives,
+// which land in the target buffer).
+template <typename Poll>
+bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTarget dst,
+               uint32_t dst_lmr, size_t n, uint64_t iters, const Options& o, Poll poll) {
   const bool send = o.op == "send";
+  if (send && resp == nullptr) {
+    std::fprintf(stderr, "dpdat-perf: --op send is only measured in-process so far\n");
+    return false;
+  }
   uint64_t posted = 0, completed = 0, recvs = 0;
   const uint32_t kSig = 16;
   std::vector<uint64_t> stamps;
   stamps.reserve(iters / kSig + 2);
   const uint64_t t0 = tools::now_ns();
-  uint64_t deadline = t0 + 60'000'000'000ull;
+  const uint64_t deadline = t0 + 60'000'000'000ull;
+  rc::SendWr w;
+  w.op = o.op == "read" ? rc::WrOp::kRead : send ? rc::WrOp::kSend : rc::WrOp::kWrite;
+  w.num_sge = 1;
+  w.sge[0] = rc::Sge{src.lmr, src.va(), n};
+  w.remote_va = dst.va;
+  w.rkey = dst.rkey;
   while (completed < iters) {
     if (send) {
-      while (recvs < posted + o.tx_depth && recvs < iters && lo.b().qp->recv_queue_used() < 200) {
+      while (recvs < iters && recvs < posted + o.tx_depth && resp->qp->recv_queue_used() < 200) {
         rc::RecvWr r;
         r.num_sge = 1;
-        r.sge[0] = rc::Sge{dst.lmr, dst.va(), n};
-        if (lo.b().qp->post_recv(r) != rc::Qp::PostResult::kOk) break;
+        r.sge[0] = rc::Sge{dst_lmr, dst.va, n};
+        if (resp->qp->post_recv(r) != rc::Qp::PostResult::kOk) break;
         ++recvs;
       }
     }
     while (posted < iters && posted - completed < o.tx_depth && (!send || posted < recvs)) {
-      const bool sig = (posted + 1) % kSig == 0 || posted + 1 == iters;
-      if (lo.a().qp->post_send(make_wr(o, src, dst, n, sig)) != rc::Qp::PostResult::kOk) break;
+      w.flags = ((posted + 1) % kSig == 0 || posted + 1 == iters) ? rc::wr_flag::kSignaled : 0u;
+      if (req.qp->post_send(w) != rc::Qp::PostResult::kOk) break;
       ++posted;
     }
-    lo.poll();
+    poll();
     rc::Completion c;
-    while (lo.a().scq->pop(&c)) {
+    while (req.scq->pop(&c)) {
       if (c.status != rc::WcStatus::kSuccess) {
         std::fprintf(stderr, "completion error: %.*s\n",
                      static_cast<int>(rc::wc_status_name(c.status).size()),
@@ -102,20 +139,21 @@ bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
         return false;
       }
       completed = std::min(iters, (completed / kSig + 1) * kSig);
-      if (completed == iters) completed = iters;
       stamps.push_back(tools::now_ns());
     }
-    while (lo.b().rcq->pop(&c)) {
-    }
+    if (resp != nullptr)
+      while (resp->rcq->pop(&c)) {
+      }
     if (tools::now_ns() > deadline) {
       std::fprintf(stderr, "timed out\n");
       return false;
     }
   }
-  const double secs = static_cast<double>(tools::now_ns() - t0) / 1e9;
+  const uint64_t total_ns = tools::now_ns() - t0;
+  const double secs = static_cast<double>(total_ns) / 1e9;
   // Peak: the best rate over any span of at least 1/20 of the run (and
   // 100 us), so single polls that happen to complete a batch do not count.
-  const uint64_t span = std::max<uint64_t>((tools::now_ns() - t0) / 20, 100'000);
+  const uint64_t span = std::max<uint64_t>(total_ns / 20, 100'000);
   double peak = 0;
   for (size_t i = 0, j = 0; i < stamps.size(); ++i) {
     while (j < stamps.size() && stamps[j] - stamps[i] < span) ++j;
@@ -123,12 +161,30 @@ bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
     const double dt = static_cast<double>(stamps[j] - stamps[i]) / 1e9;
     peak = std::max(peak, static_cast<double>((j - i) * kSig * n) / dt);
   }
-  if (peak == 0)
-    peak = static_cast<double>(iters * n) / (static_cast<double>(tools::now_ns() - t0) / 1e9);
   const double avg = static_cast<double>(iters * n) / secs;
+  if (peak < avg) peak = avg;
   std::printf(" %-10zu %-12" PRIu64 " %-16.2f %-16.2f %-14.2f %-12.4f\n", n, iters, peak * 8 / 1e9,
               avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
   return true;
+}
+
+bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
+  Reg src, dst;
+  if (!reg(lo.a(), n, &src) || !reg(lo.b(), n, &dst)) return false;
+  return run_bw_to(lo.a(), &lo.b(), src, BwTarget{dst.va(), dst.lmr}, dst.lmr, n, iters, o,
+                   [&] { lo.poll(); });
+}
+
+void print_lat(size_t n, uint64_t iters, std::vector<double>& samples) {
+  std::sort(samples.begin(), samples.end());
+  auto pct = [&](double p) {
+    return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
+  };
+  double sum = 0;
+  for (double v : samples) sum += v;
+  std::printf(" %-10zu %-12" PRIu64 " %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", n, iters,
+              samples.front(), pct(0.5), sum / static_cast<double>(samples.size()), pct(0.99),
+              samples.back());
 }
 
 // Latency: ping-pong of RDMA WRITEs; each side waits for the peer's write to
@@ -163,16 +219,295 @@ bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
   }
   // Let the unsignalled WRITEs' ACKs drain before the next size.
   lo.run_until([&] { return lo.a().engine->idle() && lo.b().engine->idle(); }, 1'000'000'000);
-  std::sort(samples.begin(), samples.end());
-  auto pct = [&](double p) {
-    return samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
-  };
-  double sum = 0;
-  for (double s : samples) sum += s;
-  std::printf(" %-10zu %-12" PRIu64 " %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", n, iters,
-              samples.front(), pct(0.5), sum / static_cast<double>(samples.size()), pct(0.99),
-              samples.back());
+  print_lat(n, iters, samples);
   return true;
+}
+
+// ------------------------------------------------------------ across processes
+
+struct Hello {
+  uint32_t ip;
+  uint32_t qpn;
+  uint32_t psn;
+  uint32_t rkey;
+  uint64_t buf_va;
+  uint64_t buf_len;
+};
+enum : uint32_t { kCmdBw = 1, kCmdLat = 2, kCmdDone = 3 };
+struct Cmd {
+  uint32_t kind;
+  uint32_t pad;
+  uint64_t size;
+  uint64_t iters;
+};
+
+bool parse_ip(const std::string& s, uint32_t* ip) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
+  *ip = ntohl(a.s_addr);
+  return true;
+}
+
+struct Remote {
+  tools::Endpoint ep;
+  Reg buf;  // the region the peer writes into / reads from
+  Reg aux;  // latency: our outgoing pong source
+  Hello peer{};
+  void poll() { ep.engine->poll(tools::now_ns()); }
+};
+
+// Byte i of the server's initial buffer (READ verification).
+uint8_t pattern_byte(size_t i) { return static_cast<uint8_t>(i * 131 + 7); }
+
+bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob) {
+  std::string err;
+  const auto& eal = dpdk::eal_init({"--vdev=" + o.vdev});
+  if (!eal.ok) {
+    std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());
+    return false;
+  }
+  uint32_t my_ip = 0;
+  if (!parse_ip(o.ip, &my_ip)) {
+    std::fprintf(stderr, "dpdat-perf: --ip needs this side's IPv4 address\n");
+    return false;
+  }
+  const std::string devname = o.vdev.substr(0, o.vdev.find(','));
+  uint16_t port_id = 0;
+  if (!dpdk::Port::find(devname, &port_id)) {
+    std::fprintf(stderr, "dpdat-perf: no DPDK port named %s\n", devname.c_str());
+    return false;
+  }
+  dpdk::PortConfig pc;
+  pc.name = "perf";
+  pc.ip = my_ip;
+  pc.rx_loss = o.loss;
+  pc.loss_seed = my_ip;
+  r->ep.port = dpdk::Port::open(port_id, pc, &err);
+  if (!r->ep.port) {
+    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    return false;
+  }
+  r->ep.mr = std::make_unique<rc::MrTable>(64, 16);
+  rc::EngineConfig ec;
+  ec.pmtu = 4096;
+  r->ep.engine = std::make_unique<rc::Engine>(*r->ep.port, *r->ep.mr, ec);
+  r->ep.scq = std::make_unique<rc::CompletionQueue>(8192);
+  r->ep.rcq = std::make_unique<rc::CompletionQueue>(8192);
+  rc::QpConfig q;
+  q.pmtu = std::min(o.pmtu, r->ep.port->max_pmtu());
+  q.selective_repeat = !o.gbn;
+  q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
+  r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
+  if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
+    std::fprintf(stderr, "dpdat-perf: resource set-up failed\n");
+    return false;
+  }
+  for (size_t i = 0; i < r->buf.bytes.size(); ++i) r->buf.bytes[i] = pattern_byte(i);
+  if (o.server ? !oob->serve(o.oob, 120'000, &err) : !oob->connect(o.oob, 30'000, &err)) {
+    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    return false;
+  }
+  const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
+  const Hello me{my_ip, r->ep.qp->qpn(), psn, r->buf.lmr, r->buf.va(), r->buf.bytes.size()};
+  if (!oob->send(me) || !oob->recv(&r->peer)) {
+    std::fprintf(stderr, "dpdat-perf: bootstrap exchange failed\n");
+    return false;
+  }
+  // Resolve the peer's MAC by ARP (answering its ARP meanwhile).
+  wire::MacAddr peer_mac{};
+  const uint64_t deadline = tools::now_ns() + 5'000'000'000ull;
+  uint64_t next_try = 0;
+  bool found = false;
+  while (!found && tools::now_ns() < deadline) {
+    r->poll();
+    if (tools::now_ns() >= next_try) {
+      found = r->ep.port->resolve(r->peer.ip, &peer_mac);
+      next_try = tools::now_ns() + 20'000'000;
+    }
+  }
+  if (!found) {
+    std::fprintf(stderr, "dpdat-perf: no ARP answer from the peer within 5 s\n");
+    return false;
+  }
+  rc::PathInfo path;
+  path.local_mac = r->ep.port->mac();
+  path.peer_mac = peer_mac;
+  path.local_ip = my_ip;
+  path.peer_ip = r->peer.ip;
+  path.peer_qpn = r->peer.qpn;
+  path.udp_src_port = static_cast<uint16_t>(0xC000 | (r->ep.qp->qpn() & 0x3FFF));
+  if (!r->ep.qp->connect(path, wire::Psn(psn), wire::Psn(r->peer.psn))) {
+    std::fprintf(stderr, "dpdat-perf: connect failed\n");
+    return false;
+  }
+  // Both sides ready before traffic (the peer keeps answering ARP meanwhile).
+  const uint32_t ready = 0x52454459;
+  uint32_t got = 0;
+  if (!oob->send(ready)) return false;
+  while (!oob->readable()) r->poll();
+  return oob->recv(&got) && got == ready;
+}
+
+int run_server(const Options& o, size_t max_size) {
+  Remote r;
+  tools::Oob oob;
+  if (!remote_setup(o, max_size, &r, &oob)) return 1;
+  std::printf("dpdat-perf server: QP 0x%x on %s, waiting for the client's tests\n", r.ep.qp->qpn(),
+              o.vdev.c_str());
+  for (;;) {
+    while (!oob.readable()) r.poll();  // passive side of bandwidth tests
+    Cmd c{};
+    if (!oob.recv(&c) || c.kind == kCmdDone) break;
+    if (c.kind == kCmdLat) {
+      // Echo: every time the client's tag lands in our buffer, write it back.
+      const size_t n = std::max<size_t>(c.size, 1), last = n - 1;
+      std::memset(r.buf.bytes.data(), 0, n);
+      for (uint64_t i = 0; i < c.iters; ++i) {
+        const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
+        const uint64_t end = tools::now_ns() + 2'000'000'000ull;
+        while (r.buf.bytes[last] != tag) {
+          r.poll();
+          if (tools::now_ns() > end) {
+            std::fprintf(stderr, "dpdat-perf server: ping %" PRIu64 " never arrived\n", i);
+            return 1;
+          }
+        }
+        r.aux.bytes[last] = tag;
+        rc::SendWr w;
+        w.op = rc::WrOp::kWrite;
+        w.flags = 0;
+        w.num_sge = 1;
+        w.sge[0] = rc::Sge{r.aux.lmr, r.aux.va(), n};
+        w.remote_va = r.peer.buf_va + r.peer.buf_len / 2;  // the client's pong area
+        w.rkey = r.peer.rkey;
+        while (r.ep.qp->post_send(w) == rc::Qp::PostResult::kQueueFull) r.poll();
+        rc::Completion cc;
+        while (r.ep.scq->pop(&cc)) {
+        }
+      }
+    }
+    const uint32_t ack = 1;
+    if (!oob.send(ack)) break;
+  }
+  // Let the last ACKs leave before the port goes.
+  const uint64_t end = tools::now_ns() + 200'000'000;
+  while (tools::now_ns() < end && !r.ep.engine->idle()) r.poll();
+  if (r.ep.qp->state() != rc::QpState::kRts) {
+    std::fprintf(stderr, "dpdat-perf server: QP error: %.*s\n",
+                 static_cast<int>(rc::qp_error_name(r.ep.qp->error()).size()),
+                 rc::qp_error_name(r.ep.qp->error()).data());
+    return 1;
+  }
+  std::printf("dpdat-perf server: done\n");
+  return 0;
+}
+
+// RDMA READ of the peer's [0, n) back into `into`, for --verify.
+bool read_back(Remote& r, Reg& into, size_t n) {
+  rc::SendWr w;
+  w.op = rc::WrOp::kRead;
+  w.num_sge = 1;
+  w.sge[0] = rc::Sge{into.lmr, into.va(), n};
+  w.remote_va = r.peer.buf_va;
+  w.rkey = r.peer.rkey;
+  if (r.ep.qp->post_send(w) != rc::Qp::PostResult::kOk) return false;
+  const uint64_t end = tools::now_ns() + 10'000'000'000ull;
+  rc::Completion c;
+  while (!r.ep.scq->pop(&c)) {
+    r.poll();
+    if (tools::now_ns() > end) return false;
+  }
+  return c.status == rc::WcStatus::kSuccess;
+}
+
+int run_client(const Options& o, size_t max_size) {
+  Remote r;
+  tools::Oob oob;
+  if (!remote_setup(o, max_size, &r, &oob)) return 1;
+  std::printf("dpdat-perf: RDMA %s to %s over %s, PMTU %u, inline progress\n", o.op.c_str(),
+              o.client_of.c_str(), o.vdev.c_str(), r.ep.qp->config().pmtu);
+  Reg src, back;
+  if (!reg(r.ep, max_size, &src) || !reg(r.ep, max_size, &back)) return 1;
+  for (size_t i = 0; i < src.bytes.size(); ++i) src.bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  uint32_t ack = 0;
+  int rc_ = 0;
+  if (o.bw) {
+    std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations",
+                "BW peak[Gb/s]", "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
+    for (size_t n : o.sizes) {
+      const Cmd c{kCmdBw, 0, n, 0};
+      if (!oob.send(c)) return 1;
+      const uint64_t it =
+          o.iters != 0 ? o.iters
+                       : std::clamp<uint64_t>((256ull << 20) / std::max<size_t>(n, 64), 200, 50000);
+      const BwTarget t{r.peer.buf_va, r.peer.rkey};
+      if (!run_bw_to(r.ep, nullptr, src, t, 0, n, it, o, [&] { r.poll(); })) rc_ = 1;
+      if (rc_ == 0 && o.verify) {
+        bool ok = read_back(r, back, n);
+        if (ok && o.op == "write")
+          ok = std::equal(src.bytes.begin(), src.bytes.begin() + static_cast<long>(n),
+                          back.bytes.begin());
+        if (ok && o.op == "read") {
+          for (size_t i = 0; i < n && ok; ++i) ok = back.bytes[i] == pattern_byte(i);
+        }
+        std::printf("   verify %zu B: %s\n", n, ok ? "byte-exact" : "MISMATCH");
+        if (!ok) rc_ = 1;
+      }
+      if (!oob.recv(&ack) || rc_ != 0) break;
+    }
+  }
+  if (o.lat && rc_ == 0) {
+    const size_t n = o.sizes.size() == 1 ? o.sizes[0] : 8;
+    const uint64_t iters = o.iters != 0 ? o.iters : 10000;
+    const Cmd c{kCmdLat, 0, n, iters + 100};
+    if (!oob.send(c)) return 1;
+    const size_t m = std::max<size_t>(n, 1), last = m - 1;
+    uint8_t* pong = r.buf.bytes.data() + r.buf.bytes.size() / 2;
+    std::memset(pong, 0, m);
+    std::vector<double> samples;
+    for (uint64_t i = 0; i < iters + 100 && rc_ == 0; ++i) {
+      const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
+      src.bytes[last] = tag;
+      const uint64_t t0 = tools::now_ns();
+      rc::SendWr w;
+      w.op = rc::WrOp::kWrite;
+      w.flags = 0;
+      w.num_sge = 1;
+      w.sge[0] = rc::Sge{src.lmr, src.va(), m};
+      w.remote_va = r.peer.buf_va;
+      w.rkey = r.peer.rkey;
+      while (r.ep.qp->post_send(w) == rc::Qp::PostResult::kQueueFull) r.poll();
+      const uint64_t end = t0 + 2'000'000'000ull;
+      while (pong[last] != tag) {
+        r.poll();
+        if (tools::now_ns() > end) {
+          std::fprintf(stderr, "dpdat-perf: pong %" PRIu64 " never arrived\n", i);
+          rc_ = 1;
+          break;
+        }
+      }
+      if (i >= 100) samples.push_back(static_cast<double>(tools::now_ns() - t0) / 2e3);
+      rc::Completion cc;
+      while (r.ep.scq->pop(&cc)) {
+      }
+    }
+    if (rc_ == 0 && oob.recv(&ack)) {
+      std::printf("\n %-10s %-12s %-10s %-10s %-10s %-10s %-10s\n", "#bytes", "#iterations",
+                  "t_min[us]", "t_median", "t_avg", "t_p99", "t_max");
+      print_lat(n, iters, samples);
+    }
+  }
+  const Cmd done{kCmdDone, 0, 0, 0};
+  oob.send(done);
+  const uint64_t end = tools::now_ns() + 200'000'000;
+  while (tools::now_ns() < end && !r.ep.engine->idle()) r.poll();
+  if (r.ep.qp->state() != rc::QpState::kRts) rc_ = 1;
+  const auto& qc = r.ep.qp->counters();
+  std::printf("\n counters: tx %" PRIu64 " rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
+              " seq-NAKs %" PRIu64 " injected drops %" PRIu64 "\n",
+              qc.tx_packets, qc.rx_packets, qc.retransmits + qc.sr_resends, qc.timeouts,
+              qc.seq_naks_rx, r.ep.port->counters().rx_injected_drops);
+  return rc_;
 }
 
 }  // namespace
@@ -201,12 +536,20 @@ int main(int argc, char** argv) {
       o.tx_depth = static_cast<uint32_t>(std::stoul(next()));
     } else if (a == "--gbn") {
       o.gbn = true;
-    } else if (a == "--server" || a == "--client" || a == "--vdev") {
-      std::fprintf(stderr,
-                   "%s: cross-process runs are not implemented yet (only the in-process "
-                   "net_ring link is); see the README status table\n",
-                   a.c_str());
-      return 2;
+    } else if (a == "--server") {
+      o.server = true;
+    } else if (a == "--client" && i + 1 < argc) {
+      o.client_of = next();
+    } else if (a == "--vdev" && i + 1 < argc) {
+      o.vdev = next();
+    } else if (a == "--ip" && i + 1 < argc) {
+      o.ip = next();
+    } else if (a == "--oob" && i + 1 < argc) {
+      o.oob = next();
+    } else if (a == "--verify") {
+      o.verify = true;
+    } else if (a == "--loss" && i + 1 < argc) {
+      o.loss = std::stod(next());
     } else {
       usage(argv[0]);
       return 2;
@@ -225,6 +568,16 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (o.server || !o.client_of.empty()) {
+    if (o.vdev.empty() || o.ip.empty()) {
+      std::fprintf(stderr, "dpdat-perf: --server/--client need --vdev and --ip\n");
+      return 2;
+    }
+    size_t max_size = 4096;
+    for (size_t n : o.sizes) max_size = std::max(max_size, n);
+    if (o.server) return run_server(o, std::max<size_t>(max_size, 8u << 20));
+    return run_client(o, std::max<size_t>(max_size, 8u << 20));
+  }
   const auto& eal = dpdk::eal_init();
   if (!eal.ok) {
     std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());

@@ -57,11 +57,12 @@ std::vector<std::string> eal_default_args(bool* hugepages) {
   return a;
 }
 
-const EalStatus& eal_init() {
+const EalStatus& eal_init(const std::vector<std::string>& extra) {
   static EalStatus status;
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [&extra] {
     status.args = eal_default_args(&status.hugepages);
+    status.args.insert(status.args.end(), extra.begin(), extra.end());
     std::vector<std::string> store;
     store.push_back("dpdat");
     store.insert(store.end(), status.args.begin(), status.args.end());

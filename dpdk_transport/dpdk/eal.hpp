@@ -26,7 +26,9 @@ struct EalStatus {
 };
 
 // Idempotent and thread-safe.  Returns the status of the first call.
-const EalStatus& eal_init();
+// `extra` (e.g. "--vdev=net_memif0,role=server") is appended to the
+// arguments of the first call only; later calls reuse the running EAL.
+const EalStatus& eal_init(const std::vector<std::string>& extra = {});
 
 // The arguments eal_init() would use (for logging and tests).
 std::vector<std::string> eal_default_args(bool* hugepages);

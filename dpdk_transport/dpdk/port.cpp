@@ -71,6 +71,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     return nullptr;
   }
   std::unique_ptr<Port> p(new Port(port_id, cfg));
+  p->rng_ = cfg.loss_seed * 0x9E3779B97F4A7C15ull + 1;
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(port_id, &info); rc != 0) {
     *err = errstr("rte_eth_dev_info_get", rc);
@@ -123,6 +124,19 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   return p;
 }
 
+bool Port::find(const std::string& prefix, uint16_t* port_id) {
+  for (uint16_t id = 0; id < RTE_MAX_ETHPORTS; ++id) {
+    if (!rte_eth_dev_is_valid_port(id)) continue;
+    char name[RTE_ETH_NAME_MAX_LEN];
+    if (rte_eth_dev_get_name_by_port(id, name) != 0) continue;
+    if (std::strncmp(name, prefix.c_str(), prefix.size()) == 0) {
+      *port_id = id;
+      return true;
+    }
+  }
+  return false;
+}
+
 Port::~Port() {
   if (started_) {
     rte_eth_dev_stop(port_id_);
@@ -156,6 +170,16 @@ uint16_t Port::rx_burst(rc::Frame* out, uint16_t max) {
     if (handle_arp(data, m->data_len)) {
       rte_pktmbuf_free(m);
       continue;
+    }
+    if (cfg_.rx_loss > 0) {
+      rng_ ^= rng_ << 13;
+      rng_ ^= rng_ >> 7;
+      rng_ ^= rng_ << 17;
+      if (static_cast<double>(rng_ >> 11) * 0x1.0p-53 < cfg_.rx_loss) {
+        ctr_.rx_injected_drops++;
+        rte_pktmbuf_free(m);
+        continue;
+      }
     }
     out[kept++] = rc::Frame{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->buf_len, m};
   }

@@ -30,11 +30,16 @@ struct PortConfig {
   uint16_t tx_desc = 1024;
   uint16_t mtu = 1500;
   uint32_t ip = 0;  // host byte order
+  // Fault injection: drop this fraction of received RoCE frames (seeded, so
+  // a run replays).  0 in production; tests use it for loss on real PMDs.
+  double rx_loss = 0.0;
+  uint64_t loss_seed = 1;
 };
 
 struct PortCounters {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0, tx_arp = 0,
-           rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0;
+           rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0,
+           rx_injected_drops = 0;
 };
 
 class Port final : public rc::PacketIo {
@@ -45,6 +50,8 @@ class Port final : public rc::PacketIo {
   // (what one sends, the other receives).  Needs eal_init() first.
   static bool make_ring_link(const std::string& name, uint16_t* port_a, uint16_t* port_b,
                              std::string* err);
+  // The port whose device name starts with `prefix` ("" = the first port).
+  static bool find(const std::string& prefix, uint16_t* port_id);
   ~Port() override;
 
   uint16_t rx_burst(rc::Frame* out, uint16_t max) override;
@@ -80,6 +87,7 @@ class Port final : public rc::PacketIo {
   PortCounters ctr_;
   std::unordered_map<uint32_t, wire::MacAddr> arp_;
   std::vector<rte_mbuf*> rx_tmp_;
+  uint64_t rng_ = 0;  // xorshift state for rx_loss
 };
 
 }  // namespace dpdat::dpdk
