@@ -513,6 +513,7 @@ int run_client(const Options& o, size_t max_size) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows in logs as it happens
   Options o;
   bool all = false;
   for (int i = 1; i < argc; ++i) {

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Two dpdat processes over a real DPDK PMD, byte-exact transfers checked by
+# dpdat-perf --verify (every WRITE read back over RDMA and compared).
+#   multiproc.sh MODE PATH/TO/dpdat-perf
+# MODE: memif | memif-loss | af_packet | af_packet-loss | tap | kill-peer
+# Creates its own network namespaces, veth pairs, bridge and sockets (only
+# 10.77.0.0/24 inside namespaces it made) and removes them on every exit.
+set -uo pipefail
+MODE=$1
+PERF=$(readlink -f "$2")
+ID=$$
+TMP=$(mktemp -d /tmp/dpdat-mp-XXXXXX)
+NSA=dpdat-a-$ID
+NSB=dpdat-b-$ID
+NS=dpdat-t-$ID
+SIZES=(--size 65536)
+COMMON=(--iters 300 --bw --verify --oob "$TMP/oob.sock")
+PIDS=()
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  ip netns del "$NSA" 2>/dev/null
+  ip netns del "$NSB" 2>/dev/null
+  ip netns del "$NS" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; echo "--- server log"; cat "$TMP/server.log" 2>/dev/null; echo "--- client log"; cat "$TMP/client.log" 2>/dev/null; exit 1; }
+
+# run_pair "server-prefix" "server vdev" "client-prefix" "client vdev" [extra args]
+run_pair() {
+  local sp=$1 sv=$2 cp=$3 cv=$4
+  shift 4
+  $sp timeout 120 "$PERF" --server --vdev "$sv" --ip 10.77.0.1 "${COMMON[@]}" "$@" >"$TMP/server.log" 2>&1 &
+  PIDS+=($!)
+  local spid=$!
+  wait_memif_socket
+  $cp timeout 120 "$PERF" --client 10.77.0.1 --vdev "$cv" --ip 10.77.0.2 "${COMMON[@]}" "${SIZES[@]}" "$@" >"$TMP/client.log" 2>&1 &
+  PIDS+=($!)
+  local cpid=$!
+  wait "$cpid" || fail "client exited with $?"
+  wait "$spid" || fail "server exited with $?"
+  grep -q "byte-exact" "$TMP/client.log" || fail "no verified transfer"
+  grep -q "MISMATCH" "$TMP/client.log" && fail "data mismatch"
+  cat "$TMP/client.log" | grep -v "^EAL\|TELEMETRY\|mp action"
+}
+
+# A memif client needs the server's socket to exist before it starts.
+wait_memif_socket() {
+  [ -n "${MEMIF:-}" ] || return 0
+  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && return 0; sleep 0.05; done
+  fail "memif server socket never appeared"
+}
+
+veth_pair() {
+  ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
+  ip link add vd$ID-a type veth peer name vd$ID-b || fail "cannot create veth"
+  ip link set vd$ID-a netns "$NSA"
+  ip link set vd$ID-b netns "$NSB"
+  for n in "$NSA" "$NSB"; do
+    ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$n" ip link set lo up
+  done
+  ip netns exec "$NSA" ip link set vd$ID-a up
+  ip netns exec "$NSB" ip link set vd$ID-b up
+}
+
+case "$MODE" in
+  memif)
+    MEMIF=1
+    run_pair "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    ;;
+  memif-loss)
+    MEMIF=1
+    run_pair "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
+    ;;
+  af_packet|af_packet-loss)
+    veth_pair
+    extra=()
+    if [ "$MODE" = af_packet-loss ]; then
+      # The engine's own seeded drop hook, plus netem on the veth where the kernel has it.
+      extra=(--loss 0.02)
+      if ip netns exec "$NSA" tc qdisc add dev vd$ID-a root netem loss 2% 2>/dev/null; then
+        echo "netem: 2% loss on vd$ID-a"
+      else
+        echo "netem: not available in this kernel; engine drop hook only"
+      fi
+    fi
+    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+    run_pair "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+             "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF" "${extra[@]}"
+    ;;
+  tap)
+    ip netns add "$NS" || fail "cannot create namespace"
+    ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+    ip netns exec "$NS" ip link add br0 type bridge
+    ip netns exec "$NS" ip link set br0 up
+    # The taps exist only once DPDK created them: enslave them then.
+    (
+      for _ in $(seq 1 200); do
+        if ip netns exec "$NS" ip link show dt$ID-a >/dev/null 2>&1 &&
+           ip netns exec "$NS" ip link show dt$ID-b >/dev/null 2>&1; then
+          i=0
+          for t in dt$ID-a dt$ID-b; do
+            # net_tap gives the kernel side the DPDK port's MAC; a bridge
+            # would then keep frames for that MAC to itself. Give the kernel
+            # side its own address before enslaving.
+            i=$((i + 1))
+            ip netns exec "$NS" ip link set "$t" address 02:77:00:00:00:0$i
+            ip netns exec "$NS" ip link set "$t" master br0
+            ip netns exec "$NS" ip link set "$t" up
+          done
+          exit 0
+        fi
+        sleep 0.05
+      done
+      exit 1
+    ) &
+    PIDS+=($!)
+    SIZES=(--size 4096)  # net_tap is slow (~0.07 Mpps): keep it short
+    run_pair "ip netns exec $NS" "net_tap0,iface=dt$ID-a" "ip netns exec $NS" "net_tap0,iface=dt$ID-b"
+    ;;
+  kill-peer)
+    # A long transfer; the server is killed mid-way; the client's queue pair
+    # must break within the retry budget and say so, never hang.
+    # No `timeout` wrapper here: kill -9 must hit dpdat-perf itself.
+    "$PERF" --server --vdev "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" --ip 10.77.0.1 \
+      --oob "$TMP/oob.sock" >"$TMP/server.log" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    MEMIF=1 wait_memif_socket
+    timeout 60 "$PERF" --client 10.77.0.1 --vdev "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" \
+      --ip 10.77.0.2 --oob "$TMP/oob.sock" --bw --size 65536 --iters 10000000 >"$TMP/client.log" 2>&1 &
+    cpid=$!
+    PIDS+=($cpid)
+    for _ in $(seq 1 100); do grep -q "#bytes" "$TMP/client.log" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.5
+    kill -9 "$spid"
+    start=$(date +%s%N)
+    wait "$cpid"
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$rc" -ne 0 ] || fail "client reported success after its peer died"
+    [ "$rc" -ne 124 ] || fail "client hung (timeout)"
+    grep -q "retry-exceeded" "$TMP/client.log" || fail "no retry-exceeded completion"
+    [ "$took" -lt 5000 ] || fail "took ${took} ms to notice the dead peer"
+    echo "peer killed: client broke with retry-exceeded after ${took} ms"
+    ;;
+  *)
+    echo "unknown mode $MODE"; exit 2 ;;
+esac
+echo "PASS: $MODE"
