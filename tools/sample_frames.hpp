@@ -11,6 +11,8 @@ namespace dpdat::tools {
 
 inline constexpr uint32_t kSamplePmtu = 1024;
 
+// spec.payload points into `payload`: keep the vector these came in alive
+// (a copied SampleFrame still points at the original's bytes).
 struct SampleFrame {
   wire::BuildSpec spec;
   std::vector<uint8_t> payload;

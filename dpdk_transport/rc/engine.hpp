@@ -56,6 +56,9 @@ class Engine {
   uint32_t poll(uint64_t now_ns);
   // True when no queue pair has anything queued, in flight or timed.
   bool idle() const;
+  // True when nothing can progress before new input or a timer: no active
+  // queue pair and no frame waiting for TX.  O(1), for idle back-off.
+  bool idle_now() const { return active_.empty() && tx_ready_.empty(); }
   uint64_t next_timer_deadline() const;
 
   const EngineCounters& counters() const { return ctr_; }

@@ -234,6 +234,16 @@ Qp::PostResult Qp::post_recv(const RecvWr& wr) {
   return PostResult::kOk;
 }
 
+void Qp::complete_rejected(bool is_send, uint64_t cookie) {
+  Completion c;
+  c.cookie = cookie;
+  c.qpn = qpn_;
+  c.op = is_send ? WcOp::kSend : WcOp::kRecv;
+  c.status = WcStatus::kLocalQpOperationError;
+  CompletionQueue* cq = is_send ? send_cq_ : recv_cq_;
+  if (cq == nullptr || !cq->push(c)) ctr_.cq_stalls++;
+}
+
 // ========================================================= shared helpers
 
 void Qp::set_timer(TimerKind k, uint64_t deadline) {

@@ -51,6 +51,9 @@ class Qp {
   enum class PostResult : uint8_t { kOk, kQueueFull, kInvalidState, kInvalidWr };
   PostResult post_send(const SendWr& wr);
   PostResult post_recv(const RecvWr& wr);
+  // Reports a work request refused after an asynchronous hand-off (engine
+  // thread mode) as a completion with kLocalQpOperationError.
+  void complete_rejected(bool is_send, uint64_t cookie);
   size_t send_queue_used() const { return sq_tail_ - sq_head_; }
   size_t recv_queue_used() const { return rq_tail_ - rq_head_; }
 

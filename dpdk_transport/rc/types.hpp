@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "spsc_ring.hpp"
 #include "wire/headers.hpp"
 #include "wire/psn.hpp"
 
@@ -102,33 +103,10 @@ struct Completion {
   bool solicited = false;
 };
 
-// A bounded completion ring.  Single producer (the engine), single consumer;
-// when full the queue pair stalls its completions (no completion is lost).
-class CompletionQueue {
- public:
-  explicit CompletionQueue(uint32_t capacity) : ring_(capacity == 0 ? 1 : capacity) {}
-  bool push(const Completion& c) {
-    if (count_ == ring_.size()) return false;
-    ring_[(head_ + count_) % ring_.size()] = c;
-    ++count_;
-    return true;
-  }
-  bool pop(Completion* out) {
-    if (count_ == 0) return false;
-    *out = ring_[head_];
-    head_ = (head_ + 1) % ring_.size();
-    --count_;
-    return true;
-  }
-  size_t size() const { return count_; }
-  size_t capacity() const { return ring_.size(); }
-  bool full() const { return count_ == ring_.size(); }
-
- private:
-  std::vector<Completion> ring_;
-  size_t head_ = 0;
-  size_t count_ = 0;
-};
+// Completions from the engine to one consumer: a lock-free SPSC ring, so the
+// engine may run on its own lcore while the consumer polls from its thread.
+// When full the queue pair stalls its completions (none is lost).
+using CompletionQueue = SpscRing<Completion>;
 
 struct QpConfig {
   uint32_t sq_depth = 256;

@@ -156,7 +156,8 @@ TEST_F(Tshark, EveryOpcodeDecodesCleanly) {
 }
 
 TEST_F(Tshark, CorruptedIcrcIsOursToCatch) {
-  auto s = tools::sample_frames().front();
+  const auto all = tools::sample_frames();  // owns the payloads the specs point at
+  const auto& s = all.front();
   std::vector<uint8_t> f(8192);
   const auto r = wire::build_packet(f, s.spec, tools::kSamplePmtu);
   ASSERT_TRUE(r.ok());
