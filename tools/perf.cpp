@@ -18,6 +18,7 @@
 // channel).  --verify reads every WRITE back and compares it byte for byte.
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -25,9 +26,11 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <thread>
 #include "dpdk/eal.hpp"
 #include "loopback.hpp"
 #include "oob.hpp"
+#include "rc/engine_runner.hpp"
 #include "wire/headers.hpp"
 
 namespace {
@@ -50,13 +53,14 @@ struct Options {
   std::string ip;
   std::string oob = "/tmp/dpdat-perf.sock";
   bool verify = false;
-  double loss = 0.0;  // injected RX loss (fault injection for tests)
+  double loss = 0.0;             // injected RX loss (fault injection for tests)
+  bool thread_progress = false;  // --progress thread: dedicated engine threads
 };
 
 void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
-               "          [--pmtu 256..4096] [--tx-depth N] [--gbn]\n"
+               "          [--pmtu 256..4096] [--tx-depth N] [--gbn] [--progress inline|thread]\n"
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH]\n"
                "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--verify]\n"
                "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
@@ -94,9 +98,24 @@ struct BwTarget {
 // Bandwidth: keep tx_depth WRs in flight, every 16th signalled.  `resp` is
 // the receiving endpoint when it lives in this process (SEND needs receives,
 // which land in the target buffer).
+// How work reaches an engine: straight into the QP (inline progress), or
+// through an EngineRunner's inbox (dedicated engine thread).
+struct Poster {
+  rc::EngineRunner* runner = nullptr;
+  bool send(rc::Qp* qp, const rc::SendWr& w) const {
+    return runner != nullptr ? runner->post_send(qp, w)
+                             : qp->post_send(w) == rc::Qp::PostResult::kOk;
+  }
+  bool recv(rc::Qp* qp, const rc::RecvWr& w) const {
+    return runner != nullptr ? runner->post_recv(qp, w)
+                             : qp->post_recv(w) == rc::Qp::PostResult::kOk;
+  }
+};
+
 template <typename Poll>
 bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTarget dst,
-               uint32_t dst_lmr, size_t n, uint64_t iters, const Options& o, Poll poll) {
+               uint32_t dst_lmr, size_t n, uint64_t iters, const Options& o, Poll poll,
+               Poster preq = {}, Poster presp = {}) {
   const bool send = o.op == "send";
   if (send && resp == nullptr) {
     std::fprintf(stderr, "dpdat-perf: --op send is only measured in-process so far\n");
@@ -116,17 +135,17 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   w.rkey = dst.rkey;
   while (completed < iters) {
     if (send) {
-      while (recvs < iters && recvs < posted + o.tx_depth && resp->qp->recv_queue_used() < 200) {
+      while (recvs < iters && recvs < posted + o.tx_depth && recvs - posted < 200) {
         rc::RecvWr r;
         r.num_sge = 1;
         r.sge[0] = rc::Sge{dst_lmr, dst.va, n};
-        if (resp->qp->post_recv(r) != rc::Qp::PostResult::kOk) break;
+        if (!presp.recv(resp->qp, r)) break;
         ++recvs;
       }
     }
     while (posted < iters && posted - completed < o.tx_depth && (!send || posted < recvs)) {
       w.flags = ((posted + 1) % kSig == 0 || posted + 1 == iters) ? rc::wr_flag::kSignaled : 0u;
-      if (req.qp->post_send(w) != rc::Qp::PostResult::kOk) break;
+      if (!preq.send(req.qp, w)) break;
       ++posted;
     }
     poll();
@@ -168,9 +187,14 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   return true;
 }
 
-bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
+bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
+            rc::EngineRunner* ra = nullptr, rc::EngineRunner* rb = nullptr) {
   Reg src, dst;
   if (!reg(lo.a(), n, &src) || !reg(lo.b(), n, &dst)) return false;
+  if (ra != nullptr)
+    return run_bw_to(
+        lo.a(), &lo.b(), src, BwTarget{dst.va(), dst.lmr}, dst.lmr, n, iters, o,
+        [] { std::this_thread::yield(); }, Poster{ra}, Poster{rb});
   return run_bw_to(lo.a(), &lo.b(), src, BwTarget{dst.va(), dst.lmr}, dst.lmr, n, iters, o,
                    [&] { lo.poll(); });
 }
@@ -189,12 +213,31 @@ void print_lat(size_t n, uint64_t iters, std::vector<double>& samples) {
 
 // Latency: ping-pong of RDMA WRITEs; each side waits for the peer's write to
 // land in memory (polling the last byte), as perftest's write_lat does.
-bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
+// Reads a byte another thread (an engine thread) may be writing.
+uint8_t peek(const uint8_t& b) {
+  return std::atomic_ref<const uint8_t>(b).load(std::memory_order_acquire);
+}
+
+bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
+             rc::EngineRunner* ra = nullptr, rc::EngineRunner* rb = nullptr) {
   (void)o;
   Reg a_src, a_dst, b_src, b_dst;
   if (!reg(lo.a(), n, &a_src) || !reg(lo.a(), n, &a_dst) || !reg(lo.b(), n, &b_src) ||
       !reg(lo.b(), n, &b_dst))
     return false;
+  const Poster pa{ra}, pb{rb};
+  auto wait = [&](auto pred) {
+    const uint64_t end = tools::now_ns() + 1'000'000'000;
+    while (!pred()) {
+      if (tools::now_ns() > end) return false;
+      if (ra != nullptr) {
+        std::this_thread::yield();
+      } else {
+        lo.poll();
+      }
+    }
+    return true;
+  };
   const size_t last = n == 0 ? 0 : n - 1;
   std::vector<double> samples;
   samples.reserve(iters);
@@ -203,22 +246,20 @@ bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters) {
     const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
     a_src.bytes[last] = tag;
     const uint64_t t0 = tools::now_ns();
-    if (lo.a().qp->post_send(make_wr(Options{}, a_src, b_dst, std::max<size_t>(n, 1), false)) !=
-        rc::Qp::PostResult::kOk)
+    if (!pa.send(lo.a().qp, make_wr(Options{}, a_src, b_dst, std::max<size_t>(n, 1), false)))
       return false;
-    if (!lo.run_until([&] { return b_dst.bytes[last] == tag; }, 1'000'000'000)) return false;
+    if (!wait([&] { return peek(b_dst.bytes[last]) == tag; })) return false;
     b_src.bytes[last] = tag;
-    if (lo.b().qp->post_send(make_wr(Options{}, b_src, a_dst, std::max<size_t>(n, 1), false)) !=
-        rc::Qp::PostResult::kOk)
+    if (!pb.send(lo.b().qp, make_wr(Options{}, b_src, a_dst, std::max<size_t>(n, 1), false)))
       return false;
-    if (!lo.run_until([&] { return a_dst.bytes[last] == tag; }, 1'000'000'000)) return false;
+    if (!wait([&] { return peek(a_dst.bytes[last]) == tag; })) return false;
     const uint64_t t1 = tools::now_ns();
     if (i >= 100) samples.push_back(static_cast<double>(t1 - t0) / 2e3);  // half round trip, us
     while (lo.a().scq->pop(&c) || lo.b().scq->pop(&c)) {
     }
   }
-  // Let the unsignalled WRITEs' ACKs drain before the next size.
-  lo.run_until([&] { return lo.a().engine->idle() && lo.b().engine->idle(); }, 1'000'000'000);
+  if (ra == nullptr)  // let the unsignalled WRITEs' ACKs drain before the next size
+    lo.run_until([&] { return lo.a().engine->idle() && lo.b().engine->idle(); }, 1'000'000'000);
   print_lat(n, iters, samples);
   return true;
 }
@@ -549,6 +590,13 @@ int main(int argc, char** argv) {
       o.oob = next();
     } else if (a == "--verify") {
       o.verify = true;
+    } else if (a == "--progress" && i + 1 < argc) {
+      const std::string m = next();
+      if (m != "inline" && m != "thread") {
+        usage(argv[0]);
+        return 2;
+      }
+      o.thread_progress = m == "thread";
     } else if (a == "--loss" && i + 1 < argc) {
       o.loss = std::stod(next());
     } else {
@@ -595,9 +643,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
     return 1;
   }
-  std::printf("dpdat-perf: RDMA %s, in-process net_ring link, inline progress, PMTU %u, %s\n",
-              o.op.c_str(), lo.a().qp->config().pmtu,
-              eal.hugepages ? "hugepages" : "no hugepages (--no-huge)");
+  std::unique_ptr<rc::EngineRunner> ra, rb;
+  if (o.thread_progress) {
+    // One engine thread per endpoint; this thread only posts and reaps.
+    rc::RunnerConfig rcfg;
+    rcfg.policy = rc::IdlePolicy::kBackoff;
+    ra = std::make_unique<rc::EngineRunner>(*lo.a().engine, rcfg, &tools::now_ns);
+    rb = std::make_unique<rc::EngineRunner>(*lo.b().engine, rcfg, &tools::now_ns);
+    ra->start();
+    rb->start();
+  }
+  std::printf("dpdat-perf: RDMA %s, in-process net_ring link, %s progress, PMTU %u, %s\n",
+              o.op.c_str(), o.thread_progress ? "engine-thread" : "inline",
+              lo.a().qp->config().pmtu, eal.hugepages ? "hugepages" : "no hugepages (--no-huge)");
   if (o.bw) {
     std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations",
                 "BW peak[Gb/s]", "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
@@ -606,7 +664,7 @@ int main(int argc, char** argv) {
           o.iters != 0
               ? o.iters
               : std::clamp<uint64_t>((512ull << 20) / std::max<size_t>(n, 64), 1000, 100000);
-      if (!run_bw(lo, o, n, it)) return 1;
+      if (!run_bw(lo, o, n, it, ra.get(), rb.get())) return 1;
     }
   }
   if (o.lat) {
@@ -617,7 +675,7 @@ int main(int argc, char** argv) {
                 "t_min[us]", "t_median", "t_avg", "t_p99", "t_max");
     const std::vector<size_t> lat_sizes = o.sizes.size() == 1 ? o.sizes : std::vector<size_t>{8};
     for (size_t n : lat_sizes)
-      if (!run_lat(lo, o, n, o.iters != 0 ? o.iters : 10000)) return 1;
+      if (!run_lat(lo, o, n, o.iters != 0 ? o.iters : 10000, ra.get(), rb.get())) return 1;
   }
   return 0;
 }
