@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dpdk/port.hpp"
+#include "dpdk/telemetry.hpp"
 #include "rc/engine.hpp"
 #include "rc/mr_table.hpp"
 
@@ -28,6 +29,7 @@ struct Endpoint {
   std::unique_ptr<rc::CompletionQueue> scq, rcq;
   rc::Qp* qp = nullptr;
   uint32_t pz = 1;
+  std::string name;  // telemetry name of its engine
 };
 
 class Loopback {
@@ -50,6 +52,8 @@ class Loopback {
       rc::EngineConfig ec;
       ec.pmtu = 4096;
       e.engine = std::make_unique<rc::Engine>(*e.port, *e.mr, ec);
+      e.name = pc.name;
+      dpdk::telemetry_add_engine(e.name, e.engine.get());
       e.scq = std::make_unique<rc::CompletionQueue>(cq_depth);
       e.rcq = std::make_unique<rc::CompletionQueue>(cq_depth);
       rc::QpConfig q = qcfg;
@@ -101,6 +105,7 @@ class Loopback {
 
   ~Loopback() {
     for (auto& e : ep_) {
+      if (!e.name.empty()) dpdk::telemetry_remove_engine(e.name);
       e.engine.reset();  // returns its mbufs before the port's pool goes
       e.port.reset();
     }

@@ -290,6 +290,10 @@ bool parse_ip(const std::string& s, uint32_t* ip) {
 }
 
 struct Remote {
+  ~Remote() {
+    if (!ep.name.empty()) dpdk::telemetry_remove_engine(ep.name);
+    ep.engine.reset();  // its mbufs go back before the port's pool
+  }
   tools::Endpoint ep;
   Reg buf;  // the region the peer writes into / reads from
   Reg aux;  // latency: our outgoing pong source
@@ -332,6 +336,8 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   rc::EngineConfig ec;
   ec.pmtu = 4096;
   r->ep.engine = std::make_unique<rc::Engine>(*r->ep.port, *r->ep.mr, ec);
+  r->ep.name = o.server ? "perf-server" : "perf-client";
+  dpdk::telemetry_add_engine(r->ep.name, r->ep.engine.get());  // /dpdat/engine,<name>
   r->ep.scq = std::make_unique<rc::CompletionQueue>(8192);
   r->ep.rcq = std::make_unique<rc::CompletionQueue>(8192);
   rc::QpConfig q;

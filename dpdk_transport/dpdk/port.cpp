@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "eal.hpp"
+#include "telemetry.hpp"
 
 namespace dpdat::dpdk {
 namespace {
@@ -121,6 +122,8 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   std::memcpy(p->mac_.data(), mac.addr_bytes, 6);
   rte_eth_promiscuous_enable(port_id);  // virtual links share segments; we filter by IP/QPN
   p->rx_tmp_.resize(64);
+  telemetry_init();
+  telemetry_add_port(p.get());
   return p;
 }
 
@@ -138,6 +141,7 @@ bool Port::find(const std::string& prefix, uint16_t* port_id) {
 }
 
 Port::~Port() {
+  telemetry_remove_port(this);
   if (started_) {
     rte_eth_dev_stop(port_id_);
     rte_eth_dev_close(port_id_);

@@ -62,6 +62,11 @@ class Engine {
   uint64_t next_timer_deadline() const;
 
   const EngineCounters& counters() const { return ctr_; }
+  template <typename Fn>
+  void for_each_qp(Fn fn) const {
+    for (const auto& qp : qps_)
+      if (qp != nullptr) fn(*qp);
+  }
   MrTable& mr() { return mr_; }
   const EngineConfig& config() const { return cfg_; }
 

@@ -1,0 +1,151 @@
+#include "telemetry.hpp"
+
+#include <rte_telemetry.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace dpdat::dpdk {
+namespace {
+
+std::mutex g_mu;
+std::map<uint16_t, const Port*> g_ports;
+std::map<std::string, const rc::Engine*> g_engines;
+
+void fill(rte_tel_data* d, const std::map<std::string, uint64_t>& m) {
+  rte_tel_data_start_dict(d);
+  for (const auto& [k, v] : m) rte_tel_data_add_dict_u64(d, k.c_str(), v);
+}
+
+int cmd_ports(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+  for (const auto& [id, p] : g_ports) rte_tel_data_add_array_int(d, id);
+  return 0;
+}
+
+int cmd_port(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr || *params == '\0') return -1;
+  char* end = nullptr;
+  const unsigned long id = std::strtoul(params, &end, 10);
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_ports.find(static_cast<uint16_t>(id));
+  if (*end != '\0' || it == g_ports.end()) return -1;
+  fill(d, port_counters(*it->second));
+  return 0;
+}
+
+int cmd_engines(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+  for (const auto& [name, e] : g_engines) rte_tel_data_add_array_string(d, name.c_str());
+  return 0;
+}
+
+int cmd_engine(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr) return -1;
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_engines.find(params);
+  if (it == g_engines.end()) return -1;
+  fill(d, engine_counters(*it->second));
+  return 0;
+}
+
+}  // namespace
+
+bool telemetry_init() {
+  static bool ok = [] {
+    return rte_telemetry_register_cmd("/dpdat/ports", cmd_ports, "dpdat port ids") == 0 &&
+           rte_telemetry_register_cmd("/dpdat/port", cmd_port,
+                                      "dpdat port counters. Parameters: int port_id") == 0 &&
+           rte_telemetry_register_cmd("/dpdat/engines", cmd_engines, "dpdat engine names") == 0 &&
+           rte_telemetry_register_cmd("/dpdat/engine", cmd_engine,
+                                      "dpdat engine and queue-pair counters. Parameters: name") ==
+               0;
+  }();
+  return ok;
+}
+
+void telemetry_add_port(const Port* port) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_ports[port->port_id()] = port;
+}
+void telemetry_remove_port(const Port* port) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_ports.find(port->port_id());
+  if (it != g_ports.end() && it->second == port) g_ports.erase(it);
+}
+void telemetry_add_engine(const std::string& name, const rc::Engine* engine) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_engines[name] = engine;
+}
+void telemetry_remove_engine(const std::string& name) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_engines.erase(name);
+}
+
+std::map<std::string, uint64_t> port_counters(const Port& p) {
+  const PortCounters& c = p.counters();
+  return {{"rx_packets", c.rx_packets},
+          {"rx_bytes", c.rx_bytes},
+          {"tx_packets", c.tx_packets},
+          {"tx_bytes", c.tx_bytes},
+          {"rx_arp", c.rx_arp},
+          {"tx_arp", c.tx_arp},
+          {"rx_multiseg_dropped", c.rx_multiseg_dropped},
+          {"rx_injected_drops", c.rx_injected_drops},
+          {"tx_alloc_fail", c.tx_alloc_fail},
+          {"tx_full", c.tx_full},
+          {"mtu", p.mtu()}};
+}
+
+std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
+  const rc::EngineCounters& c = e.counters();
+  std::map<std::string, uint64_t> m = {{"rx_frames", c.rx_frames},
+                                       {"rx_dropped_parse", c.rx_dropped_parse},
+                                       {"rx_no_qp", c.rx_no_qp},
+                                       {"tx_frames", c.tx_frames},
+                                       {"tx_backpressure", c.tx_backpressure},
+                                       {"tx_alloc_fail", c.tx_alloc_fail},
+                                       {"timers_fired", c.timers_fired}};
+  for (size_t r = 1; r < static_cast<size_t>(wire::Reject::kCount); ++r)
+    m["rx_reject_" + std::string(wire::reject_name(static_cast<wire::Reject>(r)))] = c.rx_reject[r];
+  rc::QpCounters sum;
+  uint64_t qps = 0;
+  e.for_each_qp([&](const rc::Qp& qp) {
+    const rc::QpCounters& q = qp.counters();
+    ++qps;
+    sum.tx_packets += q.tx_packets;
+    sum.rx_packets += q.rx_packets;
+    sum.retransmits += q.retransmits + q.sr_resends;
+    sum.timeouts += q.timeouts;
+    sum.rnr_naks_rx += q.rnr_naks_rx;
+    sum.rnr_naks_tx += q.rnr_naks_tx;
+    sum.seq_naks_rx += q.seq_naks_rx;
+    sum.seq_naks_tx += q.seq_naks_tx;
+    sum.duplicates_rx += q.duplicates_rx;
+    sum.out_of_order_rx += q.out_of_order_rx;
+    sum.acks_tx += q.acks_tx;
+    sum.acks_rx += q.acks_rx;
+    sum.cq_stalls += q.cq_stalls;
+    sum.tx_backpressure += q.tx_backpressure;
+  });
+  m["qps"] = qps;
+  m["qp_tx_packets"] = sum.tx_packets;
+  m["qp_rx_packets"] = sum.rx_packets;
+  m["qp_retransmits"] = sum.retransmits;
+  m["qp_timeouts"] = sum.timeouts;
+  m["qp_rnr_naks_rx"] = sum.rnr_naks_rx;
+  m["qp_rnr_naks_tx"] = sum.rnr_naks_tx;
+  m["qp_seq_naks_rx"] = sum.seq_naks_rx;
+  m["qp_seq_naks_tx"] = sum.seq_naks_tx;
+  m["qp_duplicates_rx"] = sum.duplicates_rx;
+  m["qp_out_of_order_rx"] = sum.out_of_order_rx;
+  m["qp_acks_tx"] = sum.acks_tx;
+  m["qp_acks_rx"] = sum.acks_rx;
+  m["qp_cq_stalls"] = sum.cq_stalls;
+  m["qp_tx_backpressure"] = sum.tx_backpressure;
+  return m;
+}
+
+}  // namespace dpdat::dpdk
