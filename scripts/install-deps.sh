@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential g++ clang cmake pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-  libdpdk-dev dpdk libnuma-dev
+  libdpdk-dev dpdk dpdk-dev libnuma-dev
   libdapl-dev dapl2-utils
   tshark iproute2 procps
   clang-format clang-tidy
