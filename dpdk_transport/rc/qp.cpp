@@ -54,45 +54,26 @@ Pos pos_of(uint32_t idx, uint32_t n) {
   return idx + 1 == n ? Pos::kLast : Pos::kMiddle;
 }
 
-Opcode send_opcode(Pos p, bool imm) {
-  switch (p) {
-    case Pos::kOnly:
-      return imm ? Opcode::kSendOnlyImm : Opcode::kSendOnly;
-    case Pos::kFirst:
-      return Opcode::kSendFirst;
-    case Pos::kMiddle:
-      return Opcode::kSendMiddle;
-    case Pos::kLast:
-      return imm ? Opcode::kSendLastImm : Opcode::kSendLast;
-  }
-  return Opcode::kSendOnly;
+// Segment opcodes by message kind, position and immediate data, indexed
+// [kind][pos][imm] with Pos order {only, first, middle, last}.
+enum class Seg : uint8_t { kSend, kWrite, kReadResp };
+constexpr Opcode kSegOpcode[3][4][2] = {{{Opcode::kSendOnly, Opcode::kSendOnlyImm},
+                                         {Opcode::kSendFirst, Opcode::kSendFirst},
+                                         {Opcode::kSendMiddle, Opcode::kSendMiddle},
+                                         {Opcode::kSendLast, Opcode::kSendLastImm}},
+                                        {{Opcode::kWriteOnly, Opcode::kWriteOnlyImm},
+                                         {Opcode::kWriteFirst, Opcode::kWriteFirst},
+                                         {Opcode::kWriteMiddle, Opcode::kWriteMiddle},
+                                         {Opcode::kWriteLast, Opcode::kWriteLastImm}},
+                                        {{Opcode::kReadRespOnly, Opcode::kReadRespOnly},
+                                         {Opcode::kReadRespFirst, Opcode::kReadRespFirst},
+                                         {Opcode::kReadRespMiddle, Opcode::kReadRespMiddle},
+                                         {Opcode::kReadRespLast, Opcode::kReadRespLast}}};
+constexpr Opcode seg_opcode(Seg k, Pos p, bool imm = false) {
+  return kSegOpcode[static_cast<size_t>(k)][static_cast<size_t>(p)][imm ? 1 : 0];
 }
-Opcode write_opcode(Pos p, bool imm) {
-  switch (p) {
-    case Pos::kOnly:
-      return imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
-    case Pos::kFirst:
-      return Opcode::kWriteFirst;
-    case Pos::kMiddle:
-      return Opcode::kWriteMiddle;
-    case Pos::kLast:
-      return imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
-  }
-  return Opcode::kWriteOnly;
-}
-Opcode read_resp_opcode(Pos p) {
-  switch (p) {
-    case Pos::kOnly:
-      return Opcode::kReadRespOnly;
-    case Pos::kFirst:
-      return Opcode::kReadRespFirst;
-    case Pos::kMiddle:
-      return Opcode::kReadRespMiddle;
-    case Pos::kLast:
-      return Opcode::kReadRespLast;
-  }
-  return Opcode::kReadRespOnly;
-}
+static_assert(seg_opcode(Seg::kWrite, Pos::kLast, true) == Opcode::kWriteLastImm);
+static_assert(seg_opcode(Seg::kSend, Pos::kOnly, true) == Opcode::kSendOnlyImm);
 
 // IBA 9.7.5.2.4/9.9: a NAK code received maps to a requester completion status.
 WcStatus status_of_nak(uint8_t code) {
@@ -430,7 +411,8 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now) {
         s.va = w.wr.remote_va + off;
         s.dma_len = static_cast<uint32_t>(len);
       } else {
-        s = base_spec(is_send ? send_opcode(p, imm) : write_opcode(p, imm), psn);
+        s = base_spec(is_send ? seg_opcode(Seg::kSend, p, imm) : seg_opcode(Seg::kWrite, p, imm),
+                      psn);
         s.va = w.wr.remote_va;
         s.dma_len = static_cast<uint32_t>(w.total_len);
       }
@@ -689,7 +671,7 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
       return;
     }
     const Pos p = pos_of(w.resp_pkts, w.npkts);
-    const Opcode want = read_resp_opcode(p);
+    const Opcode want = seg_opcode(Seg::kReadResp, p);
     const uint64_t off = uint64_t{w.resp_pkts} * cfg_.pmtu;
     const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - off);
     if (v.opcode != want || v.payload.size() != want_len) {
@@ -1149,7 +1131,7 @@ bool Qp::respond_emit(uint64_t now) {
       const Pos p = pos_of(j.next_pkt, j.npkts);
       const uint64_t off = uint64_t{j.next_pkt} * cfg_.pmtu;
       const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);
-      wire::BuildSpec s = base_spec(read_resp_opcode(p), j.psn);
+      wire::BuildSpec s = base_spec(seg_opcode(Seg::kReadResp, p), j.psn);
       s.syndrome = aeth::make(aeth::kAck, aeth::kCreditsInvalid);
       s.msn = msn_;
       // Re-check every packet: a READ response may be emitted (or replayed)
