@@ -117,10 +117,9 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
                uint32_t dst_lmr, size_t n, uint64_t iters, const Options& o, Poll poll,
                Poster preq = {}, Poster presp = {}) {
   const bool send = o.op == "send";
-  if (send && resp == nullptr) {
-    std::fprintf(stderr, "dpdat-perf: --op send is only measured in-process so far\n");
-    return false;
-  }
+  // SEND needs receives: posted here when the receiver is in this process,
+  // by the peer (dpdat-perf --server keeps its receive queue full) otherwise.
+  const bool local_recvs = send && resp != nullptr;
   uint64_t posted = 0, completed = 0, recvs = 0;
   const uint32_t kSig = 16;
   std::vector<uint64_t> stamps;
@@ -134,7 +133,7 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   w.remote_va = dst.va;
   w.rkey = dst.rkey;
   while (completed < iters) {
-    if (send) {
+    if (local_recvs) {
       while (recvs < iters && recvs < posted + o.tx_depth && recvs - posted < 200) {
         rc::RecvWr r;
         r.num_sge = 1;
@@ -143,7 +142,7 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
         ++recvs;
       }
     }
-    while (posted < iters && posted - completed < o.tx_depth && (!send || posted < recvs)) {
+    while (posted < iters && posted - completed < o.tx_depth && (!local_recvs || posted < recvs)) {
       w.flags = ((posted + 1) % kSig == 0 || posted + 1 == iters) ? rc::wr_flag::kSignaled : 0u;
       if (!preq.send(req.qp, w)) break;
       ++posted;
@@ -275,6 +274,7 @@ struct Hello {
   uint64_t buf_len;
 };
 enum : uint32_t { kCmdBw = 1, kCmdLat = 2, kCmdDone = 3 };
+enum : uint32_t { kOpWrite = 0, kOpRead = 1, kOpSend = 2 };  // Cmd::pad for kCmdBw
 struct Cmd {
   uint32_t kind;
   uint32_t pad;
@@ -401,9 +401,38 @@ int run_server(const Options& o, size_t max_size) {
   if (!remote_setup(o, max_size, &r, &oob)) return 1;
   std::printf("dpdat-perf server: QP 0x%x on %s, waiting for the client's tests\n", r.ep.qp->qpn(),
               o.vdev.c_str());
+  Cmd c{};
   for (;;) {
-    while (!oob.readable()) r.poll();  // passive side of bandwidth tests
-    Cmd c{};
+    // Passive side of bandwidth tests; for SEND keep the receive queue full
+    // (every message lands at the start of our buffer, the client reads it
+    // back to verify).
+    const bool recv_mode = c.kind == kCmdBw && c.pad == kOpSend;
+    uint64_t recv_errors = 0;
+    while (!oob.readable()) {
+      if (recv_mode) {
+        rc::RecvWr rw;
+        rw.num_sge = 1;
+        // Full-size receives: ones left over from a smaller round still fit.
+        rw.sge[0] = rc::Sge{r.buf.lmr, r.buf.va(), r.buf.bytes.size() / 2};
+        while (r.ep.qp->recv_queue_used() < r.ep.qp->config().rq_depth &&
+               r.ep.qp->post_recv(rw) == rc::Qp::PostResult::kOk) {
+        }
+        rc::Completion rc_;
+        while (r.ep.rcq->pop(&rc_))
+          if (rc_.status != rc::WcStatus::kSuccess || rc_.byte_len != c.size) ++recv_errors;
+      }
+      r.poll();
+    }
+    if (recv_mode) {  // completions of this round that arrived with the next command
+      rc::Completion rc_;
+      while (r.ep.rcq->pop(&rc_))
+        if (rc_.status != rc::WcStatus::kSuccess || rc_.byte_len != c.size) ++recv_errors;
+    }
+    if (recv_errors != 0) {
+      std::fprintf(stderr, "dpdat-perf server: %" PRIu64 " receive completions in error\n",
+                   recv_errors);
+      return 1;
+    }
     if (!oob.recv(&c) || c.kind == kCmdDone) break;
     if (c.kind == kCmdLat) {
       // Echo: every time the client's tag lands in our buffer, write it back.
@@ -482,7 +511,7 @@ int run_client(const Options& o, size_t max_size) {
     std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations",
                 "BW peak[Gb/s]", "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
     for (size_t n : o.sizes) {
-      const Cmd c{kCmdBw, 0, n, 0};
+      const Cmd c{kCmdBw, o.op == "send" ? kOpSend : o.op == "read" ? kOpRead : kOpWrite, n, 0};
       if (!oob.send(c)) return 1;
       const uint64_t it =
           o.iters != 0 ? o.iters
@@ -491,7 +520,7 @@ int run_client(const Options& o, size_t max_size) {
       if (!run_bw_to(r.ep, nullptr, src, t, 0, n, it, o, [&] { r.poll(); })) rc_ = 1;
       if (rc_ == 0 && o.verify) {
         bool ok = read_back(r, back, n);
-        if (ok && o.op == "write")
+        if (ok && (o.op == "write" || o.op == "send"))
           ok = std::equal(src.bytes.begin(), src.bytes.begin() + static_cast<long>(n),
                           back.bytes.begin());
         if (ok && o.op == "read") {

@@ -29,6 +29,14 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*"; echo "--- server log"; cat "$TMP/server.log" 2>/dev/null; echo "--- client log"; cat "$TMP/client.log" 2>/dev/null; exit 1; }
 
+# run_ops: run_pair once per operation (RDMA WRITE, RDMA READ, SEND), each verified.
+run_ops() {
+  for op in write read send; do
+    echo "== $MODE: $op"
+    run_pair "$@" --op "$op"
+  done
+}
+
 # run_pair "server-prefix" "server vdev" "client-prefix" "client vdev" [extra args]
 run_pair() {
   local sp=$1 sv=$2 cp=$3 cv=$4
@@ -70,11 +78,11 @@ veth_pair() {
 case "$MODE" in
   memif)
     MEMIF=1
-    run_pair "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
     ;;
   memif-loss)
     MEMIF=1
-    run_pair "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
+    run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
     ;;
   af_packet|af_packet-loss)
     veth_pair
@@ -89,7 +97,7 @@ case "$MODE" in
       fi
     fi
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
-    run_pair "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+    run_ops "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
              "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF" "${extra[@]}"
     ;;
   tap)
