@@ -681,23 +681,30 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
     w.resp_pkts++;
     read_gap_pending_ = false;
-    if (w.resp_pkts == w.npkts) {
-      w.done = true;
-      if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
-    }
-    // A READ response implicitly acknowledges every earlier request.
-    if (Psn::diff(psn, acked_psn_) > 0) {
-      note_acked(psn, now);
-    } else {
-      complete_in_order(now);
-      arm_retransmit(now);
-    }
-    retries_left_ = cfg_.retry_count;
-    backoff_ = 0;
-    engine_.activate(this);
+    if (w.resp_pkts == w.npkts) finish_rd_atomic(w);
+    after_response(psn, now);
     return;
   }
   ctr_.duplicates_rx++;  // no READ expects it: a late duplicate
+}
+
+void Qp::finish_rd_atomic(SendWqe& w) {
+  w.done = true;
+  if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+}
+
+// A READ response or atomic ACK made progress; it also acknowledges every
+// earlier request (IBA 9.7.5.1.3), and makes room for more READs / atomics.
+void Qp::after_response(Psn psn, uint64_t now) {
+  if (Psn::diff(psn, acked_psn_) > 0) {
+    note_acked(psn, now);
+  } else {
+    complete_in_order(now);
+    arm_retransmit(now);
+  }
+  retries_left_ = cfg_.retry_count;
+  backoff_ = 0;
+  engine_.activate(this);
 }
 
 void Qp::on_atomic_ack(const wire::PacketView& v, uint64_t now) {
@@ -709,15 +716,8 @@ void Qp::on_atomic_ack(const wire::PacketView& v, uint64_t now) {
     if (!(w.first_psn == psn)) continue;
     const uint64_t orig = v.atomic_ack->orig.value();
     std::memcpy(w.host[0], &orig, sizeof orig);
-    w.done = true;
-    if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
-    if (Psn::diff(psn, acked_psn_) > 0) {
-      note_acked(psn, now);
-    } else {
-      complete_in_order(now);
-      arm_retransmit(now);
-    }
-    engine_.activate(this);  // room for more READs / atomics
+    finish_rd_atomic(w);
+    after_response(psn, now);
     return;
   }
   ctr_.duplicates_rx++;

@@ -145,6 +145,8 @@ class Qp {
   void on_read_response(const wire::PacketView& v, uint64_t now);
   void on_atomic_ack(const wire::PacketView& v, uint64_t now);
   void note_acked(wire::Psn psn, uint64_t now);
+  void finish_rd_atomic(SendWqe& w);
+  void after_response(wire::Psn psn, uint64_t now);
 
   // responder
   void on_request(const wire::PacketView& v, uint64_t now);

@@ -56,7 +56,8 @@ void parse_and_check(const uint8_t* data, size_t size, const ParseOptions& opts)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   parse_and_check(data, size, ParseOptions{});
   parse_and_check(data, size, ParseOptions{.pmtu = 1024, .full_segments = false});
-  parse_and_check(data, size, ParseOptions{.pmtu = 256, .check_ip_checksum = false, .check_icrc = false});
+  parse_and_check(data, size,
+                  ParseOptions{.pmtu = 256, .check_ip_checksum = false, .check_icrc = false});
   // Most random inputs die at the ICRC; also feed the input with a repaired
   // IPv4 checksum and ICRC so the deeper checks see mutations.
   if (size >= kL2L3L4Size + sizeof(Bth) + kIcrcSize) {
