@@ -5,6 +5,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "eal.hpp"
@@ -35,23 +36,31 @@ std::string errstr(const char* what, int rc) {
 }  // namespace
 
 bool Port::make_ring_link(const std::string& name, uint16_t* port_a, uint16_t* port_b,
-                          std::string* err) {
+                          std::string* err, uint16_t queues) {
   const auto& eal = eal_init();
   if (!eal.ok) {
     *err = eal.error;
     return false;
   }
-  const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
-  rte_ring* ab = rte_ring_create((name + "_ab").c_str(), 4096, SOCKET_ID_ANY, flags);
-  rte_ring* ba = rte_ring_create((name + "_ba").c_str(), 4096, SOCKET_ID_ANY, flags);
-  if (ab == nullptr || ba == nullptr) {
-    *err = errstr("rte_ring_create", 0);
-    rte_ring_free(ab);
-    rte_ring_free(ba);
+  if (queues == 0 || queues > 16) {
+    *err = "make_ring_link: 1..16 queues";
     return false;
   }
-  const int a = rte_eth_from_rings((name + "_a").c_str(), &ba, 1, &ab, 1, rte_socket_id());
-  const int b = rte_eth_from_rings((name + "_b").c_str(), &ab, 1, &ba, 1, rte_socket_id());
+  const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
+  std::vector<rte_ring*> ab(queues), ba(queues);
+  for (uint16_t q = 0; q < queues; ++q) {
+    const std::string sfx = std::to_string(q);
+    ab[q] = rte_ring_create((name + "_ab" + sfx).c_str(), 4096, SOCKET_ID_ANY, flags);
+    ba[q] = rte_ring_create((name + "_ba" + sfx).c_str(), 4096, SOCKET_ID_ANY, flags);
+    if (ab[q] == nullptr || ba[q] == nullptr) {
+      *err = errstr("rte_ring_create", 0);
+      return false;
+    }
+  }
+  const int a = rte_eth_from_rings((name + "_a").c_str(), ba.data(), queues, ab.data(), queues,
+                                   rte_socket_id());
+  const int b = rte_eth_from_rings((name + "_b").c_str(), ab.data(), queues, ba.data(), queues,
+                                   rte_socket_id());
   if (a < 0 || b < 0) {
     *err = errstr("rte_eth_from_rings", 0);
     return false;
@@ -72,7 +81,6 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     return nullptr;
   }
   std::unique_ptr<Port> p(new Port(port_id, cfg));
-  p->rng_ = cfg.loss_seed * 0x9E3779B97F4A7C15ull + 1;
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(port_id, &info); rc != 0) {
     *err = errstr("rte_eth_dev_info_get", rc);
@@ -80,7 +88,9 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   }
   // Size the pool from the descriptor rings plus bursts in flight on the
   // engine (built frames, cache) with headroom for per-lcore caches.
-  const uint32_t nmbufs = uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u + 512u;
+  const uint16_t nq = std::max<uint16_t>(
+      1, std::min<uint16_t>({cfg.queues, info.max_rx_queues, info.max_tx_queues}));
+  const uint32_t nmbufs = (uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u) * nq + 512u;
   const std::string pool_name = cfg.name + "_mp" + std::to_string(port_id);
   p->pool_ =
       rte_pktmbuf_pool_create(pool_name.c_str(), nmbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE + 4096,
@@ -92,7 +102,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   rte_eth_conf conf{};
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-  if (int rc = rte_eth_dev_configure(port_id, 1, 1, &conf); rc != 0) {
+  if (int rc = rte_eth_dev_configure(port_id, nq, nq, &conf); rc != 0) {
     *err = errstr("rte_eth_dev_configure", rc);
     return nullptr;
   }
@@ -100,13 +110,22 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nrx, &ntx);
   const int sock = rte_eth_dev_socket_id(port_id);
   const unsigned socket = sock < 0 ? rte_socket_id() : static_cast<unsigned>(sock);
-  if (int rc = rte_eth_rx_queue_setup(port_id, 0, nrx, socket, nullptr, p->pool_); rc != 0) {
-    *err = errstr("rte_eth_rx_queue_setup", rc);
-    return nullptr;
+  for (uint16_t q = 0; q < nq; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(port_id, q, nrx, socket, nullptr, p->pool_); rc != 0) {
+      *err = errstr("rte_eth_rx_queue_setup", rc);
+      return nullptr;
+    }
+    if (int rc = rte_eth_tx_queue_setup(port_id, q, ntx, socket, nullptr); rc != 0) {
+      *err = errstr("rte_eth_tx_queue_setup", rc);
+      return nullptr;
+    }
   }
-  if (int rc = rte_eth_tx_queue_setup(port_id, 0, ntx, socket, nullptr); rc != 0) {
-    *err = errstr("rte_eth_tx_queue_setup", rc);
-    return nullptr;
+  p->q_.resize(nq);
+  p->qio_.resize(nq);
+  for (uint16_t q = 0; q < nq; ++q) {
+    p->q_[q].rx_tmp.resize(64);
+    p->q_[q].rng = (cfg.loss_seed + q) * 0x9E3779B97F4A7C15ull + 1;
+    if (q > 0) p->qio_[q] = std::make_unique<QueueIo>(*p, q);
   }
   // MTU: as asked where the PMD allows it, otherwise whatever it has.
   uint16_t mtu = cfg.mtu;
@@ -121,7 +140,6 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   rte_eth_macaddr_get(port_id, &mac);
   std::memcpy(p->mac_.data(), mac.addr_bytes, 6);
   rte_eth_promiscuous_enable(port_id);  // virtual links share segments; we filter by IP/QPN
-  p->rx_tmp_.resize(64);
   telemetry_init();
   telemetry_add_port(p.get());
   return p;
@@ -157,9 +175,31 @@ uint32_t Port::max_pmtu() const {
   return 256;
 }
 
-uint16_t Port::rx_burst(rc::Frame* out, uint16_t max) {
-  if (rx_tmp_.size() < max) rx_tmp_.resize(max);
-  const uint16_t n = rte_eth_rx_burst(port_id_, 0, rx_tmp_.data(), max);
+PortCounters Port::counters() const {
+  PortCounters s;
+  for (const auto& q : q_) {
+    s.rx_packets += q.ctr.rx_packets;
+    s.rx_bytes += q.ctr.rx_bytes;
+    s.tx_packets += q.ctr.tx_packets;
+    s.tx_bytes += q.ctr.tx_bytes;
+    s.rx_arp += q.ctr.rx_arp;
+    s.tx_arp += q.ctr.tx_arp;
+    s.rx_multiseg_dropped += q.ctr.rx_multiseg_dropped;
+    s.rx_not_ip_dropped += q.ctr.rx_not_ip_dropped;
+    s.tx_alloc_fail += q.ctr.tx_alloc_fail;
+    s.tx_full += q.ctr.tx_full;
+    s.rx_injected_drops += q.ctr.rx_injected_drops;
+  }
+  return s;
+}
+
+uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
+  QueueState& qs = q_[qi];
+  PortCounters& ctr_ = qs.ctr;
+  if (qs.rx_tmp.size() < max) qs.rx_tmp.resize(max);
+  auto& rx_tmp_ = qs.rx_tmp;
+  auto& rng_ = qs.rng;
+  const uint16_t n = rte_eth_rx_burst(port_id_, qi, rx_tmp_.data(), max);
   uint16_t kept = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_tmp_[i];
@@ -171,7 +211,7 @@ uint16_t Port::rx_burst(rc::Frame* out, uint16_t max) {
       rte_pktmbuf_free(m);
       continue;
     }
-    if (handle_arp(data, m->data_len)) {
+    if (handle_arp(qi, data, m->data_len)) {
       rte_pktmbuf_free(m);
       continue;
     }
@@ -194,7 +234,8 @@ void Port::rx_release(rc::Frame* frames, uint16_t n) {
   for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(frames[i].handle));
 }
 
-uint16_t Port::tx_alloc(rc::Frame* out, uint16_t n, uint32_t size) {
+uint16_t Port::tx_alloc_q(uint16_t qi, rc::Frame* out, uint16_t n, uint32_t size) {
+  PortCounters& ctr_ = q_[qi].ctr;
   rte_mbuf* ms[64];
   if (n > 64) n = 64;
   if (rte_pktmbuf_alloc_bulk(pool_, ms, n) != 0) {
@@ -211,7 +252,8 @@ uint16_t Port::tx_alloc(rc::Frame* out, uint16_t n, uint32_t size) {
   return n;
 }
 
-uint16_t Port::tx_burst(rc::Frame* frames, uint16_t n) {
+uint16_t Port::tx_burst_q(uint16_t qi, rc::Frame* frames, uint16_t n) {
+  PortCounters& ctr_ = q_[qi].ctr;
   rte_mbuf* ms[64];
   if (n > 64) n = 64;
   for (uint16_t i = 0; i < n; ++i) {
@@ -220,16 +262,15 @@ uint16_t Port::tx_burst(rc::Frame* frames, uint16_t n) {
     m->pkt_len = frames[i].len;
     ms[i] = m;
   }
-  const uint16_t sent = rte_eth_tx_burst(port_id_, 0, ms, n);
+  const uint16_t sent = rte_eth_tx_burst(port_id_, qi, ms, n);
   for (uint16_t i = 0; i < sent; ++i) ctr_.tx_bytes += frames[i].len;
   ctr_.tx_packets += sent;
   if (sent < n) ctr_.tx_full++;
   return sent;
 }
 
-void Port::tx_free(rc::Frame* frames, uint16_t n) { rx_release(frames, n); }
-
-bool Port::handle_arp(const uint8_t* data, uint32_t len) {
+bool Port::handle_arp(uint16_t qi, const uint8_t* data, uint32_t len) {
+  PortCounters& ctr_ = q_[qi].ctr;
   if (len < sizeof(wire::EthHdr)) return false;
   const auto* eth = reinterpret_cast<const wire::EthHdr*>(data);
   if (eth->ether_type.value() != wire::kEtherTypeArp) return false;
@@ -239,13 +280,17 @@ bool Port::handle_arp(const uint8_t* data, uint32_t len) {
   if (a->htype.value() != 1 || a->ptype.value() != wire::kEtherTypeIpv4 || a->hlen != 6 ||
       a->plen != 4)
     return true;
-  arp_[a->spa.value()] = a->sha;  // learn the sender
+  {
+    std::lock_guard<std::mutex> lk(arp_mu_);
+    arp_[a->spa.value()] = a->sha;  // learn the sender
+  }
   if (a->op.value() == kArpRequest && a->tpa.value() == cfg_.ip && cfg_.ip != 0)
-    send_arp(kArpReply, a->sha, a->spa.value());
+    send_arp(qi, kArpReply, a->sha, a->spa.value());
   return true;
 }
 
-void Port::send_arp(uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip) {
+void Port::send_arp(uint16_t qi, uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip) {
+  PortCounters& ctr_ = q_[qi].ctr;
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (m == nullptr) {
     ctr_.tx_alloc_fail++;
@@ -272,7 +317,7 @@ void Port::send_arp(uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip) 
               len - sizeof(wire::EthHdr) - sizeof(ArpPacket));
   m->data_len = len;
   m->pkt_len = len;
-  if (rte_eth_tx_burst(port_id_, 0, &m, 1) != 1) {
+  if (rte_eth_tx_burst(port_id_, qi, &m, 1) != 1) {
     rte_pktmbuf_free(m);
     ctr_.tx_full++;
     return;
@@ -281,11 +326,14 @@ void Port::send_arp(uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip) 
 }
 
 bool Port::resolve(uint32_t ip, wire::MacAddr* mac) {
-  if (auto it = arp_.find(ip); it != arp_.end()) {
-    *mac = it->second;
-    return true;
+  {
+    std::lock_guard<std::mutex> lk(arp_mu_);
+    if (auto it = arp_.find(ip); it != arp_.end()) {
+      *mac = it->second;
+      return true;
+    }
   }
-  send_arp(kArpRequest, wire::MacAddr{}, ip);
+  send_arp(0, kArpRequest, wire::MacAddr{}, ip);
   return false;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,7 +30,8 @@ struct PortConfig {
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   uint16_t mtu = 1500;
-  uint32_t ip = 0;  // host byte order
+  uint16_t queues = 1;  // RX/TX queue pairs (one per engine lcore), as the PMD allows
+  uint32_t ip = 0;      // host byte order
   // Fault injection: drop this fraction of received RoCE frames (seeded, so
   // a run replays).  0 in production; tests use it for loss on real PMDs.
   double rx_loss = 0.0;
@@ -48,17 +50,40 @@ class Port final : public rc::PacketIo {
   static std::unique_ptr<Port> open(uint16_t port_id, const PortConfig& cfg, std::string* err);
   // Creates the in-process link: two net_ring ports joined by two rte_rings
   // (what one sends, the other receives).  Needs eal_init() first.
+  // With `queues` > 1, TX queue i of one port feeds RX queue i of the other.
   static bool make_ring_link(const std::string& name, uint16_t* port_a, uint16_t* port_b,
-                             std::string* err);
+                             std::string* err, uint16_t queues = 1);
   // The port whose device name starts with `prefix` ("" = the first port).
   static bool find(const std::string& prefix, uint16_t* port_id);
   ~Port() override;
 
-  uint16_t rx_burst(rc::Frame* out, uint16_t max) override;
+  // The Port itself is the packet I/O of queue 0; queue(q) of any queue.
+  // Each queue is used by one thread at a time (its engine's).
+  uint16_t rx_burst(rc::Frame* out, uint16_t max) override { return rx_burst_q(0, out, max); }
   void rx_release(rc::Frame* frames, uint16_t n) override;
-  uint16_t tx_alloc(rc::Frame* out, uint16_t n, uint32_t size) override;
-  uint16_t tx_burst(rc::Frame* frames, uint16_t n) override;
-  void tx_free(rc::Frame* frames, uint16_t n) override;
+  uint16_t tx_alloc(rc::Frame* out, uint16_t n, uint32_t size) override {
+    return tx_alloc_q(0, out, n, size);
+  }
+  uint16_t tx_burst(rc::Frame* frames, uint16_t n) override { return tx_burst_q(0, frames, n); }
+  void tx_free(rc::Frame* frames, uint16_t n) override { rx_release(frames, n); }
+
+  class QueueIo final : public rc::PacketIo {
+   public:
+    QueueIo(Port& p, uint16_t q) : p_(p), q_(q) {}
+    uint16_t rx_burst(rc::Frame* out, uint16_t max) override { return p_.rx_burst_q(q_, out, max); }
+    void rx_release(rc::Frame* f, uint16_t n) override { p_.rx_release(f, n); }
+    uint16_t tx_alloc(rc::Frame* out, uint16_t n, uint32_t size) override {
+      return p_.tx_alloc_q(q_, out, n, size);
+    }
+    uint16_t tx_burst(rc::Frame* f, uint16_t n) override { return p_.tx_burst_q(q_, f, n); }
+    void tx_free(rc::Frame* f, uint16_t n) override { p_.rx_release(f, n); }
+
+   private:
+    Port& p_;
+    uint16_t q_;
+  };
+  uint16_t queues() const { return static_cast<uint16_t>(q_.size()); }
+  rc::PacketIo& queue(uint16_t q) { return q == 0 ? static_cast<rc::PacketIo&>(*this) : *qio_[q]; }
 
   uint16_t port_id() const { return port_id_; }
   const wire::MacAddr& mac() const { return mac_; }
@@ -66,17 +91,30 @@ class Port final : public rc::PacketIo {
   uint16_t mtu() const { return mtu_; }
   // Largest RoCE path MTU that fits this port's MTU (IBA sizes 256..4096).
   uint32_t max_pmtu() const;
-  const PortCounters& counters() const { return ctr_; }
+  // Summed over the queues (each queue counts on its own thread).
+  PortCounters counters() const;
 
   // Neighbours.  resolve() answers from the cache; on a miss it sends an ARP
-  // request (at most one per call) and returns false: call again later.
-  void add_neighbor(uint32_t ip, const wire::MacAddr& mac) { arp_[ip] = mac; }
+  // request on queue 0 (at most one per call; call it from queue 0's thread)
+  // and returns false: call again later.  The cache is shared by all queues.
+  void add_neighbor(uint32_t ip, const wire::MacAddr& mac) {
+    std::lock_guard<std::mutex> lk(arp_mu_);
+    arp_[ip] = mac;
+  }
   bool resolve(uint32_t ip, wire::MacAddr* mac);
 
  private:
   Port(uint16_t port_id, const PortConfig& cfg) : port_id_(port_id), cfg_(cfg) {}
-  bool handle_arp(const uint8_t* data, uint32_t len);
-  void send_arp(uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip);
+  struct QueueState {
+    PortCounters ctr;
+    std::vector<rte_mbuf*> rx_tmp;
+    uint64_t rng = 0;  // xorshift state for rx_loss
+  };
+  uint16_t rx_burst_q(uint16_t q, rc::Frame* out, uint16_t max);
+  uint16_t tx_alloc_q(uint16_t q, rc::Frame* out, uint16_t n, uint32_t size);
+  uint16_t tx_burst_q(uint16_t q, rc::Frame* frames, uint16_t n);
+  bool handle_arp(uint16_t q, const uint8_t* data, uint32_t len);
+  void send_arp(uint16_t q, uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip);
 
   uint16_t port_id_;
   PortConfig cfg_;
@@ -84,10 +122,10 @@ class Port final : public rc::PacketIo {
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
   bool started_ = false;
-  PortCounters ctr_;
+  std::vector<QueueState> q_;
+  std::vector<std::unique_ptr<QueueIo>> qio_;  // [0] unused: the Port is queue 0
+  std::mutex arp_mu_;
   std::unordered_map<uint32_t, wire::MacAddr> arp_;
-  std::vector<rte_mbuf*> rx_tmp_;
-  uint64_t rng_ = 0;  // xorshift state for rx_loss
 };
 
 }  // namespace dpdat::dpdk

@@ -18,6 +18,7 @@ Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg)
   active_.reserve(cfg_.max_qps);
   active_next_.reserve(cfg_.max_qps);
   touched_.reserve(cfg_.burst);
+  release_.reserve(cfg_.burst * EngineGroup::kMaxEngines);
 }
 
 Engine::~Engine() {
@@ -139,30 +140,69 @@ uint32_t Engine::flush_tx() {
   return sent_total;
 }
 
+// Parses and delivers one received frame.  Returns false when the frame was
+// handed to another engine of the group (which then owns its buffer).
+bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
+  wire::PacketView v;
+  const wire::ParseOptions opts{.pmtu = cfg_.pmtu,
+                                .full_segments = false,
+                                .check_ip_checksum = !icrc_checked,
+                                .check_icrc = !icrc_checked};
+  const wire::Reject r = wire::parse_packet(std::span<const uint8_t>(f.data, f.len), opts, v);
+  if (r != wire::Reject::kNone) {
+    ctr_.rx_dropped_parse++;
+    ctr_.rx_reject[static_cast<size_t>(r)]++;
+    return true;
+  }
+  const uint32_t qpn = v.bth->dest_qp();
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) {
+    if (group_ != nullptr && !icrc_checked) {
+      const size_t owner = EngineGroup::owner(qpn);
+      if (owner < group_->size() && owner != group_index_) {
+        if (group_->ring(group_index_, owner).push(f)) {
+          ctr_.handed_off++;
+          return false;
+        }
+        ctr_.handoff_full++;  // the owner is behind: drop, the requester retransmits
+        return true;
+      }
+    }
+    ctr_.rx_no_qp++;
+    return true;
+  }
+  qp->on_packet(v, now);
+  if (std::find(touched_.begin(), touched_.end(), qp) == touched_.end()) touched_.push_back(qp);
+  return true;
+}
+
 uint32_t Engine::poll(uint64_t now) {
+  // Frames other engines of the group received for our queue pairs.
+  uint32_t moved = 0;
+  if (group_ != nullptr) {
+    release_.clear();
+    for (size_t from = 0; from < group_->size(); ++from) {
+      if (from == group_index_) continue;
+      Frame f;
+      auto& ring = group_->ring(from, group_index_);
+      for (uint16_t k = 0; k < cfg_.burst && ring.pop(&f); ++k) {
+        ctr_.handed_in++;
+        dispatch(f, now, /*icrc_checked=*/true);
+        release_.push_back(f);
+      }
+    }
+    moved += static_cast<uint32_t>(release_.size());
+    if (!release_.empty()) io_.rx_release(release_.data(), static_cast<uint16_t>(release_.size()));
+  }
   // RX before timers: an ACK already waiting in the RX queue must be seen
   // before a retransmission timer for the packets it acknowledges fires.
   const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
-  const wire::ParseOptions opts{.pmtu = cfg_.pmtu, .full_segments = false};
+  release_.clear();
   for (uint16_t i = 0; i < n; ++i) {
     ctr_.rx_frames++;
-    wire::PacketView v;
-    const wire::Reject r =
-        wire::parse_packet(std::span<const uint8_t>(rx_[i].data, rx_[i].len), opts, v);
-    if (r != wire::Reject::kNone) {
-      ctr_.rx_dropped_parse++;
-      ctr_.rx_reject[static_cast<size_t>(r)]++;
-      continue;
-    }
-    Qp* qp = find_qp(v.bth->dest_qp());
-    if (qp == nullptr) {
-      ctr_.rx_no_qp++;
-      continue;
-    }
-    qp->on_packet(v, now);
-    if (std::find(touched_.begin(), touched_.end(), qp) == touched_.end()) touched_.push_back(qp);
+    if (dispatch(rx_[i], now, /*icrc_checked=*/false)) release_.push_back(rx_[i]);
   }
-  if (n > 0) io_.rx_release(rx_.data(), n);
+  if (!release_.empty()) io_.rx_release(release_.data(), static_cast<uint16_t>(release_.size()));
   for (Qp* qp : touched_) qp->end_of_burst(now);
   touched_.clear();
 
@@ -175,7 +215,7 @@ uint32_t Engine::poll(uint64_t now) {
     if (qp->progress(now)) activate(qp);
   }
   const uint32_t sent = flush_tx();
-  return n + sent;
+  return n + moved + sent;
 }
 
 bool Engine::idle() const {

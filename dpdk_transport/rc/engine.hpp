@@ -16,6 +16,7 @@
 #include <queue>
 #include <vector>
 
+#include "engine_group.hpp"
 #include "mr_table.hpp"
 #include "packet_io.hpp"
 #include "qp.hpp"
@@ -34,7 +35,7 @@ struct EngineConfig {
 
 struct EngineCounters {
   uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0, tx_backpressure = 0,
-           tx_alloc_fail = 0, timers_fired = 0;
+           tx_alloc_fail = 0, timers_fired = 0, handed_off = 0, handoff_full = 0, handed_in = 0;
   uint64_t rx_reject[static_cast<size_t>(wire::Reject::kCount)] = {};
 };
 
@@ -51,6 +52,14 @@ class Engine {
   void destroy_qp(Qp* qp);
   Qp* find_qp(uint32_t qpn) const;
 
+  // Joins a group as engine `index` (its qpn_base must be
+  // EngineGroup::qpn_base(index)); frames for other members' QPNs are handed
+  // over instead of dropped.  Set up before the engines run.
+  void join_group(EngineGroup* group, size_t index) {
+    group_ = group;
+    group_index_ = index;
+  }
+
   // One iteration of the loop.  Returns the number of frames received plus
   // sent, so a caller can back off when it stays 0.
   uint32_t poll(uint64_t now_ns);
@@ -58,7 +67,13 @@ class Engine {
   bool idle() const;
   // True when nothing can progress before new input or a timer: no active
   // queue pair and no frame waiting for TX.  O(1), for idle back-off.
-  bool idle_now() const { return active_.empty() && tx_ready_.empty(); }
+  bool idle_now() const {
+    if (!active_.empty() || !tx_ready_.empty()) return false;
+    if (group_ != nullptr)
+      for (size_t from = 0; from < group_->size(); ++from)
+        if (from != group_index_ && !group_->ring(from, group_index_).empty()) return false;
+    return true;
+  }
   uint64_t next_timer_deadline() const;
 
   const EngineCounters& counters() const { return ctr_; }
@@ -86,6 +101,7 @@ class Engine {
     bool operator>(const TimerEntry& o) const { return deadline > o.deadline; }
   };
   void run_timers(uint64_t now);
+  bool dispatch(const Frame& f, uint64_t now, bool icrc_checked);
   uint32_t flush_tx();
 
   PacketIo& io_;
@@ -102,6 +118,9 @@ class Engine {
   Frame tx_building_{};
   bool building_ = false;
   std::vector<Qp*> touched_;
+  std::vector<Frame> release_;
+  EngineGroup* group_ = nullptr;
+  size_t group_index_ = 0;
 };
 
 }  // namespace dpdat::rc
