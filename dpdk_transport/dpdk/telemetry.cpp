@@ -107,7 +107,10 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
                                        {"tx_frames", c.tx_frames},
                                        {"tx_backpressure", c.tx_backpressure},
                                        {"tx_alloc_fail", c.tx_alloc_fail},
-                                       {"timers_fired", c.timers_fired}};
+                                       {"timers_fired", c.timers_fired},
+                                       {"handed_off", c.handed_off},
+                                       {"handed_in", c.handed_in},
+                                       {"handoff_full", c.handoff_full}};
   for (size_t r = 1; r < static_cast<size_t>(wire::Reject::kCount); ++r)
     m["rx_reject_" + std::string(wire::reject_name(static_cast<wire::Reject>(r)))] = c.rx_reject[r];
   rc::QpCounters sum;
