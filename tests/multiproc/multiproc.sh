@@ -106,11 +106,13 @@ case "$MODE" in
     ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
     ip netns exec "$NS" ip link add br0 type bridge
     ip netns exec "$NS" ip link set br0 up
-    # The taps exist only once DPDK created them: enslave them then.
+    # The taps exist only once DPDK created them, and DPDK's port start may
+    # still rewrite the kernel side's MAC: wait until both are UP (started),
+    # then give them their own MACs and enslave them.
+    is_up() { ip netns exec "$NS" ip link show "$1" 2>/dev/null | grep -q "[<,]UP[,>]"; }
     (
-      for _ in $(seq 1 200); do
-        if ip netns exec "$NS" ip link show dt$ID-a >/dev/null 2>&1 &&
-           ip netns exec "$NS" ip link show dt$ID-b >/dev/null 2>&1; then
+      for _ in $(seq 1 400); do
+        if is_up dt$ID-a && is_up dt$ID-b; then
           i=0
           for t in dt$ID-a dt$ID-b; do
             # net_tap gives the kernel side the DPDK port's MAC; a bridge
