@@ -772,3 +772,48 @@ TEST(Fence, BindAndRebindUnderLoss) {
 
 }  // namespace
 }  // namespace dpdat::rc::test
+
+namespace dpdat::rc::test {
+namespace {
+
+// A bind flushed by a QP error releases its RMR: another QP may bind it.
+TEST(Fence, FlushedBindReleasesItsRmr) {
+  Pair p(23, cfg());
+  Buffer local = p.reg(0, 64, kLocal);
+  Buffer target = p.reg(1, 64, kLocal | priv::kRemoteWrite);
+  Buffer win = p.reg(0, 4096, kLocal);
+  uint32_t rmr1 = 0, rmr2 = 0;
+  ASSERT_TRUE(p.a().mr->rmr_alloc(p.a().pz, &rmr1));
+  ASSERT_TRUE(p.a().mr->rmr_alloc(p.a().pz, &rmr2));
+  SendWr bad;
+  bad.op = WrOp::kWrite;
+  bad.cookie = 1;
+  bad.num_sge = 1;
+  bad.sge[0] = Sge{local.lmr, local.va(), 64};
+  bad.remote_va = target.va() + 1;  // one byte past the end: NAK, QP error
+  bad.rkey = target.lmr;
+  ASSERT_EQ(p.a().qp->post_send(bad), Qp::PostResult::kOk);
+  SendWr b1;
+  b1.op = WrOp::kBind;
+  b1.cookie = 2;
+  b1.bind_lmr = win.lmr;
+  b1.bind_va = win.va();
+  b1.bind_len = 4096;
+  b1.bind_privileges = priv::kRemoteRead;
+  b1.rmr_handle = rmr1;
+  SendWr b2 = b1;
+  b2.cookie = 3;
+  b2.rmr_handle = rmr2;
+  ASSERT_EQ(p.a().qp->post_send(b1), Qp::PostResult::kOk);
+  ASSERT_EQ(p.a().qp->post_send(b2), Qp::PostResult::kOk);  // waits for b1 to complete
+  ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 3; }));
+  auto c = drain(*p.a().scq);
+  EXPECT_EQ(c[0].status, WcStatus::kRemoteAccessError);
+  EXPECT_EQ(c[2].cookie, 3u);
+  EXPECT_EQ(c[2].status, WcStatus::kFlushed);
+  // rmr2 was reserved by b2 and never bound: it is free for another QP now.
+  EXPECT_TRUE(p.a().mr->mark_bind_pending(rmr2, 0x999));
+}
+
+}  // namespace
+}  // namespace dpdat::rc::test
