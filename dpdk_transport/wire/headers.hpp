@@ -116,6 +116,21 @@ static_assert(sizeof(Bth) == 12 && alignof(Bth) == 1);
 static_assert(offsetof(Bth, resv8a) == 4 && offsetof(Bth, dest_qp_) == 5 &&
               offsetof(Bth, ack_resv) == 8 && offsetof(Bth, psn_) == 9);
 
+// Datagram Extended Transport Header (IBA 9.3.2), carried by UD packets:
+//   bytes 0-3   Q_Key
+//   byte 4      reserved
+//   bytes 5-7   SrcQP
+struct Deth {
+  Be32 qkey;
+  uint8_t resv;
+  Be24 src_qp_;
+
+  constexpr uint32_t src_qp() const { return src_qp_.value(); }
+  constexpr void set_src_qp(uint32_t qpn) { src_qp_.set(qpn & 0xFFFFFF); }
+};
+static_assert(sizeof(Deth) == 8 && alignof(Deth) == 1);
+static_assert(offsetof(Deth, resv) == 4 && offsetof(Deth, src_qp_) == 5);
+
 // RDMA Extended Transport Header (IBA 9.3.3).
 struct Reth {
   Be64 va;

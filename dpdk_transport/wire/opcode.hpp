@@ -1,6 +1,9 @@
 #pragma once
-// The RC opcode table: the single source of truth for which extension headers
+// The opcode table: the single source of truth for which extension headers
 // follow the BTH, where they sit, what the packet may carry and what it means.
+// It holds the 23 RC opcodes and one UD opcode, SEND Only, which carries the
+// connection-management MADs to and from the GSI (QP1; see cm.hpp).  RC queue
+// pairs never see a UD opcode: the engine routes those (op::kUd) to the GSI.
 // Opcode and OpFlags are distinct types: `opcode & kSend` does not compile.
 
 #include <array>
@@ -38,11 +41,13 @@ enum class Opcode : uint8_t {
   kFetchAdd = 0x14,
   kSendLastInv = 0x16,
   kSendOnlyInv = 0x17,
+  // IBA table 35, UD transport (upper 3 bits 011).
+  kUdSendOnly = 0x64,
 };
 
 // Which extension headers follow the BTH (in this fixed order on the wire:
-// RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH — IBA 9.2 figure 56).
-enum class Ext : uint8_t { kReth, kAtomicEth, kAeth, kAtomicAckEth, kImmDt, kIeth, kCount };
+// DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH — IBA 9.2 figure 56).
+enum class Ext : uint8_t { kDeth, kReth, kAtomicEth, kAeth, kAtomicAckEth, kImmDt, kIeth, kCount };
 
 class OpFlags {
  public:
@@ -75,11 +80,12 @@ inline constexpr OpFlags kConsumesRecv{1u << 11};  // first packet of a SEND use
 inline constexpr OpFlags kImm{1u << 12};
 inline constexpr OpFlags kInvalidate{1u << 13};
 inline constexpr OpFlags kRdmaAccess{1u << 14};  // carries RETH/AtomicETH: checked against an rkey
+inline constexpr OpFlags kUd{1u << 15};          // UD transport: never for an RC queue pair
 }  // namespace op
 
 inline constexpr std::array<size_t, static_cast<size_t>(Ext::kCount)> kExtSize = {
-    sizeof(Reth),         sizeof(AtomicEth), sizeof(Aeth),
-    sizeof(AtomicAckEth), sizeof(ImmDt),     sizeof(Ieth)};
+    sizeof(Deth),         sizeof(Reth),  sizeof(AtomicEth), sizeof(Aeth),
+    sizeof(AtomicAckEth), sizeof(ImmDt), sizeof(Ieth)};
 
 struct OpInfo {
   std::string_view name;  // IBA spelling, as Wireshark prints it
@@ -119,8 +125,9 @@ constexpr OpInfo make(std::string_view name, OpFlags f, uint8_t exts) {
 
 constexpr std::array<OpInfo, 256> build_table() {
   using namespace op;
-  constexpr uint8_t R = bit(Ext::kReth), A = bit(Ext::kAeth), X = bit(Ext::kAtomicEth),
-                    K = bit(Ext::kAtomicAckEth), I = bit(Ext::kImmDt), V = bit(Ext::kIeth);
+  constexpr uint8_t D = bit(Ext::kDeth), R = bit(Ext::kReth), A = bit(Ext::kAeth),
+                    X = bit(Ext::kAtomicEth), K = bit(Ext::kAtomicAckEth), I = bit(Ext::kImmDt),
+                    V = bit(Ext::kIeth);
   const OpFlags sreq = kRequest | kSend | kPayload;
   const OpFlags wreq = kRequest | kWrite | kPayload;
   const OpFlags rresp = kResponse | kRead | kPayload;
@@ -155,6 +162,7 @@ constexpr std::array<OpInfo, 256> build_table() {
   set(Opcode::kSendLastInv, make("RC Send Last Invalidate", sreq | kLast | kInvalidate, V));
   set(Opcode::kSendOnlyInv,
       make("RC Send Only Invalidate", sreq | kOnly | kConsumesRecv | kInvalidate, V));
+  set(Opcode::kUdSendOnly, make("UD Send Only", sreq | kOnly | kConsumesRecv | kUd, D));
   return t;
 }
 }  // namespace detail
@@ -173,6 +181,18 @@ inline constexpr std::array<Opcode, 23> kAllRcOpcodes = {
     Opcode::kReadRespOnly, Opcode::kAck,           Opcode::kAtomicAck,      Opcode::kCompareSwap,
     Opcode::kFetchAdd,     Opcode::kSendLastInv,   Opcode::kSendOnlyInv};
 
+// The UD opcodes the table defines (for the GSI only).
+inline constexpr std::array<Opcode, 1> kAllUdOpcodes = {Opcode::kUdSendOnly};
+
+// Every opcode the table defines: the RC ones, then the UD ones.
+inline constexpr std::array<Opcode, kAllRcOpcodes.size() + kAllUdOpcodes.size()> kAllOpcodes = [] {
+  std::array<Opcode, kAllRcOpcodes.size() + kAllUdOpcodes.size()> a{};
+  size_t i = 0;
+  for (Opcode o : kAllRcOpcodes) a[i++] = o;
+  for (Opcode o : kAllUdOpcodes) a[i++] = o;
+  return a;
+}();
+
 // Spot checks against IBA figure 56 / rxe's rxe_opcode table.
 static_assert(op_info(Opcode::kWriteOnlyImm).hdr_len == 12 + 16 + 4);
 static_assert(op_info(Opcode::kWriteOnlyImm).off(Ext::kImmDt) == 28);
@@ -182,6 +202,10 @@ static_assert(op_info(Opcode::kCompareSwap).hdr_len == 40);
 static_assert(op_info(Opcode::kSendOnly).hdr_len == 12);
 static_assert(op_info(Opcode::kReadRespMiddle).hdr_len == 12);
 static_assert(!op_info(uint8_t{0x15}).valid && !op_info(uint8_t{0x18}).valid);
+static_assert(op_info(Opcode::kUdSendOnly).hdr_len == 12 + 8);
+static_assert(op_info(Opcode::kUdSendOnly).off(Ext::kDeth) == 12);
+static_assert(op_info(Opcode::kUdSendOnly).is(op::kUd) && !op_info(Opcode::kSendOnly).is(op::kUd));
+static_assert(!op_info(uint8_t{0x65}).valid && !op_info(uint8_t{0x20}).valid);
 
 // Valid path MTUs (IBA 9.7.7 / RoCE): 256 .. 4096.
 constexpr bool is_valid_pmtu(uint32_t pmtu) {

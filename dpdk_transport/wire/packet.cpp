@@ -99,6 +99,12 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   bth->set_ack_req(s.ack_req);
   bth->set_psn(s.psn);
 
+  if (info.has(Ext::kDeth)) {
+    auto* d = reinterpret_cast<Deth*>(t + info.off(Ext::kDeth));
+    d->qkey = Be32(s.qkey);
+    d->resv = 0;
+    d->set_src_qp(s.src_qp);
+  }
   if (info.has(Ext::kReth)) {
     auto* r = reinterpret_cast<Reth*>(t + info.off(Ext::kReth));
     r->va = Be64(s.va);
@@ -222,6 +228,7 @@ Reject parse_packet(std::span<const uint8_t> frame, const ParseOptions& opts,
   out.bth = bth;
   out.opcode = static_cast<Opcode>(bth->opcode);
   out.info = &info;
+  if (info.has(Ext::kDeth)) out.deth = reinterpret_cast<const Deth*>(t + info.off(Ext::kDeth));
   if (info.has(Ext::kReth)) out.reth = reinterpret_cast<const Reth*>(t + info.off(Ext::kReth));
   if (info.has(Ext::kAtomicEth))
     out.atomic = reinterpret_cast<const AtomicEth*>(t + info.off(Ext::kAtomicEth));

@@ -55,6 +55,8 @@ struct BuildSpec {
 
   // Extension header fields, written when the opcode table says the header is
   // present and ignored otherwise.
+  uint32_t qkey = 0;         // DETH
+  uint32_t src_qp = 0;       // DETH
   uint64_t va = 0;           // RETH / AtomicETH
   uint32_t rkey = 0;         // RETH / AtomicETH
   uint32_t dma_len = 0;      // RETH
@@ -124,7 +126,7 @@ enum class Reject : uint8_t {
   kNotUdp,
   kNotRocePort,     // UDP destination port is not 4791
   kBadUdpLength,    // UDP length disagrees with IPv4 total length
-  kUnknownOpcode,   // reserved, or not an RC opcode
+  kUnknownOpcode,   // reserved, or an opcode the table does not define (UC, RD, most UD)
   kBadTver,         // BTH transport header version is not 0
   kLengthMismatch,  // header/payload length disagrees with the opcode table
   kBadPadCount,
@@ -153,6 +155,7 @@ struct PacketView {
   const Ipv4Hdr* ip = nullptr;
   const UdpHdr* udp = nullptr;
   const Bth* bth = nullptr;
+  const Deth* deth = nullptr;
   const Reth* reth = nullptr;
   const AtomicEth* atomic = nullptr;
   const Aeth* aeth = nullptr;

@@ -49,6 +49,8 @@ BuildSpec spec_for(Opcode o, std::span<const uint8_t> payload) {
   s.atomic_orig = 0x99AA99AA99AA99AAull;
   s.imm = 0xDEADBEEF;
   s.inv_rkey = 0x0BADF00D;
+  s.qkey = 0x80010000;
+  s.src_qp = 0x654321;
   s.payload = payload;
   return s;
 }
@@ -83,7 +85,7 @@ Reject parse(const std::vector<uint8_t>& f, uint32_t pmtu = 4096, bool full = tr
 TEST(WireCoreRoundTrip, EveryOpcodeEverySize) {
   const size_t sizes[] = {0, 1, 3, 4, 255, 1024, 4096};
   for (uint32_t pmtu : {1024u, 4096u}) {
-    for (Opcode o : kAllRcOpcodes) {
+    for (Opcode o : kAllOpcodes) {
       const OpInfo& info = op_info(o);
       const bool full = info.is(op::kMiddle) || (info.is(op::kFirst) && !info.is(op::kLast));
       const bool last_only = info.is(op::kLast) && !info.is(op::kFirst);
@@ -132,12 +134,18 @@ TEST(WireCoreRoundTrip, EveryOpcodeEverySize) {
         EXPECT_EQ(v.udp->dst_port.value(), kRoceV2Port);
         EXPECT_EQ(v.udp->src_port.value(), 0xC123);
         EXPECT_EQ(v.ip->src.value(), 0x0A000001u);
+        EXPECT_EQ(v.deth != nullptr, info.has(Ext::kDeth));
         EXPECT_EQ(v.reth != nullptr, info.has(Ext::kReth));
         EXPECT_EQ(v.atomic != nullptr, info.has(Ext::kAtomicEth));
         EXPECT_EQ(v.aeth != nullptr, info.has(Ext::kAeth));
         EXPECT_EQ(v.atomic_ack != nullptr, info.has(Ext::kAtomicAckEth));
         EXPECT_EQ(v.imm != nullptr, info.has(Ext::kImmDt));
         EXPECT_EQ(v.ieth != nullptr, info.has(Ext::kIeth));
+        if (v.deth) {
+          EXPECT_EQ(v.deth->qkey.value(), s.qkey);
+          EXPECT_EQ(v.deth->src_qp(), s.src_qp);
+          EXPECT_EQ(v.deth->resv, 0);
+        }
         if (v.reth) {
           EXPECT_EQ(v.reth->va.value(), s.va);
           EXPECT_EQ(v.reth->rkey.value(), s.rkey);
@@ -318,7 +326,10 @@ TEST(WireCoreReject, EveryReason) {
   t[42] = 0x15;  // reserved opcode
   fix_icrc(t);
   EXPECT_EQ(parse(t), Reject::kUnknownOpcode);
-  t[42] = 0x64;  // UD SEND ONLY: not RC
+  t[42] = 0x65;  // UD SEND ONLY with immediate: not in the table (only UD SEND ONLY is)
+  fix_icrc(t);
+  EXPECT_EQ(parse(t), Reject::kUnknownOpcode);
+  t[42] = 0x24;  // UC SEND ONLY: no UC transport
   fix_icrc(t);
   EXPECT_EQ(parse(t), Reject::kUnknownOpcode);
 
@@ -394,7 +405,7 @@ TEST(WireCoreReject, VariantFieldsAreMaskedFromTheIcrc) {
 }
 
 TEST(WireCoreReject, NeverReadsPastTheSpan) {
-  for (Opcode o : kAllRcOpcodes) {
+  for (Opcode o : kAllOpcodes) {
     const OpInfo& info = op_info(o);
     std::vector<uint8_t> pay;
     if (info.is(op::kPayload))
@@ -479,10 +490,20 @@ TEST(WireCoreTable, Consistency) {
     }
     EXPECT_EQ(i.hdr_len, off) << i.name;
     EXPECT_NE(i.is(op::kRequest), i.is(op::kResponse)) << i.name;
-    EXPECT_LT(raw, 0x20u);  // RC only
+    if (i.is(op::kUd)) {
+      EXPECT_EQ(raw & 0xE0u, 0x60u) << i.name;  // UD opcodes: upper 3 bits 011
+      EXPECT_TRUE(i.has(Ext::kDeth)) << i.name;
+    } else {
+      EXPECT_LT(raw, 0x20u) << i.name;  // RC: upper 3 bits 000
+      EXPECT_FALSE(i.has(Ext::kDeth)) << i.name;
+    }
   }
-  EXPECT_EQ(valid, kAllRcOpcodes.size());
-  for (Opcode o : kAllRcOpcodes) EXPECT_TRUE(op_info(o).valid);
+  EXPECT_EQ(valid, kAllOpcodes.size());
+  EXPECT_EQ(kAllOpcodes.size(), kAllRcOpcodes.size() + kAllUdOpcodes.size());
+  for (Opcode o : kAllOpcodes) EXPECT_TRUE(op_info(o).valid);
+  for (Opcode o : kAllRcOpcodes) EXPECT_FALSE(op_info(o).is(op::kUd));
+  for (Opcode o : kAllUdOpcodes) EXPECT_TRUE(op_info(o).is(op::kUd));
+  EXPECT_EQ(kAllRcOpcodes.size(), 23u);
 }
 
 // ------------------------------------------------------------ PSN
