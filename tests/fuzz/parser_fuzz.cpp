@@ -1,12 +1,14 @@
-// libFuzzer target for the strict RoCEv2 parser.  Any input: the parser must
-// not crash, read out of bounds (ASan) or hit UB (UBSan), and whatever it
-// accepts must be self-consistent.
+// libFuzzer target for the strict RoCEv2 parser and the CM MAD parser.  Any
+// input: the parsers must not crash, read out of bounds (ASan) or hit UB
+// (UBSan), and whatever they accept must be self-consistent (a CM message
+// re-encodes to one that decodes the same).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "wire/cm.hpp"
 #include "wire/packet.hpp"
 
 using namespace dpdat::wire;
@@ -38,17 +40,33 @@ void parse_and_check(const uint8_t* data, size_t size, const ParseOptions& opts)
   check(inside(v.payload.data(), v.payload.size() + v.pad + kIcrcSize, base, len));
   check(v.payload.data() + v.payload.size() + v.pad + kIcrcSize == base + len);
   check(((v.payload.size() + v.pad) & 3u) == 0);
+  if (v.deth) check(inside(v.deth, sizeof(Deth), base, len));
   if (v.reth) check(inside(v.reth, sizeof(Reth), base, len));
   if (v.atomic) check(inside(v.atomic, sizeof(AtomicEth), base, len));
   if (v.aeth) check(inside(v.aeth, sizeof(Aeth), base, len));
   if (v.atomic_ack) check(inside(v.atomic_ack, sizeof(AtomicAckEth), base, len));
   if (v.imm) check(inside(v.imm, sizeof(ImmDt), base, len));
   if (v.ieth) check(inside(v.ieth, sizeof(Ieth), base, len));
+  check(v.deth != nullptr == v.info->has(Ext::kDeth));
   check(v.reth != nullptr == v.info->has(Ext::kReth));
   check(v.aeth != nullptr == v.info->has(Ext::kAeth));
   if (opts.check_icrc) check(icrc_compute(base, len - kIcrcSize) == v.icrc);
   if (opts.check_ip_checksum) check(ipv4_checksum(*v.ip) == 0);
   check(v.frame.size() == frame_size(v.opcode, v.payload.size()));
+  if (v.deth) {
+    // Exact-size copy of the payload, so ASan sees any read past the MAD.
+    const std::vector<uint8_t> mad(v.payload.begin(), v.payload.end());
+    CmMessage m;
+    const CmError e = parse_cm(mad, m);
+    check(static_cast<size_t>(e) < static_cast<size_t>(CmError::kCount));
+    if (e == CmError::kOk) {
+      check(m.pdata_len <= cm_pdata_max(m.type));
+      std::array<uint8_t, kMadSize> again;
+      check(write_cm_mad(m, again));
+      CmMessage m2;
+      check(parse_cm(again, m2) == CmError::kOk && m2 == m);
+    }
+  }
 }
 
 }  // namespace
