@@ -110,7 +110,12 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
                                        {"timers_fired", c.timers_fired},
                                        {"handed_off", c.handed_off},
                                        {"handed_in", c.handed_in},
-                                       {"handoff_full", c.handoff_full}};
+                                       {"handoff_full", c.handoff_full},
+                                       {"gsi_rx", c.gsi_rx},
+                                       {"rx_gsi_dropped", c.rx_gsi_dropped},
+                                       {"gsi_tx", c.gsi_tx},
+                                       {"gsi_tx_backpressure", c.gsi_tx_backpressure},
+                                       {"gsi_tx_invalid", c.gsi_tx_invalid}};
   for (size_t r = 1; r < static_cast<size_t>(wire::Reject::kCount); ++r)
     m["rx_reject_" + std::string(wire::reject_name(static_cast<wire::Reject>(r)))] = c.rx_reject[r];
   rc::QpCounters sum;

@@ -8,6 +8,10 @@ namespace {
 // Largest frame any QP builds: L2-L4 + BTH + the longest extension chain
 // (RETH + ImmDt = 20, AtomicETH = 28, AETH + AtomicAckETH = 12) + PMTU + pad + ICRC.
 constexpr uint32_t kFrameOverhead = 14 + 20 + 8 + 12 + 28 + 4 + 4;
+// TX buffers hold pmtu + kFrameOverhead bytes, pmtu >= 256: a CM frame fits.
+static_assert(wire::kCmFrameSize <= 256 + kFrameOverhead);
+// Owner of QP1 in an EngineGroup.
+constexpr size_t kGsiEngine = 0;
 }  // namespace
 
 Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg)
@@ -140,6 +144,52 @@ uint32_t Engine::flush_tx() {
   return sent_total;
 }
 
+bool Engine::send_gsi(const wire::CmPath& path, const wire::CmMessage& m) {
+  Frame* f = tx_frame();
+  if (f == nullptr) {
+    ctr_.gsi_tx_backpressure++;
+    return false;
+  }
+  const size_t len = wire::build_cm_frame(std::span<uint8_t>(f->data, f->cap), path, m);
+  if (len == 0) {
+    tx_abort(f);
+    ctr_.gsi_tx_invalid++;
+    return false;
+  }
+  tx_commit(f, static_cast<uint32_t>(len));
+  ctr_.gsi_tx++;
+  return true;
+}
+
+// Gives a frame to engine `owner` of the group.  True when it took it (and
+// now owns the buffer); false when its ring is full.
+bool Engine::hand_off(const Frame& f, size_t owner) {
+  if (group_->ring(group_index_, owner).push(f)) {
+    ctr_.handed_off++;
+    return true;
+  }
+  ctr_.handoff_full++;  // the owner is behind: drop, the sender retransmits
+  return false;
+}
+
+// A UD packet: only the GSI takes one (RC queue pairs never see UD opcodes).
+bool Engine::dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t now,
+                          bool icrc_checked) {
+  if (v.bth->dest_qp() != wire::kGsiQpn) {
+    ctr_.rx_no_qp++;
+    return true;
+  }
+  if (group_ != nullptr && group_index_ != kGsiEngine && !icrc_checked)
+    return !hand_off(f, kGsiEngine);
+  if (!gsi_handler_) {
+    ctr_.rx_gsi_dropped++;
+    return true;
+  }
+  ctr_.gsi_rx++;
+  gsi_handler_(v, now);
+  return true;
+}
+
 // Parses and delivers one received frame.  Returns false when the frame was
 // handed to another engine of the group (which then owns its buffer).
 bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
@@ -154,19 +204,13 @@ bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
     ctr_.rx_reject[static_cast<size_t>(r)]++;
     return true;
   }
+  if (v.info->is(wire::op::kUd)) return dispatch_gsi(f, v, now, icrc_checked);
   const uint32_t qpn = v.bth->dest_qp();
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) {
     if (group_ != nullptr && !icrc_checked) {
       const size_t owner = EngineGroup::owner(qpn);
-      if (owner < group_->size() && owner != group_index_) {
-        if (group_->ring(group_index_, owner).push(f)) {
-          ctr_.handed_off++;
-          return false;
-        }
-        ctr_.handoff_full++;  // the owner is behind: drop, the requester retransmits
-        return true;
-      }
+      if (owner < group_->size() && owner != group_index_) return !hand_off(f, owner);
     }
     ctr_.rx_no_qp++;
     return true;

@@ -2,7 +2,8 @@
 // The run-to-completion protocol engine: owns a set of queue pairs, a packet
 // I/O port and timers, and advances all of them in poll(now):
 //   1. rx_burst, parse (strict, ICRC checked), demultiplex by destination QPN
-//      in software, run the RC state machines
+//      in software, run the RC state machines; UD SEND Only packets to QP1
+//      (connection-management MADs) go to the GSI handler instead
 //   2. run due timers (retransmit, RNR, ACK coalescing) — after RX, so an
 //      ACK already queued is seen before its retransmission timer fires
 //   3. let active queue pairs emit within their windows
@@ -12,6 +13,7 @@
 // allocation on the datapath after set-up.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <queue>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "packet_io.hpp"
 #include "qp.hpp"
 #include "types.hpp"
+#include "wire/cm.hpp"
 #include "wire/packet.hpp"
 
 namespace dpdat::rc {
@@ -36,6 +39,10 @@ struct EngineConfig {
 struct EngineCounters {
   uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0, tx_backpressure = 0,
            tx_alloc_fail = 0, timers_fired = 0, handed_off = 0, handoff_full = 0, handed_in = 0;
+  // GSI (QP1): frames given to the handler, dropped for want of one, sent by
+  // send_gsi(), refused by send_gsi() for back-pressure / an invalid message.
+  // A UD frame for any other QPN counts in rx_no_qp.
+  uint64_t gsi_rx = 0, rx_gsi_dropped = 0, gsi_tx = 0, gsi_tx_backpressure = 0, gsi_tx_invalid = 0;
   uint64_t rx_reject[static_cast<size_t>(wire::Reject::kCount)] = {};
 };
 
@@ -59,6 +66,24 @@ class Engine {
     group_ = group;
     group_index_ = index;
   }
+
+  // ---- GSI (QP1): connection-management MADs ----
+  // Called from poll() for every received UD SEND Only frame addressed to
+  // QP1 (wire::kGsiQpn); wire::parse_cm_packet() decodes it.  The view
+  // aliases the RX buffer, which is released when the handler returns: copy
+  // what outlives the call.  The handler runs on the engine thread and may
+  // call send_gsi(), create_qp(), find_qp() and the Qp control calls.  Without
+  // a handler such frames are dropped (rx_gsi_dropped).  In an EngineGroup,
+  // QP1 belongs to engine 0: the other engines hand its frames to engine 0,
+  // so set the handler there.  Set up before the engine runs (engine thread).
+  using GsiHandler = std::function<void(const wire::PacketView& v, uint64_t now)>;
+  void set_gsi_handler(GsiHandler h) { gsi_handler_ = std::move(h); }
+  // Builds one CM frame (wire::build_cm_frame) into a TX buffer; it leaves in
+  // the next poll()'s TX flush.  False, with nothing queued, under
+  // back-pressure (no TX buffer now: retry later; gsi_tx_backpressure) or when
+  // write_cm_mad() refuses the message (pdata_len too long or an unknown
+  // type; gsi_tx_invalid).  Engine thread only.
+  bool send_gsi(const wire::CmPath& path, const wire::CmMessage& m);
 
   // One iteration of the loop.  Returns the number of frames received plus
   // sent, so a caller can back off when it stays 0.
@@ -102,6 +127,8 @@ class Engine {
   };
   void run_timers(uint64_t now);
   bool dispatch(const Frame& f, uint64_t now, bool icrc_checked);
+  bool dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t now, bool icrc_checked);
+  bool hand_off(const Frame& f, size_t owner);
   uint32_t flush_tx();
 
   PacketIo& io_;
@@ -121,6 +148,7 @@ class Engine {
   std::vector<Frame> release_;
   EngineGroup* group_ = nullptr;
   size_t group_index_ = 0;
+  GsiHandler gsi_handler_;
 };
 
 }  // namespace dpdat::rc
