@@ -1,6 +1,9 @@
 #include "eal.hpp"
 
+#include <rte_bus.h>
+#include <rte_dev.h>
 #include <rte_eal.h>
+#include <rte_ethdev.h>
 #include <rte_errno.h>
 #include <unistd.h>
 
@@ -79,6 +82,25 @@ const EalStatus& eal_init(const std::vector<std::string>& extra) {
     }
   });
   return status;
+}
+
+bool probe_vdev(const std::string& devargs, uint16_t* port_id, std::string* err) {
+  const std::string name = devargs.substr(0, devargs.find(','));
+  static std::mutex mu;  // probe and lookup as one step per process
+  std::lock_guard<std::mutex> lk(mu);
+  if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) == 0) return true;
+  const size_t comma = devargs.find(',');
+  const std::string args = comma == std::string::npos ? "" : devargs.substr(comma + 1);
+  const int rc = rte_eal_hotplug_add("vdev", name.c_str(), args.c_str());
+  if (rc < 0) {
+    *err = "rte_eal_hotplug_add(" + devargs + ") failed: " + rte_strerror(-rc);
+    return false;
+  }
+  if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) != 0) {
+    *err = "device " + name + " probed but has no ethdev port";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace dpdat::dpdk

@@ -13,6 +13,7 @@
 // (--lcores maps lcore 0 onto every CPU, so the library never pins the
 // consumer's thread.)
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct EalStatus {
 // `extra` (e.g. "--vdev=net_memif0,role=server") is appended to the
 // arguments of the first call only; later calls reuse the running EAL.
 const EalStatus& eal_init(const std::vector<std::string>& extra = {});
+
+// Makes the virtual device `devargs` ("net_memif0,role=server,...") exist
+// and returns its ethdev port: an existing port of that name is reused, a new
+// one is hot-plugged (rte_eal_hotplug_add), so a process can open several vdevs
+// after the EAL started.  Needs eal_init() first.  False with DPDK's reason.
+bool probe_vdev(const std::string& devargs, uint16_t* port_id, std::string* err);
 
 // The arguments eal_init() would use (for logging and tests).
 std::vector<std::string> eal_default_args(bool* hugepages);

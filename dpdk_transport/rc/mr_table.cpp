@@ -187,6 +187,13 @@ bool MrTable::rmr_query(uint32_t rmr_handle, RmrInfo* out) const {
   return true;
 }
 
+uint32_t MrTable::rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const {
+  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return 0;
+  uint8_t key = rmrs_[rmr_handle].key;
+  for (uint32_t i = 0; i <= binds_ahead; ++i) key = next_key(key);
+  return make_context(rmr_handle, key, true);
+}
+
 BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
                               uint64_t length, uint32_t privileges, uint32_t qp_pz,
                               uint32_t qp) const {

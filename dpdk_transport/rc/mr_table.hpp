@@ -142,6 +142,10 @@ class MrTable {
   // nothing.  Maintains the LMR's bound_rmrs count.
   uint32_t do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
                    uint32_t privileges);
+  // The context the bind after `binds_ahead` still-pending binds of this RMR
+  // will produce (dat_rmr_bind returns it before the bind executes; the key
+  // byte advances by one per executed bind).  0 for an unallocated handle.
+  uint32_t rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const;
   // Marks a bind outstanding on queue pair `qp` (kRmrBusy for others) / done.
   bool mark_bind_pending(uint32_t rmr_handle, uint32_t qp);
   void clear_bind_pending(uint32_t rmr_handle);

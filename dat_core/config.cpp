@@ -1,0 +1,185 @@
+#include "config.hpp"
+
+#include <arpa/inet.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace dpdat::dat {
+namespace {
+
+constexpr const char* kBuiltin[][2] = {
+    {"dpdat0", "ring=0;ip=192.168.77.1"},
+    {"dpdat1", "ring=1;ip=192.168.77.2"},
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+template <typename T>
+bool parse_num(std::string_view s, T* v) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+std::string env_name(std::string_view ia) {
+  std::string n = "DPDAT_IA_";
+  for (char c : ia)
+    n.push_back(c == '-' || c == '.'
+                    ? '_'
+                    : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return n;
+}
+
+// Entries of the DPDAT_CONF file, in file order.
+std::vector<std::pair<std::string, std::string>> conf_entries() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const char* path = std::getenv("DPDAT_CONF");
+  std::ifstream in(path != nullptr && *path != '\0' ? path : "/etc/dpdat.conf");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string_view l = trim(line);
+    if (l.empty() || l.front() == '#') continue;
+    const size_t sp = l.find_first_of(" \t");
+    if (sp == std::string_view::npos) continue;
+    out.emplace_back(std::string(l.substr(0, sp)), std::string(trim(l.substr(sp))));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool parse_ipv4(std::string_view s, uint32_t* ip) {
+  const std::string str(s);
+  in_addr a{};
+  if (inet_pton(AF_INET, str.c_str(), &a) != 1) return false;
+  *ip = ntohl(a.s_addr);
+  return true;
+}
+
+bool parse_mac(std::string_view s, wire::MacAddr* mac) {
+  if (s.size() != 17) return false;
+  for (size_t i = 0; i < 6; ++i) {
+    if (i > 0 && s[i * 3 - 1] != ':') return false;
+    uint8_t b = 0;
+    const auto r = std::from_chars(s.data() + i * 3, s.data() + i * 3 + 2, b, 16);
+    if (r.ec != std::errc() || r.ptr != s.data() + i * 3 + 2) return false;
+    (*mac)[i] = b;
+  }
+  return true;
+}
+
+bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* err) {
+  IfaceConfig c;
+  c.name = out->name;
+  c.text = std::string(text);
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const size_t semi = rest.find(';');
+    std::string_view item = trim(rest.substr(0, semi));
+    rest = semi == std::string_view::npos ? std::string_view{} : rest.substr(semi + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      *err = "expected key=value, got '" + std::string(item) + "'";
+      return false;
+    }
+    const std::string_view key = trim(item.substr(0, eq));
+    const std::string_view val = trim(item.substr(eq + 1));
+    bool ok = true;
+    if (key == "vdev") {
+      c.vdev = std::string(val);
+      ok = !val.empty();
+    } else if (key == "port") {
+      c.port = std::string(val);
+    } else if (key == "ring") {
+      ok = parse_num(val, &c.ring_end) && (c.ring_end == 0 || c.ring_end == 1);
+    } else if (key == "ip") {
+      ok = parse_ipv4(val, &c.ip);
+    } else if (key == "mtu") {
+      ok = parse_num(val, &c.mtu) && c.mtu >= 576;
+    } else if (key == "pmtu") {
+      ok = parse_num(val, &c.pmtu) &&
+           (c.pmtu == 256 || c.pmtu == 512 || c.pmtu == 1024 || c.pmtu == 2048 || c.pmtu == 4096);
+    } else if (key == "neighbor") {
+      const size_t at = val.find('@');
+      std::pair<uint32_t, wire::MacAddr> n{};
+      ok = at != std::string_view::npos && parse_ipv4(val.substr(0, at), &n.first) &&
+           parse_mac(val.substr(at + 1), &n.second);
+      if (ok) c.neighbors.push_back(n);
+    } else if (key == "loss") {
+      const std::string v(val);
+      char* end = nullptr;
+      c.loss = std::strtod(v.c_str(), &end);
+      ok = end != nullptr && *end == '\0' && c.loss >= 0.0 && c.loss < 1.0;
+    } else if (key == "progress") {
+      ok = val == "thread" || val == "inline";
+      c.progress_thread = val == "thread";
+    } else if (key == "idle_us") {
+      ok = parse_num(val, &c.idle_us) && c.idle_us > 0;
+    } else if (key == "node") {
+      ok = parse_num(val, &c.node);
+    } else {
+      *err = "unknown key '" + std::string(key) + "'";
+      return false;
+    }
+    if (!ok) {
+      *err = "bad value for '" + std::string(key) + "': '" + std::string(val) + "'";
+      return false;
+    }
+  }
+  const int sources =
+      (c.vdev.empty() ? 0 : 1) + (c.port.empty() ? 0 : 1) + (c.ring_end >= 0 ? 1 : 0);
+  if (sources != 1) {
+    *err = "exactly one of vdev=, port=, ring= is needed";
+    return false;
+  }
+  if (c.ip == 0) {
+    *err = "ip= is needed";
+    return false;
+  }
+  if (c.node == 0) c.node = c.ip & 0xFFFFu;  // RSM node id: low half of the address
+  *out = std::move(c);
+  return true;
+}
+
+bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err) {
+  out->name = std::string(name);
+  if (const char* env = std::getenv(env_name(name).c_str()); env != nullptr && *env != '\0')
+    return parse_iface_config(env, out, err);
+  for (const auto& [n, text] : conf_entries())
+    if (n == name) return parse_iface_config(text, out, err);
+  for (const auto& b : kBuiltin)
+    if (name == b[0]) return parse_iface_config(b[1], out, err);
+  *err = "unknown IA name '" + std::string(name) + "'";
+  return false;
+}
+
+std::vector<std::string> list_ia_names() {
+  std::vector<std::string> names;
+  auto add = [&names](const std::string& n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  for (const auto& b : kBuiltin) add(b[0]);
+  for (const auto& e : conf_entries()) add(e.first);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    if (kv.substr(0, 9) != "DPDAT_IA_") continue;
+    const size_t eq = kv.find('=');
+    std::string n(kv.substr(9, eq - 9));
+    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    add(n);
+  }
+  return names;
+}
+
+}  // namespace dpdat::dat

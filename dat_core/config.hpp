@@ -1,0 +1,66 @@
+#pragma once
+// Interface configuration and the IA name registry.
+//
+// One configuration string describes one dpdat interface; the same string is
+// what a DAT 2.0 dat.conf line carries as its instance data.  Keys are
+// separated by ';' (a vdev's own arguments use ','):
+//
+//   vdev=<devargs>      a DPDK virtual device, e.g. net_memif0,role=server,socket=/tmp/m
+//   port=<name>         an already probed ethdev whose name starts with <name>
+//   ring=<0|1>          an end of the process's built-in net_ring link
+//   ip=<a.b.c.d>        the interface's IPv4 address (required)
+//   mtu=<n>             Ethernet MTU (default 1500; the PMD may refuse more)
+//   pmtu=<n>            RoCE path MTU cap (256..4096, default: largest the MTU allows)
+//   neighbor=<ip>@<mac> static ARP entry (repeatable), for links without broadcast
+//   loss=<p>            seeded receive loss (fault injection for tests), 0..1
+//   progress=<thread|inline>  background progress thread (default) or none
+//   idle_us=<n>         longest sleep of the background progress thread (default 200)
+//   node=<n>            RSMAPI node id (default: derived from ip)
+//
+// IA names (dat_ia_open's first argument) resolve, in this order, from:
+//   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
+//   2. the file named by DPDAT_CONF (default /etc/dpdat.conf): lines
+//      "<name> <config string>", '#' comments,
+//   3. the built-ins dpdat0 = "ring=0;ip=192.168.77.1" and
+//      dpdat1 = "ring=1;ip=192.168.77.2": the two ends of the in-process link.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wire/headers.hpp"
+
+namespace dpdat::dat {
+
+struct IfaceConfig {
+  std::string name;  // IA name
+  std::string text;  // the configuration string as given
+  std::string vdev;
+  std::string port;
+  int ring_end = -1;
+  uint32_t ip = 0;  // host byte order
+  uint16_t mtu = 1500;
+  uint32_t pmtu = 4096;
+  std::vector<std::pair<uint32_t, wire::MacAddr>> neighbors;
+  double loss = 0.0;
+  bool progress_thread = true;
+  uint32_t idle_us = 200;
+  uint32_t node = 0;
+};
+
+// Parses a configuration string.  False with *err naming the bad key.
+bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* err);
+
+// Resolves an IA name.  False when the name is unknown or its configuration
+// does not parse (*err says which).
+bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err);
+
+// Every IA name the registry knows (built-ins, file entries, environment).
+std::vector<std::string> list_ia_names();
+
+bool parse_ipv4(std::string_view s, uint32_t* ip);
+bool parse_mac(std::string_view s, wire::MacAddr* mac);
+
+}  // namespace dpdat::dat

@@ -1,0 +1,428 @@
+#pragma once
+// dat_core: the DAT objects (IA, PZ, EVD, CNO, EP, PSP/RSP/CR, LMR, RMR) over
+// one dpdat interface (port + memory tables + RC engine + connection
+// manager).  The uDAPL 1.2 C API (api/) and the DAT 2.0 plug-in are thin
+// fronts over these objects; they convert their own structs and map Status
+// to their DAT_RETURN encoding.
+//
+// Threading: every object belongs to one interface, and everything mutable
+// on an interface — its engine, connection manager, and the state of the
+// objects on it — is guarded by that interface's mutex `Iface::mu`.  Inline
+// progress: a consumer thread that posts, dequeues or waits drives the
+// engine itself under that mutex (uncontended in the usual one-thread-per-IA
+// program).  A background progress thread per process keeps interfaces
+// moving when no consumer calls in (a passive RDMA target, a connection
+// request arriving while the consumer sleeps), backing off to `idle_us`
+// sleeps when there is nothing to do and staying out of the way while a
+// consumer is driving.
+//
+// Handles: every object starts with one pointer-sized word reserved for the
+// DAT 2.0 provider pointer (libdat2 dispatches through a handle's first
+// word), then its type tag.  Live handles are kept in a registry, so a stale
+// or foreign handle is reported as DAT_INVALID_HANDLE instead of being
+// dereferenced.
+
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "config.hpp"
+#include "rc/engine.hpp"
+#include "rc/mr_table.hpp"
+#include "status.hpp"
+#include "wire/cm.hpp"
+
+namespace dpdat::dpdk {
+class Port;
+}
+
+namespace dpdat::dat {
+
+enum class HandleType : uint8_t { kIa, kEp, kLmr, kRmr, kPz, kPsp, kRsp, kCr, kCno, kEvd, kSrq };
+
+struct Ia;
+struct Iface;
+struct Evd;
+struct Ep;
+struct Cr;
+struct Sp;
+struct Rmr;
+struct Cno;
+
+// Values of DAT_EVENT_NUMBER (identical in DAT 1.2 and 2.0).
+enum class EventNum : uint32_t {
+  kDto = 0x00001,
+  kRmrBind = 0x01001,
+  kConnRequest = 0x02001,
+  kEstablished = 0x04001,
+  kPeerRejected = 0x04002,
+  kNonPeerRejected = 0x04003,
+  kAcceptCompletionError = 0x04004,
+  kDisconnected = 0x04005,
+  kBroken = 0x04006,
+  kTimedOut = 0x04007,
+  kUnreachable = 0x04008,
+  kEvdOverflow = 0x08001,
+  kIaCatastrophic = 0x08002,
+  kEpBroken = 0x08003,
+  kAsyncTimedOut = 0x08004,
+  kSoftware = 0x10001,
+};
+
+// Values of DAT_DTO_COMPLETION_STATUS (identical in DAT 1.2 and 2.0).
+enum class DtoStatus : uint32_t {
+  kSuccess = 0,
+  kFlushed = 1,
+  kLocalLength = 2,
+  kLocalEp = 3,
+  kLocalProtection = 4,
+  kBadResponse = 5,
+  kRemoteAccess = 6,
+  kRemoteResponder = 7,
+  kTransport = 8,
+  kReceiverNotReady = 9,
+  kPartialPacket = 10,
+  kRmrOperationFailed = 11,
+};
+
+// DAT_EVD_*_FLAG, DAT_COMPLETION_*_FLAG, DAT_MEM_TYPE_*, DAT_CLOSE_* values
+// (identical in DAT 1.2 and 2.0).
+namespace evd_flag {
+inline constexpr uint32_t kSoftware = 0x001, kCr = 0x010, kDto = 0x020, kConnection = 0x040,
+                          kRmrBind = 0x080, kAsync = 0x100;
+}
+namespace cflag {
+inline constexpr uint32_t kSuppress = 0x01, kSolicitedWait = 0x02, kUnsignalled = 0x04,
+                          kBarrierFence = 0x08, kEvdThreshold = 0x10;
+}
+
+struct Event {
+  EventNum num = EventNum::kSoftware;
+  Evd* evd = nullptr;
+  // DTO and RMR bind completions
+  Ep* ep = nullptr;
+  uint64_t cookie = 0;
+  DtoStatus status = DtoStatus::kSuccess;
+  uint64_t length = 0;
+  rc::WcOp op = rc::WcOp::kSend;
+  uint32_t imm = 0;
+  bool has_imm = false;
+  Rmr* rmr = nullptr;
+  uint32_t rmr_context = 0;
+  // connection request
+  Sp* sp = nullptr;
+  uint64_t conn_qual = 0;
+  Cr* cr = nullptr;
+  // connection events: the peer's private data (kept alive by the EP)
+  uint32_t pdata_len = 0;
+  const uint8_t* pdata = nullptr;
+  // async and software events
+  Ia* ia = nullptr;
+  const void* sw_pointer = nullptr;
+};
+
+// Every handle's first word is reserved for the DAT 2.0 provider pointer; no
+// virtual functions (a vtable pointer would take that word).
+struct Object {
+  void* provider = nullptr;
+  HandleType type;
+  Ia* ia = nullptr;
+  uint64_t context = 0;  // consumer context (pointer or 64-bit value)
+  bool context_set = false;
+  Object(HandleType t, Ia* owner) : type(t), ia(owner) {}
+};
+
+// Handle registry.  lookup() returns nullptr for anything that is not a live
+// object of that type.
+void register_handle(Object* o);
+void unregister_handle(Object* o);
+Object* lookup_any(const void* h);
+template <typename T>
+T* lookup(const void* h, HandleType t) {
+  Object* o = lookup_any(h);
+  return o != nullptr && o->type == t ? static_cast<T*>(o) : nullptr;
+}
+
+uint64_t now_ns();
+
+// ------------------------------------------------------------------ objects
+
+struct Pz : Object {
+  uint32_t id = 0;
+  uint32_t refs = 0;  // EPs, LMRs, RMRs in this PZ
+  explicit Pz(Ia* a) : Object(HandleType::kPz, a) {}
+};
+
+enum class MemType : uint32_t {
+  kVirtual = 0,
+  kLmr = 1,
+  kSharedVirtual = 2,
+  kSoVirtual = 3,
+};
+inline constexpr size_t kCookieSize = 40;  // DAT_LMR_COOKIE
+
+struct Lmr : Object {
+  Pz* pz = nullptr;
+  MemType mem_type = MemType::kVirtual;
+  uint8_t* host = nullptr;
+  uint64_t va = 0;
+  uint64_t length = 0;
+  uint32_t privileges = 0;
+  uint32_t lmr_context = 0;
+  uint32_t rmr_context = 0;  // only when remote privileges were asked
+  Lmr* parent = nullptr;     // MemType::kLmr
+  uint32_t children = 0;     // LMRs created over this one
+  std::array<uint8_t, kCookieSize> cookie{};
+  explicit Lmr(Ia* a) : Object(HandleType::kLmr, a) {}
+};
+
+struct Rmr : Object {
+  Pz* pz = nullptr;
+  uint32_t slot = 0;     // MrTable handle
+  uint32_t context = 0;  // context of the newest bind posted
+  struct PendingBind {
+    uint64_t cookie = 0;
+    Lmr* lmr = nullptr;
+    uint64_t va = 0, length = 0;
+    uint32_t privileges = 0;
+  };
+  std::deque<PendingBind> binds;  // posted, not yet completed (one EP at a time)
+  uint32_t bind_qpn = 0;          // queue pair of the pending binds
+  // as of the newest successful bind completion
+  Lmr* lmr = nullptr;
+  uint64_t va = 0, length = 0;
+  uint32_t privileges = 0;
+  explicit Rmr(Ia* a) : Object(HandleType::kRmr, a) {}
+};
+
+struct Cno : Object {
+  std::condition_variable cv;
+  Evd* triggered = nullptr;
+  bool waiter = false;
+  uint32_t evds = 0;  // EVDs feeding it
+  void* agent_instance = nullptr;
+  void (*agent_fn)(void*, void*) = nullptr;  // DAT_AGENT_FUNC(instance, cno or evd handle)
+  explicit Cno(Ia* a) : Object(HandleType::kCno, a) {}
+};
+
+struct Evd : Object {
+  uint32_t flags = 0;
+  uint32_t qlen = 0;
+  Cno* cno = nullptr;
+  bool enabled = true;
+  bool waitable = true;
+  std::deque<Event> q;
+  std::deque<Event> overflow;  // events that arrived while q was full
+  bool overflow_reported = false;
+  std::unique_ptr<rc::CompletionQueue> cq;  // DTO / RMR bind EVDs
+  bool waiter = false;
+  uint32_t threshold = 1;
+  std::condition_variable cv;
+  uint32_t refs = 0;  // EPs / service points using it
+  explicit Evd(Ia* a) : Object(HandleType::kEvd, a) {}
+};
+
+enum class EpState : uint8_t {
+  kUnconnected,
+  kActivePending,
+  kPassivePending,
+  kTentativePending,
+  kConnected,
+  kDisconnectPending,
+  kDisconnected,
+  kReserved,
+};
+struct EpAttr {
+  uint64_t max_message_size = 1u << 30;
+  uint64_t max_rdma_size = 1u << 30;
+  uint32_t qos = 0;
+  uint32_t recv_completion_flags = cflag::kEvdThreshold;
+  uint32_t request_completion_flags = cflag::kEvdThreshold;
+  uint32_t max_recv_dtos = 256;
+  uint32_t max_request_dtos = 256;
+  uint32_t max_recv_iov = rc::kMaxSge;
+  uint32_t max_request_iov = rc::kMaxSge;
+  uint32_t max_rdma_read_in = 16;
+  uint32_t max_rdma_read_out = 16;
+  uint32_t srq_soft_hw = 0;
+  uint32_t max_rdma_read_iov = rc::kMaxSge;
+  uint32_t max_rdma_write_iov = rc::kMaxSge;
+};
+
+enum class CmState : uint8_t {
+  kIdle,
+  kResolving,
+  kReqSent,
+  kRepSent,
+  kEstablished,
+  kDreqSent,
+  kDone
+};
+
+struct Ep : Object {
+  Pz* pz = nullptr;
+  Evd* recv_evd = nullptr;
+  Evd* req_evd = nullptr;
+  Evd* conn_evd = nullptr;
+  EpAttr attr;
+  EpState state = EpState::kUnconnected;
+  rc::Qp* qp = nullptr;
+  uint32_t recv_watermark = 0;
+  uint32_t send_watermark = 0;
+  // connection
+  CmState cm = CmState::kIdle;
+  uint32_t local_comm = 0, remote_comm = 0;
+  uint32_t peer_ip = 0;
+  wire::MacAddr peer_mac{};
+  uint32_t peer_qpn = 0;
+  uint64_t conn_qual = 0;
+  uint32_t my_psn = 0;
+  wire::CmMessage out_msg;  // REQ / REP / DREQ being retransmitted
+  std::vector<uint8_t> peer_pdata;
+  uint64_t next_retx = 0, retx_interval = 0, deadline = 0;
+  uint32_t retries = 0;
+  Sp* sp = nullptr;                             // RSP that reserved it, or the PSP that created it
+  alignas(8) unsigned char remote_sa[16] = {};  // front's sockaddr of the peer
+  bool provider_created = false;
+  explicit Ep(Ia* a) : Object(HandleType::kEp, a) {}
+};
+
+struct Sp : Object {  // PSP or RSP
+  uint64_t conn_qual = 0;
+  Evd* evd = nullptr;
+  uint32_t flags = 0;  // PSP: DAT_PSP_CONSUMER_FLAG 0 / DAT_PSP_PROVIDER_FLAG 1
+  Ep* ep = nullptr;    // RSP: the reserved EP
+  uint32_t crs = 0;    // pending connection requests
+  Sp(HandleType t, Ia* a) : Object(t, a) {}
+};
+
+struct Cr : Object {
+  Sp* sp = nullptr;
+  uint64_t conn_qual = 0;
+  wire::CmMessage req;
+  wire::MacAddr peer_mac{};
+  uint32_t peer_ip = 0;
+  uint16_t peer_udp_port = 0;
+  Ep* ep = nullptr;            // RSP's EP or the provider-created EP
+  std::vector<uint8_t> pdata;  // writable copy for the consumer
+  alignas(8) unsigned char remote_sa[16] = {};
+  explicit Cr(Ia* a) : Object(HandleType::kCr, a) {}
+};
+
+struct Ia : Object {
+  Iface* iface = nullptr;
+  Evd* async_evd = nullptr;
+  bool async_evd_created = false;  // we made it (freed with the IA)
+  std::unordered_set<Object*> children;
+  alignas(8) unsigned char local_sa[16] = {};  // front's sockaddr of the interface
+  explicit Ia() : Object(HandleType::kIa, nullptr) { ia = this; }
+};
+
+// ---------------------------------------------------------------- interface
+
+// Limits an interface reports (DAT IA / EP attributes are filled from these).
+struct Limits {
+  uint32_t max_eps = 1024;
+  uint32_t max_dto_per_ep = 4096;
+  uint32_t max_evds = 4096;
+  uint32_t max_evd_qlen = 1u << 16;
+  uint32_t max_iov = rc::kMaxSge;
+  uint32_t max_lmrs = 1u << 16;
+  uint32_t max_rmrs = 1u << 14;
+  uint32_t max_pzs = 1u << 16;
+  uint64_t max_lmr_size = uint64_t{1} << 40;
+  uint64_t max_message_size = 1u << 30;
+  uint32_t max_rdma_read_per_ep = 16;
+  uint32_t max_cm_pdata = static_cast<uint32_t>(wire::kCmReqPdata);
+};
+
+struct PassiveRec {
+  Cr* cr = nullptr;  // pending request
+  Ep* ep = nullptr;  // accepted
+  bool rejected = false;
+  wire::CmMessage rej;
+  uint64_t expires = 0;
+};
+
+struct Iface {
+  std::mutex mu;
+  IfaceConfig cfg;
+  Limits limits;
+  dpdk::Port* port = nullptr;
+  std::unique_ptr<dpdk::Port> owned_port;
+  std::unique_ptr<rc::MrTable> mr;
+  std::unique_ptr<rc::Engine> engine;
+  uint32_t pmtu = 1024;
+  rc::CompletionQueue sink_cq{1024};  // completions of EPs without an EVD
+  std::unordered_map<uint32_t, Ep*> ep_by_qpn;
+  std::unordered_map<uint32_t, Ep*> ep_by_comm;
+  std::unordered_map<uint64_t, Sp*> listeners;
+  std::unordered_map<uint64_t, PassiveRec> passive;  // (peer ip << 32 | peer comm id)
+  std::vector<Evd*> cq_evds;
+  std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
+  std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
+  uint64_t last_consumer_progress = 0;
+  uint64_t next_housekeeping = 0;
+  uint32_t next_pz = 1;
+  uint32_t next_comm = 1;
+  uint64_t rng = 0;
+  uint32_t ias = 0;
+
+  // Opens (first use) or returns the process's interface for this IA name.
+  static Status get(const IfaceConfig& cfg, Iface** out, std::string* why);
+
+  // All below: caller holds mu.
+  // One progress step: engine poll, completions to EVDs, CM timers.
+  // Returns true when anything moved.
+  bool progress(uint64_t now, bool consumer);
+  void deliver(Evd* evd, const Event& ev);
+  uint32_t random32();
+
+  // connection manager (cm.cpp)
+  void on_gsi(const wire::PacketView& v, uint64_t now);
+  Status connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us, const uint8_t* pdata,
+                 uint32_t pdata_len);
+  Status accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len);
+  Status reject(Cr* cr, const uint8_t* pdata, uint32_t pdata_len);
+  Status disconnect(Ep* ep, bool abrupt);
+  void cm_timers(uint64_t now);
+  void drop_ep(Ep* ep);  // forget an EP in every CM table (EP freed / reset)
+  void drop_cr(Cr* cr);
+
+  // EP queue pair management
+  Status make_qp(Ep* ep);
+  void destroy_qp(Ep* ep);
+
+ private:
+  bool drain_cq(Evd* evd);
+  void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
+  void finish_disconnect(Ep* ep, EventNum n);
+  void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
+  void send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& req,
+                wire::CmRejReason why, const uint8_t* pdata, uint32_t len);
+  void on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip, uint16_t port,
+              uint64_t now);
+  void on_rep(const wire::CmMessage& m, uint64_t now);
+  void on_rtu(const wire::CmMessage& m);
+  void on_rej(const wire::CmMessage& m);
+  void on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip);
+  void on_drep(const wire::CmMessage& m);
+  void send_req(Ep* ep, uint64_t now);
+};
+
+// Drives every other interface of the process once (try-lock: an interface
+// some other thread is driving is skipped).  For waits on one interface of
+// an in-process pair whose peer must move too.
+void progress_others(Iface* except);
+
+// Translates an RC completion status to the DAT DTO status.
+DtoStatus dto_status(rc::WcStatus s);
+
+}  // namespace dpdat::dat

@@ -1,0 +1,340 @@
+// Interfaces (port + memory tables + engine), the handle registry, inline
+// and background progress, and completion delivery to EVDs.
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <shared_mutex>
+#include <thread>
+
+#include "core.hpp"
+#include "dpdk/eal.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/telemetry.hpp"
+
+namespace dpdat::dat {
+
+// ------------------------------------------------------------ handle registry
+
+namespace {
+std::shared_mutex g_handles_mu;
+std::unordered_set<const void*>& handles() {
+  static auto* h = new std::unordered_set<const void*>();  // lives for the process
+  return *h;
+}
+}  // namespace
+
+void register_handle(Object* o) {
+  std::unique_lock lk(g_handles_mu);
+  handles().insert(o);
+}
+void unregister_handle(Object* o) {
+  std::unique_lock lk(g_handles_mu);
+  handles().erase(o);
+}
+Object* lookup_any(const void* h) {
+  if (h == nullptr) return nullptr;
+  std::shared_lock lk(g_handles_mu);
+  if (handles().count(h) == 0) return nullptr;
+  return static_cast<Object*>(const_cast<void*>(h));
+}
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+DtoStatus dto_status(rc::WcStatus s) {
+  switch (s) {
+    case rc::WcStatus::kSuccess:
+      return DtoStatus::kSuccess;
+    case rc::WcStatus::kLocalLengthError:
+      return DtoStatus::kLocalLength;
+    case rc::WcStatus::kLocalProtectionError:
+      return DtoStatus::kLocalProtection;
+    case rc::WcStatus::kLocalQpOperationError:
+      return DtoStatus::kLocalEp;
+    case rc::WcStatus::kBindError:
+      return DtoStatus::kRmrOperationFailed;
+    case rc::WcStatus::kRemoteAccessError:
+      return DtoStatus::kRemoteAccess;
+    case rc::WcStatus::kRemoteInvalidRequest:
+      return DtoStatus::kRemoteResponder;
+    case rc::WcStatus::kRemoteOperationalError:
+      return DtoStatus::kRemoteResponder;
+    case rc::WcStatus::kRetryExceeded:
+      return DtoStatus::kTransport;
+    case rc::WcStatus::kRnrRetryExceeded:
+      return DtoStatus::kReceiverNotReady;
+    case rc::WcStatus::kFlushed:
+      return DtoStatus::kFlushed;
+    case rc::WcStatus::kCount:
+      break;
+  }
+  return DtoStatus::kTransport;
+}
+
+// ------------------------------------------------------------- interfaces
+
+namespace {
+
+std::mutex g_ifaces_mu;
+std::vector<Iface*>& ifaces() {
+  static auto* v = new std::vector<Iface*>();  // interfaces live for the process (EAL does)
+  return *v;
+}
+std::atomic<size_t> g_iface_count{0};
+
+// The built-in in-process link: two net_ring ports, made once.
+bool ring_link(uint16_t ids[2], std::string* why) {
+  static bool made = false;
+  static uint16_t a = 0, b = 0;
+  static std::string err;
+  if (!made) {
+    if (!dpdk::Port::make_ring_link("dpdat_ia", &a, &b, &err)) {
+      *why = err;
+      return false;
+    }
+    made = true;
+  }
+  ids[0] = a;
+  ids[1] = b;
+  return true;
+}
+
+// Background progress: keeps interfaces moving when no consumer drives
+// them.  Sleeps `idle_us` at most; never competes with a consumer that is
+// actively progressing (it skips interfaces progressed in the last 50 us).
+void progress_thread_main() {
+  pthread_setname_np(pthread_self(), "dpdat-progress");
+  uint64_t sleep_us = 1;
+  for (;;) {
+    bool moved = false;
+    uint32_t max_idle = 1;
+    const size_t n = g_iface_count.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+      Iface* f = nullptr;
+      {
+        std::lock_guard<std::mutex> lk(g_ifaces_mu);
+        f = ifaces()[i];
+      }
+      if (!f->cfg.progress_thread) continue;
+      max_idle = std::max(max_idle, f->cfg.idle_us);
+      std::unique_lock<std::mutex> lk(f->mu, std::try_to_lock);
+      if (!lk.owns_lock()) continue;
+      const uint64_t now = now_ns();
+      if (now - f->last_consumer_progress < 50'000) continue;
+      moved |= f->progress(now, false);
+    }
+    if (moved) {
+      sleep_us = 1;
+      std::this_thread::yield();
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    sleep_us = std::min<uint64_t>(sleep_us * 2, max_idle);
+  }
+}
+
+void start_progress_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::thread(progress_thread_main).detach(); });
+}
+
+}  // namespace
+
+Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
+  std::lock_guard<std::mutex> lk(g_ifaces_mu);
+  for (Iface* f : ifaces())
+    if (f->cfg.name == cfg.name) {
+      *out = f;
+      return kOk;
+    }
+  const dpdk::EalStatus& eal = dpdk::eal_init();
+  if (!eal.ok) {
+    *why = eal.error;
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
+  }
+  auto f = std::make_unique<Iface>();
+  f->cfg = cfg;
+  uint16_t port_id = 0;
+  if (cfg.ring_end >= 0) {
+    uint16_t ids[2];
+    if (!ring_link(ids, why)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
+    port_id = ids[cfg.ring_end];
+  } else if (!cfg.vdev.empty()) {
+    if (!dpdk::probe_vdev(cfg.vdev, &port_id, why))
+      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
+  } else if (!dpdk::Port::find(cfg.port, &port_id)) {
+    *why = "no ethdev port named " + cfg.port;
+    return fail(Type::PROVIDER_NOT_FOUND);
+  }
+  dpdk::PortConfig pc;
+  pc.name = "dpdat_" + cfg.name;
+  pc.ip = cfg.ip;
+  pc.mtu = cfg.mtu;
+  pc.rx_loss = cfg.loss;
+  pc.loss_seed = cfg.ip;
+  f->owned_port = dpdk::Port::open(port_id, pc, why);
+  if (!f->owned_port) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
+  f->port = f->owned_port.get();
+  for (const auto& [ip, mac] : cfg.neighbors) f->port->add_neighbor(ip, mac);
+  f->pmtu = std::min(cfg.pmtu, f->port->max_pmtu());
+  f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
+  rc::EngineConfig ec;
+  ec.max_qps = f->limits.max_eps;
+  ec.pmtu = f->pmtu;
+  f->engine = std::make_unique<rc::Engine>(*f->port, *f->mr, ec);
+  Iface* raw = f.get();
+  f->engine->set_gsi_handler(
+      [raw](const wire::PacketView& v, uint64_t now) { raw->on_gsi(v, now); });
+  dpdk::telemetry_add_engine(pc.name, f->engine.get());
+  f->rng = now_ns() ^ (uint64_t{cfg.ip} << 32) ^ 0x9E3779B97F4A7C15ull;
+  f->next_comm = f->random32() | 1u;
+  ifaces().push_back(f.release());
+  g_iface_count.store(ifaces().size(), std::memory_order_release);
+  if (cfg.progress_thread) start_progress_thread();
+  *out = raw;
+  return kOk;
+}
+
+void progress_others(Iface* except) {
+  const size_t n = g_iface_count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    Iface* f = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(g_ifaces_mu);
+      f = ifaces()[i];
+    }
+    if (f == except) continue;
+    std::unique_lock<std::mutex> lk(f->mu, std::try_to_lock);
+    if (lk.owns_lock()) f->progress(now_ns(), true);
+  }
+}
+
+uint32_t Iface::random32() {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return static_cast<uint32_t>(rng >> 16);
+}
+
+bool Iface::progress(uint64_t now, bool consumer) {
+  if (consumer) last_consumer_progress = now;
+  bool moved = engine->poll(now) != 0;
+  for (Evd* e : cq_evds) moved |= drain_cq(e);
+  rc::Completion c;
+  while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
+  if (now >= next_housekeeping) cm_timers(now);
+  return moved;
+}
+
+// Moves completions from the EVD's RC completion queue into its event queue
+// while there is room; a full EVD leaves them in the RC queue, where the
+// queue pairs stall (nothing is dropped) and an overflow is reported.
+bool Iface::drain_cq(Evd* evd) {
+  bool moved = false;
+  rc::Completion c;
+  while (evd->q.size() < evd->qlen) {
+    if (!evd->cq->pop(&c)) return moved;
+    moved = true;
+    Event ev;
+    ev.evd = evd;
+    auto it = ep_by_qpn.find(c.qpn);
+    ev.ep = it == ep_by_qpn.end() ? nullptr : it->second;
+    ev.cookie = c.cookie;
+    ev.status = dto_status(c.status);
+    ev.length = c.byte_len;
+    ev.op = c.op;
+    ev.imm = c.imm;
+    ev.has_imm = c.has_imm;
+    if (c.op == rc::WcOp::kBind) {
+      ev.num = EventNum::kRmrBind;
+      ev.rmr_context = c.rmr_context;
+      // A bind's RC cookie is its Rmr; the consumer's cookie waits in the
+      // Rmr's FIFO of pending binds (binds of one RMR complete in order).
+      Rmr* rmr = lookup<Rmr>(reinterpret_cast<const void*>(static_cast<uintptr_t>(c.cookie)),
+                             HandleType::kRmr);
+      ev.rmr = rmr;
+      ev.cookie = 0;
+      if (rmr != nullptr && !rmr->binds.empty()) {
+        const Rmr::PendingBind b = rmr->binds.front();
+        rmr->binds.pop_front();
+        ev.cookie = b.cookie;
+        if (c.status == rc::WcStatus::kSuccess) {
+          rmr->lmr = b.length == 0 ? nullptr : b.lmr;
+          rmr->va = b.va;
+          rmr->length = b.length;
+          rmr->privileges = b.privileges;
+        }
+      }
+    } else {
+      ev.num = EventNum::kDto;
+    }
+    deliver(evd, ev);
+    // A failed DTO may mean the connection broke: the housekeeping pass
+    // turns a queue pair in error into BROKEN.
+    if (c.status != rc::WcStatus::kSuccess && ev.ep != nullptr) next_housekeeping = 0;
+  }
+  if (!evd->cq->empty() && !evd->overflow_reported) {
+    evd->overflow_reported = true;
+    for (Ia* ia = evd->ia; ia != nullptr && ia->async_evd != nullptr && ia->async_evd != evd;) {
+      Event ov;
+      ov.num = EventNum::kEvdOverflow;
+      ov.ia = ia;
+      ov.evd = ia->async_evd;
+      deliver(ia->async_evd, ov);
+      break;
+    }
+  }
+  return moved;
+}
+
+void Iface::deliver(Evd* evd, const Event& ev) {
+  if (evd->q.size() >= evd->qlen) {
+    evd->overflow.push_back(ev);
+    if (!evd->overflow_reported && evd->ia->async_evd != nullptr && evd != evd->ia->async_evd) {
+      evd->overflow_reported = true;
+      Event ov;
+      ov.num = EventNum::kEvdOverflow;
+      ov.ia = evd->ia;
+      ov.evd = evd->ia->async_evd;
+      deliver(evd->ia->async_evd, ov);
+    }
+    return;
+  }
+  evd->q.push_back(ev);
+  if (evd->waiter) {
+    if (evd->q.size() >= evd->threshold) evd->cv.notify_all();
+  } else if (evd->cno != nullptr && evd->enabled) {
+    Cno* cno = evd->cno;
+    cno->triggered = evd;
+    cno->cv.notify_all();
+    if (cno->agent_fn != nullptr) cno->agent_fn(cno->agent_instance, evd);
+  }
+}
+
+Status Iface::make_qp(Ep* ep) {
+  rc::QpConfig qc;
+  qc.sq_depth = std::max(ep->attr.max_request_dtos, 1u) + 1;
+  qc.rq_depth = std::max(ep->attr.max_recv_dtos, 1u);
+  qc.pmtu = pmtu;
+  qc.max_rd_atomic = std::max(1u, ep->attr.max_rdma_read_out);
+  rc::CompletionQueue* scq = ep->req_evd != nullptr ? ep->req_evd->cq.get() : &sink_cq;
+  rc::CompletionQueue* rcq = ep->recv_evd != nullptr ? ep->recv_evd->cq.get() : &sink_cq;
+  ep->qp = engine->create_qp(ep->pz->id, qc, scq, rcq);
+  if (ep->qp == nullptr) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  ep_by_qpn[ep->qp->qpn()] = ep;
+  return kOk;
+}
+
+void Iface::destroy_qp(Ep* ep) {
+  if (ep->qp == nullptr) return;
+  ep_by_qpn.erase(ep->qp->qpn());
+  engine->destroy_qp(ep->qp);
+  ep->qp = nullptr;
+}
+
+}  // namespace dpdat::dat
