@@ -160,11 +160,32 @@ DPDAT_PCLMUL_INLINE __m128i fold128(__m128i x, __m128i k, __m128i next) {
   return _mm_xor_si128(_mm_xor_si128(lo, hi), next);
 }
 
-// Folds the remaining whole 16-byte blocks into x, then reduces to the 32-bit
-// CRC register.  len is a multiple of 16.
+// x.lo * k.lo ^ x.hi * k.hi
+DPDAT_PCLMUL_INLINE __m128i clmul_pair(__m128i x, __m128i k) {
+  return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+// Folds the remaining whole 16-byte blocks (len = 0, 16, 32 or 48) into x,
+// then reduces to the 32-bit CRC register.  Every block is carried straight
+// to the last one with the constant for its own distance, so the products
+// are independent: one multiplication on the critical path, not one per block.
 DPDAT_PCLMUL_INLINE uint32_t finish128(__m128i x, const uint8_t* p, size_t len) {
   const __m128i k = k128(kFold128);
-  for (; len >= 16; p += 16, len -= 16) x = fold128(x, k, load128(p));
+  switch (len) {
+    case 0:
+      break;
+    case 16:
+      x = fold128(x, k, load128(p));
+      break;
+    case 32:
+      x = _mm_xor_si128(clmul_pair(x, k128(kFold256)), fold128(load128(p), k, load128(p + 16)));
+      break;
+    default:  // 48
+      x = _mm_xor_si128(
+          _mm_xor_si128(clmul_pair(x, k128(kFold384)), clmul_pair(load128(p), k128(kFold256))),
+          fold128(load128(p + 16), k, load128(p + 32)));
+      break;
+  }
   const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
   // 128 -> 64 bits.
   __m128i t = _mm_clmulepi64_si128(x, k, 0x10);
@@ -189,7 +210,7 @@ DPDAT_PCLMUL_INLINE uint32_t finish128(__m128i x, const uint8_t* p, size_t len) 
 DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len) {
   __m128i x1 = _mm_xor_si128(load128(p), _mm_cvtsi32_si128(static_cast<int>(c)));
   if (len < 64) return finish128(x1, p + 16, len - 16);
-  const __m128i k4 = k128(kFold512), k1 = k128(kFold128);
+  const __m128i k4 = k128(kFold512);
   __m128i x2 = load128(p + 16), x3 = load128(p + 32), x4 = load128(p + 48);
   p += 64;
   len -= 64;
@@ -199,9 +220,9 @@ DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len) {
     x3 = fold128(x3, k4, load128(p + 32));
     x4 = fold128(x4, k4, load128(p + 48));
   }
-  x1 = fold128(x1, k1, x2);
-  x1 = fold128(x1, k1, x3);
-  x1 = fold128(x1, k1, x4);
+  // x1, x2, x3 lie 384, 256, 128 bits before x4.
+  x1 = _mm_xor_si128(_mm_xor_si128(clmul_pair(x1, k128(kFold384)), clmul_pair(x2, k128(kFold256))),
+                     fold128(x3, k128(kFold128), x4));
   return finish128(x1, p, len);
 }
 
@@ -253,7 +274,7 @@ DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t l
   for (; len >= 32; p += 32, len -= 32) x0 = _mm256_xor_si256(clmul_pair256(x0, k256b), load256(p));
   // 256 -> 128: the low lane lies 128 bits before the high one.
   const __m128i lo = _mm256_castsi256_si128(x0), hi = _mm256_extracti128_si256(x0, 1);
-  return finish128(fold128(lo, k128(kFold128), hi), p, len);
+  return finish128(fold128(lo, k128(kFold128), hi), p, len);  // len: 0 or 16
 }
 
 uint32_t crc32_update_vpclmul256(uint32_t crc, const void* data, size_t len) noexcept {
@@ -291,10 +312,15 @@ DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t l
       x2 = fold512(x2, k2048, load512(p + 128));
       x3 = fold512(x3, k2048, load512(p + 192));
     }
-    // x0, x1, x2 lie 1536, 1024, 512 bits before x3.
-    x3 = fold512(x2, k512b, x3);
-    x3 = fold512(x1, k512(kFold1024), x3);
-    x0 = fold512(x0, k512(kFold1536), x3);
+    // x0, x1, x2 lie 1536, 1024, 512 bits before x3; the six products are
+    // independent, only the three-way XORs chain.
+    const __m512i k1536 = k512(kFold1536), k1024 = k512(kFold1024);
+    __m512i t = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x0, k1536, 0x00),
+                                          _mm512_clmulepi64_epi128(x0, k1536, 0x11),
+                                          _mm512_clmulepi64_epi128(x1, k1024, 0x00), 0x96);
+    t = _mm512_ternarylogic_epi64(t, _mm512_clmulepi64_epi128(x1, k1024, 0x11),
+                                  _mm512_clmulepi64_epi128(x2, k512b, 0x00), 0x96);
+    x0 = _mm512_ternarylogic_epi64(t, _mm512_clmulepi64_epi128(x2, k512b, 0x11), x3, 0x96);
   } else {
     p += 64;
     len -= 64;
