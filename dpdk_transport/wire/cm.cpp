@@ -72,10 +72,10 @@ uint64_t get64(const uint8_t* p) { return (uint64_t{get32(p)} << 32) | get32(p +
 
 // The low `width` bits of `v`, placed at bit `shift` of a byte; and back.
 uint8_t bits(uint8_t v, unsigned width, unsigned shift) {
-  return static_cast<uint8_t>((v & ((1u << width) - 1)) << shift);
+  return static_cast<uint8_t>((unsigned{v} & ((1u << width) - 1)) << shift);
 }
 uint8_t field(uint8_t byte, unsigned width, unsigned shift) {
-  return static_cast<uint8_t>((byte >> shift) & ((1u << width) - 1));
+  return static_cast<uint8_t>((unsigned{byte} >> shift) & ((1u << width) - 1));
 }
 
 // RoCEv2 GIDs for IPv4 are IPv4-mapped IPv6 addresses, ::ffff:a.b.c.d.
