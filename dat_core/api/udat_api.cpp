@@ -892,22 +892,19 @@ DAT_RETURN dat_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
   if (qlen <= 0 || static_cast<uint32_t>(qlen) > e->ia->iface->limits.max_evd_qlen)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   if (static_cast<size_t>(qlen) < e->q.size() + e->overflow.size()) return err(Type::INVALID_STATE);
-  if (e->cq && static_cast<uint32_t>(qlen) != e->qlen) {
-    // The RC completion queue is sized with the EVD: move what it holds.
-    auto cq = std::make_unique<dpdat::rc::CompletionQueue>(static_cast<uint32_t>(qlen));
+  // The RC completion queue only stages completions before they become
+  // events (drained while the EVD has room), so the EVD's length changes
+  // without it.  Queue pairs point at it: it is re-sized only when no
+  // endpoint feeds this EVD.
+  bool fed = false;
+  for (auto& [qpn, ep] : e->ia->iface->ep_by_qpn) fed |= ep->req_evd == e || ep->recv_evd == e;
+  if (e->cq && !fed) {
     dpdat::rc::Completion c;
     std::vector<dpdat::rc::Completion> held;
     while (e->cq->pop(&c)) held.push_back(c);
-    if (held.size() > static_cast<size_t>(qlen) - e->q.size()) {
-      for (const auto& x : held) (void)e->cq->push(x);
-      return err(Type::INVALID_STATE);
-    }
-    for (const auto& x : held) (void)cq->push(x);
-    // Queue pairs keep a pointer to their completion queues: repoint them.
-    for (auto& [qpn, ep] : e->ia->iface->ep_by_qpn)
-      if (ep->req_evd == e || ep->recv_evd == e)
-        return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_IN_USE);
-    e->cq = std::move(cq);
+    e->cq = std::make_unique<dpdat::rc::CompletionQueue>(
+        std::max<size_t>(static_cast<size_t>(qlen), held.size()));
+    for (const auto& x : held) (void)e->cq->push(x);
   }
   e->qlen = static_cast<uint32_t>(qlen);
   e->overflow_reported = false;

@@ -326,8 +326,8 @@ extern DAT_RETURN dat_evd_wait(IN DAT_EVD_HANDLE evd_handle, IN DAT_TIMEOUT time
  * DAT_INVALID_HANDLE. */
 extern DAT_RETURN dat_evd_disable(IN DAT_EVD_HANDLE evd_handle);
 
-/* Makes an EVD unwaitable: current and future dat_evd_wait calls return DAT_INTERRUPTED_CALL; any
- * thread; errors: DAT_INVALID_HANDLE. */
+/* Makes an EVD unwaitable: blocked and future dat_evd_wait calls return DAT_INVALID_STATE (events
+ * still arrive and can be dequeued); any thread; errors: DAT_INVALID_HANDLE. */
 extern DAT_RETURN dat_evd_set_unwaitable(IN DAT_EVD_HANDLE evd_handle);
 
 /* Makes an EVD waitable again; any thread; errors: DAT_INVALID_HANDLE. */
