@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Issue 4 side-by-side figures in one run: dpdat RDMA WRITE bandwidth (4 KiB,
+# 64 KiB) and 8 B half-round-trip latency over net_ring (one process, inline
+# progress) and over net_memif (two processes, one busy-polling CPU each), next
+# to the raw packet rate dpdk-testpmd reaches on the same memif link with the
+# same frame size (txonly -> rxonly), and the ratio dpdat packets/s : testpmd
+# packets/s.  A benchmark, not a test: not in ctest.
+#
+#   bench/compare_memif.sh            # after: cmake --preset release &&
+#                                     #   cmake --build --preset release --target dpdat-perf
+# Environment (all optional):
+#   BUILD=build/release   where tools/dpdat-perf lives
+#   REPS=3                rounds; every figure is the median over the rounds,
+#                         rounds interleave the cases so load bursts spread out
+#   PMTU=1024             dpdat PMTU; the frame is a WRITE Only with RETH:
+#                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024)
+#   CPU_A=0 CPU_B=1       memif server / testpmd txonly on A, client / rxonly
+#                         and the in-process run on B
+#   TESTPMD_SECS=8        length of each testpmd run (from its first packets)
+#   QUIET_WAIT=120        before each case wait up to this long for both CPUs
+#                         to be >= 90 % idle over one second (0: do not wait)
+#   KEEP=1                keep the logs (path printed at the end)
+#   DPDAT_CRC32=name      passed through: force a CRC-32 path in dpdat
+# Needs root (hugepages), dpdk-testpmd (Debian dpdk) and two free CPUs.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build/release}
+PERF=$BUILD/tools/dpdat-perf
+TESTPMD=${TESTPMD:-dpdk-testpmd}
+REPS=${REPS:-3}
+PMTU=${PMTU:-1024}
+CPU_A=${CPU_A:-0}
+CPU_B=${CPU_B:-1}
+TESTPMD_SECS=${TESTPMD_SECS:-8}
+QUIET_WAIT=${QUIET_WAIT:-120}
+PIDFILE=/tmp/dpdat-compare-memif.pids # our children, so a later run can end leftovers
+MARK=dpdat-cmp                        # every child's command line names $TMP, which holds this
+
+die() {
+  echo "compare_memif: $*" >&2
+  exit 1
+}
+[ -x "$PERF" ] || die "no $PERF (build it: cmake --build --preset release --target dpdat-perf)"
+command -v "$TESTPMD" >/dev/null || die "no $TESTPMD (apt-get install dpdk)"
+command -v taskset >/dev/null || die "no taskset"
+
+# Leftovers of an earlier, interrupted run: only the PIDs it recorded, and only
+# if the process still carries this script's marker in its command line.
+if [ -f "$PIDFILE" ]; then
+  while read -r pid; do
+    [ -n "$pid" ] && grep -qs "$MARK" "/proc/$pid/cmdline" && kill -9 "$pid" 2>/dev/null
+  done <"$PIDFILE"
+  rm -f "$PIDFILE"
+fi
+
+TMP=$(mktemp -d "/tmp/$MARK.XXXXXX")
+RES=$TMP/results.txt # "key value" per case and round
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
+  sleep 0.3
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -f "$PIDFILE"
+  if [ "${KEEP:-0}" = 1 ]; then echo "logs kept in $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+started() {
+  PIDS+=("$1")
+  echo "$1" >>"$PIDFILE"
+}
+
+bash "$ROOT/scripts/setup-hugepages.sh" >/dev/null
+
+# ---------------------------------------------------------------- load
+median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "nan"}'; }
+span() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "%s..%s", lo, hi}'; }
+# Idle percentage of the whole machine over one second.
+idle_pct() {
+  local a b k tot=0
+  read -r -a a </proc/stat # cpu user nice system idle iowait irq softirq steal ...
+  sleep 1
+  read -r -a b </proc/stat
+  for k in 1 2 3 4 5 6 7 8; do tot=$((tot + b[k] - a[k])); done
+  echo $((100 * (b[4] - a[4] + b[5] - a[5]) / (tot > 0 ? tot : 1)))
+}
+LOADLOG=$TMP/load.txt
+# Before a case: waits (up to QUIET_WAIT s) for a quiet machine.  After it:
+# one more second's sample, to see whether someone else started meanwhile.
+quiet() {
+  local p t=0
+  p=$(idle_pct)
+  while [ "$p" -lt 90 ] && [ "$t" -lt "$QUIET_WAIT" ]; do
+    p=$(idle_pct)
+    t=$((t + 1))
+  done
+  printf '%s before=%s waited=%ss loadavg=%s' "$1" "$p" "$t" "$(cut -d' ' -f1 /proc/loadavg)" >>"$LOADLOG"
+}
+after() { echo " after=$(idle_pct)" >>"$LOADLOG"; }
+
+# ---------------------------------------------------------------- dpdat
+# dpdat-perf prints "... PMTU n ..." and a table row per size:
+#   bw:  bytes iters peak_Gbps avg_Gbps avg_MBps Mmsg/s
+#   lat: bytes iters min median avg p99 max   (us)
+row_after_header() { grep -A1 '#bytes' "$1" | tail -1; }
+
+ring_case() { # name args...
+  local name=$1
+  shift
+  quiet "$name"
+  taskset -c "$CPU_B" timeout 180 "$PERF" "$@" >"$TMP/$name.log" 2>&1
+  after
+}
+
+memif_case() { # name client-args...
+  local name=$1
+  shift
+  local sock=$TMP/memif.sock oob=$TMP/oob.sock
+  rm -f "$sock" "$oob"
+  quiet "$name"
+  taskset -c "$CPU_A" timeout 180 "$PERF" --server \
+    --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" --ip 10.77.0.1 --oob "$oob" \
+    >"$TMP/$name.server.log" 2>&1 &
+  local spid=$!
+  started "$spid"
+  for _ in $(seq 1 200); do [ -S "$sock" ] && [ -S "$oob" ] && break; sleep 0.05; done
+  taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
+    --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no" --ip 10.77.0.2 --oob "$oob" \
+    "$@" >"$TMP/$name.log" 2>&1
+  wait "$spid" 2>/dev/null
+  rm -f "$sock" "$oob"
+  after
+}
+
+# ---------------------------------------------------------------- testpmd
+# txonly (memif server, CPU A) -> rxonly (memif client, CPU B); records the
+# median Rx-pps of the per-second samples, the first (partial) one dropped.
+testpmd_case() { # name frame_bytes
+  local name=$1 frame=$2 sock=$TMP/tp.sock
+  local mbuf=$((frame + 256 > 2176 ? frame + 256 : 2176))
+  rm -f "$sock"
+  quiet "$name"
+  local common=(--no-pci --in-memory)
+  local app=(--total-num-mbufs=8192 --mbuf-size="$mbuf" --nb-cores=1 --stats-period=1)
+  taskset -c "$CPU_A" "$TESTPMD" --lcores "0@$CPU_A,1@$CPU_A" "${common[@]}" --file-prefix "$MARK-tx-$$" \
+    --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- \
+    --forward-mode=txonly --txpkts="$frame" "${app[@]}" >"$TMP/$name.tx.log" 2>&1 &
+  local tpid=$!
+  started "$tpid"
+  for _ in $(seq 1 200); do [ -S "$sock" ] && break; sleep 0.05; done
+  taskset -c "$CPU_B" "$TESTPMD" --lcores "0@$CPU_B,1@$CPU_B" "${common[@]}" --file-prefix "$MARK-rx-$$" \
+    --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no" -- \
+    --forward-mode=rxonly "${app[@]}" >"$TMP/$name.rx.log" 2>&1 &
+  local rpid=$!
+  started "$rpid"
+  # Time the run from the first non-zero per-second sample.
+  for _ in $(seq 1 300); do
+    grep -q 'Rx-pps: *[1-9]' "$TMP/$name.rx.log" && break
+    sleep 0.1
+  done
+  sleep "$TESTPMD_SECS"
+  kill -INT "$rpid" "$tpid" 2>/dev/null
+  for _ in $(seq 1 50); do
+    kill -0 "$rpid" 2>/dev/null || kill -0 "$tpid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$rpid" "$tpid" 2>/dev/null
+  wait "$rpid" "$tpid" 2>/dev/null
+  rm -f "$sock"
+  after
+  echo "testpmd_pps $(grep -o 'Rx-pps: *[0-9]*' "$TMP/$name.rx.log" | awk '$2 > 0 {print $2}' |
+    tail -n +2 | median)" >>"$RES"
+}
+
+
+# ---------------------------------------------------------------- run
+echo "compare_memif: $REPS rounds, PMTU $PMTU, CPUs $CPU_A/$CPU_B, CRC-32 path ${DPDAT_CRC32:-auto}"
+echo "uptime: $(uptime)"
+pmtu_seen=$PMTU
+for r in $(seq 1 "$REPS"); do
+  ring_case "ring_bw4k_$r" --size 4096 --bw --iters 300000 --pmtu "$PMTU"
+  ring_case "ring_bw64k_$r" --size 65536 --bw --iters 20000 --pmtu "$PMTU"
+  ring_case "ring_lat8_$r" --size 8 --lat --iters 20000 --pmtu "$PMTU"
+  memif_case "memif_bw4k_$r" --size 4096 --bw --iters 500000 --pmtu "$PMTU"
+  memif_case "memif_bw64k_$r" --size 65536 --bw --iters 30000 --pmtu "$PMTU"
+  memif_case "memif_lat8_$r" --size 8 --lat --iters 20000 --pmtu "$PMTU"
+  p=$(grep -o 'PMTU [0-9]*' "$TMP/memif_bw4k_$r.log" | head -1 | awk '{print $2}')
+  [ -n "$p" ] && pmtu_seen=$p
+  frame=$((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
+  testpmd_case "testpmd_$r" "$frame"
+  for c in ring memif; do
+    for s in 4k 64k; do
+      echo "${c}_MBps_$s $(row_after_header "$TMP/${c}_bw${s}_$r.log" | awk '{print $5}')" >>"$RES"
+    done
+    echo "${c}_lat_us $(row_after_header "$TMP/${c}_lat8_$r.log" | awk '{print $4}')" >>"$RES"
+  done
+  echo "  round $r of $REPS done" >&2
+done
+[ "$pmtu_seen" = "$PMTU" ] || echo "note: dpdat used PMTU $pmtu_seen (the port MTU caps it), not $PMTU"
+
+get() { awk -v k="$1" '$1 == k && $2 != "" {print $2}' "$RES"; }
+frame=$((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
+tp=$(get testpmd_pps | median)
+pps() { awk -v mb="$1" -v p="$pmtu_seen" 'BEGIN {printf "%.2f", mb * 1e6 / p / 1e6}'; }
+ratio() { awk -v mb="$1" -v p="$pmtu_seen" -v t="$tp" 'BEGIN {if (t > 0) printf "%.0f %%", 100 * mb * 1e6 / p / t; else print "n/a"}'; }
+
+echo
+printf '%-34s %-22s %-22s\n' "dpdat RDMA WRITE, PMTU $pmtu_seen" "net_ring (1 process)" "net_memif (2 processes)"
+for s in 4k 64k; do
+  rm_=$(get ring_MBps_$s | median)
+  mm_=$(get memif_MBps_$s | median)
+  printf '%-34s %-22s %-22s\n' "bandwidth $s [MB/s] (range)" "$rm_ ($(get ring_MBps_$s | span))" \
+    "$mm_ ($(get memif_MBps_$s | span))"
+  printf '%-34s %-22s %-22s\n' "  data packets $s [Mpps]" "$(pps "$rm_")" "$(pps "$mm_")"
+  printf '%-34s %-22s %-22s\n' "  ratio to testpmd memif" "-" "$(ratio "$mm_")"
+done
+printf '%-34s %-22s %-22s\n' "8 B half round trip, median [us]" "$(get ring_lat_us | median)" \
+  "$(get memif_lat_us | median)"
+printf '%-34s %-22s %-22s\n' "testpmd txonly->rxonly [Mpps]" "-" \
+  "$(awk -v t="$tp" 'BEGIN {printf "%.2f", t / 1e6}') ($(get testpmd_pps | span)) at $frame B"
+echo
+echo "median of $REPS rounds; ratio = dpdat data packets/s (MB/s / PMTU) / testpmd Rx-pps."
+echo "net_ring has no testpmd counterpart (pointer passing, ~1000 Mpps in ENVIRONMENT.md)."
+echo "load: idle % of both CPUs over 1 s before each case (after waiting up to ${QUIET_WAIT} s) and"
+echo "1 s after it; a case is 'disturbed' if either is below 90 %:"
+sed 's/[a-z]*=//g' "$LOADLOG" | awk '{n++; if ($2 < mi || n == 1) mi = $2; if ($4 > ml) ml = $4;
+    if ($5 < ma || n == 1) ma = $5; if ($2 < 90 || $5 < 90) {d++; ds = ds " " $1}}
+  END {printf "  %d cases, min idle before %s %%, after %s %%, max loadavg %s, disturbed %d%s\n",
+       n, mi, ma, ml, d, ds}'
+echo "uptime: $(uptime)"
