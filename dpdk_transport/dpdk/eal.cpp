@@ -3,8 +3,8 @@
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
-#include <rte_ethdev.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <unistd.h>
 
 #include <algorithm>
