@@ -10,7 +10,7 @@
 #                                     #   cmake --build --preset release --target dpdat-perf
 # Environment (all optional):
 #   BUILD=build/release   where tools/dpdat-perf lives
-#   REPS=3                rounds; every figure is the median over the rounds,
+#   REPS=5                rounds; every figure is the median over the rounds,
 #                         rounds interleave the cases so load bursts spread out
 #   PMTU=1024             dpdat PMTU; the frame is a WRITE Only with RETH:
 #                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024)
@@ -28,7 +28,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build/release}
 PERF=$BUILD/tools/dpdat-perf
 TESTPMD=${TESTPMD:-dpdk-testpmd}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 PMTU=${PMTU:-1024}
 CPU_A=${CPU_A:-0}
 CPU_B=${CPU_B:-1}
@@ -42,6 +42,7 @@ die() {
   exit 1
 }
 [ -x "$PERF" ] || die "no $PERF (build it: cmake --build --preset release --target dpdat-perf)"
+PERF=$(cd "$(dirname "$PERF")" && pwd)/dpdat-perf # absolute: the run happens in its own directory
 command -v "$TESTPMD" >/dev/null || die "no $TESTPMD (apt-get install dpdk)"
 command -v taskset >/dev/null || die "no taskset"
 
@@ -55,7 +56,8 @@ if [ -f "$PIDFILE" ]; then
 fi
 
 TMP=$(mktemp -d "/tmp/$MARK.XXXXXX")
-RES=$TMP/results.txt # "key value" per case and round
+RES=$TMP/results.txt # "key value disturbed" per case and round
+cd "$TMP" || die "cannot enter $TMP"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
@@ -85,6 +87,25 @@ idle_pct() {
   for k in 1 2 3 4 5 6 7 8; do tot=$((tot + b[k] - a[k])); done
   echo $((100 * (b[4] - a[4] + b[5] - a[5]) / (tot > 0 ? tot : 1)))
 }
+# Whether CPU_A and CPU_B are really two CPUs right now: the time of a fixed
+# awk loop on CPU_A while the same loop runs on CPU_B, over the time alone, in
+# per cent (100: independent; up to 200 when the hypervisor runs both virtual
+# CPUs on one physical one, which this VM does at times, for seconds).
+ms_of() {
+  local t0
+  t0=$(date +%s%N)
+  "$@" >/dev/null
+  echo $((($(date +%s%N) - t0) / 1000000))
+}
+share_pct() {
+  local loop='BEGIN { for (i = 0; i < 1e7; i++) x += i }' alone both p
+  alone=$(ms_of taskset -c "$CPU_A" awk "$loop")
+  taskset -c "$CPU_B" awk "$loop" &
+  p=$!
+  both=$(ms_of taskset -c "$CPU_A" awk "$loop")
+  wait "$p"
+  echo $((100 * both / (alone > 0 ? alone : 1)))
+}
 LOADLOG=$TMP/load.txt
 # Before a case: waits (up to QUIET_WAIT s) for a quiet machine, then samples
 # the number of runnable tasks every 0.2 s while the case runs.  More than the
@@ -97,7 +118,8 @@ quiet() { # name own_busy_threads
     p=$(idle_pct)
     t=$((t + 1))
   done
-  printf '%s before=%s waited=%ss loadavg=%s' "$1" "$p" "$t" "$(cut -d' ' -f1 /proc/loadavg)" >>"$LOADLOG"
+  printf '%s before=%s waited=%ss loadavg=%s share=%s' "$1" "$p" "$t" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "$(share_pct)" >>"$LOADLOG"
   OWN=$2
   (while :; do
     read -r _ _ _ run _ </proc/loadavg
@@ -113,11 +135,11 @@ after() {
   wait "$SAMPLER" 2>/dev/null
   local f
   # The first sample sees the case's own start-up (fork, EAL threads): skipped.
-  f=$(awk -v own="$OWN" 'NR > 1 && $1 > own + 1 {n++} END {print NR > 1 ? int(100 * n / (NR - 1)) : 0}' \
+  f=$(awk -v own="$OWN" 'NR > 1 && $1 > own + 1 {n++} END {print (NR > 1 ? int(100 * n / (NR - 1)) : 0)}' \
     "$TMP/$CASE.runnable")
-  echo " foreign=$f" >>"$LOADLOG"
-  tail -1 "$LOADLOG" | awk '{split($2, b, "="); split($5, f, "="); print (b[2] < 90 || f[2] > 10)}' \
-    >"$TMP/$CASE.disturbed"
+  echo " foreign=$f share_after=$(share_pct)" >>"$LOADLOG"
+  tail -1 "$LOADLOG" | sed 's/[a-z_]*=//g' |
+    awk '{print ($2 < 90 || $6 > 10 || $5 > 130 || $7 > 130)}' >"$TMP/$CASE.disturbed"
 }
 
 # ---------------------------------------------------------------- dpdat
@@ -266,10 +288,13 @@ echo "median (range) of $REPS rounds, disturbed rounds left out where an undistu
 echo "ratio = dpdat data packets/s (MB/s / PMTU) / testpmd Rx-pps."
 echo "net_ring has no testpmd counterpart (pointer passing, ~1000 Mpps in ENVIRONMENT.md)."
 echo "load: before each case, waited up to ${QUIET_WAIT} s for both CPUs >= 90 % idle over 1 s;"
-echo "during it, 'foreign' = % of 0.2 s samples with more runnable tasks than the case's own pollers."
-echo "A case is 'disturbed' if idle before < 90 % or foreign > 10 %:"
-sed 's/[a-z]*=//g' "$LOADLOG" | awk '{n++; if ($2 < mi || n == 1) mi = $2; if ($4 > ml) ml = $4;
-    if ($5 > mf) mf = $5; if ($2 < 90 || $5 > 10) {d++; ds = ds " " $1}}
-  END {printf "  %d cases, min idle before %s %%, max foreign %s %%, max loadavg %s, disturbed %d%s\n",
-       n, mi, mf, ml, d, ds}'
+echo "'foreign' = % of 0.2 s samples during it with more runnable tasks than its own pollers;"
+echo "'share' = awk loop time on CPU $CPU_A with CPU $CPU_B busy / alone, before and after it (100 %:"
+echo "two real CPUs, 200 %: the hypervisor runs both on one).  Disturbed: idle < 90 %, foreign > 10 %"
+echo "or share > 130 %:"
+sed 's/[a-z_]*=//g' "$LOADLOG" | awk '{n++; if ($2 < mi || n == 1) mi = $2; if ($4 > ml) ml = $4;
+    if ($6 > mf) mf = $6; s = $5 > $7 ? $5 : $7; if (s > ms) ms = s;
+    if ($2 < 90 || $6 > 10 || s > 130) {d++; ds = ds " " $1}}
+  END {printf "  %d cases: min idle before %s %%, max foreign %s %%, max share %s %%, max loadavg %s\n",
+       n, mi, mf, ms, ml; printf "  disturbed %d:%s\n", d, ds}'
 echo "uptime: $(uptime)"
