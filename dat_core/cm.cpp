@@ -153,7 +153,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   return kOk;
 }
 
-void Iface::send_req(Ep* ep, uint64_t now) {
+void Iface::send_out(Ep* ep, uint64_t now) {
   send_cm(ep->peer_mac, ep->peer_ip, ep->out_msg);
   ep->next_retx = now + ep->retx_interval;
   ep->retx_interval = std::min(ep->retx_interval * 2, kCmRetxMaxNs);
@@ -469,7 +469,7 @@ void Iface::cm_timers(uint64_t now) {
           ep->cm = CmState::kReqSent;
           ep->retx_interval = kCmRetxNs;
           ep->retries = 0;
-          send_req(ep, now);
+          send_out(ep, now);
         } else if ((ep->deadline != 0 && now >= ep->deadline) ||
                    ep->retries * kArpRetryNs >= kArpGiveUpNs) {
           ep->state = EpState::kDisconnected;
@@ -492,7 +492,7 @@ void Iface::cm_timers(uint64_t now) {
           finish_disconnect(ep, EventNum::kTimedOut);
           continue;
         }
-        send_req(ep, now);
+        send_out(ep, now);
         break;
       case CmState::kRepSent:
         if (now < ep->next_retx) break;
@@ -500,9 +500,7 @@ void Iface::cm_timers(uint64_t now) {
           finish_disconnect(ep, EventNum::kAcceptCompletionError);
           continue;
         }
-        send_cm(ep->peer_mac, ep->peer_ip, ep->out_msg);
-        ep->next_retx = now + ep->retx_interval;
-        ep->retx_interval = std::min(ep->retx_interval * 2, kCmRetxMaxNs);
+        send_out(ep, now);
         break;
       case CmState::kDreqSent:
         if (now < ep->next_retx) break;
@@ -510,9 +508,7 @@ void Iface::cm_timers(uint64_t now) {
           finish_disconnect(ep, EventNum::kDisconnected);
           continue;
         }
-        send_cm(ep->peer_mac, ep->peer_ip, ep->out_msg);
-        ep->next_retx = now + ep->retx_interval;
-        ep->retx_interval = std::min(ep->retx_interval * 2, kCmRetxMaxNs);
+        send_out(ep, now);
         break;
       case CmState::kEstablished:
         if (ep->qp != nullptr && ep->qp->state() == rc::QpState::kError) {

@@ -402,6 +402,7 @@ struct Iface {
 
  private:
   bool drain_cq(Evd* evd);
+  void report_overflow(Evd* evd);
   void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
   void finish_disconnect(Ep* ep, EventNum n);
   void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
@@ -414,7 +415,8 @@ struct Iface {
   void on_rej(const wire::CmMessage& m);
   void on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip);
   void on_drep(const wire::CmMessage& m);
-  void send_req(Ep* ep, uint64_t now);
+  // (Re)sends the EP's out_msg (REQ, REP or DREQ) and backs its timer off.
+  void send_out(Ep* ep, uint64_t now);
 };
 
 // Drives every other interface of the process once (try-lock: an interface

@@ -278,31 +278,27 @@ bool Iface::drain_cq(Evd* evd) {
     // turns a queue pair in error into BROKEN.
     if (c.status != rc::WcStatus::kSuccess && ev.ep != nullptr) next_housekeeping = 0;
   }
-  if (!evd->cq->empty() && !evd->overflow_reported) {
-    evd->overflow_reported = true;
-    for (Ia* ia = evd->ia; ia != nullptr && ia->async_evd != nullptr && ia->async_evd != evd;) {
-      Event ov;
-      ov.num = EventNum::kEvdOverflow;
-      ov.ia = ia;
-      ov.evd = ia->async_evd;
-      deliver(ia->async_evd, ov);
-      break;
-    }
-  }
+  if (!evd->cq->empty()) report_overflow(evd);
   return moved;
+}
+
+// Tells the IA's async EVD, once per EVD, that events are waiting for room.
+void Iface::report_overflow(Evd* evd) {
+  if (evd->overflow_reported) return;
+  evd->overflow_reported = true;
+  Evd* async = evd->ia->async_evd;
+  if (async == nullptr || async == evd) return;
+  Event ov;
+  ov.num = EventNum::kEvdOverflow;
+  ov.ia = evd->ia;
+  ov.evd = async;
+  deliver(async, ov);
 }
 
 void Iface::deliver(Evd* evd, const Event& ev) {
   if (evd->q.size() >= evd->qlen) {
     evd->overflow.push_back(ev);
-    if (!evd->overflow_reported && evd->ia->async_evd != nullptr && evd != evd->ia->async_evd) {
-      evd->overflow_reported = true;
-      Event ov;
-      ov.num = EventNum::kEvdOverflow;
-      ov.ia = evd->ia;
-      ov.evd = evd->ia->async_evd;
-      deliver(evd->ia->async_evd, ov);
-    }
+    report_overflow(evd);
     return;
   }
   evd->q.push_back(ev);
