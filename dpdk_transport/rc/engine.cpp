@@ -45,6 +45,7 @@ Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq
 
 void Engine::destroy_qp(Qp* qp) {
   if (qp == nullptr) return;
+  qp->release_srq();
   std::erase(active_, qp);
   std::erase(touched_, qp);
   const uint32_t i = qp->qpn() - cfg_.qpn_base;

@@ -201,7 +201,7 @@ Qp::PostResult Qp::post_send(const SendWr& wr) {
 }
 
 Qp::PostResult Qp::post_recv(const RecvWr& wr) {
-  if (state_ == QpState::kError) return PostResult::kInvalidState;
+  if (state_ == QpState::kError || srq_ != nullptr) return PostResult::kInvalidState;
   if (rq_tail_ - rq_head_ >= rq_.size()) return PostResult::kQueueFull;
   if (wr.num_sge > kMaxSge) return PostResult::kInvalidWr;
   RecvWqe& r = rq(rq_tail_);
@@ -213,6 +213,26 @@ Qp::PostResult Qp::post_recv(const RecvWr& wr) {
   }
   ++rq_tail_;
   return PostResult::kOk;
+}
+
+bool Qp::attach_srq(Srq* srq) {
+  if (state_ != QpState::kReset || rq_head_ != rq_tail_) return false;
+  srq_ = srq;
+  return true;
+}
+
+bool Qp::have_recv() {
+  if (rq_head_ != rq_tail_) return true;
+  if (srq_ == nullptr) return false;
+  RecvWr wr;
+  if (!srq_->take(&wr)) return false;
+  RecvWqe& r = rq(rq_tail_);
+  r = RecvWqe{};
+  r.wr = wr;
+  for (uint32_t i = 0; i < wr.num_sge; ++i) r.capacity += wr.sge[i].length;
+  ++rq_tail_;
+  srq_peak_ = std::max(srq_peak_, static_cast<uint32_t>(rq_tail_ - rq_head_));
+  return true;
 }
 
 void Qp::complete_rejected(bool is_send, uint64_t cookie) {
@@ -890,7 +910,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
 
   if (is_send) {
     if (first) {
-      if (rq_head_ == rq_tail_) {
+      if (!have_recv()) {
         ctr_.rnr_naks_tx++;
         nak_sent_ = true;  // later packets of the burst are not sequence errors
         send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
@@ -909,7 +929,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
           c.op = WcOp::kRecv;
           c.status = WcStatus::kLocalProtectionError;
           if (recv_cq_ != nullptr) recv_cq_->push(c);
-          ++rq_head_;
+          retire_recv();
           responder_fatal(aeth::kNakRemoteOperationalError, psn, QpError::kLocalProtection, now);
           return;
         }
@@ -926,7 +946,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
       c.op = WcOp::kRecv;
       c.status = WcStatus::kLocalLengthError;
       if (recv_cq_ != nullptr) recv_cq_->push(c);
-      ++rq_head_;
+      retire_recv();
       recv_in_use_ = false;
       responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kLocalLength, now);
       return;
@@ -943,7 +963,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
       c.imm = v.imm != nullptr ? v.imm->imm.value() : 0;
       c.solicited = v.bth->se();
       if (recv_cq_ != nullptr && !recv_cq_->push(c)) ctr_.cq_stalls++;
-      ++rq_head_;
+      retire_recv();
       recv_in_use_ = false;
       in_msg_ = InMsg::kNone;
       ++msn_;
@@ -952,7 +972,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
     }
   } else if (is_write) {
     const bool imm = info.is(wire::op::kImm);
-    if (imm && rq_head_ == rq_tail_) {
+    if (imm && !have_recv()) {
       // WRITE with immediate consumes a receive: none posted -> RNR, before
       // anything of this packet is placed.
       ctr_.rnr_naks_tx++;
@@ -993,7 +1013,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
         c.has_imm = true;
         c.imm = v.imm->imm.value();
         if (recv_cq_ != nullptr && !recv_cq_->push(c)) ctr_.cq_stalls++;
-        ++rq_head_;
+        retire_recv();
       }
       in_msg_ = InMsg::kNone;
       ++msn_;
@@ -1248,7 +1268,7 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
 }
 
 void Qp::flush_recvs() {
-  for (; rq_head_ < rq_tail_; ++rq_head_) {
+  while (rq_head_ < rq_tail_) {
     Completion c;
     c.cookie = rq(rq_head_).wr.cookie;
     c.qpn = qpn_;
@@ -1258,6 +1278,7 @@ void Qp::flush_recvs() {
       ctr_.cq_stalls++;
       return;  // CQ full: progress() retries, nothing is dropped
     }
+    retire_recv();
   }
 }
 

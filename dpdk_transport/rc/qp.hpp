@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mr_table.hpp"
+#include "srq.hpp"
 #include "types.hpp"
 #include "wire/packet.hpp"
 
@@ -50,7 +51,24 @@ class Qp {
   // Posting (same thread as the engine).
   enum class PostResult : uint8_t { kOk, kQueueFull, kInvalidState, kInvalidWr };
   PostResult post_send(const SendWr& wr);
-  PostResult post_recv(const RecvWr& wr);
+  PostResult post_recv(const RecvWr& wr);  // kInvalidState with an SRQ attached
+  // Takes receives from `srq` instead of its own queue (before connect(); the
+  // SRQ outlives the QP).
+  bool attach_srq(Srq* srq);
+  Srq* srq() const { return srq_; }
+  // Most receives this QP held from its SRQ at once since the last call
+  // (in progress: taken, not yet completed); for the SRQ high watermarks.
+  uint32_t take_srq_peak() {
+    const uint32_t p = srq_peak_;
+    srq_peak_ = static_cast<uint32_t>(rq_tail_ - rq_head_);
+    return p;
+  }
+  // The QP is being destroyed: receives it took from the SRQ are lost.
+  void release_srq() {
+    if (srq_ != nullptr)
+      for (uint64_t i = rq_head_; i < rq_tail_; ++i) srq_->retire();
+    rq_head_ = rq_tail_;
+  }
   // Reports a work request refused after an asynchronous hand-off (engine
   // thread mode) as a completion with kLocalQpOperationError.
   void complete_rejected(bool is_send, uint64_t cookie);
@@ -172,6 +190,14 @@ class Qp {
   wire::BuildSpec base_spec(wire::Opcode op, wire::Psn psn) const;
   bool transmit(const wire::BuildSpec& spec, uint64_t now);
   void flush_recvs();
+  // A receive for the message starting now: the own queue's head, or one
+  // taken from the SRQ into the own queue.  False: none (RNR).
+  bool have_recv();
+  // The head receive completed (its completion was pushed or dropped).
+  void retire_recv() {
+    ++rq_head_;
+    if (srq_ != nullptr) srq_->retire();
+  }
 
   Engine& engine_;
   MrTable& mr_;
@@ -180,6 +206,8 @@ class Qp {
   const QpConfig cfg_;
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
+  Srq* srq_ = nullptr;
+  uint32_t srq_peak_ = 0;
   QpState state_ = QpState::kReset;
   QpError error_ = QpError::kNone;
   PathInfo path_;
