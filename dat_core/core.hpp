@@ -36,6 +36,7 @@
 #include "config.hpp"
 #include "rc/engine.hpp"
 #include "rc/mr_table.hpp"
+#include "rc/srq.hpp"
 #include "status.hpp"
 #include "wire/cm.hpp"
 
@@ -55,6 +56,8 @@ struct Cr;
 struct Sp;
 struct Rmr;
 struct Cno;
+struct Srq;
+struct Object;
 
 // Values of DAT_EVENT_NUMBER (identical in DAT 1.2 and 2.0).
 enum class EventNum : uint32_t {
@@ -73,6 +76,7 @@ enum class EventNum : uint32_t {
   kIaCatastrophic = 0x08002,
   kEpBroken = 0x08003,
   kAsyncTimedOut = 0x08004,
+  kProviderInternal = 0x08005,  // also carries the SRQ / EP watermark notifications
   kSoftware = 0x10001,
 };
 
@@ -123,8 +127,11 @@ struct Event {
   // connection events: the peer's private data (kept alive by the EP)
   uint32_t pdata_len = 0;
   const uint8_t* pdata = nullptr;
-  // async and software events
+  // async and software events: `handle` is the object the event concerns
+  // (nullptr: the IA), `reason` the object's DAT_*_ASYNC_ERROR_REASON value
   Ia* ia = nullptr;
+  Object* handle = nullptr;
+  uint32_t reason = 0;
   const void* sw_pointer = nullptr;
 };
 
@@ -274,8 +281,12 @@ struct Ep : Object {
   EpAttr attr;
   EpState state = EpState::kUnconnected;
   rc::Qp* qp = nullptr;
-  uint32_t recv_watermark = 0;
-  uint32_t send_watermark = 0;
+  Srq* srq = nullptr;  // receives come from this SRQ (dat_ep_create_with_srq)
+  // dat_ep_set_watermark: receives in progress from the SRQ at which the
+  // soft mark raises an async event (once per setting) and the hard mark
+  // breaks the connection; 0 = not set (DAT_WATERMARK_INFINITE).
+  uint32_t soft_hw = 0;
+  uint32_t hard_hw = 0;
   // connection
   CmState cm = CmState::kIdle;
   uint32_t local_comm = 0, remote_comm = 0;
@@ -316,6 +327,31 @@ struct Cr : Object {
   explicit Cr(Ia* a) : Object(HandleType::kCr, a) {}
 };
 
+// Reasons carried by watermark notifications (DAT_SRQ_LOW_WATERMARK_EVENT of
+// DAT_SRQ_ASYNC_ERROR_REASON, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT of
+// DAT_EP_ASYNC_ERROR_REASON; the same in DAT 1.2 and 2.0).
+inline constexpr uint32_t kSrqLowWatermarkReason = 2;
+inline constexpr uint32_t kEpSoftHighWatermarkReason = 2;
+inline constexpr uint32_t kEvdOverflowReason = 0;  // DAT_EVD_OVERFLOW_ERROR
+
+struct Srq : Object {
+  Pz* pz = nullptr;
+  std::unique_ptr<rc::Srq> rq;
+  uint32_t max_recv_iov = rc::kMaxSge;
+  std::vector<Ep*> eps;  // EPs taking receives from it
+  explicit Srq(Ia* a) : Object(HandleType::kSrq, a) {}
+};
+
+// SRQ operations (srq.cpp); caller holds the interface lock.
+Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
+                  uint32_t low_watermark, Srq** out);
+Status srq_free(Srq* srq);  // INVALID_STATE while an EP uses it
+Status srq_post_recv(Srq* srq, const rc::RecvWr& wr);
+Status srq_resize(Srq* srq, uint32_t max_recv_dtos);
+Status srq_set_lw(Srq* srq, uint32_t low_watermark);
+Status srq_attach(Ep* ep, Srq* srq);  // before the EP's QP exists
+void srq_detach(Ep* ep);
+
 struct Ia : Object {
   Iface* iface = nullptr;
   Evd* async_evd = nullptr;
@@ -341,6 +377,9 @@ struct Limits {
   uint64_t max_message_size = 1u << 30;
   uint32_t max_rdma_read_per_ep = 16;
   uint32_t max_cm_pdata = static_cast<uint32_t>(wire::kCmReqPdata);
+  uint32_t max_srqs = 1024;
+  uint32_t max_recv_per_srq = 1u << 16;
+  uint32_t max_ep_per_srq = 1024;
 };
 
 struct PassiveRec {
@@ -367,6 +406,7 @@ struct Iface {
   std::unordered_map<uint64_t, PassiveRec> passive;  // (peer ip << 32 | peer comm id)
   std::vector<Evd*> cq_evds;
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
+  std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
   uint64_t last_consumer_progress = 0;
   uint64_t next_housekeeping = 0;
@@ -395,6 +435,11 @@ struct Iface {
   void cm_timers(uint64_t now);
   void drop_ep(Ep* ep);  // forget an EP in every CM table (EP freed / reset)
   void drop_cr(Cr* cr);
+
+  // SRQ watermark notifications (srq.cpp).
+  void check_srqs();
+  // Delivers an asynchronous event about `handle` to the IA's async EVD.
+  void async_event(Ia* ia, EventNum n, Object* handle, uint32_t reason);
 
   // EP queue pair management
   Status make_qp(Ep* ep);

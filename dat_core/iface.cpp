@@ -224,6 +224,7 @@ uint32_t Iface::random32() {
 bool Iface::progress(uint64_t now, bool consumer) {
   if (consumer) last_consumer_progress = now;
   bool moved = engine->poll(now) != 0;
+  if (!srqs.empty()) check_srqs();
   for (Evd* e : cq_evds) moved |= drain_cq(e);
   rc::Completion c;
   while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
@@ -288,11 +289,7 @@ void Iface::report_overflow(Evd* evd) {
   evd->overflow_reported = true;
   Evd* async = evd->ia->async_evd;
   if (async == nullptr || async == evd) return;
-  Event ov;
-  ov.num = EventNum::kEvdOverflow;
-  ov.ia = evd->ia;
-  ov.evd = async;
-  deliver(async, ov);
+  async_event(evd->ia, EventNum::kEvdOverflow, evd, kEvdOverflowReason);
 }
 
 void Iface::deliver(Evd* evd, const Event& ev) {
@@ -315,13 +312,16 @@ void Iface::deliver(Evd* evd, const Event& ev) {
 Status Iface::make_qp(Ep* ep) {
   rc::QpConfig qc;
   qc.sq_depth = std::max(ep->attr.max_request_dtos, 1u) + 1;
-  qc.rq_depth = std::max(ep->attr.max_recv_dtos, 1u);
+  // With an SRQ the QP's own queue only holds the receive of the message in
+  // progress.
+  qc.rq_depth = ep->srq != nullptr ? 2 : std::max(ep->attr.max_recv_dtos, 1u);
   qc.pmtu = pmtu;
   qc.max_rd_atomic = std::max(1u, ep->attr.max_rdma_read_out);
   rc::CompletionQueue* scq = ep->req_evd != nullptr ? ep->req_evd->cq.get() : &sink_cq;
   rc::CompletionQueue* rcq = ep->recv_evd != nullptr ? ep->recv_evd->cq.get() : &sink_cq;
   ep->qp = engine->create_qp(ep->pz->id, qc, scq, rcq);
   if (ep->qp == nullptr) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  if (ep->srq != nullptr) (void)ep->qp->attach_srq(ep->srq->rq.get());  // new QP: in RESET
   ep_by_qpn[ep->qp->qpn()] = ep;
   return kOk;
 }

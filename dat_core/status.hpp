@@ -40,6 +40,7 @@ namespace dpdat::dat {
   X(RESOURCE_TEVD)                    \
   X(RESOURCE_PROTECTION_DOMAIN)       \
   X(RESOURCE_MEMORY_REGION)           \
+  X(RESOURCE_SRQ)                     \
   X(INVALID_HANDLE_IA)                \
   X(INVALID_HANDLE_EP)                \
   X(INVALID_HANDLE_LMR)               \
@@ -54,6 +55,7 @@ namespace dpdat::dat {
   X(INVALID_HANDLE_EVD_RECV)          \
   X(INVALID_HANDLE_EVD_CONN)          \
   X(INVALID_HANDLE_EVD_ASYNC)         \
+  X(INVALID_HANDLE_SRQ)               \
   X(INVALID_ARG1)                     \
   X(INVALID_ARG2)                     \
   X(INVALID_ARG3)                     \
@@ -81,6 +83,7 @@ namespace dpdat::dat {
   X(INVALID_STATE_IA_IN_USE)          \
   X(INVALID_STATE_LMR_IN_USE)         \
   X(INVALID_STATE_PZ_IN_USE)          \
+  X(INVALID_STATE_SRQ_IN_USE)         \
   X(PROTECTION_READ)                  \
   X(PROTECTION_WRITE)                 \
   X(INVALID_ADDRESS_UNSUPPORTED)      \
