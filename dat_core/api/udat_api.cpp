@@ -6,12 +6,11 @@
 #include <dat/udat.h>
 #include <netinet/in.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <thread>
+#include <vector>
 
 #include "../core.hpp"
+#include "../ops.hpp"
 #include "dpdk/port.hpp"
 
 using namespace dpdat::dat;  // NOLINT(google-build-using-namespace): C entry points only
@@ -44,60 +43,13 @@ DAT_RETURN to_dat(Status s) {
 
 DAT_RETURN err(Type t, Sub s = Sub::NO_SUBTYPE) { return to_dat(fail(t, s)); }
 
-void fill_sa(unsigned char* out, uint32_t ip) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(ip);
-  std::memcpy(out, &sa, sizeof(sa));
-}
+uint64_t to_us(DAT_TIMEOUT t) { return t == DAT_TIMEOUT_INFINITE ? kInfinite : uint64_t{t}; }
 
-template <typename T>
-void adopt(Ia* ia, T* o) {
-  register_handle(o);
-  ia->children.insert(o);
-}
-template <typename T>
-void destroy(T* o) {
-  unregister_handle(o);
-  if (o->ia != nullptr && o->ia != static_cast<Object*>(o)) o->ia->children.erase(o);
-  delete o;
-}
-
-using Lock = std::unique_lock<std::mutex>;
-
-// Spin briefly (driving this and the process's other interfaces), then
-// sleep on `cv` with doubling back-off, driving the interface at every
-// wake-up.  pred() is checked under the interface lock.  Returns false on
-// timeout.  The back-off is capped by the interface's idle_us, so a waiter
-// neither burns a core nor sleeps past a due event by more than that.
-template <typename Pred>
-bool wait_for(Iface* f, Lock& lk, std::condition_variable& cv, DAT_TIMEOUT timeout, Pred pred) {
-  const uint64_t start = now_ns();
-  const bool infinite = timeout == DAT_TIMEOUT_INFINITE;
-  const uint64_t deadline = infinite ? UINT64_MAX : start + uint64_t{timeout} * 1000;
-  constexpr uint64_t kSpinNs = 50'000;
-  uint64_t sleep_us = 1;
-  for (;;) {
-    uint64_t now = now_ns();
-    f->progress(now, true);
-    if (pred()) return true;
-    now = now_ns();
-    if (now >= deadline) return false;
-    if (now - start < kSpinNs) {
-      lk.unlock();
-      progress_others(f);
-      std::this_thread::yield();
-      lk.lock();
-      continue;
-    }
-    const uint64_t left_us = (deadline - now) / 1000 + 1;
-    cv.wait_for(lk, std::chrono::microseconds(std::min<uint64_t>(sleep_us, left_us)));
-    sleep_us = std::min<uint64_t>(sleep_us * 2, f->cfg.idle_us);
-    if (pred()) return true;
-    lk.unlock();
-    progress_others(f);
-    lk.lock();
-  }
+// DAT 1.2 triplets to RC scatter/gather entries.  n was checked against
+// rc::kMaxSge by the caller.
+void to_sge(const DAT_LMR_TRIPLET* iov, DAT_COUNT n, dpdat::rc::Sge* out) {
+  for (DAT_COUNT i = 0; i < n; ++i)
+    out[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
 }
 
 void to_dat_event(const Event& ev, DAT_EVENT* out) {
@@ -160,139 +112,6 @@ void to_dat_event(const Event& ev, DAT_EVENT* out) {
   }
 }
 
-// Takes the oldest event; refills from the overflow list.  Lock held.
-bool pop_event(Evd* evd, DAT_EVENT* out) {
-  if (evd->q.empty()) return false;
-  to_dat_event(evd->q.front(), out);
-  evd->q.pop_front();
-  while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
-    evd->q.push_back(evd->overflow.front());
-    evd->overflow.pop_front();
-  }
-  return true;
-}
-
-Status make_evd(Ia* ia, DAT_COUNT qlen, Cno* cno, uint32_t flags, Evd** out) {
-  Iface* f = ia->iface;
-  if (qlen <= 0 || static_cast<uint32_t>(qlen) > f->limits.max_evd_qlen)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (flags == 0 || (flags & ~0x1F1u) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  auto* e = new Evd(ia);
-  e->qlen = static_cast<uint32_t>(qlen);
-  e->flags = flags;
-  e->cno = cno;
-  if (cno != nullptr) cno->evds++;
-  if ((flags & (evd_flag::kDto | evd_flag::kRmrBind)) != 0) {
-    e->cq = std::make_unique<dpdat::rc::CompletionQueue>(e->qlen);
-    f->cq_evds.push_back(e);
-  }
-  adopt(ia, e);
-  *out = e;
-  return kOk;
-}
-
-void free_evd(Evd* e) {
-  Iface* f = e->ia->iface;
-  if (e->cq) f->cq_evds.erase(std::find(f->cq_evds.begin(), f->cq_evds.end(), e));
-  if (e->cno != nullptr) e->cno->evds--;
-  destroy(e);
-}
-
-void free_ep(Ep* ep) {
-  Iface* f = ep->ia->iface;
-  if (ep->state == EpState::kConnected || ep->state == EpState::kPassivePending ||
-      ep->state == EpState::kActivePending || ep->state == EpState::kDisconnectPending) {
-    ep->conn_evd = nullptr;  // freeing: no connection event for this EP any more
-    (void)f->disconnect(ep, true);
-  }
-  f->drop_ep(ep);
-  f->destroy_qp(ep);
-  for (Evd* e : {ep->recv_evd, ep->req_evd, ep->conn_evd})
-    if (e != nullptr) e->refs--;
-  if (ep->pz != nullptr) ep->pz->refs--;
-  if (ep->sp != nullptr && ep->sp->ep == ep) ep->sp->ep = nullptr;
-  destroy(ep);
-}
-
-void free_sp(Sp* sp) {
-  Iface* f = sp->ia->iface;
-  auto it = f->listeners.find(sp->conn_qual);
-  if (it != f->listeners.end() && it->second == sp) f->listeners.erase(it);
-  for (Object* o : sp->ia->children)
-    if (o->type == HandleType::kCr && static_cast<Cr*>(o)->sp == sp)
-      static_cast<Cr*>(o)->sp = nullptr;
-  if (sp->ep != nullptr && sp->ep->state == EpState::kReserved)
-    sp->ep->state = EpState::kUnconnected;
-  if (sp->ep != nullptr && sp->ep->sp == sp) sp->ep->sp = nullptr;
-  if (sp->evd != nullptr) sp->evd->refs--;
-  destroy(sp);
-}
-
-Status free_lmr(Lmr* l) {
-  if (l->children > 0) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_LMR_IN_USE);
-  Iface* f = l->ia->iface;
-  bool in_use = false;
-  const auto e = f->mr->lmr_free(l->lmr_context, &in_use);
-  if (in_use) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_LMR_IN_USE);
-  if (e != dpdat::rc::AccessError::kOk) return fail(Type::INTERNAL_ERROR);
-  f->lmr_by_ctx.erase(l->lmr_context);
-  if (l->parent != nullptr) l->parent->children--;
-  l->pz->refs--;
-  destroy(l);
-  return kOk;
-}
-
-void free_rmr(Rmr* r) {
-  r->ia->iface->mr->rmr_free(r->slot);
-  r->pz->refs--;
-  destroy(r);
-}
-
-// Releases everything an IA owns (abrupt close), children before parents.
-void free_children(Ia* ia) {
-  auto of_type = [ia](HandleType t) {
-    std::vector<Object*> v;
-    for (Object* o : ia->children)
-      if (o->type == t) v.push_back(o);
-    return v;
-  };
-  for (Object* o : of_type(HandleType::kCr)) ia->iface->drop_cr(static_cast<Cr*>(o));
-  for (HandleType t : {HandleType::kPsp, HandleType::kRsp})
-    for (Object* o : of_type(t)) free_sp(static_cast<Sp*>(o));
-  for (Object* o : of_type(HandleType::kEp)) free_ep(static_cast<Ep*>(o));
-  for (Object* o : of_type(HandleType::kRmr)) free_rmr(static_cast<Rmr*>(o));
-  // LMRs over other LMRs first.
-  for (int pass = 0; pass < 2; ++pass)
-    for (Object* o : of_type(HandleType::kLmr)) {
-      auto* l = static_cast<Lmr*>(o);
-      if (pass == 1 || l->parent != nullptr) (void)free_lmr(l);
-    }
-  for (Object* o : of_type(HandleType::kEvd)) free_evd(static_cast<Evd*>(o));
-  for (Object* o : of_type(HandleType::kCno)) destroy(static_cast<Cno*>(o));
-  for (Object* o : of_type(HandleType::kPz)) destroy(static_cast<Pz*>(o));
-}
-
-Status check_ep_attr(const Iface* f, const DAT_EP_ATTR& a) {
-  if (a.service_type != DAT_SERVICE_TYPE_RC)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  if (a.max_recv_dtos < 0 || a.max_request_dtos < 0 ||
-      static_cast<uint32_t>(a.max_recv_dtos) > f->limits.max_dto_per_ep ||
-      static_cast<uint32_t>(a.max_request_dtos) > f->limits.max_dto_per_ep)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  if (a.max_recv_iov < 0 || a.max_request_iov < 0 ||
-      static_cast<uint32_t>(a.max_recv_iov) > f->limits.max_iov ||
-      static_cast<uint32_t>(a.max_request_iov) > f->limits.max_iov)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  if (a.max_message_size > f->limits.max_message_size ||
-      a.max_rdma_size > f->limits.max_message_size)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  if (a.max_rdma_read_in < 0 || a.max_rdma_read_out < 0 ||
-      static_cast<uint32_t>(a.max_rdma_read_in) > f->limits.max_rdma_read_per_ep ||
-      static_cast<uint32_t>(a.max_rdma_read_out) > f->limits.max_rdma_read_per_ep)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  return kOk;
-}
-
 EpAttr from_dat(const DAT_EP_ATTR& a) {
   EpAttr e;
   e.max_message_size = a.max_message_size;
@@ -353,136 +172,6 @@ DAT_EP_STATE to_dat(EpState s) {
   return DAT_EP_STATE_UNCONNECTED;
 }
 
-Sub ep_state_sub(EpState s) {
-  switch (s) {
-    case EpState::kUnconnected:
-      return Sub::INVALID_STATE_EP_UNCONNECTED;
-    case EpState::kActivePending:
-      return Sub::INVALID_STATE_EP_ACTCONNPENDING;
-    case EpState::kPassivePending:
-      return Sub::INVALID_STATE_EP_PASSCONNPENDING;
-    case EpState::kTentativePending:
-      return Sub::INVALID_STATE_EP_TENTCONNPENDING;
-    case EpState::kConnected:
-      return Sub::INVALID_STATE_EP_CONNECTED;
-    case EpState::kDisconnectPending:
-      return Sub::INVALID_STATE_EP_DISCPENDING;
-    case EpState::kDisconnected:
-      return Sub::INVALID_STATE_EP_DISCONNECTED;
-    case EpState::kReserved:
-      return Sub::INVALID_STATE_EP_RESERVED;
-  }
-  return Sub::NO_SUBTYPE;
-}
-
-// Checks an EVD role for an EP: NULL is allowed; otherwise it must be an EVD
-// of the same IA with the stream's flag.
-bool evd_ok(Ia* ia, DAT_EVD_HANDLE h, uint32_t flag, Evd** out) {
-  *out = nullptr;
-  if (h == DAT_HANDLE_NULL) return true;
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr || e->ia->iface != ia->iface || (e->flags & flag) == 0) return false;
-  *out = e;
-  return true;
-}
-
-// DTO posting ---------------------------------------------------------------
-
-Status fill_sges(const Ep* ep, DAT_COUNT n, const DAT_LMR_TRIPLET* iov, uint32_t max_iov,
-                 dpdat::rc::Sge* sge, uint32_t* nsge, uint64_t* total) {
-  if (n < 0 || static_cast<uint32_t>(n) > max_iov || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
-    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (n > 0 && iov == nullptr) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  *total = 0;
-  for (DAT_COUNT i = 0; i < n; ++i) {
-    sge[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
-    *total += iov[i].segment_length;
-  }
-  *nsge = static_cast<uint32_t>(n);
-  if (*total > ep->attr.max_message_size) return fail(Type::LENGTH_ERROR);
-  return kOk;
-}
-
-Status request_flags(const Ep* ep, DAT_COMPLETION_FLAGS fl, uint32_t* wr_flags) {
-  const uint32_t f = static_cast<uint32_t>(fl);
-  if ((f & ~0x0Fu) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  *wr_flags = dpdat::rc::wr_flag::kSignaled;
-  if ((f & cflag::kUnsignalled) != 0) {
-    if ((ep->attr.request_completion_flags & cflag::kUnsignalled) == 0)
-      return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-    *wr_flags = 0;
-  }
-  if ((f & cflag::kSuppress) != 0) *wr_flags = 0;
-  if ((f & cflag::kBarrierFence) != 0) *wr_flags |= dpdat::rc::wr_flag::kFence;
-  if ((f & cflag::kSolicitedWait) != 0) *wr_flags |= dpdat::rc::wr_flag::kSolicited;
-  return kOk;
-}
-
-Status post_result(Iface* f, dpdat::rc::Qp::PostResult r, const Ep* ep) {
-  switch (r) {
-    case dpdat::rc::Qp::PostResult::kOk:
-      f->progress(now_ns(), true);  // inline progress: the request leaves now
-      return kOk;
-    case dpdat::rc::Qp::PostResult::kQueueFull:
-      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
-    case dpdat::rc::Qp::PostResult::kInvalidState:
-      return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
-    case dpdat::rc::Qp::PostResult::kInvalidWr:
-      return fail(Type::INVALID_PARAMETER);
-  }
-  return fail(Type::INTERNAL_ERROR);
-}
-
-DAT_RETURN post_send_like(DAT_EP_HANDLE h, DAT_COUNT n, const DAT_LMR_TRIPLET* iov,
-                          DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote,
-                          DAT_COMPLETION_FLAGS flags, dpdat::rc::WrOp op) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->state != EpState::kConnected || ep->qp == nullptr)
-    return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  dpdat::rc::SendWr wr;
-  wr.cookie = cookie.as_64;
-  wr.op = op;
-  uint64_t total = 0;
-  const uint32_t max_iov = op == dpdat::rc::WrOp::kRead    ? ep->attr.max_rdma_read_iov
-                           : op == dpdat::rc::WrOp::kWrite ? ep->attr.max_rdma_write_iov
-                                                           : ep->attr.max_request_iov;
-  Status st = fill_sges(ep, n, iov, max_iov, wr.sge, &wr.num_sge, &total);
-  if (st.ok()) st = request_flags(ep, flags, &wr.flags);
-  if (st.ok() && remote != nullptr) {
-    if (total > remote->segment_length) st = fail(Type::LENGTH_ERROR);
-    if (total > ep->attr.max_rdma_size) st = fail(Type::LENGTH_ERROR);
-    wr.rkey = remote->rmr_context;
-    wr.remote_va = remote->target_address;
-  } else if (st.ok() && op != dpdat::rc::WrOp::kSend) {
-    st = fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  }
-  if (!st.ok()) return to_dat(st);
-  return to_dat(post_result(f, ep->qp->post_send(wr), ep));
-}
-
-// Lengths and ranges of a sync call: every segment inside its LMR.
-DAT_RETURN lmr_sync(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (n > 0 && seg == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Lock lk(ia->iface->mu);
-  for (DAT_VLEN i = 0; i < n; ++i) {
-    dpdat::rc::LmrInfo l;
-    if (!ia->iface->mr->lmr_query(seg[i].lmr_context, &l))
-      return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-    const uint64_t va = seg[i].virtual_address, len = seg[i].segment_length;
-    if (va < l.va || len > l.length || va - l.va > l.length - len)
-      return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  }
-  // x86 is cache coherent for DMA-less software RDMA: a full fence orders the
-  // consumer's stores before the engine's later loads (and vice versa).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return DAT_SUCCESS;
-}
-
 }  // namespace
 
 extern "C" {
@@ -501,37 +190,16 @@ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_H
   IfaceConfig cfg;
   std::string why;
   if (!lookup_ia(name, &cfg, &why)) return err(Type::PROVIDER_NOT_FOUND);
-  Iface* f = nullptr;
-  Status st = Iface::get(cfg, &f, &why);
-  if (!st.ok()) return to_dat(st);
   Evd* given = nullptr;
   if (*async_evd != DAT_HANDLE_NULL) {
     given = lookup<Evd>(*async_evd, HandleType::kEvd);
     if (given == nullptr || (given->flags & evd_flag::kAsync) == 0)
       return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_ASYNC);
-  } else if (async_qlen <= 0) {
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   }
-  Lock lk(f->mu);
-  auto* ia = new Ia();
-  ia->iface = f;
-  fill_sa(ia->local_sa, f->cfg.ip);
-  register_handle(ia);
-  if (given != nullptr) {
-    ia->async_evd = given;
-  } else {
-    Evd* e = nullptr;
-    st = make_evd(ia, async_qlen, nullptr, evd_flag::kAsync, &e);
-    if (!st.ok()) {
-      unregister_handle(ia);
-      delete ia;
-      return to_dat(st);
-    }
-    ia->async_evd = e;
-    ia->async_evd_created = true;
-    *async_evd = e;
-  }
-  f->ias++;
+  Ia* ia = nullptr;
+  Status st = ia_open(cfg, async_qlen, given, &ia);
+  if (!st.ok()) return to_dat(st);
+  if (given == nullptr) *async_evd = ia->async_evd;
   *ia_out = ia;
   return DAT_SUCCESS;
 }
@@ -541,18 +209,7 @@ DAT_RETURN dat_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Iface* f = ia->iface;
-  Lock lk(f->mu);
-  if (flags == DAT_CLOSE_GRACEFUL_FLAG) {
-    for (Object* o : ia->children)
-      if (!(ia->async_evd_created && o == ia->async_evd))
-        return err(Type::INVALID_STATE, Sub::INVALID_STATE_IA_IN_USE);
-  }
-  free_children(ia);
-  f->ias--;
-  unregister_handle(ia);
-  delete ia;
-  return DAT_SUCCESS;
+  return to_dat(ia_close(ia, flags == DAT_CLOSE_GRACEFUL_FLAG));
 }
 
 DAT_RETURN dat_ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_MASK ia_mask,
@@ -737,12 +394,10 @@ DAT_RETURN dat_pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE* out) {
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Lock lk(ia->iface->mu);
-  auto* pz = new Pz(ia);
-  pz->id = ia->iface->next_pz++;
-  adopt(ia, pz);
-  *out = pz;
-  return DAT_SUCCESS;
+  Pz* pz = nullptr;
+  Status st = pz_create(ia, &pz);
+  if (st.ok()) *out = pz;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* p) {
@@ -756,10 +411,7 @@ DAT_RETURN dat_pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* p
 DAT_RETURN dat_pz_free(DAT_PZ_HANDLE h) {
   Pz* pz = lookup<Pz>(h, HandleType::kPz);
   if (pz == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  Lock lk(pz->ia->iface->mu);
-  if (pz->refs > 0) return err(Type::INVALID_STATE, Sub::INVALID_STATE_PZ_IN_USE);
-  destroy(pz);
-  return DAT_SUCCESS;
+  return to_dat(pz_free(pz));
 }
 
 // ========================================================================== EVD
@@ -774,12 +426,10 @@ DAT_RETURN dat_evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cno_h,
     cno = lookup<Cno>(cno_h, HandleType::kCno);
     if (cno == nullptr || cno->ia != ia) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
   }
-  Lock lk(ia->iface->mu);
   Evd* e = nullptr;
-  Status st = make_evd(ia, qlen, cno, static_cast<uint32_t>(flags), &e);
-  if (!st.ok()) return to_dat(st);
-  *out = e;
-  return DAT_SUCCESS;
+  Status st = evd_create(ia, qlen, cno, static_cast<uint32_t>(flags), &e);
+  if (st.ok()) *out = e;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* p) {
@@ -807,44 +457,31 @@ DAT_RETURN dat_evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cno_h) {
     if (cno == nullptr || cno->ia != e->ia)
       return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
   }
-  Lock lk(e->ia->iface->mu);
-  if (e->cno != nullptr) e->cno->evds--;
-  e->cno = cno;
-  if (cno != nullptr) cno->evds++;
-  return DAT_SUCCESS;
+  return to_dat(evd_modify_cno(e, cno));
 }
 
 DAT_RETURN dat_evd_enable(DAT_EVD_HANDLE h) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(e->ia->iface->mu);
-  e->enabled = true;
-  return DAT_SUCCESS;
+  return to_dat(evd_set_enabled(e, true));
 }
 
 DAT_RETURN dat_evd_disable(DAT_EVD_HANDLE h) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(e->ia->iface->mu);
-  e->enabled = false;
-  return DAT_SUCCESS;
+  return to_dat(evd_set_enabled(e, false));
 }
 
 DAT_RETURN dat_evd_set_unwaitable(DAT_EVD_HANDLE h) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(e->ia->iface->mu);
-  e->waitable = false;
-  e->cv.notify_all();  // a waiter returns DAT_INVALID_STATE
-  return DAT_SUCCESS;
+  return to_dat(evd_set_waitable(e, false));
 }
 
 DAT_RETURN dat_evd_clear_unwaitable(DAT_EVD_HANDLE h) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(e->ia->iface->mu);
-  e->waitable = true;
-  return DAT_SUCCESS;
+  return to_dat(evd_set_waitable(e, true));
 }
 
 DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold,
@@ -852,63 +489,29 @@ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
   if (event == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Iface* f = e->ia->iface;
-  Lock lk(f->mu);
-  if (threshold <= 0 || static_cast<uint32_t>(threshold) > e->qlen)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (!e->waitable) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_UNWAITABLE);
-  if (!e->enabled) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_DISABLED);
-  if (e->waiter) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_WAITER);
-  e->waiter = true;
-  e->threshold = static_cast<uint32_t>(threshold);
-  const bool got =
-      wait_for(f, lk, e->cv, timeout, [e] { return !e->waitable || e->q.size() >= e->threshold; });
-  e->waiter = false;
-  if (!e->waitable) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_UNWAITABLE);
-  if (!got) {
-    if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(e->q.size());
-    return err(Type::TIMEOUT_EXPIRED);
-  }
-  pop_event(e, event);
-  if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(e->q.size());
-  return DAT_SUCCESS;
+  Event ev;
+  uint32_t left = 0;
+  Status st = evd_wait(e, to_us(timeout), threshold, &ev, &left);
+  if (st.ok()) to_dat_event(ev, event);
+  if ((st.ok() || st.type == Type::TIMEOUT_EXPIRED) && nmore != nullptr)
+    *nmore = static_cast<DAT_COUNT>(left);
+  return to_dat(st);
 }
 
 DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT* event) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
   if (event == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Iface* f = e->ia->iface;
-  Lock lk(f->mu);
-  if (e->q.empty()) f->progress(now_ns(), true);
-  if (!pop_event(e, event)) return err(Type::QUEUE_EMPTY);
-  return DAT_SUCCESS;
+  Event ev;
+  Status st = evd_dequeue(e, &ev);
+  if (st.ok()) to_dat_event(ev, event);
+  return to_dat(st);
 }
 
 DAT_RETURN dat_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(e->ia->iface->mu);
-  if (qlen <= 0 || static_cast<uint32_t>(qlen) > e->ia->iface->limits.max_evd_qlen)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (static_cast<size_t>(qlen) < e->q.size() + e->overflow.size()) return err(Type::INVALID_STATE);
-  // The RC completion queue only stages completions before they become
-  // events (drained while the EVD has room), so the EVD's length changes
-  // without it.  Queue pairs point at it: it is re-sized only when no
-  // endpoint feeds this EVD.
-  bool fed = false;
-  for (auto& [qpn, ep] : e->ia->iface->ep_by_qpn) fed |= ep->req_evd == e || ep->recv_evd == e;
-  if (e->cq && !fed) {
-    dpdat::rc::Completion c;
-    std::vector<dpdat::rc::Completion> held;
-    while (e->cq->pop(&c)) held.push_back(c);
-    e->cq = std::make_unique<dpdat::rc::CompletionQueue>(
-        std::max<size_t>(static_cast<size_t>(qlen), held.size()));
-    for (const auto& x : held) (void)e->cq->push(x);
-  }
-  e->qlen = static_cast<uint32_t>(qlen);
-  e->overflow_reported = false;
-  return DAT_SUCCESS;
+  return to_dat(evd_resize(e, qlen));
 }
 
 DAT_RETURN dat_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT* event) {
@@ -916,25 +519,13 @@ DAT_RETURN dat_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT* event) {
   if (e == nullptr) return err(Type::INVALID_HANDLE);
   if (event == nullptr || event->event_number != DAT_SOFTWARE_EVENT)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Lock lk(e->ia->iface->mu);
-  if ((e->flags & evd_flag::kSoftware) == 0) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG1);
-  if (e->q.size() >= e->qlen) return err(Type::QUEUE_FULL);
-  Event ev;
-  ev.num = EventNum::kSoftware;
-  ev.evd = e;
-  ev.sw_pointer = event->event_data.software_event_data.pointer;
-  e->ia->iface->deliver(e, ev);
-  return DAT_SUCCESS;
+  return to_dat(evd_post_se(e, event->event_data.software_event_data.pointer));
 }
 
 DAT_RETURN dat_evd_free(DAT_EVD_HANDLE h) {
   Evd* e = lookup<Evd>(h, HandleType::kEvd);
   if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(e->ia->iface->mu);
-  if (e->refs > 0 || e->waiter) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_IN_USE);
-  if (e->ia->async_evd == e) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_IN_USE);
-  free_evd(e);
-  return DAT_SUCCESS;
+  return to_dat(evd_free(e));
 }
 
 // ========================================================================== CNO
@@ -943,22 +534,18 @@ DAT_RETURN dat_cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CN
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  Lock lk(ia->iface->mu);
-  auto* c = new Cno(ia);
-  c->agent_instance = agent.instance_data;
-  c->agent_fn = reinterpret_cast<void (*)(void*, void*)>(agent.proxy_agent_func);
-  adopt(ia, c);
-  *out = c;
-  return DAT_SUCCESS;
+  Cno* c = nullptr;
+  Status st =
+      cno_create(ia, agent.instance_data, reinterpret_cast<AgentFn>(agent.proxy_agent_func), &c);
+  if (st.ok()) *out = c;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent) {
   Cno* c = lookup<Cno>(h, HandleType::kCno);
   if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  Lock lk(c->ia->iface->mu);
-  c->agent_instance = agent.instance_data;
-  c->agent_fn = reinterpret_cast<void (*)(void*, void*)>(agent.proxy_agent_func);
-  return DAT_SUCCESS;
+  return to_dat(
+      cno_modify_agent(c, agent.instance_data, reinterpret_cast<AgentFn>(agent.proxy_agent_func)));
 }
 
 DAT_RETURN dat_cno_query(DAT_CNO_HANDLE h, DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM* p) {
@@ -977,35 +564,16 @@ DAT_RETURN dat_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE* e
   Cno* c = lookup<Cno>(h, HandleType::kCno);
   if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
   if (evd_out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  Iface* f = c->ia->iface;
-  Lock lk(f->mu);
-  if (c->waiter) return err(Type::INVALID_STATE, Sub::INVALID_STATE_CNO_IN_USE);
-  // An EVD of this CNO that already holds events triggers it at once.
-  if (c->triggered == nullptr)
-    for (Object* o : c->ia->children)
-      if (o->type == HandleType::kEvd) {
-        auto* e = static_cast<Evd*>(o);
-        if (e->cno == c && e->enabled && !e->waiter && !e->q.empty()) {
-          c->triggered = e;
-          break;
-        }
-      }
-  c->waiter = true;
-  const bool got = wait_for(f, lk, c->cv, timeout, [c] { return c->triggered != nullptr; });
-  c->waiter = false;
-  if (!got) return err(Type::TIMEOUT_EXPIRED);
-  *evd_out = c->triggered;
-  c->triggered = nullptr;
-  return DAT_SUCCESS;
+  Evd* e = nullptr;
+  Status st = cno_wait(c, to_us(timeout), &e);
+  if (st.ok()) *evd_out = e;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_cno_free(DAT_CNO_HANDLE h) {
   Cno* c = lookup<Cno>(h, HandleType::kCno);
   if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  Lock lk(c->ia->iface->mu);
-  if (c->evds > 0 || c->waiter) return err(Type::INVALID_STATE, Sub::INVALID_STATE_CNO_IN_USE);
-  destroy(c);
-  return DAT_SUCCESS;
+  return to_dat(cno_free(c));
 }
 
 // =========================================================================== EP
@@ -1026,32 +594,16 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_REQUEST);
   if (!evd_ok(ia, conn_h, evd_flag::kConnection, &conn))
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
-  Iface* f = ia->iface;
-  Lock lk(f->mu);
-  auto* ep = new Ep(ia);
+  EpAttr a;
   if (attr != nullptr) {
-    Status st = check_ep_attr(f, *attr);
-    if (!st.ok()) {
-      delete ep;
-      return to_dat(st);
-    }
-    ep->attr = from_dat(*attr);
+    if (attr->service_type != DAT_SERVICE_TYPE_RC)
+      return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
+    a = from_dat(*attr);
   }
-  ep->pz = pz;
-  ep->recv_evd = recv;
-  ep->req_evd = req;
-  ep->conn_evd = conn;
-  Status st = f->make_qp(ep);
-  if (!st.ok()) {
-    delete ep;
-    return to_dat(st);
-  }
-  pz->refs++;
-  for (Evd* e : {recv, req, conn})
-    if (e != nullptr) e->refs++;
-  adopt(ia, ep);
-  *out = ep;
-  return DAT_SUCCESS;
+  Ep* ep = nullptr;
+  Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep);
+  if (st.ok()) *out = ep;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_ep_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv, DAT_EVD_HANDLE req,
@@ -1098,69 +650,44 @@ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_EP_P
       DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
       DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
   if ((mask & ~kModifiable) != 0) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->state != EpState::kUnconnected && ep->state != EpState::kTentativePending &&
-      ep->state != EpState::kReserved)
-    return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  Pz* pz = ep->pz;
-  Evd *recv = ep->recv_evd, *req = ep->req_evd, *conn = ep->conn_evd;
-  if ((mask & DAT_EP_FIELD_PZ_HANDLE) != 0) {
-    pz = lookup<Pz>(p->pz_handle, HandleType::kPz);
-    if (pz == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  }
-  if ((mask & DAT_EP_FIELD_RECV_EVD_HANDLE) != 0 &&
-      !evd_ok(ep->ia, p->recv_evd_handle, evd_flag::kDto, &recv))
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_RECV);
-  if ((mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) != 0 &&
-      !evd_ok(ep->ia, p->request_evd_handle, evd_flag::kDto | evd_flag::kRmrBind, &req))
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_REQUEST);
-  if ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) != 0 &&
-      !evd_ok(ep->ia, p->connect_evd_handle, evd_flag::kConnection, &conn))
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
-  EpAttr attr = ep->attr;
-  if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) != 0) {
-    DAT_EP_ATTR a;
-    to_dat(ep->attr, &a);
-    const DAT_EP_ATTR& n = p->ep_attr;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE) a.max_message_size = n.max_message_size;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_SIZE) a.max_rdma_size = n.max_rdma_size;
-    if (mask & DAT_EP_FIELD_EP_ATTR_QOS) a.qos = n.qos;
-    if (mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS)
-      a.recv_completion_flags = n.recv_completion_flags;
-    if (mask & DAT_EP_FIELD_EP_ATTR_REQUEST_COMPLETION_FLAGS)
-      a.request_completion_flags = n.request_completion_flags;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) a.max_recv_dtos = n.max_recv_dtos;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) a.max_request_dtos = n.max_request_dtos;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV) a.max_recv_iov = n.max_recv_iov;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_IOV) a.max_request_iov = n.max_request_iov;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN) a.max_rdma_read_in = n.max_rdma_read_in;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT) a.max_rdma_read_out = n.max_rdma_read_out;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IOV) a.max_rdma_read_iov = n.max_rdma_read_iov;
-    if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_WRITE_IOV) a.max_rdma_write_iov = n.max_rdma_write_iov;
-    Status st = check_ep_attr(f, a);
-    if (!st.ok()) return to_dat(st);
-    attr = from_dat(a);
-  }
-  // Re-create the queue pair with the new settings (nothing is connected
-  // yet; receives already posted would be lost, so refuse then).
-  if (ep->qp != nullptr && ep->qp->recv_queue_used() > 0)
-    return err(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
-  f->destroy_qp(ep);
-  if (pz != ep->pz) {
-    if (ep->pz != nullptr) ep->pz->refs--;
-    pz->refs++;
-  }
-  for (Evd* e : {ep->recv_evd, ep->req_evd, ep->conn_evd})
-    if (e != nullptr) e->refs--;
-  for (Evd* e : {recv, req, conn})
-    if (e != nullptr) e->refs++;
-  ep->pz = pz;
-  ep->recv_evd = recv;
-  ep->req_evd = req;
-  ep->conn_evd = conn;
-  ep->attr = attr;
-  return to_dat(f->make_qp(ep));
+  return to_dat(ep_modify(ep, [mask, p](Ep* e, EpSettings* s) {
+    if ((mask & DAT_EP_FIELD_PZ_HANDLE) != 0) {
+      s->pz = lookup<Pz>(p->pz_handle, HandleType::kPz);
+      if (s->pz == nullptr) return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
+    }
+    if ((mask & DAT_EP_FIELD_RECV_EVD_HANDLE) != 0 &&
+        !evd_ok(e->ia, p->recv_evd_handle, evd_flag::kDto, &s->recv))
+      return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_RECV);
+    if ((mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) != 0 &&
+        !evd_ok(e->ia, p->request_evd_handle, evd_flag::kDto | evd_flag::kRmrBind, &s->req))
+      return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_REQUEST);
+    if ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) != 0 &&
+        !evd_ok(e->ia, p->connect_evd_handle, evd_flag::kConnection, &s->conn))
+      return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
+    if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) != 0) {
+      DAT_EP_ATTR a;
+      to_dat(s->attr, &a);
+      const DAT_EP_ATTR& n = p->ep_attr;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE) a.max_message_size = n.max_message_size;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_SIZE) a.max_rdma_size = n.max_rdma_size;
+      if (mask & DAT_EP_FIELD_EP_ATTR_QOS) a.qos = n.qos;
+      if (mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS)
+        a.recv_completion_flags = n.recv_completion_flags;
+      if (mask & DAT_EP_FIELD_EP_ATTR_REQUEST_COMPLETION_FLAGS)
+        a.request_completion_flags = n.request_completion_flags;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) a.max_recv_dtos = n.max_recv_dtos;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) a.max_request_dtos = n.max_request_dtos;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV) a.max_recv_iov = n.max_recv_iov;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_IOV) a.max_request_iov = n.max_request_iov;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN) a.max_rdma_read_in = n.max_rdma_read_in;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT) a.max_rdma_read_out = n.max_rdma_read_out;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IOV) a.max_rdma_read_iov = n.max_rdma_read_iov;
+      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_WRITE_IOV)
+        a.max_rdma_write_iov = n.max_rdma_write_iov;
+      s->attr = from_dat(a);
+    }
+    return kOk;
+  }));
 }
 
 DAT_RETURN dat_ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
@@ -1179,17 +706,9 @@ DAT_RETURN dat_ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUA
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG8);
   sockaddr_in sin{};
   std::memcpy(&sin, addr, sizeof(sin));
-  const uint32_t ip = ntohl(sin.sin_addr.s_addr);
-  if (ip == 0 || ip == 0xFFFFFFFFu)
-    return err(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNSUPPORTED);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->state != EpState::kUnconnected) return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  if (ep->conn_evd == nullptr) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
-  Status st = f->connect(ep, ip, qual, timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX : timeout,
-                         static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size));
-  if (st.ok()) f->progress(now_ns(), true);
-  return to_dat(st);
+  return to_dat(ep_connect(ep, ntohl(sin.sin_addr.s_addr), qual,
+                           timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX : timeout,
+                           static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size)));
 }
 
 DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE h, DAT_EP_HANDLE dup, DAT_TIMEOUT timeout,
@@ -1201,13 +720,8 @@ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE h, DAT_EP_HANDLE dup, DAT_TIMEOUT ti
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   uint32_t ip = 0;
   uint64_t qual = 0;
-  {
-    Lock lk(ep->ia->iface->mu);
-    if (src->state != EpState::kConnected)
-      return err(Type::INVALID_STATE, ep_state_sub(src->state));
-    ip = src->peer_ip;
-    qual = src->conn_qual;
-  }
+  Status st = ep_peer(src, &ip, &qual);
+  if (!st.ok()) return to_dat(st);
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl(ip);
@@ -1220,11 +734,31 @@ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS flags) {
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  Status st = f->disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG);
-  if (st.ok()) f->progress(now_ns(), true);
-  return to_dat(st);
+  return to_dat(ep_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG));
+}
+
+static DAT_RETURN post_send_like(DAT_EP_HANDLE h, DAT_COUNT n, const DAT_LMR_TRIPLET* iov,
+                                 DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote,
+                                 DAT_COMPLETION_FLAGS flags, dpdat::rc::WrOp op) {
+  Ep* ep = lookup<Ep>(h, HandleType::kEp);
+  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
+  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
+  to_sge(iov, n, sge);
+  RemoteSeg r;
+  PostArgs a;
+  a.op = op;
+  a.sge = sge;
+  a.nsge = static_cast<uint32_t>(n);
+  a.cookie = cookie.as_64;
+  a.cflags = static_cast<uint32_t>(flags);
+  if (remote != nullptr) {
+    r = RemoteSeg{remote->rmr_context, remote->target_address, remote->segment_length};
+    a.remote = &r;
+  }
+  return to_dat(ep_post(ep, a));
 }
 
 DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
@@ -1252,98 +786,58 @@ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   if ((static_cast<uint32_t>(flags) & ~0x1Fu) != 0)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->qp == nullptr || ep->state == EpState::kDisconnected)
-    return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  dpdat::rc::RecvWr wr;
-  wr.cookie = cookie.as_64;
-  uint64_t total = 0;
-  Status st = fill_sges(ep, n, iov, ep->attr.max_recv_iov, wr.sge, &wr.num_sge, &total);
-  if (!st.ok()) return to_dat(st);
-  return to_dat(post_result(f, ep->qp->post_recv(wr), ep));
+  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
+  to_sge(iov, n, sge);
+  return to_dat(
+      ep_post_recv(ep, sge, static_cast<uint32_t>(n), cookie.as_64, static_cast<uint32_t>(flags)));
 }
 
 DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE h, DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle,
                              DAT_BOOLEAN* req_idle) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  f->progress(now_ns(), true);
-  if (state != nullptr) *state = to_dat(ep->state);
-  if (recv_idle != nullptr)
-    *recv_idle = ep->qp == nullptr || ep->qp->recv_queue_used() == 0 ? DAT_TRUE : DAT_FALSE;
-  if (req_idle != nullptr)
-    *req_idle = ep->qp == nullptr || ep->qp->send_queue_used() == 0 ? DAT_TRUE : DAT_FALSE;
+  EpStatus s;
+  Status st = ep_get_status(ep, &s);
+  if (!st.ok()) return to_dat(st);
+  if (state != nullptr) *state = to_dat(s.state);
+  if (recv_idle != nullptr) *recv_idle = s.recv_idle ? DAT_TRUE : DAT_FALSE;
+  if (req_idle != nullptr) *req_idle = s.req_idle ? DAT_TRUE : DAT_FALSE;
   return DAT_SUCCESS;
 }
 
 DAT_RETURN dat_ep_reset(DAT_EP_HANDLE h) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->state == EpState::kUnconnected) return DAT_SUCCESS;
-  if (ep->state != EpState::kDisconnected) return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  f->drop_ep(ep);
-  f->destroy_qp(ep);
-  ep->cm = CmState::kIdle;
-  ep->local_comm = ep->remote_comm = 0;
-  ep->peer_ip = 0;
-  ep->state = EpState::kUnconnected;
-  return to_dat(f->make_qp(ep));
+  return to_dat(ep_reset(ep));
 }
 
 DAT_RETURN dat_ep_free(DAT_EP_HANDLE h) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  Lock lk(ep->ia->iface->mu);
-  if (ep->state == EpState::kReserved)
-    return err(Type::INVALID_STATE, Sub::INVALID_STATE_EP_RESERVED);
-  free_ep(ep);
-  return DAT_SUCCESS;
+  return to_dat(ep_free(ep));
 }
 
 DAT_RETURN dat_ep_recv_query(DAT_EP_HANDLE h, DAT_COUNT* nbufs, DAT_COUNT* span) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  Lock lk(ep->ia->iface->mu);
-  const DAT_COUNT n = ep->qp == nullptr ? 0 : static_cast<DAT_COUNT>(ep->qp->recv_queue_used());
-  if (nbufs != nullptr) *nbufs = n;
-  if (span != nullptr) *span = n;  // receives are consumed in order: the span is the count
-  return DAT_SUCCESS;
+  uint32_t n = 0;
+  Status st = ep_recv_query(ep, &n);
+  if (nbufs != nullptr) *nbufs = static_cast<DAT_COUNT>(n);
+  if (span != nullptr) *span = static_cast<DAT_COUNT>(n);  // consumed in order: span = count
+  return to_dat(st);
 }
 
 DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE h, DAT_COUNT soft_hw, DAT_COUNT hard_hw) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  Lock lk(ep->ia->iface->mu);
-  ep->recv_watermark = static_cast<uint32_t>(soft_hw);
-  ep->send_watermark = static_cast<uint32_t>(hard_hw);
-  return DAT_SUCCESS;
+  return to_dat(
+      ep_set_watermark(ep, static_cast<uint32_t>(soft_hw), static_cast<uint32_t>(hard_hw)));
 }
 
 // ==================================================================== PSP / RSP
-
-static DAT_RETURN sp_listen(Ia* ia, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd_h, HandleType t,
-                            uint32_t flags, Ep* ep, Sp** out) {
-  Evd* evd = lookup<Evd>(evd_h, HandleType::kEvd);
-  if (evd == nullptr || evd->ia->iface != ia->iface || (evd->flags & evd_flag::kCr) == 0)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CR);
-  Iface* f = ia->iface;
-  if (f->listeners.count(qual) != 0) return err(Type::CONN_QUAL_IN_USE);
-  auto* sp = new Sp(t, ia);
-  sp->conn_qual = qual;
-  sp->evd = evd;
-  sp->flags = flags;
-  sp->ep = ep;
-  evd->refs++;
-  f->listeners[qual] = sp;
-  adopt(ia, sp);
-  *out = sp;
-  return DAT_SUCCESS;
-}
 
 DAT_RETURN dat_psp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd,
                           DAT_PSP_FLAGS flags, DAT_PSP_HANDLE* out) {
@@ -1352,12 +846,10 @@ DAT_RETURN dat_psp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE ev
   if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
   if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Lock lk(ia->iface->mu);
   Sp* sp = nullptr;
-  const DAT_RETURN r =
-      sp_listen(ia, qual, evd, HandleType::kPsp, static_cast<uint32_t>(flags), nullptr, &sp);
-  if (r == DAT_SUCCESS) *out = sp;
-  return r;
+  Status st = psp_create(ia, qual, evd, static_cast<uint32_t>(flags), &sp);
+  if (st.ok()) *out = sp;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_psp_create_any(DAT_IA_HANDLE h, DAT_CONN_QUAL* qual, DAT_EVD_HANDLE evd,
@@ -1368,17 +860,14 @@ DAT_RETURN dat_psp_create_any(DAT_IA_HANDLE h, DAT_CONN_QUAL* qual, DAT_EVD_HAND
   if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
   if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Lock lk(ia->iface->mu);
-  DAT_CONN_QUAL q = 0x10000;  // above the range consumers usually pick by hand
-  while (ia->iface->listeners.count(q) != 0) ++q;
   Sp* sp = nullptr;
-  const DAT_RETURN r =
-      sp_listen(ia, q, evd, HandleType::kPsp, static_cast<uint32_t>(flags), nullptr, &sp);
-  if (r == DAT_SUCCESS) {
+  uint64_t q = 0;
+  Status st = psp_create_any(ia, &q, evd, static_cast<uint32_t>(flags), &sp);
+  if (st.ok()) {
     *qual = q;
     *out = sp;
   }
-  return r;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_psp_query(DAT_PSP_HANDLE h, DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM* p) {
@@ -1397,9 +886,7 @@ DAT_RETURN dat_psp_query(DAT_PSP_HANDLE h, DAT_PSP_PARAM_MASK mask, DAT_PSP_PARA
 DAT_RETURN dat_psp_free(DAT_PSP_HANDLE h) {
   Sp* sp = lookup<Sp>(h, HandleType::kPsp);
   if (sp == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PSP);
-  Lock lk(sp->ia->iface->mu);
-  free_sp(sp);
-  return DAT_SUCCESS;
+  return to_dat(sp_free(sp));
 }
 
 DAT_RETURN dat_rsp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_h,
@@ -1410,15 +897,10 @@ DAT_RETURN dat_rsp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_
   if (ep == nullptr || ep->ia->iface != ia->iface)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  Lock lk(ia->iface->mu);
-  if (ep->state != EpState::kUnconnected) return err(Type::INVALID_STATE, ep_state_sub(ep->state));
   Sp* sp = nullptr;
-  const DAT_RETURN r = sp_listen(ia, qual, evd, HandleType::kRsp, 0, ep, &sp);
-  if (r != DAT_SUCCESS) return r;
-  ep->state = EpState::kReserved;
-  ep->sp = sp;
-  *out = sp;
-  return DAT_SUCCESS;
+  Status st = rsp_create(ia, qual, ep, evd, &sp);
+  if (st.ok()) *out = sp;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_rsp_query(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM* p) {
@@ -1437,9 +919,7 @@ DAT_RETURN dat_rsp_query(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK mask, DAT_RSP_PARA
 DAT_RETURN dat_rsp_free(DAT_RSP_HANDLE h) {
   Sp* sp = lookup<Sp>(h, HandleType::kRsp);
   if (sp == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RSP);
-  Lock lk(sp->ia->iface->mu);
-  free_sp(sp);
-  return DAT_SUCCESS;
+  return to_dat(sp_free(sp));
 }
 
 // =========================================================================== CR
@@ -1471,54 +951,20 @@ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE ep_h, DAT_COUNT pdata_si
     if (ep == nullptr || ep->ia->iface != cr->ia->iface)
       return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   }
-  Iface* f = cr->ia->iface;
-  Lock lk(f->mu);
-  if (ep == nullptr) ep = cr->ep;
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  const bool own = ep == cr->ep;
-  if (!own && ep->state != EpState::kUnconnected)
-    return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  if (ep->conn_evd == nullptr) return err(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
-  if (!own && cr->ep != nullptr && cr->ep->state == EpState::kPassivePending && cr->sp != nullptr &&
-      cr->sp->type == HandleType::kRsp)
-    cr->ep->state = EpState::kReserved;  // RSP's own EP not used: back to reserved
-  Status st =
-      f->accept(cr, ep, static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size));
-  if (st.ok()) f->progress(now_ns(), true);
-  return to_dat(st);
+  return to_dat(
+      cr_accept(cr, ep, static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size)));
 }
 
 DAT_RETURN dat_cr_reject(DAT_CR_HANDLE h) {
   Cr* cr = lookup<Cr>(h, HandleType::kCr);
   if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
-  Iface* f = cr->ia->iface;
-  Lock lk(f->mu);
-  Status st = f->reject(cr, nullptr, 0);
-  if (st.ok()) f->progress(now_ns(), true);
-  return to_dat(st);
+  return to_dat(cr_reject(cr, nullptr, 0));
 }
 
 DAT_RETURN dat_cr_handoff(DAT_CR_HANDLE h, DAT_CONN_QUAL qual) {
   Cr* cr = lookup<Cr>(h, HandleType::kCr);
   if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
-  Iface* f = cr->ia->iface;
-  Lock lk(f->mu);
-  auto it = f->listeners.find(qual);
-  if (it == f->listeners.end() || it->second->type != HandleType::kPsp)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Sp* to = it->second;
-  if (cr->sp != nullptr && cr->sp->crs > 0) cr->sp->crs--;
-  cr->sp = to;
-  cr->conn_qual = qual;
-  to->crs++;
-  Event ev;
-  ev.num = EventNum::kConnRequest;
-  ev.evd = to->evd;
-  ev.sp = to;
-  ev.conn_qual = qual;
-  ev.cr = cr;
-  f->deliver(to->evd, ev);
-  return DAT_SUCCESS;
+  return to_dat(cr_handoff(cr, qual));
 }
 
 // ========================================================================== LMR
@@ -1536,61 +982,44 @@ DAT_RETURN dat_lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIP
   const uint32_t pv = static_cast<uint32_t>(privs);
   if ((pv & ~static_cast<uint32_t>(DAT_MEM_PRIV_ALL_FLAG)) != 0)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  Iface* f = ia->iface;
-  Lock lk(f->mu);
-  auto l = std::make_unique<Lmr>(ia);
-  l->pz = pz;
-  l->privileges = pv;
+  LmrSpec s;
   switch (type) {
     case DAT_MEM_TYPE_VIRTUAL:
     case DAT_MEM_TYPE_SO_VIRTUAL:
       if (region.for_va == nullptr && length > 0)
         return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-      l->mem_type = type == DAT_MEM_TYPE_VIRTUAL ? MemType::kVirtual : MemType::kSoVirtual;
-      l->host = static_cast<uint8_t*>(region.for_va);
-      l->va = reinterpret_cast<uintptr_t>(region.for_va);
-      l->length = length;
+      s.type = type == DAT_MEM_TYPE_VIRTUAL ? MemType::kVirtual : MemType::kSoVirtual;
+      s.host = static_cast<uint8_t*>(region.for_va);
+      s.va = reinterpret_cast<uintptr_t>(region.for_va);
+      s.length = length;
       break;
     case DAT_MEM_TYPE_SHARED_VIRTUAL:
       if (region.for_shared_memory.virtual_address == nullptr ||
           region.for_shared_memory.shared_memory_id == nullptr)
         return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-      l->mem_type = MemType::kSharedVirtual;
-      l->host = static_cast<uint8_t*>(region.for_shared_memory.virtual_address);
-      l->va = reinterpret_cast<uintptr_t>(l->host);
-      l->length = length;
-      // The 40-byte cookie is opaque binary: copied and compared byte for byte.
-      std::memcpy(l->cookie.data(), *region.for_shared_memory.shared_memory_id, kCookieSize);
+      s.type = MemType::kSharedVirtual;
+      s.host = static_cast<uint8_t*>(region.for_shared_memory.virtual_address);
+      s.va = reinterpret_cast<uintptr_t>(s.host);
+      s.length = length;
+      s.cookie = reinterpret_cast<const uint8_t*>(*region.for_shared_memory.shared_memory_id);
       break;
-    case DAT_MEM_TYPE_LMR: {
-      Lmr* parent = lookup<Lmr>(region.for_lmr_handle, HandleType::kLmr);
-      if (parent == nullptr || parent->ia->iface != f)
+    case DAT_MEM_TYPE_LMR:
+      s.type = MemType::kLmr;
+      s.parent = lookup<Lmr>(region.for_lmr_handle, HandleType::kLmr);
+      if (s.parent == nullptr || s.parent->ia->iface != ia->iface)
         return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_LMR);
-      l->mem_type = MemType::kLmr;
-      l->parent = parent;
-      l->host = parent->host;
-      l->va = parent->va;
-      l->length = parent->length;
       break;
-    }
     default:
       return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   }
-  if (l->length > f->limits.max_lmr_size) return err(Type::LENGTH_ERROR);
-  if (!f->mr->lmr_register(pz->id, l->host, l->va, l->length, pv, &l->lmr_context))
-    return err(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
-  if ((pv & (DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG)) != 0)
-    l->rmr_context = l->lmr_context;  // the LMR's own key doubles as its remote key
-  if (l->parent != nullptr) l->parent->children++;
-  pz->refs++;
-  f->lmr_by_ctx[l->lmr_context] = l.get();
+  Lmr* l = nullptr;
+  Status st = lmr_create(ia, pz, s, pv, &l);
+  if (!st.ok()) return to_dat(st);
   if (lctx != nullptr) *lctx = l->lmr_context;
   if (rctx != nullptr) *rctx = l->rmr_context;
   if (reg_size != nullptr) *reg_size = l->length;
   if (reg_addr != nullptr) *reg_addr = l->va;
-  Lmr* raw = l.release();
-  adopt(ia, raw);
-  *lmr_out = raw;
+  *lmr_out = l;
   return DAT_SUCCESS;
 }
 
@@ -1622,16 +1051,26 @@ DAT_RETURN dat_lmr_query(DAT_LMR_HANDLE h, DAT_LMR_PARAM_MASK mask, DAT_LMR_PARA
 DAT_RETURN dat_lmr_free(DAT_LMR_HANDLE h) {
   Lmr* l = lookup<Lmr>(h, HandleType::kLmr);
   if (l == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_LMR);
-  Lock lk(l->ia->iface->mu);
-  return to_dat(free_lmr(l));
+  return to_dat(lmr_free(l));
+}
+
+// Lengths and ranges of a sync call: every segment inside its LMR.
+static DAT_RETURN lmr_sync_front(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
+  Ia* ia = lookup<Ia>(h, HandleType::kIa);
+  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
+  if (n > 0 && seg == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  std::vector<dpdat::rc::Sge> v(n);
+  for (DAT_VLEN i = 0; i < n; ++i)
+    v[i] = dpdat::rc::Sge{seg[i].lmr_context, seg[i].virtual_address, seg[i].segment_length};
+  return to_dat(lmr_sync(ia, v.data(), n));
 }
 
 DAT_RETURN dat_lmr_sync_rdma_read(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
-  return lmr_sync(h, seg, n);
+  return lmr_sync_front(h, seg, n);
 }
 
 DAT_RETURN dat_lmr_sync_rdma_write(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
-  return lmr_sync(h, seg, n);
+  return lmr_sync_front(h, seg, n);
 }
 
 // ========================================================================== RMR
@@ -1640,18 +1079,10 @@ DAT_RETURN dat_rmr_create(DAT_PZ_HANDLE pz_h, DAT_RMR_HANDLE* out) {
   Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
   if (pz == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
   if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Iface* f = pz->ia->iface;
-  Lock lk(f->mu);
-  auto* r = new Rmr(pz->ia);
-  r->pz = pz;
-  if (!f->mr->rmr_alloc(pz->id, &r->slot)) {
-    delete r;
-    return err(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
-  }
-  pz->refs++;
-  adopt(pz->ia, r);
-  *out = r;
-  return DAT_SUCCESS;
+  Rmr* r = nullptr;
+  Status st = rmr_create(pz, &r);
+  if (st.ok()) *out = r;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_rmr_query(DAT_RMR_HANDLE h, DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM* p) {
@@ -1685,65 +1116,17 @@ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE h, const DAT_LMR_TRIPLET* trip, DAT_MEM_P
   if ((pv &
        ~static_cast<uint32_t>(DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG)) != 0)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  Iface* f = r->ia->iface;
-  Lock lk(f->mu);
-  if (ep->state != EpState::kConnected || ep->qp == nullptr)
-    return err(Type::INVALID_STATE, ep_state_sub(ep->state));
-  if (ep->pz != r->pz) return err(Type::PROTECTION_VIOLATION);
-  Lmr* lmr = nullptr;
-  if (trip->segment_length > 0) {
-    auto it = f->lmr_by_ctx.find(trip->lmr_context);
-    if (it == f->lmr_by_ctx.end()) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-    lmr = it->second;
-    const auto be = f->mr->check_bind(r->slot, trip->lmr_context, trip->virtual_address,
-                                      trip->segment_length, pv, ep->pz->id, ep->qp->qpn());
-    switch (be) {
-      case dpdat::rc::BindError::kOk:
-        break;
-      case dpdat::rc::BindError::kPzMismatch:
-        return err(Type::PROTECTION_VIOLATION);
-      case dpdat::rc::BindError::kPrivilegeNotCovered:
-        return err(Type::PRIVILEGES_VIOLATION);
-      case dpdat::rc::BindError::kOutOfBounds:
-        return err(Type::LENGTH_ERROR);
-      case dpdat::rc::BindError::kRmrBusy:
-        return err(Type::INVALID_STATE);
-      default:
-        return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-    }
-  }
-  if (!r->binds.empty() && r->bind_qpn != ep->qp->qpn()) return err(Type::INVALID_STATE);
-  uint32_t wr_flags = 0;
-  Status st = request_flags(ep, flags, &wr_flags);
-  if (!st.ok()) return to_dat(st);
-  dpdat::rc::SendWr wr;
-  wr.cookie = reinterpret_cast<uintptr_t>(r);
-  wr.op = dpdat::rc::WrOp::kBind;
-  wr.flags = wr_flags & ~dpdat::rc::wr_flag::kSolicited;
-  wr.rmr_handle = r->slot;
-  wr.bind_lmr = trip->lmr_context;
-  wr.bind_va = trip->virtual_address;
-  wr.bind_len = trip->segment_length;
-  wr.bind_privileges = pv;
-  const uint32_t ctx = f->mr->rmr_predict_context(r->slot, static_cast<uint32_t>(r->binds.size()));
-  const auto pr = ep->qp->post_send(wr);
-  if (pr != dpdat::rc::Qp::PostResult::kOk) return to_dat(post_result(f, pr, ep));
-  r->binds.push_back(
-      Rmr::PendingBind{cookie.as_64, lmr, trip->virtual_address, trip->segment_length, pv});
-  r->bind_qpn = ep->qp->qpn();
-  r->context = ctx;
-  *ctx_out = ctx;
-  f->progress(now_ns(), true);
-  return DAT_SUCCESS;
+  uint32_t ctx = 0;
+  Status st = rmr_bind(r, ep, trip->lmr_context, trip->virtual_address, trip->segment_length, pv,
+                       cookie.as_64, static_cast<uint32_t>(flags), &ctx);
+  if (st.ok()) *ctx_out = ctx;
+  return to_dat(st);
 }
 
 DAT_RETURN dat_rmr_free(DAT_RMR_HANDLE h) {
   Rmr* r = lookup<Rmr>(h, HandleType::kRmr);
   if (r == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RMR);
-  Lock lk(r->ia->iface->mu);
-  if (!r->binds.empty()) return err(Type::INVALID_STATE);
-  free_rmr(r);
-  return DAT_SUCCESS;
+  return to_dat(rmr_free(r));
 }
 
 // ========================================================================== SRQ
