@@ -342,15 +342,7 @@ struct Srq : Object {
   explicit Srq(Ia* a) : Object(HandleType::kSrq, a) {}
 };
 
-// SRQ operations (srq.cpp); caller holds the interface lock.
-Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
-                  uint32_t low_watermark, Srq** out);
-Status srq_free(Srq* srq);  // INVALID_STATE while an EP uses it
-Status srq_post_recv(Srq* srq, const rc::RecvWr& wr);
-Status srq_resize(Srq* srq, uint32_t max_recv_dtos);
-Status srq_set_lw(Srq* srq, uint32_t low_watermark);
-Status srq_attach(Ep* ep, Srq* srq);  // before the EP's QP exists
-void srq_detach(Ep* ep);
+// (SRQ operations: ops.hpp, srq.cpp.)
 
 struct Ia : Object {
   Iface* iface = nullptr;

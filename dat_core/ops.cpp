@@ -104,6 +104,7 @@ void free_ep(Ep* ep) {
   }
   f->drop_ep(ep);
   f->destroy_qp(ep);
+  srq_detach(ep);
   for (Evd* e : {ep->recv_evd, ep->req_evd, ep->conn_evd})
     if (e != nullptr) e->refs--;
   if (ep->pz != nullptr) ep->pz->refs--;
@@ -156,6 +157,7 @@ void free_children(Ia* ia) {
   for (HandleType t : {HandleType::kPsp, HandleType::kRsp})
     for (Object* o : of_type(t)) free_sp(static_cast<Sp*>(o));
   for (Object* o : of_type(HandleType::kEp)) free_ep(static_cast<Ep*>(o));
+  for (Object* o : of_type(HandleType::kSrq)) free_srq(static_cast<Srq*>(o));  // no EP left
   for (Object* o : of_type(HandleType::kRmr)) free_rmr(static_cast<Rmr*>(o));
   // LMRs over other LMRs first.
   for (int pass = 0; pass < 2; ++pass)
@@ -458,7 +460,8 @@ Status cno_free(Cno* c) {
 
 // ------------------------------------------------------------- EP
 
-Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* attr, Ep** out) {
+Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* attr, Ep** out,
+                 Srq* srq) {
   Iface* f = ia->iface;
   Lock lk(f->mu);
   auto ep = std::make_unique<Ep>(ia);
@@ -471,8 +474,12 @@ Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* a
   ep->recv_evd = recv;
   ep->req_evd = req;
   ep->conn_evd = conn;
-  Status st = f->make_qp(ep.get());
-  if (!st.ok()) return st;
+  Status st = srq != nullptr ? srq_attach(ep.get(), srq) : kOk;
+  if (st.ok()) st = f->make_qp(ep.get());
+  if (!st.ok()) {
+    srq_detach(ep.get());
+    return st;
+  }
   pz->refs++;
   for (Evd* e : {recv, req, conn})
     if (e != nullptr) e->refs++;
@@ -584,6 +591,7 @@ Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, 
   Lock lk(f->mu);
   if (ep->qp == nullptr || ep->state == EpState::kDisconnected)
     return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+  if (ep->srq != nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // post to its SRQ instead
   rc::RecvWr wr;
   wr.cookie = cookie;
   uint64_t total = 0;
@@ -632,9 +640,12 @@ Status ep_recv_query(Ep* ep, uint32_t* nbufs) {
 }
 
 Status ep_set_watermark(Ep* ep, uint32_t soft_hw, uint32_t hard_hw) {
-  Lock lk(ep->ia->iface->mu);
-  ep->recv_watermark = soft_hw;
-  ep->send_watermark = hard_hw;
+  Iface* f = ep->ia->iface;
+  Lock lk(f->mu);
+  if (ep->srq == nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // marks count SRQ receives
+  ep->soft_hw = soft_hw;
+  ep->hard_hw = hard_hw;
+  f->check_srqs();
   return kOk;
 }
 

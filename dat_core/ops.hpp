@@ -130,8 +130,9 @@ Status cno_free(Cno* c);
 // ------------------------------------------------------------- EP
 
 // attr nullptr: the defaults of EpAttr.  The EVDs are already checked
-// (evd_ok).
-Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* attr, Ep** out);
+// (evd_ok).  srq: receives come from it (same PZ as the EP).
+Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* attr, Ep** out,
+                 Srq* srq = nullptr);
 
 // The EP's new settings, resolved by the front under the lock (after the
 // state check), starting from the current ones.
@@ -180,7 +181,28 @@ Status ep_get_status(Ep* ep, EpStatus* out);
 Status ep_reset(Ep* ep);
 Status ep_free(Ep* ep);
 Status ep_recv_query(Ep* ep, uint32_t* nbufs);
+// Receives in progress from the EP's SRQ at which the soft mark notifies
+// and the hard mark breaks the connection; 0 or UINT32_MAX: not set.
+// MODEL_NOT_SUPPORTED for an EP without an SRQ.
 Status ep_set_watermark(Ep* ep, uint32_t soft_hw, uint32_t hard_hw);
+
+// ------------------------------------------------------------- SRQ (srq.cpp)
+
+Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
+                  uint32_t low_watermark, Srq** out);
+Status srq_free(Srq* srq);  // INVALID_STATE while an EP uses it
+void free_srq(Srq* srq);    // lock held, no EP uses it
+Status srq_post_recv(Srq* srq, const rc::Sge* sge, uint32_t nsge, uint64_t cookie);
+struct SrqInfo {
+  uint32_t max_recv_dtos = 0, max_recv_iov = 0, low_watermark = 0;
+  uint64_t available = 0, outstanding = 0;
+};
+Status srq_query(Srq* srq, SrqInfo* out);
+Status srq_resize(Srq* srq, uint32_t max_recv_dtos);
+Status srq_set_lw(Srq* srq, uint32_t low_watermark);
+// Lock held: the EP (being created) takes its receives from srq / stops.
+Status srq_attach(Ep* ep, Srq* srq);
+void srq_detach(Ep* ep);
 
 // ------------------------------------------------------------- PSP / RSP / CR
 

@@ -1,5 +1,5 @@
 // Shared receive queues (DAT SRQ) over rc::Srq, and their watermark
-// notifications.  Every function here runs under the interface lock.
+// notifications.  Locking as in ops.hpp.
 //
 // Readings of the specification chosen here (see README):
 // - An EP and its SRQ must be in the same PZ (the receive buffers are checked
@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "core.hpp"
+#include "ops.hpp"
 
 namespace dpdat::dat {
 
@@ -36,8 +36,9 @@ Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
   if (max_recv_iov == 0 || max_recv_iov > rc::kMaxSge)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   if (low_watermark > max_recv_dtos) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  Lock lk(f->mu);
   if (f->srqs.size() >= f->limits.max_srqs)
-    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY);
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_SRQ);
   auto* s = new Srq(ia);
   s->pz = pz;
   s->rq = std::make_unique<rc::Srq>(max_recv_dtos);
@@ -45,24 +46,37 @@ Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
   s->rq->set_low_watermark(low_watermark);
   pz->refs++;
   f->srqs.push_back(s);
+  adopt(ia, s);
   *out = s;
   return kOk;
 }
 
-Status srq_free(Srq* s) {
-  if (!s->eps.empty()) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_SRQ_IN_USE);
-  Iface* f = s->ia->iface;
-  std::erase(f->srqs, s);
+void free_srq(Srq* s) {
+  std::erase(s->ia->iface->srqs, s);
   s->pz->refs--;
   // Receives never taken are discarded: no EP, hence no EVD, owns them.
   (void)s->rq->drain();
+  destroy(s);
+}
+
+Status srq_free(Srq* s) {
+  Lock lk(s->ia->iface->mu);
+  if (!s->eps.empty()) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_SRQ_IN_USE);
+  free_srq(s);
   return kOk;
 }
 
-Status srq_post_recv(Srq* s, const rc::RecvWr& wr) {
-  if (wr.num_sge > s->max_recv_iov) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+Status srq_post_recv(Srq* s, const rc::Sge* sge, uint32_t nsge, uint64_t cookie) {
+  if (nsge > s->max_recv_iov) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  rc::RecvWr wr;
+  wr.cookie = cookie;
+  wr.num_sge = nsge;
+  std::copy(sge, sge + nsge, wr.sge);
+  Iface* f = s->ia->iface;
+  Lock lk(f->mu);
   switch (s->rq->post(wr)) {
     case rc::Srq::PostResult::kOk:
+      f->progress(now_ns(), true);  // a sender waiting out an RNR may go on now
       return kOk;
     case rc::Srq::PostResult::kQueueFull:
       return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_SRQ);
@@ -72,9 +86,22 @@ Status srq_post_recv(Srq* s, const rc::RecvWr& wr) {
   return fail(Type::INTERNAL_ERROR);
 }
 
+Status srq_query(Srq* s, SrqInfo* out) {
+  Iface* f = s->ia->iface;
+  Lock lk(f->mu);
+  f->progress(now_ns(), true);
+  out->max_recv_dtos = static_cast<uint32_t>(s->rq->capacity());
+  out->max_recv_iov = s->max_recv_iov;
+  out->low_watermark = s->rq->low_watermark();
+  out->available = s->rq->available();
+  out->outstanding = s->rq->outstanding();
+  return kOk;
+}
+
 Status srq_resize(Srq* s, uint32_t max_recv_dtos) {
   if (max_recv_dtos == 0 || max_recv_dtos > s->ia->iface->limits.max_recv_per_srq)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  Lock lk(s->ia->iface->mu);
   // Smaller than what is posted (or below the low watermark): refused.
   if (max_recv_dtos < s->rq->low_watermark() || !s->rq->resize(max_recv_dtos))
     return fail(Type::INVALID_STATE);
@@ -82,9 +109,11 @@ Status srq_resize(Srq* s, uint32_t max_recv_dtos) {
 }
 
 Status srq_set_lw(Srq* s, uint32_t low_watermark) {
+  Iface* f = s->ia->iface;
+  Lock lk(f->mu);
   if (low_watermark > s->rq->capacity()) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   s->rq->set_low_watermark(low_watermark);
-  s->ia->iface->check_srqs();  // already below: reported at once
+  f->check_srqs();  // already below: reported at once
   return kOk;
 }
 

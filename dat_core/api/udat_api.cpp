@@ -100,10 +100,11 @@ void to_dat_event(const Event& ev, DAT_EVENT* out) {
     case EventNum::kEvdOverflow:
     case EventNum::kIaCatastrophic:
     case EventNum::kEpBroken:
-    case EventNum::kAsyncTimedOut: {
+    case EventNum::kAsyncTimedOut:
+    case EventNum::kProviderInternal: {
       auto& d = out->event_data.asynch_error_event_data;
-      d.dat_handle = ev.ia;
-      d.reason = 0;
+      d.dat_handle = ev.handle != nullptr ? static_cast<DAT_HANDLE>(ev.handle) : ev.ia;
+      d.reason = static_cast<DAT_COUNT>(ev.reason);
       break;
     }
     case EventNum::kSoftware:
@@ -246,7 +247,9 @@ DAT_RETURN dat_ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_
     a.max_rdma_size = L.max_message_size;
     a.max_rmrs = static_cast<DAT_COUNT>(L.max_rmrs);
     a.max_rmr_target_address = UINT64_MAX;
-    a.max_srqs = 0;
+    a.max_srqs = static_cast<DAT_COUNT>(L.max_srqs);
+    a.max_ep_per_srq = static_cast<DAT_COUNT>(L.max_ep_per_srq);
+    a.max_recv_per_srq = static_cast<DAT_COUNT>(L.max_recv_per_srq);
     a.max_iov_segments_per_rdma_read = static_cast<DAT_COUNT>(L.max_iov);
     a.max_iov_segments_per_rdma_write = static_cast<DAT_COUNT>(L.max_iov);
     a.max_rdma_read_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
@@ -275,7 +278,7 @@ DAT_RETURN dat_ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_
     p.optimal_buffer_alignment = 64;
     for (auto& row : p.evd_stream_merging_supported)
       for (auto& v : row) v = DAT_TRUE;
-    p.srq_supported = DAT_FALSE;
+    p.srq_supported = DAT_TRUE;
     p.lmr_sync_req = DAT_FALSE;
     p.dto_async_return_guaranteed = DAT_TRUE;
     p.rdma_write_for_rdma_read_req = DAT_FALSE;
@@ -580,10 +583,18 @@ DAT_RETURN dat_cno_free(DAT_CNO_HANDLE h) {
 
 static DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_HANDLE recv_h,
                                    DAT_EVD_HANDLE req_h, DAT_EVD_HANDLE conn_h,
-                                   const DAT_EP_ATTR* attr, DAT_EP_HANDLE* out) {
+                                   const DAT_EP_ATTR* attr, DAT_EP_HANDLE* out,
+                                   DAT_SRQ_HANDLE srq_h = DAT_HANDLE_NULL) {
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG7);
+  Srq* srq = nullptr;
+  if (srq_h != DAT_HANDLE_NULL) {
+    srq = lookup<Srq>(srq_h, HandleType::kSrq);
+    if (srq == nullptr || srq->ia->iface != ia->iface)
+      return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  }
+  if (out == nullptr)
+    return err(Type::INVALID_PARAMETER, srq != nullptr ? Sub::INVALID_ARG8 : Sub::INVALID_ARG7);
   Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
   if (pz == nullptr || pz->ia->iface != ia->iface)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
@@ -601,7 +612,7 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_
     a = from_dat(*attr);
   }
   Ep* ep = nullptr;
-  Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep);
+  Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep, srq);
   if (st.ok()) *out = ep;
   return to_dat(st);
 }
@@ -611,12 +622,12 @@ DAT_RETURN dat_ep_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv,
   return ep_create_common(h, pz, recv, req, conn, attr, out);
 }
 
-DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE h, DAT_PZ_HANDLE, DAT_EVD_HANDLE, DAT_EVD_HANDLE,
-                                  DAT_EVD_HANDLE, DAT_SRQ_HANDLE, const DAT_EP_ATTR*,
-                                  DAT_EP_HANDLE*) {
-  if (lookup<Ia>(h, HandleType::kIa) == nullptr)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  return err(Type::MODEL_NOT_SUPPORTED);  // srq_supported = DAT_FALSE (dat_ia_query)
+DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv,
+                                  DAT_EVD_HANDLE req, DAT_EVD_HANDLE conn, DAT_SRQ_HANDLE srq,
+                                  const DAT_EP_ATTR* attr, DAT_EP_HANDLE* out) {
+  if (lookup<Srq>(srq, HandleType::kSrq) == nullptr && lookup<Ia>(h, HandleType::kIa) != nullptr)
+    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  return ep_create_common(h, pz, recv, req, conn, attr, out, srq);
 }
 
 DAT_RETURN dat_ep_query(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* p) {
@@ -637,7 +648,7 @@ DAT_RETURN dat_ep_query(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* p
   p->recv_evd_handle = ep->recv_evd;
   p->request_evd_handle = ep->req_evd;
   p->connect_evd_handle = ep->conn_evd;
-  p->srq_handle = DAT_HANDLE_NULL;
+  p->srq_handle = ep->srq;
   to_dat(ep->attr, &p->ep_attr);
   return DAT_SUCCESS;
 }
@@ -833,6 +844,11 @@ DAT_RETURN dat_ep_recv_query(DAT_EP_HANDLE h, DAT_COUNT* nbufs, DAT_COUNT* span)
 DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE h, DAT_COUNT soft_hw, DAT_COUNT hard_hw) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
+  if (soft_hw < 0 && soft_hw != DAT_WATERMARK_INFINITE)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (hard_hw < 0 && hard_hw != DAT_WATERMARK_INFINITE)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  // DAT_WATERMARK_INFINITE becomes UINT32_MAX: not set.
   return to_dat(
       ep_set_watermark(ep, static_cast<uint32_t>(soft_hw), static_cast<uint32_t>(hard_hw)));
 }
@@ -1130,23 +1146,81 @@ DAT_RETURN dat_rmr_free(DAT_RMR_HANDLE h) {
 }
 
 // ========================================================================== SRQ
-// dpdat does not offer shared receive queues (dat_ia_query reports
-// srq_supported = DAT_FALSE, max_srqs = 0); the calls validate their handle
-// and say so with DAT_MODEL_NOT_SUPPORTED.
+// Receives posted to an SRQ are taken by whichever of its EPs receives the
+// next message; the completion goes to that EP's receive EVD (srq.cpp).
 
-DAT_RETURN dat_srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE, DAT_SRQ_ATTR*, DAT_SRQ_HANDLE*) {
-  if (lookup<Ia>(h, HandleType::kIa) == nullptr)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  return err(Type::MODEL_NOT_SUPPORTED);
+DAT_RETURN dat_srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR* attr,
+                          DAT_SRQ_HANDLE* out) {
+  Ia* ia = lookup<Ia>(h, HandleType::kIa);
+  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
+  Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
+  if (pz == nullptr || pz->ia->iface != ia->iface)
+    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
+  if (attr == nullptr || attr->max_recv_dtos <= 0 || attr->max_recv_iov <= 0 ||
+      attr->low_watermark < 0)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  if (out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
+  Srq* s = nullptr;
+  const Status st = srq_create(ia, pz, static_cast<uint32_t>(attr->max_recv_dtos),
+                               static_cast<uint32_t>(attr->max_recv_iov),
+                               static_cast<uint32_t>(attr->low_watermark), &s);
+  if (st.ok()) *out = s;
+  return to_dat(st);
 }
-DAT_RETURN dat_srq_free(DAT_SRQ_HANDLE) { return err(Type::INVALID_HANDLE); }
-DAT_RETURN dat_srq_post_recv(DAT_SRQ_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET*, DAT_DTO_COOKIE) {
-  return err(Type::INVALID_HANDLE);
+
+DAT_RETURN dat_srq_free(DAT_SRQ_HANDLE h) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  return to_dat(srq_free(s));
 }
-DAT_RETURN dat_srq_query(DAT_SRQ_HANDLE, DAT_SRQ_PARAM_MASK, DAT_SRQ_PARAM*) {
-  return err(Type::INVALID_HANDLE);
+
+DAT_RETURN dat_srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
+                             DAT_DTO_COOKIE cookie) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
+  for (DAT_COUNT i = 0; i < n; ++i)
+    sge[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
+  return to_dat(srq_post_recv(s, sge, static_cast<uint32_t>(n), cookie.as_64));
 }
-DAT_RETURN dat_srq_resize(DAT_SRQ_HANDLE, DAT_COUNT) { return err(Type::INVALID_HANDLE); }
-DAT_RETURN dat_srq_set_lw(DAT_SRQ_HANDLE, DAT_COUNT) { return err(Type::INVALID_HANDLE); }
+
+DAT_RETURN dat_srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM* p) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if ((static_cast<uint32_t>(mask) & ~static_cast<uint32_t>(DAT_SRQ_FIELD_ALL)) != 0)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  if (p == nullptr) return DAT_SUCCESS;
+  SrqInfo in;
+  const Status st = srq_query(s, &in);
+  if (!st.ok()) return to_dat(st);
+  std::memset(p, 0, sizeof(*p));
+  p->ia_handle = s->ia;
+  p->srq_state = DAT_SRQ_STATE_OPERATIONAL;
+  p->pz_handle = s->pz;
+  p->max_recv_dtos = static_cast<DAT_COUNT>(in.max_recv_dtos);
+  p->max_recv_iov = static_cast<DAT_COUNT>(in.max_recv_iov);
+  p->low_watermark = static_cast<DAT_COUNT>(in.low_watermark);
+  p->available_dto_count = static_cast<DAT_COUNT>(in.available);
+  p->outstanding_dto_count = static_cast<DAT_COUNT>(in.outstanding);
+  return DAT_SUCCESS;
+}
+
+DAT_RETURN dat_srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT max_recv_dtos) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if (max_recv_dtos <= 0) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  return to_dat(srq_resize(s, static_cast<uint32_t>(max_recv_dtos)));
+}
+
+DAT_RETURN dat_srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT low_watermark) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if (low_watermark < 0) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  return to_dat(srq_set_lw(s, static_cast<uint32_t>(low_watermark)));
+}
 
 }  // extern "C"

@@ -620,11 +620,13 @@ void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
       ctr_.rnr_naks_rx++;
       if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, next_psn_) >= 0) return;  // stale
       note_acked(psn - 1, now);
-      if (rnr_retries_left_ == 0) {
-        fail_wqe_at(psn, WcStatus::kRnrRetryExceeded, QpError::kRnrRetryExceeded, now);
-        return;
+      if (cfg_.rnr_retry != kRnrRetryInfinite) {
+        if (rnr_retries_left_ == 0) {
+          fail_wqe_at(psn, WcStatus::kRnrRetryExceeded, QpError::kRnrRetryExceeded, now);
+          return;
+        }
+        rnr_retries_left_--;
       }
-      rnr_retries_left_--;
       rnr_waiting_ = true;
       rnr_psn_ = psn;
       clear_timer(TimerKind::kRetransmit);

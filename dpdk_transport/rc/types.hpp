@@ -108,6 +108,11 @@ struct Completion {
 // When full the queue pair stalls its completions (none is lost).
 using CompletionQueue = SpscRing<Completion>;
 
+// An RNR retry count of 7 means "retry forever" (IBA 9.7.5.2.8, the verbs
+// rnr_retry semantics DAT providers default to): a sender waits for the
+// receiver to post, paced by rnr_delay_ns, never failing with RNR exceeded.
+inline constexpr uint32_t kRnrRetryInfinite = 7;
+
 struct QpConfig {
   uint32_t sq_depth = 256;
   uint32_t rq_depth = 256;
@@ -118,7 +123,7 @@ struct QpConfig {
   uint64_t retransmit_timeout_ns = 1'000'000;  // doubled per consecutive timeout, up to 64x
   uint32_t retry_count = 7;                    // transport retries before the QP breaks
   uint64_t rnr_delay_ns = 100'000;
-  uint32_t rnr_retry = 7;
+  uint32_t rnr_retry = 7;          // kRnrRetryInfinite (7): retry for as long as the peer says RNR
   uint64_t ack_delay_ns = 10'000;  // max time an ACK is held for coalescing
   uint32_t replay_depth = 16;      // READ / atomic replay cache entries
   uint32_t read_resp_budget = 32;  // READ response packets per progress call
