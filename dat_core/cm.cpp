@@ -101,13 +101,19 @@ void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
   deliver(ep->conn_evd, ev);
 }
 
-void Iface::finish_disconnect(Ep* ep, EventNum n) {
+// The one way an EP leaves a connection or a connection attempt: its queue
+// pair goes to error, so every posted receive and every outstanding request
+// completes as DAT_DTO_ERR_FLUSHED on its EVD (dat_ep_disconnect: "upon
+// disconnect, all outstanding and in-progress DTOs and RMR Binds must be
+// completed"), then the EP is DISCONNECTED and the connection event `n`
+// (with the peer's private data, if any) is delivered.
+void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
   if (ep->qp != nullptr && ep->qp->state() != rc::QpState::kError)
     ep->qp->set_error(rc::QpError::kDestroyed, now_ns());
   ep->state = EpState::kDisconnected;
   ep->cm = CmState::kDone;
   watched.erase(ep);
-  conn_event(ep, n, nullptr, 0);
+  conn_event(ep, n, pdata, len);
 }
 
 // ---------------------------------------------------------------- active side
@@ -178,10 +184,7 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     path.peer_qpn = m.qpn;
     if (!ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
       send_rej(ep->peer_mac, ep->peer_ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
-      ep->state = EpState::kDisconnected;
-      ep->cm = CmState::kDone;
-      watched.erase(ep);
-      conn_event(ep, EventNum::kNonPeerRejected, nullptr, 0);
+      finish_disconnect(ep, EventNum::kNonPeerRejected);
       return;
     }
     ep->remote_comm = m.local_comm_id;
@@ -203,13 +206,11 @@ void Iface::on_rej(const wire::CmMessage& m) {
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;
   if (ep->cm == CmState::kReqSent) {
-    ep->state = EpState::kDisconnected;
-    ep->cm = CmState::kDone;
-    watched.erase(ep);
-    conn_event(ep,
-               m.rej_reason == wire::CmRejReason::kConsumerReject ? EventNum::kPeerRejected
-                                                                  : EventNum::kNonPeerRejected,
-               m.pdata.data(), m.pdata_len);
+    finish_disconnect(ep,
+                      m.rej_reason == wire::CmRejReason::kConsumerReject
+                          ? EventNum::kPeerRejected
+                          : EventNum::kNonPeerRejected,
+                      m.pdata.data(), m.pdata_len);
   } else if (ep->cm == CmState::kRepSent && ep->remote_comm == m.local_comm_id) {
     finish_disconnect(ep, EventNum::kAcceptCompletionError);
   }
@@ -472,10 +473,7 @@ void Iface::cm_timers(uint64_t now) {
           send_out(ep, now);
         } else if ((ep->deadline != 0 && now >= ep->deadline) ||
                    ep->retries * kArpRetryNs >= kArpGiveUpNs) {
-          ep->state = EpState::kDisconnected;
-          ep->cm = CmState::kDone;
-          watched.erase(ep);
-          conn_event(ep, EventNum::kUnreachable, nullptr, 0);
+          finish_disconnect(ep, EventNum::kUnreachable);
           continue;
         } else {
           ep->retries++;

@@ -441,7 +441,7 @@ struct Iface {
   bool drain_cq(Evd* evd);
   void report_overflow(Evd* evd);
   void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
-  void finish_disconnect(Ep* ep, EventNum n);
+  void finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata = nullptr, uint32_t len = 0);
   void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
   void send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& req,
                 wire::CmRejReason why, const uint8_t* pdata, uint32_t len);

@@ -1,0 +1,278 @@
+// Connection management through libdat's public API: what happens to the
+// DTOs an EP holds when it leaves CONNECTED or never gets there.
+//
+// dat_ep_disconnect(3DAT): "Upon disconnect, all outstanding and in-progress
+// DTOs and RMR Binds must be completed"; for an abrupt disconnect (and for a
+// connection that fails or is torn down by the peer) they complete
+// unsuccessfully, i.e. DAT_DTO_ERR_FLUSHED on the EP's recv / request EVD, in
+// posting order.  Every path out of a connection attempt (peer reject,
+// non-peer reject, unreachable, timed out) and out of a connection (graceful
+// and abrupt disconnect, either side) is checked for that here, over the
+// in-process net_ring link (dpdat0 = 192.168.77.1, dpdat1 = 192.168.77.2).
+
+#include <arpa/inet.h>
+#include <dat/udat.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
+constexpr DAT_CONN_QUAL kQual = 4711;
+constexpr uint64_t kRecvCookie = 100;  // recvs get kRecvCookie + i
+
+DAT_DTO_COOKIE cookie(uint64_t v) {
+  DAT_DTO_COOKIE c;
+  c.as_64 = v;
+  return c;
+}
+
+struct Side {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE recv_evd = DAT_HANDLE_NULL, req_evd = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE conn_evd = DAT_HANDLE_NULL, cr_evd = DAT_HANDLE_NULL;
+  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 20);
+  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+  DAT_LMR_CONTEXT lctx = 0;
+  DAT_RMR_CONTEXT rctx = 0;
+  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
+    DAT_LMR_TRIPLET t{};
+    t.lmr_context = lctx;
+    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
+    t.segment_length = len;
+    return t;
+  }
+};
+
+class api_cm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DAT_EVD_HANDLE a0 = DAT_HANDLE_NULL, a1 = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ia_open(const_cast<char*>("dpdat0"), 8, &a0, &cli_.ia), DAT_SUCCESS);
+    ASSERT_EQ(dat_ia_open(const_cast<char*>("dpdat1"), 8, &a1, &srv_.ia), DAT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(make(&cli_));
+    ASSERT_NO_FATAL_FAILURE(make(&srv_));
+  }
+  void TearDown() override {
+    for (Side* s : {&cli_, &srv_}) {
+      if (s->ia != DAT_HANDLE_NULL) {
+        EXPECT_EQ(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+      }
+    }
+  }
+
+  static void make(Side* s) {
+    ASSERT_EQ(dat_pz_create(s->ia, &s->pz), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->recv_evd),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 64, DAT_HANDLE_NULL,
+                             static_cast<DAT_EVD_FLAGS>(DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG),
+                             &s->req_evd),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn_evd),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->recv_evd, s->req_evd, s->conn_evd, nullptr, &s->ep),
+              DAT_SUCCESS);
+    DAT_REGION_DESCRIPTION r;
+    r.for_va = s->buf.data();
+    DAT_VLEN rs = 0;
+    DAT_VADDR ra = 0;
+    ASSERT_EQ(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, r, s->buf.size(), s->pz,
+                             DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lctx, &s->rctx, &rs, &ra),
+              DAT_SUCCESS);
+  }
+
+  static DAT_RETURN wait(DAT_EVD_HANDLE e, DAT_EVENT* ev, DAT_TIMEOUT t = kWaitUs) {
+    DAT_COUNT nmore = 0;
+    std::memset(ev, 0, sizeof(*ev));
+    return dat_evd_wait(e, t, 1, ev, &nmore);
+  }
+
+  static DAT_RETURN connect(const Side& c, const char* ip, DAT_CONN_QUAL q, DAT_TIMEOUT t) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    return dat_ep_connect(c.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), q, t, 0, nullptr,
+                          DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
+  }
+
+  static void expect_conn(const Side& s, DAT_EVENT_NUMBER want, DAT_TIMEOUT t = kWaitUs) {
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(s.conn_evd, &ev, t), DAT_SUCCESS)
+        << "no connection event, wanted 0x" << std::hex << want;
+    EXPECT_EQ(ev.event_number, want) << std::hex << "got 0x" << ev.event_number;
+    EXPECT_EQ(ev.event_data.connect_event_data.ep_handle, s.ep);
+  }
+
+  // Posts n receives of 4 KiB each, cookies kRecvCookie + i.
+  static void post_recvs(const Side& s, int n) {
+    for (int i = 0; i < n; ++i) {
+      DAT_LMR_TRIPLET t = s.iov(static_cast<size_t>(i) * 4096, 4096);
+      ASSERT_EQ(dat_ep_post_recv(s.ep, 1, &t, cookie(kRecvCookie + static_cast<uint64_t>(i)),
+                                 DAT_COMPLETION_DEFAULT_FLAG),
+                DAT_SUCCESS);
+    }
+  }
+
+  // Exactly n flushed completions, cookies first, first+1, ... in order, then nothing.
+  static void expect_flushed(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t first, int n) {
+    for (int i = 0; i < n; ++i) {
+      DAT_EVENT ev;
+      ASSERT_EQ(wait(evd, &ev), DAT_SUCCESS) << "no completion for posted DTO " << i;
+      ASSERT_EQ(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+      const auto& d = ev.event_data.dto_completion_event_data;
+      EXPECT_EQ(d.ep_handle, ep);
+      EXPECT_EQ(d.user_cookie.as_64, first + static_cast<uint64_t>(i));
+      EXPECT_EQ(d.status, DAT_DTO_ERR_FLUSHED);
+    }
+    DAT_EVENT ev;
+    EXPECT_EQ(DAT_GET_TYPE(wait(evd, &ev, 20'000)), DAT_TIMEOUT_EXPIRED) << "one event too many";
+  }
+
+  static DAT_EP_STATE state(const Side& s) {
+    DAT_EP_STATE st = DAT_EP_STATE_UNCONNECTED;
+    EXPECT_EQ(dat_ep_get_status(s.ep, &st, nullptr, nullptr), DAT_SUCCESS);
+    return st;
+  }
+
+  // After a failed attempt the EP is DISCONNECTED, resettable, and reusable
+  // for a real connection that carries data.
+  void expect_reusable() {
+    EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECTED);
+    ASSERT_EQ(dat_ep_reset(cli_.ep), DAT_SUCCESS);
+    EXPECT_EQ(state(cli_), DAT_EP_STATE_UNCONNECTED);
+    ASSERT_NO_FATAL_FAILURE(establish());
+    DAT_LMR_TRIPLET r = srv_.iov(0, 64), s = cli_.iov(0, 64);
+    ASSERT_EQ(dat_ep_post_recv(srv_.ep, 1, &r, cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_post_send(cli_.ep, 1, &s, cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(srv_.recv_evd, &ev), DAT_SUCCESS);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1u);
+  }
+
+  void listen() {
+    ASSERT_EQ(dat_psp_create(srv_.ia, kQual, srv_.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp_),
+              DAT_SUCCESS);
+  }
+
+  DAT_CR_HANDLE wait_cr() {
+    DAT_EVENT ev;
+    EXPECT_EQ(wait(srv_.cr_evd, &ev), DAT_SUCCESS) << "no connection request";
+    EXPECT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    return ev.event_data.cr_arrival_event_data.cr_handle;
+  }
+
+  void establish() {
+    if (psp_ == DAT_HANDLE_NULL) {
+      ASSERT_NO_FATAL_FAILURE(listen());
+    }
+    ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, kWaitUs), DAT_SUCCESS);
+    DAT_CR_HANDLE cr = wait_cr();
+    ASSERT_NE(cr, DAT_HANDLE_NULL);
+    ASSERT_EQ(dat_cr_accept(cr, srv_.ep, 0, nullptr), DAT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_ESTABLISHED));
+    ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_ESTABLISHED));
+  }
+
+  Side cli_, srv_;
+  DAT_PSP_HANDLE psp_ = DAT_HANDLE_NULL;
+};
+
+TEST_F(api_cm, PeerRejectFlushesPostedRecvs) {
+  ASSERT_NO_FATAL_FAILURE(listen());
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 3));
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, kWaitUs), DAT_SUCCESS);
+  DAT_CR_HANDLE cr = wait_cr();
+  ASSERT_NE(cr, DAT_HANDLE_NULL);
+  ASSERT_EQ(dat_cr_reject(cr), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_PEER_REJECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 3));
+  ASSERT_NO_FATAL_FAILURE(expect_reusable());
+}
+
+TEST_F(api_cm, NonPeerRejectFlushesPostedRecvs) {
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 2));
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual + 1, kWaitUs), DAT_SUCCESS);  // no listener
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_NON_PEER_REJECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 2));
+  ASSERT_NO_FATAL_FAILURE(expect_reusable());
+}
+
+TEST_F(api_cm, UnreachableFlushesPostedRecvs) {
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 2));
+  // Nobody answers ARP for .9; the connect timeout is longer than the ARP
+  // give-up (1 s), so the attempt ends UNREACHABLE, not TIMED_OUT.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(connect(cli_, "192.168.77.9", kQual, 10'000'000), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_UNREACHABLE, 5'000'000));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(3000));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 2));
+  ASSERT_NO_FATAL_FAILURE(expect_reusable());
+}
+
+TEST_F(api_cm, TimeoutFlushesPostedRecvs) {
+  ASSERT_NO_FATAL_FAILURE(listen());
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 4));
+  // The server holds the request without deciding: the connect times out.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, 200'000), DAT_SUCCESS);
+  DAT_CR_HANDLE cr = wait_cr();
+  ASSERT_NE(cr, DAT_HANDLE_NULL);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_TIMED_OUT));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, std::chrono::milliseconds(190));
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 4));
+  ASSERT_EQ(dat_cr_reject(cr), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_reusable());
+}
+
+TEST_F(api_cm, GracefulDisconnectFlushesRecvsOnBothSides) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 2));
+  ASSERT_NO_FATAL_FAILURE(post_recvs(srv_, 3));
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 2));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(srv_.recv_evd, srv_.ep, kRecvCookie, 3));
+  EXPECT_EQ(state(srv_), DAT_EP_STATE_DISCONNECTED);
+}
+
+TEST_F(api_cm, AbruptDisconnectByPassiveSideFlushesBothSides) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 3));
+  ASSERT_NO_FATAL_FAILURE(post_recvs(srv_, 1));
+  ASSERT_EQ(dat_ep_disconnect(srv_.ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  // Abrupt: DISCONNECTED at once on the calling side.
+  EXPECT_EQ(state(srv_), DAT_EP_STATE_DISCONNECTED);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(srv_.recv_evd, srv_.ep, kRecvCookie, 1));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 3));
+}
+
+TEST_F(api_cm, DisconnectOfPendingConnectFlushes) {
+  ASSERT_NO_FATAL_FAILURE(listen());
+  ASSERT_NO_FATAL_FAILURE(post_recvs(cli_, 2));
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, kWaitUs), DAT_SUCCESS);
+  DAT_CR_HANDLE cr = wait_cr();
+  ASSERT_NE(cr, DAT_HANDLE_NULL);
+  EXPECT_EQ(state(cli_), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 2));
+  ASSERT_EQ(dat_cr_reject(cr), DAT_SUCCESS);
+}
+
+}  // namespace

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The uDAPL C example across two processes: tests/api_c/udat_pair.c, built
+# from an installed libdat with the installed dat.pc (build_installed.sh),
+# one process --server and one --client, over a real DPDK PMD.
+#   dat_pair.sh MODE PATH/TO/udat_pair LIBDIR
+# MODE: memif | memif-loss | af_packet | af_packet-loss | kill-server
+# Creates its own network namespaces, veth pair and memif socket (only
+# 10.78.0.0/24 inside namespaces it made) and removes them on every exit.
+set -uo pipefail
+MODE=$1
+PROG=$(readlink -f "$2")
+export LD_LIBRARY_PATH=$3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+ID=$$
+TMP=$(mktemp -d /tmp/dpdat-datpair-XXXXXX)
+NSA=dpdat-pa-$ID
+NSB=dpdat-pb-$ID
+SIP=10.78.0.1
+CIP=10.78.0.2
+PIDS=()
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  ip netns del "$NSA" 2>/dev/null
+  ip netns del "$NSB" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL ($MODE): $*"
+  echo "--- server log"; grep -v "mp action callback" "$TMP/server.log" 2>/dev/null
+  echo "--- client log"; grep -v "mp action callback" "$TMP/client.log" 2>/dev/null
+  exit 1
+}
+
+# Waits until the server printed that it listens (its IA, and for memif its
+# socket, exist), or fails if it died first.
+wait_listening() {
+  local spid=$1
+  for _ in $(seq 1 600); do
+    grep -q "listening" "$TMP/server.log" 2>/dev/null && return 0
+    kill -0 "$spid" 2>/dev/null || fail "server exited before listening"
+    sleep 0.05
+  done
+  fail "server never listened"
+}
+
+# run_pair "server ns prefix" "server config" "client ns prefix" "client config" [client args]
+run_pair() {
+  local sp=$1 scfg=$2 cp=$3 ccfg=$4
+  shift 4
+  DPDAT_IA_PAIRSRV="$scfg" $sp timeout 120 "$PROG" --server pairsrv --timeout-ms 30000 \
+    >"$TMP/server.log" 2>&1 &
+  local spid=$!
+  PIDS+=($spid)
+  wait_listening "$spid"
+  DPDAT_IA_PAIRCLI="$ccfg" $cp timeout 120 "$PROG" --client paircli $SIP --timeout-ms 30000 "$@" \
+    >"$TMP/client.log" 2>&1 &
+  local cpid=$!
+  PIDS+=($cpid)
+  wait "$cpid" || fail "client exited with $?"
+  wait "$spid" || fail "server exited with $?"
+  grep -q "byte-exact" "$TMP/client.log" || fail "client verified nothing"
+  grep -q "byte-exact" "$TMP/server.log" || fail "server verified nothing"
+  grep -h "udat_pair" "$TMP/server.log" "$TMP/client.log"
+}
+
+veth_pair() {
+  ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
+  ip link add vp$ID-a type veth peer name vp$ID-b || fail "cannot create veth"
+  ip link set vp$ID-a netns "$NSA"
+  ip link set vp$ID-b netns "$NSB"
+  for n in "$NSA" "$NSB"; do
+    ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$n" ip link set lo up
+  done
+  ip netns exec "$NSA" ip link set vp$ID-a up
+  ip netns exec "$NSB" ip link set vp$ID-b up
+}
+
+MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
+MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+
+case "$MODE" in
+  memif)
+    run_pair "" "$MEMIF_S;ip=$SIP" "" "$MEMIF_C;ip=$CIP" --iters 40
+    ;;
+  memif-loss)
+    # Seeded receive loss on both sides: CM and RC retransmissions must
+    # still deliver every byte exactly once and in place.
+    run_pair "" "$MEMIF_S;ip=$SIP;loss=0.02" "" "$MEMIF_C;ip=$CIP;loss=0.03" --iters 20
+    ;;
+  af_packet|af_packet-loss)
+    veth_pair
+    sl="" cl=""
+    [ "$MODE" = af_packet-loss ] && { sl=";loss=0.02"; cl=";loss=0.01"; }
+    run_pair "ip netns exec $NSA" "vdev=net_af_packet0,iface=vp$ID-a,$AF;ip=$SIP$sl" \
+             "ip netns exec $NSB" "vdev=net_af_packet0,iface=vp$ID-b,$AF;ip=$CIP$cl" \
+             --iters 20 --size 262144
+    ;;
+  kill-server)
+    # The server is killed mid-run: the client must report the broken
+    # connection (exit 4, DAT_CONNECTION_EVENT_BROKEN) within seconds, never
+    # hang.  No `timeout` wrapper on the server: kill -9 must hit it.
+    DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP" "$PROG" --server pairsrv --timeout-ms 60000 \
+      >"$TMP/server.log" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    wait_listening "$spid"
+    DPDAT_IA_PAIRCLI="$MEMIF_C;ip=$CIP" timeout 60 "$PROG" --client paircli $SIP \
+      --iters 100000000 --size 65536 --timeout-ms 30000 >"$TMP/client.log" 2>&1 &
+    cpid=$!
+    PIDS+=($cpid)
+    for _ in $(seq 1 200); do grep -q "round 200" "$TMP/client.log" 2>/dev/null && break; sleep 0.05; done
+    grep -q "round 200" "$TMP/client.log" || fail "client made no progress"
+    kill -9 "$spid"
+    start=$(date +%s%N)
+    wait "$cpid"
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$rc" -ne 124 ] || fail "client hung (timeout)"
+    [ "$rc" -eq 4 ] || fail "client exited with $rc, expected 4 (connection broken)"
+    grep -q "DAT_CONNECTION_EVENT_BROKEN" "$TMP/client.log" || fail "no BROKEN event reported"
+    [ "$took" -lt 5000 ] || fail "took ${took} ms to notice the dead server"
+    grep -h "connection lost" "$TMP/client.log"
+    echo "server killed: client saw BROKEN and exited after ${took} ms"
+    ;;
+  *)
+    echo "unknown mode $MODE"; exit 2 ;;
+esac
+echo "PASS: $MODE"
