@@ -740,7 +740,11 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
     // The 40-byte cookie is opaque binary: copied and compared byte for byte.
     std::memcpy(l->cookie.data(), spec.cookie, kCookieSize);
   if (l->length > f->limits.max_lmr_size) return fail(Type::LENGTH_ERROR);
-  if (!f->mr->lmr_register(pz->id, l->host, l->va, l->length, privileges, &l->lmr_context))
+  // Local read access is always granted, as InfiniBand verbs do (OFED's
+  // dtest sends from an LMR registered with DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+  // only); the LMR still reports the privileges the consumer asked for.
+  if (!f->mr->lmr_register(pz->id, l->host, l->va, l->length, privileges | rc::priv::kLocalRead,
+                           &l->lmr_context))
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
   if ((privileges & (rc::priv::kRemoteRead | rc::priv::kRemoteWrite | rc::priv::kRemoteAtomic)) !=
       0)
