@@ -45,6 +45,18 @@ bool evd_ok(Ia* ia, const void* h, uint32_t flag, Evd** out) {
   return true;
 }
 
+// The message and RDMA sizes and the scatter/gather counts a consumer asks
+// for are minimums (0: no preference); an EP is granted the interface's
+// limits, which every endpoint supports at no extra cost.  OFED's dtest asks
+// for sizes 0 and 64 KiB and no RDMA segments, then writes 1 MiB from one
+// segment, as its own providers allow.
+static void grant_sizes(const Iface* f, EpAttr* a) {
+  a->max_message_size = f->limits.max_message_size;
+  a->max_rdma_size = f->limits.max_message_size;
+  a->max_recv_iov = a->max_request_iov = f->limits.max_iov;
+  a->max_rdma_read_iov = a->max_rdma_write_iov = f->limits.max_iov;
+}
+
 Status check_ep_attr(const Iface* f, const EpAttr& a) {
   const Limits& L = f->limits;
   if (a.max_recv_dtos > L.max_dto_per_ep || a.max_request_dtos > L.max_dto_per_ep)
@@ -470,6 +482,7 @@ Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* a
     if (!st.ok()) return st;
     ep->attr = *attr;
   }
+  grant_sizes(f, &ep->attr);
   ep->pz = pz;
   ep->recv_evd = recv;
   ep->req_evd = req;
@@ -501,6 +514,7 @@ Status ep_modify(Ep* ep, const std::function<Status(Ep*, EpSettings*)>& resolve)
   if (s.pz == nullptr) return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
   st = check_ep_attr(f, s.attr);
   if (!st.ok()) return st;
+  grant_sizes(f, &s.attr);
   // Re-create the queue pair with the new settings (nothing is connected
   // yet; receives already posted would be lost, so refuse then).
   if (ep->qp != nullptr && ep->qp->recv_queue_used() > 0)
@@ -751,7 +765,11 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
     // The 40-byte cookie is opaque binary: copied and compared byte for byte.
     std::memcpy(l->cookie.data(), spec.cookie, kCookieSize);
   if (l->length > f->limits.max_lmr_size) return fail(Type::LENGTH_ERROR);
-  if (!f->mr->lmr_register(pz->id, l->host, l->va, l->length, privileges, &l->lmr_context))
+  // Local read access is always granted, as InfiniBand verbs do (OFED's
+  // dtest sends from an LMR registered with DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+  // only); the LMR still reports the privileges the consumer asked for.
+  if (!f->mr->lmr_register(pz->id, l->host, l->va, l->length, privileges | rc::priv::kLocalRead,
+                           &l->lmr_context))
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
   if ((privileges & (rc::priv::kRemoteRead | rc::priv::kRemoteWrite | rc::priv::kRemoteAtomic)) !=
       0)

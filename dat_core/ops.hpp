@@ -27,6 +27,7 @@ inline constexpr uint64_t kInfinite = UINT64_MAX;
 
 template <typename T>
 void adopt(Ia* ia, T* o) {
+  o->provider = ia->provider;  // DAT 2.0: the IA's DAT_PROVIDER (nullptr for 1.2)
   register_handle(o);
   ia->children.insert(o);
 }

@@ -64,6 +64,7 @@ namespace dpdat::dat {
   X(INVALID_ARG6)                     \
   X(INVALID_ARG7)                     \
   X(INVALID_ARG8)                     \
+  X(INVALID_ARG9)                     \
   X(INVALID_STATE_EP_UNCONNECTED)     \
   X(INVALID_STATE_EP_ACTCONNPENDING)  \
   X(INVALID_STATE_EP_PASSCONNPENDING) \
