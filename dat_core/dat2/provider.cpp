@@ -203,10 +203,11 @@ void to_dat_event(const Event& ev, DAT_EVENT* o) {
     case EventNum::kEvdOverflow:
     case EventNum::kIaCatastrophic:
     case EventNum::kEpBroken:
-    case EventNum::kAsyncTimedOut: {
+    case EventNum::kAsyncTimedOut:
+    case EventNum::kProviderInternal: {
       auto& d = o->event_data.asynch_error_event_data;
-      d.dat_handle = out(ev.ia);
-      d.reason = 0;
+      d.dat_handle = ev.handle != nullptr ? out(ev.handle) : out(ev.ia);
+      d.reason = static_cast<DAT_COUNT>(ev.reason);
       break;
     }
     case EventNum::kSoftware:
