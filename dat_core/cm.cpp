@@ -30,6 +30,7 @@ constexpr uint32_t kCmMaxRetries = 15;            // IBA max CM retries
 constexpr uint32_t kDreqRetries = 3;
 constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passive peers 10 s
 constexpr uint64_t kHousekeepingNs = 1'000'000;
+constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
 
 // The path MTU of a connection: the smaller of ours and the one the peer's
 // REQ (passive side) or REP (active side) names; a REP that names none
@@ -380,33 +381,49 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
       // and the peer's accept times out (ACCEPT_COMPLETION_ERROR there).
       finish_disconnect(ep, EventNum::kDisconnected);
       return kOk;
+    case EpState::kDisconnectPending:
+      if (!abrupt) return kOk;  // a second graceful disconnect has no effect
+      break;
     case EpState::kPassivePending:
     case EpState::kConnected:
-    case EpState::kDisconnectPending:
       break;
   }
-  if (ep->cm != CmState::kDreqSent) {
-    wire::CmMessage& m = ep->out_msg;
-    m = wire::CmMessage{};
-    m.type = wire::CmMsg::kDreq;
-    m.tid = (uint64_t{cfg.ip} << 32) | ep->local_comm;
-    m.local_comm_id = ep->local_comm;
-    m.remote_comm_id = ep->remote_comm;
-    m.qpn = ep->peer_qpn;
-    send_cm(ep->peer_mac, ep->peer_ip, m);
-  }
   if (abrupt) {
+    if (ep->cm != CmState::kDreqSent) send_dreq(ep, now);
     finish_disconnect(ep, EventNum::kDisconnected);
     return kOk;
   }
+  // Graceful (dat_ep_disconnect): "all outstanding and in-progress request
+  // DTOs and RMR Binds must try to be completed successfully first, before
+  // disconnect proceeds", the EP DISCONNECT_PENDING meanwhile.  The DREQ
+  // leaves once the send queue is empty (or the queue pair failed: then the
+  // requests completed in error and there is nothing left to wait for).
   ep->state = EpState::kDisconnectPending;
+  watched.insert(ep);
+  if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
+      ep->qp->state() == rc::QpState::kRts && ep->qp->send_queue_used() > 0) {
+    ep->cm = CmState::kDraining;
+    ep->next_retx = now + kDrainPollNs;
+  } else {
+    send_dreq(ep, now);
+  }
+  next_housekeeping = std::min(next_housekeeping, ep->next_retx);
+  return kOk;
+}
+
+void Iface::send_dreq(Ep* ep, uint64_t now) {
+  wire::CmMessage& m = ep->out_msg;
+  m = wire::CmMessage{};
+  m.type = wire::CmMsg::kDreq;
+  m.tid = (uint64_t{cfg.ip} << 32) | ep->local_comm;
+  m.local_comm_id = ep->local_comm;
+  m.remote_comm_id = ep->remote_comm;
+  m.qpn = ep->peer_qpn;
+  send_cm(ep->peer_mac, ep->peer_ip, m);
   ep->cm = CmState::kDreqSent;
   ep->retx_interval = kCmRetxNs;
   ep->next_retx = now + ep->retx_interval;
   ep->retries = 0;
-  watched.insert(ep);
-  next_housekeeping = std::min(next_housekeeping, ep->next_retx);
-  return kOk;
 }
 
 void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip) {
@@ -421,7 +438,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   Ep* ep = it->second;
   if (ep->remote_comm != m.local_comm_id) return;
   if (ep->cm == CmState::kEstablished || ep->cm == CmState::kRepSent ||
-      ep->cm == CmState::kDreqSent)
+      ep->cm == CmState::kDraining || ep->cm == CmState::kDreqSent)
     finish_disconnect(ep, EventNum::kDisconnected);
 }
 
@@ -503,6 +520,14 @@ void Iface::cm_timers(uint64_t now) {
           continue;
         }
         send_out(ep, now);
+        break;
+      case CmState::kDraining:
+        if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kRts ||
+            ep->qp->send_queue_used() == 0) {
+          send_dreq(ep, now);
+        } else {
+          ep->next_retx = now + kDrainPollNs;
+        }
         break;
       case CmState::kDreqSent:
         if (now < ep->next_retx) break;
