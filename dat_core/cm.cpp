@@ -2,6 +2,9 @@
 // RoCEv2 UD packets to QP 1 (see wire/cm.hpp for the frame format), driving
 // the DAT endpoint state machine and its connection events.
 //
+// Path MTU: the REQ names the active side's; the passive side takes the
+// smaller of that and its own and names it in the REP (see wire/cm.hpp).
+//
 // Active side:   connect -> ARP resolve -> REQ (retransmitted) -> REP ->
 //                QP to RTS, RTU -> CONNECTED + ESTABLISHED
 // Passive side:  REQ -> CR + CONNECTION_REQUEST event -> accept -> QP to
@@ -27,20 +30,14 @@ constexpr uint32_t kCmMaxRetries = 15;            // IBA max CM retries
 constexpr uint32_t kDreqRetries = 3;
 constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passive peers 10 s
 constexpr uint64_t kHousekeepingNs = 1'000'000;
+constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
 
-uint8_t pmtu_enum(uint32_t pmtu) {
-  switch (pmtu) {
-    case 256:
-      return 1;
-    case 512:
-      return 2;
-    case 1024:
-      return 3;
-    case 2048:
-      return 4;
-    default:
-      return 5;
-  }
+// The path MTU of a connection: the smaller of ours and the one the peer's
+// REQ (passive side) or REP (active side) names; a REP that names none
+// (0, a peer that does not negotiate) leaves ours.
+uint32_t agreed_pmtu(uint32_t ours, uint8_t theirs_enum) {
+  const uint32_t theirs = wire::cm_mtu_bytes(theirs_enum);
+  return theirs == 0 ? ours : std::min(ours, theirs);
 }
 
 uint64_t guid_of(const wire::MacAddr& m) {  // EUI-64 from the MAC
@@ -143,7 +140,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
   m.initiator_depth = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_out, 255u));
-  m.path_mtu = pmtu_enum(pmtu);
+  m.path_mtu = wire::cm_mtu_enum(pmtu);
   m.src_ip = cfg.ip;
   m.dst_ip = ip;
   set_pdata(m, pdata, pdata_len);
@@ -182,7 +179,8 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     path.peer_ip = ep->peer_ip;
     path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
     path.peer_qpn = m.qpn;
-    if (!ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
+    if (!ep->qp->set_pmtu(agreed_pmtu(pmtu, m.path_mtu)) ||
+        !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
       send_rej(ep->peer_mac, ep->peer_ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
       finish_disconnect(ep, EventNum::kNonPeerRejected);
       return;
@@ -233,6 +231,10 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   auto lit = listeners.find(m.service_id);
   if (lit == listeners.end()) {
     send_rej(mac, ip, m, wire::CmRejReason::kInvalidServiceId, nullptr, 0);
+    return;
+  }
+  if (wire::cm_mtu_bytes(m.path_mtu) == 0) {
+    send_rej(mac, ip, m, wire::CmRejReason::kInvalidMtu, nullptr, 0);
     return;
   }
   Sp* sp = lit->second;
@@ -296,7 +298,9 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
   path.peer_qpn = cr->req.qpn;
   ep->my_psn = random32() & 0xFFFFFFu;
-  if (!ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
+  const uint32_t path_pmtu = agreed_pmtu(pmtu, cr->req.path_mtu);
+  if (!ep->qp->set_pmtu(path_pmtu) ||
+      !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
     return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
   ep->peer_ip = cr->peer_ip;
   ep->peer_mac = cr->peer_mac;
@@ -316,6 +320,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
   m.initiator_depth = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_out, 255u));
+  m.path_mtu = wire::cm_mtu_enum(path_pmtu);
   set_pdata(m, pdata, pdata_len);
   send_cm(ep->peer_mac, ep->peer_ip, m);
   ep->state = EpState::kPassivePending;
@@ -376,33 +381,49 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
       // and the peer's accept times out (ACCEPT_COMPLETION_ERROR there).
       finish_disconnect(ep, EventNum::kDisconnected);
       return kOk;
+    case EpState::kDisconnectPending:
+      if (!abrupt) return kOk;  // a second graceful disconnect has no effect
+      break;
     case EpState::kPassivePending:
     case EpState::kConnected:
-    case EpState::kDisconnectPending:
       break;
   }
-  if (ep->cm != CmState::kDreqSent) {
-    wire::CmMessage& m = ep->out_msg;
-    m = wire::CmMessage{};
-    m.type = wire::CmMsg::kDreq;
-    m.tid = (uint64_t{cfg.ip} << 32) | ep->local_comm;
-    m.local_comm_id = ep->local_comm;
-    m.remote_comm_id = ep->remote_comm;
-    m.qpn = ep->peer_qpn;
-    send_cm(ep->peer_mac, ep->peer_ip, m);
-  }
   if (abrupt) {
+    if (ep->cm != CmState::kDreqSent) send_dreq(ep, now);
     finish_disconnect(ep, EventNum::kDisconnected);
     return kOk;
   }
+  // Graceful (dat_ep_disconnect): "all outstanding and in-progress request
+  // DTOs and RMR Binds must try to be completed successfully first, before
+  // disconnect proceeds", the EP DISCONNECT_PENDING meanwhile.  The DREQ
+  // leaves once the send queue is empty (or the queue pair failed: then the
+  // requests completed in error and there is nothing left to wait for).
   ep->state = EpState::kDisconnectPending;
+  watched.insert(ep);
+  if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
+      ep->qp->state() == rc::QpState::kRts && ep->qp->send_queue_used() > 0) {
+    ep->cm = CmState::kDraining;
+    ep->next_retx = now + kDrainPollNs;
+  } else {
+    send_dreq(ep, now);
+  }
+  next_housekeeping = std::min(next_housekeeping, ep->next_retx);
+  return kOk;
+}
+
+void Iface::send_dreq(Ep* ep, uint64_t now) {
+  wire::CmMessage& m = ep->out_msg;
+  m = wire::CmMessage{};
+  m.type = wire::CmMsg::kDreq;
+  m.tid = (uint64_t{cfg.ip} << 32) | ep->local_comm;
+  m.local_comm_id = ep->local_comm;
+  m.remote_comm_id = ep->remote_comm;
+  m.qpn = ep->peer_qpn;
+  send_cm(ep->peer_mac, ep->peer_ip, m);
   ep->cm = CmState::kDreqSent;
   ep->retx_interval = kCmRetxNs;
   ep->next_retx = now + ep->retx_interval;
   ep->retries = 0;
-  watched.insert(ep);
-  next_housekeeping = std::min(next_housekeeping, ep->next_retx);
-  return kOk;
 }
 
 void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip) {
@@ -417,7 +438,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   Ep* ep = it->second;
   if (ep->remote_comm != m.local_comm_id) return;
   if (ep->cm == CmState::kEstablished || ep->cm == CmState::kRepSent ||
-      ep->cm == CmState::kDreqSent)
+      ep->cm == CmState::kDraining || ep->cm == CmState::kDreqSent)
     finish_disconnect(ep, EventNum::kDisconnected);
 }
 
@@ -499,6 +520,14 @@ void Iface::cm_timers(uint64_t now) {
           continue;
         }
         send_out(ep, now);
+        break;
+      case CmState::kDraining:
+        if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kRts ||
+            ep->qp->send_queue_used() == 0) {
+          send_dreq(ep, now);
+        } else {
+          ep->next_retx = now + kDrainPollNs;
+        }
         break;
       case CmState::kDreqSent:
         if (now < ep->next_retx) break;

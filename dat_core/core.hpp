@@ -269,6 +269,7 @@ enum class CmState : uint8_t {
   kReqSent,
   kRepSent,
   kEstablished,
+  kDraining,  // graceful disconnect: outstanding requests finish before the DREQ
   kDreqSent,
   kDone
 };
@@ -452,6 +453,8 @@ struct Iface {
   void on_rej(const wire::CmMessage& m);
   void on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip);
   void on_drep(const wire::CmMessage& m);
+  // Builds and sends the EP's DREQ (retransmitted from then on: kDreqSent).
+  void send_dreq(Ep* ep, uint64_t now);
   // (Re)sends the EP's out_msg (REQ, REP or DREQ) and backs its timer off.
   void send_out(Ep* ep, uint64_t now);
 };

@@ -143,6 +143,12 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       rq_(cfg.rq_depth == 0 ? 1 : cfg.rq_depth),
       replay_(std::max<uint32_t>({cfg.replay_depth, cfg.max_rd_atomic, 1})) {}
 
+bool Qp::set_pmtu(uint32_t pmtu) {
+  if (state_ != QpState::kReset || !wire::is_valid_pmtu(pmtu)) return false;
+  cfg_.pmtu = pmtu;
+  return true;
+}
+
 bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   if (state_ != QpState::kReset || !wire::is_valid_pmtu(cfg_.pmtu)) return false;
   path_ = path;

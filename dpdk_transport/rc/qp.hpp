@@ -45,6 +45,10 @@ class Qp {
   const QpConfig& config() const { return cfg_; }
   const QpCounters& counters() const { return ctr_; }
 
+  // The path MTU the connection agreed on (the CM's choice, at most the one
+  // the QP was created with).  Only in kReset; false for any other state or a
+  // size that is not an IBA MTU.
+  bool set_pmtu(uint32_t pmtu);
   // Reset -> RTS.  sq_psn: first PSN we send; rq_psn: first PSN we expect.
   bool connect(const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn);
 
@@ -203,7 +207,7 @@ class Qp {
   MrTable& mr_;
   const uint32_t qpn_;
   const uint32_t pz_;
-  const QpConfig cfg_;
+  QpConfig cfg_;  // only pmtu changes, and only in kReset (set_pmtu)
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   Srq* srq_ = nullptr;

@@ -166,7 +166,7 @@ bool write_cm_mad(const CmMessage& m, std::span<uint8_t, kMadSize> out) noexcept
       put24(c + 20, m.start_psn);
       c[24] = m.responder_resources;
       c[25] = m.initiator_depth;
-      c[27] = bits(m.rnr_retry, 3, 5);
+      c[27] = static_cast<uint8_t>(bits(m.rnr_retry, 3, 5) | bits(m.path_mtu, 4, 0));
       put64(c + 28, m.ca_guid);
       break;
     case CmMsg::kDreq:
@@ -240,6 +240,7 @@ CmError parse_cm(std::span<const uint8_t> mad, CmMessage& out) noexcept {
       out.responder_resources = c[24];
       out.initiator_depth = c[25];
       out.rnr_retry = field(c[27], 3, 5);
+      out.path_mtu = field(c[27], 4, 0);
       out.ca_guid = get64(c + 28);
       break;
     case CmMsg::kDreq:

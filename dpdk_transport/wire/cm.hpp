@@ -28,7 +28,7 @@
 //     REP  0 local comm ID  4 remote comm ID  8 local Q_Key (0)  12 local QPN(24)
 //          16 local EECN(24, 0)  20 starting PSN(24)  24 responder resources
 //          25 initiator depth  26 target ACK delay(5) failover(2) e2e flow control(1), all 0
-//          27 RNR retry count(3) SRQ(1)  28 local CA GUID  36 private data (196)
+//          27 RNR retry count(3) SRQ(1) reserved(4)  28 local CA GUID  36 private data (196)
 //     RTU  0 local comm ID  4 remote comm ID  8 private data (224)
 //     DREQ 0 local comm ID  4 remote comm ID  8 remote QPN(24)  12 private data (220)
 //     DREP 0 local comm ID  4 remote comm ID  8 private data (224)
@@ -47,6 +47,11 @@
 //   DREQ byte 11 (the reserved byte after the remote QPN)
 //   MRA, RTU, DREP (no reserved byte in the message): the low byte of the MAD
 //        header's reserved field (MAD byte 19)
+// Path MTU in the REP.  IB CM has none there (both ends take the REQ's, which
+// came from a path record); dpdat lets the passive side lower it to what its
+// own interface allows and says which it chose in the REP's reserved low four
+// bits of byte 27 (same IBA enumeration as the REQ's field; 0 = not stated,
+// the active side then keeps the REQ's).
 // A REJ from a peer that does send ARI (reject info length != 0) carries no
 // length: it is decoded with the whole 148-byte private-data area.
 //
@@ -156,7 +161,7 @@ struct CmMessage {
   uint32_t qpn = 0;        // REQ, REP: sender's QPN; DREQ: the receiver's QPN (24 bits)
   uint32_t start_psn = 0;  // REQ, REP: the PSN the sender starts sending with (24 bits)
   uint8_t responder_resources = 0, initiator_depth = 0;  // REQ, REP
-  uint8_t path_mtu = 3;                                  // REQ: IBA enum 1 = 256 .. 5 = 4096
+  uint8_t path_mtu = 3;                                  // REQ, REP: IBA enum 1=256 .. 5=4096
   uint8_t retry_count = 7;                               // REQ (3 bits)
   uint8_t rnr_retry = 7;                                 // REQ, REP (3 bits)
   uint8_t local_cm_resp_timeout = 20;                    // REQ (5 bits): 4.096 us * 2^value

@@ -14,6 +14,7 @@
 #include <dat/udat.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -273,6 +274,90 @@ TEST_F(api_cm, DisconnectOfPendingConnectFlushes) {
   ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
   ASSERT_NO_FATAL_FAILURE(expect_flushed(cli_.recv_evd, cli_.ep, kRecvCookie, 2));
   ASSERT_EQ(dat_cr_reject(cr), DAT_SUCCESS);
+}
+
+// Graceful: requests posted before dat_ep_disconnect complete successfully
+// (DISCONNECT_PENDING meanwhile, no new DTOs accepted), then the connection
+// closes; only then are the receives still posted flushed.
+TEST_F(api_cm, GracefulDisconnectCompletesOutstandingRequestsFirst) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  constexpr size_t kWrite = 768 * 1024;
+  for (size_t i = 0; i < kWrite; ++i) cli_.buf[i] = static_cast<uint8_t>(i * 13 + 1);
+  std::fill(srv_.buf.begin(), srv_.buf.end(), 0);
+  // Two receives on the server: the first takes the SEND, the second is flushed.
+  DAT_LMR_TRIPLET r0 = srv_.iov(kWrite, 4096), r1 = srv_.iov(kWrite + 4096, 4096);
+  ASSERT_EQ(dat_ep_post_recv(srv_.ep, 1, &r0, cookie(kRecvCookie), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_post_recv(srv_.ep, 1, &r1, cookie(kRecvCookie + 1), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_RMR_TRIPLET rt{};
+  rt.rmr_context = srv_.rctx;
+  rt.target_address = reinterpret_cast<DAT_VADDR>(srv_.buf.data());
+  rt.segment_length = kWrite;
+  DAT_LMR_TRIPLET w = cli_.iov(0, kWrite), snd = cli_.iov(0, 4096);
+  ASSERT_EQ(dat_ep_post_rdma_write(cli_.ep, 1, &w, cookie(1), &rt, DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_post_send(cli_.ep, 1, &snd, cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  // 768 KiB cannot have left in the one progress step the call made.
+  EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECT_PENDING);
+  EXPECT_EQ(
+      DAT_GET_TYPE(dat_ep_post_send(cli_.ep, 1, &snd, cookie(3), DAT_COMPLETION_DEFAULT_FLAG)),
+      DAT_INVALID_STATE);
+  EXPECT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);  // no effect
+  for (uint64_t ck : {uint64_t{1}, uint64_t{2}}) {
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(cli_.req_evd, &ev), DAT_SUCCESS);
+    ASSERT_EQ(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, ck);
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS) << "cookie " << ck;
+  }
+  DAT_EVENT ev;
+  ASSERT_EQ(wait(srv_.recv_evd, &ev), DAT_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, kRecvCookie);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.transfered_length, 4096u);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_flushed(srv_.recv_evd, srv_.ep, kRecvCookie + 1, 1));
+  EXPECT_EQ(std::memcmp(srv_.buf.data(), cli_.buf.data(), kWrite), 0);
+  EXPECT_EQ(std::memcmp(srv_.buf.data() + kWrite, cli_.buf.data(), 4096), 0);
+}
+
+// Abrupt while a graceful disconnect drains: DISCONNECTED at once, what is
+// still outstanding completes (successfully if it already had, else flushed).
+TEST_F(api_cm, AbruptDuringGracefulDrainFlushesTheRest) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  constexpr size_t kWrite = 512 * 1024;
+  DAT_RMR_TRIPLET rt{};
+  rt.rmr_context = srv_.rctx;
+  rt.target_address = reinterpret_cast<DAT_VADDR>(srv_.buf.data());
+  rt.segment_length = kWrite;
+  DAT_LMR_TRIPLET w = cli_.iov(0, kWrite);
+  for (uint64_t ck : {uint64_t{1}, uint64_t{2}}) {
+    ASSERT_EQ(dat_ep_post_rdma_write(cli_.ep, 1, &w, cookie(ck), &rt, DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+  }
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECT_PENDING);
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECTED);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  bool flushed = false;
+  for (uint64_t ck : {uint64_t{1}, uint64_t{2}}) {
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(cli_.req_evd, &ev), DAT_SUCCESS);
+    const auto& d = ev.event_data.dto_completion_event_data;
+    EXPECT_EQ(d.user_cookie.as_64, ck);
+    EXPECT_TRUE(d.status == DAT_DTO_SUCCESS || d.status == DAT_DTO_ERR_FLUSHED) << d.status;
+    if (flushed) {
+      EXPECT_EQ(d.status, DAT_DTO_ERR_FLUSHED) << "a success after a flush";
+    }
+    flushed = flushed || d.status == DAT_DTO_ERR_FLUSHED;
+  }
+  EXPECT_TRUE(flushed) << "1 MiB cannot have completed within one progress step";
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
 }
 
 }  // namespace

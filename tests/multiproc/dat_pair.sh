@@ -3,7 +3,8 @@
 # from an installed libdat with the installed dat.pc (build_installed.sh),
 # one process --server and one --client, over a real DPDK PMD.
 #   dat_pair.sh MODE PATH/TO/udat_pair LIBDIR
-# MODE: memif | memif-loss | af_packet | af_packet-loss | kill-server
+# MODE: memif | memif-loss | memif-pmtu | af_packet | af_packet-loss |
+#       kill-server | no-server
 # Creates its own network namespaces, veth pair and memif socket (only
 # 10.78.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -91,6 +92,25 @@ case "$MODE" in
     # Seeded receive loss on both sides: CM and RC retransmissions must
     # still deliver every byte exactly once and in place.
     run_pair "" "$MEMIF_S;ip=$SIP;loss=0.02" "" "$MEMIF_C;ip=$CIP;loss=0.03" --iters 20
+    ;;
+  memif-pmtu)
+    # Different path MTU caps: the CM agrees on the smaller (256) both ways.
+    run_pair "" "$MEMIF_S;ip=$SIP;pmtu=256" "" "$MEMIF_C;ip=$CIP" --iters 10 --size 262144
+    ;;
+  no-server)
+    # Nobody at the address: the client gives up with a clear message and a
+    # non-zero status (UNREACHABLE per attempt), never hangs.
+    start=$(date +%s%N)
+    DPDAT_IA_PAIRCLI="$MEMIF_S;ip=$CIP" timeout 60 "$PROG" --client paircli $SIP \
+      --connect-tries 2 --timeout-ms 5000 >"$TMP/client.log" 2>&1
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$rc" -ne 124 ] || fail "client hung (timeout)"
+    [ "$rc" -eq 4 ] || fail "client exited with $rc, expected 4 (could not connect)"
+    grep -q "DAT_CONNECTION_EVENT_UNREACHABLE" "$TMP/client.log" || fail "no UNREACHABLE reported"
+    grep -q "could not connect" "$TMP/client.log" || fail "no clear message"
+    grep -h "udat_pair" "$TMP/client.log"
+    echo "no server: client gave up after ${took} ms"
     ;;
   af_packet|af_packet-loss)
     veth_pair

@@ -102,6 +102,7 @@ CmMessage carried(const CmMessage& f) {
       e.responder_resources = f.responder_resources;
       e.initiator_depth = f.initiator_depth;
       e.rnr_retry = f.rnr_retry;
+      e.path_mtu = f.path_mtu;
       e.ca_guid = f.ca_guid;
       break;
     case CmMsg::kDreq:
@@ -334,7 +335,9 @@ TEST(CmWireGolden, Rep) {
       {24 + 12, {0x00, 0x00, 0x11, 196}},   // local QPN, reserved: dpdat's pdata length
       {24 + 16, {0x00, 0x00, 0x00, 0x00}},  // local EECN, reserved
       {24 + 20, {0xFF, 0xFF, 0x00, 0x00}},  // starting PSN, reserved
-      {24 + 24, {0x01, 0x02, 0x00, 0xC0}},  // resp. resources, init. depth, 0, RNR retry 6 (110)
+      // resp. resources, init. depth, 0, RNR retry 6 (110) + dpdat's path MTU 3 (1024) in the
+      // reserved low bits
+      {24 + 24, {0x01, 0x02, 0x00, 0xC3}},
       {24 + 28, {0xB1, 0xB2, 0xB3, 0xB4, 0xB5, 0xB6, 0xB7, 0xB8}},  // local CA GUID
   };
   for (const auto& [off, bytes] : set) std::copy(bytes.begin(), bytes.end(), want.data() + off);
