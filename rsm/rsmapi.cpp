@@ -58,6 +58,8 @@ constexpr size_t kDirectChunk = size_t{1} << 24;
 constexpr unsigned kMaxAcl = 1u << 20;  // longest ACL a segment may carry
 constexpr DAT_TIMEOUT kConnectUs = 10'000'000;
 constexpr DAT_TIMEOUT kDtoUs = 30'000'000;
+constexpr auto kClosingWait = std::chrono::seconds(60);
+constexpr auto kEstablishWait = std::chrono::seconds(5);
 constexpr uint32_t kHpcEnd = RSM_HPC_ID_END;
 
 // Connection request private data (importer -> exporter), <= 92 bytes.
@@ -84,6 +86,26 @@ struct SigMsg {
   uint32_t flags;
   uint32_t pad;
 };
+
+// ACL storage allocated with malloc, so a failed allocation is an ordinary
+// std::bad_alloc (RSMERR_INSUFFICIENT_MEM) under sanitizers as well, whose
+// operator new reports and aborts instead.
+template <typename T>
+struct MallocAlloc {
+  using value_type = T;
+  MallocAlloc() = default;
+  template <typename U>
+  explicit MallocAlloc(const MallocAlloc<U>&) {}
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    void* p = std::malloc(n * sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const MallocAlloc&) const { return true; }
+};
+using Acl = std::vector<rsmapi_access_entry_t, MallocAlloc<rsmapi_access_entry_t>>;
 
 enum class Tag : uint32_t { kCtl = 0x43544c31, kExport, kImport, kLocal, kBarrier };
 
@@ -130,6 +152,9 @@ struct Conn {
   rsm_node_id_t peer_node = 0;
   bool established = false;
   bool closed = false;
+  std::mutex send_mu;  // one SEND in flight from the send slot
+  int users = 0;       // signal posts using it outside Controller::mu
+  bool dead = false;   // closed while in use: the last user frees it
 };
 
 struct Lmr {
@@ -146,11 +171,11 @@ struct ExportSeg {
   unsigned flags = 0;
   bool published = false;
   rsm_memseg_id_t segid = 0;
-  std::vector<rsmapi_access_entry_t> acl;  // sorted by node; empty = every node
-  Lmr lmr[3];                              // read, write, read+write
-  std::vector<Conn*> conns;                // granted importers
-  std::vector<Conn*> closing;              // being disconnected by unpublish
-  int wake_efd = -1;                       // written when closing shrinks
+  Acl acl;                     // sorted by node; empty = every node
+  Lmr lmr[3];                  // read, write, read+write
+  std::vector<Conn*> conns;    // granted importers
+  std::vector<Conn*> closing;  // being disconnected by unpublish
+  int wake_efd = -1;           // written when closing shrinks
   Signals sig;
 };
 
@@ -355,6 +380,7 @@ bool wait_req(Conn* k) {
 
 // SEND of one signal from k's send slot; waits for its acknowledgement.
 bool send_signal(Conn* k, rsm_memseg_id_t segid, unsigned flags) {
+  std::lock_guard<std::mutex> lk(k->send_mu);
   SigMsg m{kMagic, segid, flags, 0};
   uint8_t* slot = k->buf + kSlots * kSlotBytes;
   std::memcpy(slot, &m, sizeof(m));
@@ -472,7 +498,12 @@ void close_export_conn(Controller* c, Conn* k) {
     }
   }
   c->conns.erase(k->ep);
-  free_conn_resources(k);
+  if (k->users > 0) {
+    k->dead = true;
+    k->seg = nullptr;
+  } else {
+    free_conn_resources(k);
+  }
 }
 
 void on_conn_event(Controller* c, const DAT_EVENT& ev) {
@@ -486,6 +517,7 @@ void on_conn_event(Controller* c, const DAT_EVENT& ev) {
       k->established = true;
       // A refused request was accepted only to carry the reason: end it.
       if (k->seg == nullptr) (void)dat_ep_disconnect(k->ep, DAT_CLOSE_GRACEFUL_FLAG);
+      c->cv.notify_all();
       return;
     }
     close_export_conn(c, k);
@@ -788,8 +820,7 @@ int check_export(rsm_memseg_export_handle_t h, ExportSeg** out) {
 }
 
 // Copies and validates an ACL; sorted by node.
-int copy_acl(const rsmapi_access_entry_t* acl, unsigned n,
-             std::vector<rsmapi_access_entry_t>* out) {
+int copy_acl(const rsmapi_access_entry_t* acl, unsigned n, Acl* out) {
   if (n > 0 && acl == nullptr) return RSMERR_BAD_ACL;
   if (n > kMaxAcl) return RSMERR_INSUFFICIENT_RESOURCES;
   try {
@@ -847,13 +878,21 @@ void do_unpublish(Controller* c, ExportSeg* s) {
   free_export_lmrs(s);
 }
 
-// Waits until every disconnect started by unpublish finished.
+// Waits until every disconnect started by unpublish finished: the CM reports
+// each one (acknowledged, or timed out after its retries) well within
+// kClosingWait; past that the remaining endpoints are cut loose from s.
 int wait_closing(ExportSeg* s, bool interruptible) {
   Controller* c = s->ctl;
+  const auto deadline = std::chrono::steady_clock::now() + kClosingWait;
   for (;;) {
     {
       std::lock_guard<std::mutex> lk(c->mu);
       if (s->closing.empty()) return RSM_SUCCESS;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        for (Conn* k : s->closing) k->seg = nullptr;
+        s->closing.clear();
+        return RSM_SUCCESS;
+      }
     }
     pollfd p{s->wake_efd, POLLIN, 0};
     const int r = poll(&p, 1, 1000);
@@ -1115,7 +1154,7 @@ int rsm_memseg_export_publish(rsm_memseg_export_handle_t h, rsm_memseg_id_t* seg
   ExportSeg* s = nullptr;
   if (int e = check_export(h, &s); e != RSM_SUCCESS) return e;
   if (segment_id == nullptr) return RSMERR_BAD_ADDR;
-  std::vector<rsmapi_access_entry_t> acl;
+  Acl acl;
   if (int e = copy_acl(access_list, access_list_length, &acl); e != RSM_SUCCESS) return e;
   Controller* c = s->ctl;
   std::lock_guard<std::mutex> lk(c->mu);
@@ -1155,7 +1194,7 @@ int rsm_memseg_export_republish(rsm_memseg_export_handle_t h, rsmapi_access_entr
     std::lock_guard<std::mutex> lk(c->mu);
     if (!s->published) return RSMERR_SEG_NOT_PUBLISHED;
   }
-  std::vector<rsmapi_access_entry_t> acl;
+  Acl acl;
   if (int e = copy_acl(access_list, access_list_length, &acl); e != RSM_SUCCESS) return e;
   std::lock_guard<std::mutex> lk(c->mu);
   if (!s->published) return RSMERR_SEG_NOT_PUBLISHED;
@@ -1430,13 +1469,32 @@ int rsm_intr_signal_post(void* memseg, unsigned int flags) {
     return send_signal(im->conn, im->segid, f) ? RSM_SUCCESS : RSMERR_CONN_ABORTED;
   }
   if (ExportSeg* s = live<ExportSeg>(memseg, Tag::kExport); s != nullptr) {
+    // Every granted importer, once its connection is up (an accept is
+    // complete when the importer's RTU arrives).  Sends run outside c->mu so
+    // a slow importer holds up only this call; an importer that goes away
+    // meanwhile simply misses the signal.
     Controller* c = s->ctl;
+    std::vector<Conn*> to;
+    rsm_memseg_id_t segid = 0;
+    {
+      std::unique_lock<std::mutex> lk(c->mu);
+      if (!s->published) return RSMERR_SEG_NOT_PUBLISHED;
+      c->cv.wait_for(lk, kEstablishWait, [s] {
+        return std::all_of(s->conns.begin(), s->conns.end(),
+                           [](const Conn* k) { return k->established; });
+      });
+      for (Conn* k : s->conns) {
+        if (!k->established) continue;
+        k->users++;
+        to.push_back(k);
+      }
+      segid = s->segid;
+    }
+    for (Conn* k : to) (void)send_signal(k, segid, f);
     std::lock_guard<std::mutex> lk(c->mu);
-    if (!s->published) return RSMERR_SEG_NOT_PUBLISHED;
-    int e = RSM_SUCCESS;
-    for (Conn* k : s->conns)
-      if (k->established && !send_signal(k, s->segid, f)) e = RSMERR_CONN_ABORTED;
-    return e;
+    for (Conn* k : to)
+      if (--k->users == 0 && k->dead) free_conn_resources(k);
+    return RSM_SUCCESS;
   }
   return RSMERR_BAD_SEG_HNDL;
 }

@@ -365,7 +365,8 @@ int rsm_memseg_import_get_mode(rsm_memseg_import_handle_t im_memseg, rsm_barrier
 int rsm_memseg_import_set_mode(rsm_memseg_import_handle_t im_memseg, rsm_barrier_mode_t mode);
 
 /* Signals: memseg is an import handle (signals the exporter's segment) or an
- * export handle (signals every importer connected to it).  Posts accumulate
+ * export handle (signals every importer connected to it; an importer that
+ * disconnects meanwhile misses it, which is not an error).  Posts accumulate
  * (each is consumed by one wait) unless RSM_SIGPOST_NO_ACCUMULATE, which
  * leaves at most one pending.  rsm_intr_signal_wait: timeout in ms, -1 waits
  * for ever; RSMERR_TIMEOUT, RSMERR_INTERRUPTED (a signal handler ran).

@@ -2,7 +2,10 @@
 // in-process net_ring link: controller dpdat0 (node 0x4D01, 192.168.77.1)
 // exports, controller dpdat1 (node 0x4D02, 192.168.77.2) imports.  Each test
 // runs in its own process (one EAL per process).
+#include <arpa/inet.h>
+#include <dat/udat.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <rsm/rsmapi.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -87,7 +90,7 @@ TEST_F(Rsm, PutGetEverySizeByteExact) {
   const size_t sizes[] = {1,    2,    3,    7,     8,      63,     64,       65,
                           4095, 4096, 4097, 65536, 262144, 262149, kSegBytes};
   const size_t offs[] = {0, 1, 4093, 12345};
-  std::vector<uint8_t> src(kSegBytes), dst(kSegBytes);
+  std::vector<uint8_t> src(kSegBytes), dst(kSegBytes + 1);
   unsigned seed = 1;
   for (size_t n : sizes) {
     for (size_t off : offs) {
@@ -722,6 +725,88 @@ TEST_F(Rsm, ConnectToUnknownNodeOrUnpublishedId) {
   EXPECT_EQ(rsm_memseg_import_connect(nullptr, kExpNode, 1, RSM_PERM_READ, &im),
             RSMERR_BAD_CTLR_HNDL);
   EXPECT_EQ(rsm_memseg_import_connect(imp_, kExpNode, 1, RSM_PERM_READ, nullptr), RSMERR_BAD_ADDR);
+}
+
+// The exporter's transport, not the importing library, enforces a grant: a
+// client speaking the RSM connect protocol over plain uDAPL, granted read
+// only, can RDMA READ the segment but its RDMA WRITE with the same key fails
+// and leaves the memory alone.  (The request layout is librsm's wire format:
+// magic "RSM1", segment ID, permission, uid, gid.)
+TEST_F(Rsm, ExporterTransportEnforcesTheGrant) {
+  rsmapi_access_entry_t acl[1] = {{kImpNode, 0444}};
+  rsm_memseg_id_t id = 0x400321;
+  ASSERT_EQ(rsm_memseg_export_publish(seg_, &id, acl, 1), RSM_SUCCESS);
+  for (size_t i = 0; i < 4096; ++i) mem_[i] = pattern(i, 44);
+
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async = DAT_HANDLE_NULL, dto = DAT_HANDLE_NULL, conn = DAT_HANDLE_NULL;
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_ia_open(const_cast<char*>("dpdat1"), 8, &async, &ia), DAT_SUCCESS);
+  ASSERT_EQ(dat_pz_create(ia, &pz), DAT_SUCCESS);
+  ASSERT_EQ(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &dto), DAT_SUCCESS);
+  ASSERT_EQ(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn), DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_create(ia, pz, dto, dto, conn, nullptr, &ep), DAT_SUCCESS);
+  std::vector<uint8_t> local(4096, 0);
+  DAT_REGION_DESCRIPTION reg{};
+  reg.for_va = local.data();
+  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+  DAT_LMR_CONTEXT lctx = 0;
+  DAT_RMR_CONTEXT unused = 0;
+  DAT_VLEN rs = 0;
+  DAT_VADDR ra = 0;
+  ASSERT_EQ(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, reg, local.size(), pz,
+                           static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
+                                                           DAT_MEM_PRIV_LOCAL_WRITE_FLAG),
+                           &lmr, &lctx, &unused, &rs, &ra),
+            DAT_SUCCESS);
+  const uint32_t req[5] = {0x52534D31u, id, RSM_PERM_READ, static_cast<uint32_t>(geteuid()),
+                           static_cast<uint32_t>(getegid())};
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(0xC0A84D01u);
+  ASSERT_EQ(dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), 0x52534D31u, 5000000,
+                           sizeof(req), const_cast<uint32_t*>(req), DAT_QOS_BEST_EFFORT,
+                           DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_EVENT ev{};
+  DAT_COUNT nmore = 0;
+  ASSERT_EQ(dat_evd_wait(conn, 5000000, 1, &ev, &nmore), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+  struct {
+    uint32_t magic;
+    int32_t status;
+    uint32_t perm, rmr_context;
+    uint64_t addr, len;
+  } rep{};
+  ASSERT_GE(ev.event_data.connect_event_data.private_data_size,
+            static_cast<DAT_COUNT>(sizeof(rep)));
+  std::memcpy(&rep, ev.event_data.connect_event_data.private_data, sizeof(rep));
+  ASSERT_EQ(rep.status, RSM_SUCCESS);
+  EXPECT_EQ(rep.perm, unsigned{RSM_PERM_READ});
+  EXPECT_EQ(rep.addr, reinterpret_cast<uintptr_t>(mem_));
+  EXPECT_EQ(rep.len, kSegBytes);
+
+  DAT_LMR_TRIPLET l{};
+  l.lmr_context = lctx;
+  l.virtual_address = reinterpret_cast<uintptr_t>(local.data());
+  l.segment_length = 4096;
+  DAT_RMR_TRIPLET r{};
+  r.rmr_context = rep.rmr_context;
+  r.target_address = rep.addr;
+  r.segment_length = 4096;
+  DAT_DTO_COOKIE ck{};
+  ASSERT_EQ(dat_ep_post_rdma_read(ep, 1, &l, ck, &r, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+  ASSERT_EQ(dat_evd_wait(dto, 5000000, 1, &ev, &nmore), DAT_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(std::memcmp(local.data(), mem_, 4096), 0);
+
+  std::fill(local.begin(), local.end(), 0xFF);
+  ASSERT_EQ(dat_ep_post_rdma_write(ep, 1, &l, ck, &r, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+  ASSERT_EQ(dat_evd_wait(dto, 10000000, 1, &ev, &nmore), DAT_SUCCESS);
+  EXPECT_NE(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(mem_[i], pattern(i, 44)) << i;
+  EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 }
 
 }  // namespace
