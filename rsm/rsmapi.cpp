@@ -569,9 +569,13 @@ void service_loop(Controller* c) {
     DAT_COUNT n = 0;
     const DAT_RETURN r = dat_evd_wait(c->sevd, DAT_TIMEOUT_INFINITE, 1, &ev, &n);
     if (!dat_ok(r)) {
-      std::lock_guard<std::mutex> lk(c->mu);
-      if (c->stopping) return;
-      continue;  // the wait's own sleep bounds this loop
+      {
+        std::lock_guard<std::mutex> lk(c->mu);
+        if (c->stopping) return;
+      }
+      // Not expected (the EVD lives as long as this thread); never spin on it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
     }
     switch (ev.event_number) {
       case DAT_SOFTWARE_EVENT: {

@@ -12,12 +12,12 @@
  * importer's next access fails with RSMERR_CONN_ABORTED.  Each step is
  * handed over with rsm_intr_signal_post / rsm_intr_signal_wait. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <rsm/rsmapi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +55,16 @@ static void sleep_ms(long ms) {
 
 static void on_alarm(int sig) { (void)sig; }
 
+/* Sends SIGALRM to the thread that waits in unpublish (a process-directed
+ * signal could land on any of the process's threads). */
+static pthread_t waiter;
+static void* alarm_later(void* arg) {
+  (void)arg;
+  sleep_ms(300);
+  pthread_kill(waiter, SIGALRM);
+  return NULL;
+}
+
 static char proc_state(pid_t pid) {
   char path[64], buf[256];
   FILE* f;
@@ -75,7 +85,7 @@ static int run_export(rsmapi_controller_handle_t c, rsm_node_id_t importer) {
   unsigned char* mem = aligned_alloc(4096, SEG_BYTES);
   uint32_t pid = 0, marker = 0;
   struct sigaction sa;
-  struct itimerval it;
+  pthread_t alarm_thread;
   size_t i;
   EXPECT(mem != NULL);
   memset(mem, 0, SEG_BYTES);
@@ -119,10 +129,10 @@ static int run_export(rsmapi_controller_handle_t c, rsm_node_id_t importer) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0; /* no SA_RESTART */
   EXPECT(sigaction(SIGALRM, &sa, NULL) == 0);
-  memset(&it, 0, sizeof(it));
-  it.it_value.tv_usec = 300000;
-  EXPECT(setitimer(ITIMER_REAL, &it, NULL) == 0);
+  waiter = pthread_self();
+  EXPECT(pthread_create(&alarm_thread, NULL, alarm_later, NULL) == 0);
   EXPECT_RC(rsm_memseg_export_unpublish(seg), RSMERR_INTERRUPTED);
+  pthread_join(alarm_thread, NULL);
   printf("[export] unpublish interrupted by SIGALRM while the importer was stopped\n");
   EXPECT(kill((pid_t)pid, SIGCONT) == 0);
   /* Already unpublished: a second unpublish says so. */
@@ -187,6 +197,17 @@ static int run_import(rsmapi_controller_handle_t c, rsm_node_id_t exporter) {
       fprintf(stderr, "[import] byte %zu: 0x%02x, wanted 0x%02x\n", i, buf[i], pat(i, 2));
       return 1;
     }
+  {
+    uint16_t w16[300];
+    uint32_t w32[300];
+    uint64_t w64[300];
+    EXPECT_RC(rsm_memseg_import_get16(im, 2, w16, 300), RSM_SUCCESS);
+    EXPECT_RC(rsm_memseg_import_get32(im, 4096, w32, 300), RSM_SUCCESS);
+    EXPECT_RC(rsm_memseg_import_get64(im, SEG_BYTES - 2400, w64, 300), RSM_SUCCESS);
+    EXPECT(memcmp(w16, buf + 2, sizeof(w16)) == 0);
+    EXPECT(memcmp(w32, buf + 4096, sizeof(w32)) == 0);
+    EXPECT(memcmp(w64, buf + SEG_BYTES - 2400, sizeof(w64)) == 0);
+  }
   printf("[import] %d B written by the exporter read back: byte-exact\n", SEG_BYTES);
   EXPECT_RC(rsm_memseg_import_put32(im, 0, &pid, 1), RSM_SUCCESS);
   EXPECT_RC(rsm_intr_signal_post(im, 0), RSM_SUCCESS);
