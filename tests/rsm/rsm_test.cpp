@@ -300,9 +300,12 @@ TEST_F(Rsm, SignalsBothWaysWithTimeoutAndPollfd) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(rsm_intr_signal_post(im, 0), RSM_SUCCESS);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rsm_intr_signal_wait(seg_, 5000), RSM_SUCCESS) << i;
   EXPECT_EQ(rsm_intr_signal_wait(seg_, 20), RSMERR_TIMEOUT);
-  // not accumulated: at most one pending.
+  // not accumulated: at most one pending.  A post returns once the exporter's
+  // transport has the SEND; its service thread counts it a moment later, so
+  // let all three be counted (microseconds; 200 ms of margin) before waiting.
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(rsm_intr_signal_post(im, RSM_SIGPOST_NO_ACCUMULATE), RSM_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(rsm_intr_signal_wait(seg_, 5000), RSM_SUCCESS);
   EXPECT_EQ(rsm_intr_signal_wait(seg_, 100), RSMERR_TIMEOUT);
   // exporter -> importer, while the importer blocks in the wait.
