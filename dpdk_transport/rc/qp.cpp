@@ -769,6 +769,10 @@ void Qp::complete_in_order(uint64_t now) {
       c.op = wc_op_of(w.wr.op);
       c.status = w.status;
       c.byte_len = static_cast<uint32_t>(w.total_len);
+      // A requester completion says whether its request carried immediate
+      // data (DAT 2.0 reports RDMA WRITE with immediate as its own event).
+      c.has_imm = w.wr.op == WrOp::kWriteImm || w.wr.op == WrOp::kSendImm;
+      c.imm = c.has_imm ? w.wr.imm : 0;
       c.rmr_context = w.result_rmr_context;
       if (send_cq_ == nullptr || !send_cq_->push(c)) {
         ctr_.cq_stalls++;
