@@ -131,6 +131,14 @@ wait_memif() {
   for _ in $(seq 1 200); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
   fail "memif server socket never appeared"
 }
+wait_ready() {  # the server's log shows regex $1 (it listens), or it died / 30 s passed
+  for _ in $(seq 1 600); do
+    grep -Eq "$1" "$LOGS/server.log" 2>/dev/null && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || return 0  # exited: wait_server reports it
+    sleep 0.05
+  done
+  fail "server never became ready (/$1/)"
+}
 wait_server() {  # the server's exit status
   local rc=0
   wait "$SERVER_PID" || rc=$?
@@ -151,7 +159,9 @@ run_dtest() {  # prog, extra args for both sides
   rm -f "${SOCK:-}"
   server "$prog" -P dpdat -s "$@"
   wait_memif
-  sleep 0.3
+  # dtest's client connects to the TCP side channel once, without retrying;
+  # dtestx's server waits for its client instead.
+  if [ "$prog" = dtest ]; then wait_ready "waiting for client connection"; else sleep 0.3; fi
   local crc=0 src=0
   client client.log "$prog" -P dpdat -h "$side_host" "$@" || crc=$?
   wait_server || src=$?
@@ -170,7 +180,7 @@ run_dapltest() {  # client args after -T: e.g. "T -i 1000 client SR 4096 server 
   rm -f "${SOCK:-}"
   server dapltest -T S -D dpdat -n "$PORT"
   wait_memif
-  sleep 0.5
+  wait_ready "Service Point Ready"
   local crc=0 qrc=0 src=0
   client client.log dapltest -T "$@" || crc=$?
   client quit.log dapltest -T Q -s "$S_IP" -D dpdat -n "$PORT" || qrc=$?
