@@ -627,10 +627,16 @@ void teardown(Controller* c) {
   }
   DAT_EVENT se{};
   se.event_number = DAT_SOFTWARE_EVENT;
-  while (c->service.joinable()) {
+  for (int tries = 0; c->service.joinable(); ++tries) {
     if (dat_ok(dat_evd_post_se(c->sevd, &se))) {
       c->service.join();
       break;
+    }
+    if (tries == 5000) {
+      // The wake-up cannot be queued: leave the thread and its IA alone
+      // rather than close what it still waits on.
+      c->service.detach();
+      return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // queue full: let it drain
   }
@@ -1073,8 +1079,11 @@ int rsm_get_controller(char* name, rsmapi_controller_handle_t* controller) {
   c->node = c->cfg.node;
   c->page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   c->default_mode = creation_mode();
-  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0')
-    c->max_export = std::strtoul(m, nullptr, 10);
+  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(m, &end, 10);
+    if (end != nullptr && *end == '\0' && v > 0) c->max_export = v;
+  }
   DAT_RETURN r = dat_ia_open(name, 16, &c->async_evd, &c->ia);
   if (!dat_ok(r)) {
     delete c;
