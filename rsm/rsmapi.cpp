@@ -437,6 +437,10 @@ void evaluate(Controller* c, const ReqPdata& rq, rsm_node_id_t node, RepPdata* r
     return;
   }
   ExportSeg* s = it->second;
+  if ((rq.perm & ~static_cast<uint32_t>(RSM_PERM_RDWR)) != 0) {
+    rep->status = RSMERR_PERM_DENIED;  // as the importing library would have said
+    return;
+  }
   unsigned mode = c->default_mode;
   if (!s->acl.empty()) {
     auto e = std::lower_bound(
