@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -51,9 +52,11 @@ namespace {
 
 constexpr DAT_CONN_QUAL kRsmQual = 0x52534D31;  // "RSM1": the controller's PSP
 constexpr uint32_t kMagic = 0x52534D31;
-constexpr uint32_t kSlots = 8;     // receive slots per endpoint (signals)
-constexpr size_t kSlotBytes = 64;  // one slot; slot kSlots is the send slot
-constexpr size_t kBounceBytes = 256 * 1024;
+constexpr uint32_t kSlots = 8;               // receive slots per endpoint (signals)
+constexpr size_t kSlotBytes = 64;            // one slot; slot kSlots is the send slot
+constexpr size_t kBounceBytes = 256 * 1024;  // staging for synchronous accesses
+constexpr size_t kRingBytes = 1024 * 1024;   // staging for puts in flight (explicit mode)
+constexpr size_t kMaxInFlight = 64;          // puts in flight per import
 constexpr size_t kDirectChunk = size_t{1} << 24;
 constexpr unsigned kMaxAcl = 1u << 20;  // longest ACL a segment may carry
 constexpr DAT_TIMEOUT kConnectUs = 10'000'000;
@@ -196,9 +199,18 @@ struct ImportSeg {
   bool aborted = false;  // the exporter went away / unpublished
   uint64_t errors = 0;   // failed accesses (barriers compare)
   rsm_barrier_mode_t mode = RSM_BARRIER_MODE_IMPLICIT;
+  // bounce: kBounceBytes of synchronous staging, then the kRingBytes ring
+  // holding puts in flight (explicit barrier mode), in posting order.
   uint8_t* bounce = nullptr;
   DAT_LMR_HANDLE bounce_lmr = DAT_HANDLE_NULL;
   DAT_LMR_CONTEXT bounce_lctx = 0;
+  struct InFlight {
+    uint64_t cookie;
+    size_t off, len;
+  };
+  std::deque<InFlight> in_flight;  // under op_mu
+  size_t ring_tail = 0;
+  uint64_t next_cookie = 1;
   Signals sig;
 };
 
@@ -238,6 +250,7 @@ struct Controller {
   int seg_refs = 0;  // export, import and local-memory handles alive
   std::map<rsm_memseg_id_t, ExportSeg*> published;
   std::unordered_map<DAT_EP_HANDLE, Conn*> conns;
+  std::vector<ImportSeg*> imports;  // connected imports (node barriers)
   std::map<rsm_node_id_t, uint64_t> node_errors;
   unsigned long max_export = 1024;
   uint32_t next_id = RSM_USER_APP_ID_BASE;
@@ -424,6 +437,10 @@ void evaluate(Controller* c, const ReqPdata& rq, rsm_node_id_t node, RepPdata* r
     return;
   }
   ExportSeg* s = it->second;
+  if ((rq.perm & ~static_cast<uint32_t>(RSM_PERM_RDWR)) != 0) {
+    rep->status = RSMERR_PERM_DENIED;  // as the importing library would have said
+    return;
+  }
   unsigned mode = c->default_mode;
   if (!s->acl.empty()) {
     auto e = std::lower_bound(
@@ -614,10 +631,16 @@ void teardown(Controller* c) {
   }
   DAT_EVENT se{};
   se.event_number = DAT_SOFTWARE_EVENT;
-  while (c->service.joinable()) {
+  for (int tries = 0; c->service.joinable(); ++tries) {
     if (dat_ok(dat_evd_post_se(c->sevd, &se))) {
       c->service.join();
       break;
+    }
+    if (tries == 5000) {
+      // The wake-up cannot be queued: leave the thread and its IA alone
+      // rather than close what it still waits on.
+      c->service.detach();
+      return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // queue full: let it drain
   }
@@ -668,15 +691,56 @@ int check_access(ImportSeg* im, off_t offset, size_t len, uint32_t need) {
   return RSM_SUCCESS;
 }
 
+// Records a failed access of im: counted for barriers, and the connection is
+// over (an RC error ends it).
+void access_failed(ImportSeg* im) {
+  Controller* c = im->ctl;
+  std::lock_guard<std::mutex> lk(c->mu);
+  im->errors++;
+  c->node_errors[im->node]++;
+  if (!im->aborted) {
+    im->aborted = true;
+    (void)dat_ep_disconnect(im->conn->ep, DAT_CLOSE_ABRUPT_FLAG);
+  }
+}
+
+bool is_aborted(ImportSeg* im) {
+  std::lock_guard<std::mutex> lk(im->ctl->mu);
+  return im->aborted;
+}
+
+// Completes the oldest put in flight (completions arrive in posting order).
+// Called with op_mu held.
+void reap_one(ImportSeg* im) {
+  DAT_EVENT ev{};
+  DAT_COUNT n = 0;
+  const bool got = dat_ok(dat_evd_wait(im->conn->req_evd, kDtoUs, 1, &ev, &n));
+  const bool ok =
+      got && ev.event_number == DAT_DTO_COMPLETION_EVENT &&
+      ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS &&
+      ev.event_data.dto_completion_event_data.user_cookie.as_64 == im->in_flight.front().cookie;
+  if (!got) {
+    // No completion within kDtoUs: give the whole window up.
+    access_failed(im);
+    im->in_flight.clear();
+    return;
+  }
+  im->in_flight.pop_front();
+  if (!ok) access_failed(im);
+}
+
+// Waits until every put in flight has completed.  Called with op_mu held.
+void drain(ImportSeg* im) {
+  while (!im->in_flight.empty()) reap_one(im);
+}
+
 // One RDMA op between [local, local+len) (registered under lctx) and the
-// segment at offset; waits for its completion.  Called with op_mu held.
+// segment at offset; waits for its completion (after those in flight).
+// Called with op_mu held.
 int rdma(ImportSeg* im, bool write, uint64_t offset, DAT_LMR_CONTEXT lctx, uint8_t* local,
          size_t len) {
-  Controller* c = im->ctl;
-  {
-    std::lock_guard<std::mutex> lk(c->mu);
-    if (im->aborted) return RSMERR_CONN_ABORTED;
-  }
+  drain(im);
+  if (is_aborted(im)) return RSMERR_CONN_ABORTED;
   DAT_LMR_TRIPLET l{};
   l.lmr_context = lctx;
   l.virtual_address = reinterpret_cast<uintptr_t>(local);
@@ -686,20 +750,50 @@ int rdma(ImportSeg* im, bool write, uint64_t offset, DAT_LMR_CONTEXT lctx, uint8
   r.target_address = im->raddr + offset;
   r.segment_length = len;
   DAT_DTO_COOKIE ck{};
-  ck.as_64 = offset;
+  ck.as_64 = 0;
   const DAT_RETURN pr =
       write ? dat_ep_post_rdma_write(im->conn->ep, 1, &l, ck, &r, DAT_COMPLETION_DEFAULT_FLAG)
             : dat_ep_post_rdma_read(im->conn->ep, 1, &l, ck, &r, DAT_COMPLETION_DEFAULT_FLAG);
-  const bool ok = dat_ok(pr) && wait_req(im->conn);
-  if (ok) return RSM_SUCCESS;
-  std::lock_guard<std::mutex> lk(c->mu);
-  im->errors++;
-  c->node_errors[im->node]++;
-  if (!im->aborted) {
-    im->aborted = true;  // an RC error ends the connection
-    (void)dat_ep_disconnect(im->conn->ep, DAT_CLOSE_ABRUPT_FLAG);
-  }
+  if (dat_ok(pr) && wait_req(im->conn)) return RSM_SUCCESS;
+  access_failed(im);
   return RSMERR_CONN_ABORTED;
+}
+
+// Explicit barrier mode: a put is copied into the ring and posted; it
+// completes in the background and a barrier's close (or any synchronous
+// access) waits for it and reports its failure.  Called with op_mu held.
+int put_async(ImportSeg* im, uint64_t offset, const uint8_t* user, size_t len) {
+  if (is_aborted(im)) return RSMERR_CONN_ABORTED;
+  uint8_t* ring = im->bounce + kBounceBytes;
+  size_t off = 0;
+  for (;;) {
+    if (im->in_flight.empty()) im->ring_tail = 0;
+    off = im->ring_tail + len <= kRingBytes ? im->ring_tail : 0;
+    bool free_here = im->in_flight.size() < kMaxInFlight;
+    for (const auto& f : im->in_flight)
+      if (off < f.off + f.len && f.off < off + len) free_here = false;
+    if (free_here) break;
+    reap_one(im);
+    if (is_aborted(im)) return RSMERR_CONN_ABORTED;
+  }
+  std::memcpy(ring + off, user, len);
+  DAT_LMR_TRIPLET l{};
+  l.lmr_context = im->bounce_lctx;
+  l.virtual_address = reinterpret_cast<uintptr_t>(ring + off);
+  l.segment_length = len;
+  DAT_RMR_TRIPLET r{};
+  r.rmr_context = im->rctx;
+  r.target_address = im->raddr + offset;
+  r.segment_length = len;
+  DAT_DTO_COOKIE ck{};
+  ck.as_64 = im->next_cookie++;
+  if (!dat_ok(dat_ep_post_rdma_write(im->conn->ep, 1, &l, ck, &r, DAT_COMPLETION_DEFAULT_FLAG))) {
+    access_failed(im);
+    return RSMERR_CONN_ABORTED;
+  }
+  im->in_flight.push_back({ck.as_64, off, len});
+  im->ring_tail = off + len;
+  return RSM_SUCCESS;
 }
 
 // Copying access through the bounce buffer.
@@ -731,6 +825,13 @@ int access_elems(rsm_memseg_import_handle_t h, off_t offset, void* datap, unsign
       e != RSM_SUCCESS)
     return e;
   std::lock_guard<std::mutex> op(im->op_mu);
+  bool explicit_mode = false;
+  {
+    std::lock_guard<std::mutex> lk(im->ctl->mu);
+    explicit_mode = im->mode == RSM_BARRIER_MODE_EXPLICIT;
+  }
+  if (write && explicit_mode && len > 0 && len <= kRingBytes)
+    return put_async(im, static_cast<uint64_t>(offset), static_cast<uint8_t*>(datap), len);
   return access_va(im, write, static_cast<uint64_t>(offset), static_cast<uint8_t*>(datap), len);
 }
 
@@ -781,7 +882,8 @@ int access_sg(rsm_scat_gath_t* sg, bool write) {
     sg->io_residual_count--;
   }
   if ((sg->flags & RSM_IMPLICIT_SIGPOST) != 0) {
-    if (!send_signal(im->conn, im->segid, sg->flags & RSM_SIGPOST_NO_ACCUMULATE))
+    drain(im);
+    if (is_aborted(im) || !send_signal(im->conn, im->segid, sg->flags & RSM_SIGPOST_NO_ACCUMULATE))
       return RSMERR_CONN_ABORTED;
   }
   return RSM_SUCCESS;
@@ -790,6 +892,10 @@ int access_sg(rsm_scat_gath_t* sg, bool write) {
 void free_import(ImportSeg* im) {
   Controller* c = im->ctl;
   live_del(im);
+  {
+    std::lock_guard<std::mutex> lk(c->mu);
+    std::erase(c->imports, im);
+  }
   if (im->conn != nullptr) {
     {
       std::lock_guard<std::mutex> lk(c->mu);
@@ -925,6 +1031,25 @@ Barrier* barrier_of(rsmapi_barrier_t* b) {
   return live<Barrier>(b->privdata, Tag::kBarrier);
 }
 
+// Completes the puts a barrier covers: its import's, or for a node barrier
+// those of every import from the same node through the same controller.
+void barrier_drain(Barrier* b) {
+  Controller* c = b->imp->ctl;
+  std::vector<ImportSeg*> covered;
+  if (b->type == RSM_BARRIER_NODE || b->type == RSM_BARRIER_NODE_THREAD) {
+    std::lock_guard<std::mutex> lk(c->mu);
+    for (ImportSeg* im : c->imports)
+      if (im->node == b->imp->node) covered.push_back(im);
+  } else {
+    covered.push_back(b->imp);
+  }
+  for (ImportSeg* im : covered) {
+    if (live<ImportSeg>(im, Tag::kImport) == nullptr) continue;
+    std::lock_guard<std::mutex> op(im->op_mu);
+    drain(im);
+  }
+}
+
 uint64_t barrier_count(Barrier* b) {
   Controller* c = b->imp->ctl;
   std::lock_guard<std::mutex> lk(c->mu);
@@ -958,8 +1083,11 @@ int rsm_get_controller(char* name, rsmapi_controller_handle_t* controller) {
   c->node = c->cfg.node;
   c->page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   c->default_mode = creation_mode();
-  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0')
-    c->max_export = std::strtoul(m, nullptr, 10);
+  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(m, &end, 10);
+    if (end != nullptr && *end == '\0' && v > 0) c->max_export = v;
+  }
   DAT_RETURN r = dat_ia_open(name, 16, &c->async_evd, &c->ia);
   if (!dat_ok(r)) {
     delete c;
@@ -1244,7 +1372,7 @@ int rsm_memseg_import_connect(rsmapi_controller_handle_t h, rsm_node_id_t node_i
   im->node = node_id;
   im->segid = segment_id;
   im->sig.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  im->bounce = static_cast<uint8_t*>(std::aligned_alloc(4096, kBounceBytes));
+  im->bounce = static_cast<uint8_t*>(std::aligned_alloc(4096, kBounceBytes + kRingBytes));
   if (im->sig.efd < 0 || im->bounce == nullptr) {
     free_import(im);
     return RSMERR_INSUFFICIENT_RESOURCES;
@@ -1254,7 +1382,7 @@ int rsm_memseg_import_connect(rsmapi_controller_handle_t h, rsm_node_id_t node_i
   DAT_RMR_CONTEXT rc = 0;
   DAT_VLEN rs = 0;
   DAT_VADDR ra = 0;
-  if (!dat_ok(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, reg, kBounceBytes, c->pz,
+  if (!dat_ok(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, reg, kBounceBytes + kRingBytes, c->pz,
                              static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
                                                              DAT_MEM_PRIV_LOCAL_WRITE_FLAG),
                              &im->bounce_lmr, &im->bounce_lctx, &rc, &rs, &ra))) {
@@ -1316,6 +1444,10 @@ int rsm_memseg_import_connect(rsmapi_controller_handle_t h, rsm_node_id_t node_i
   im->rctx = im->rep.rmr_context;
   im->raddr = im->rep.addr;
   im->size = im->rep.len;
+  {
+    std::lock_guard<std::mutex> lk(c->mu);
+    c->imports.push_back(im);
+  }
   live_add(im, Tag::kImport);
   *im_memseg = reinterpret_cast<rsm_memseg_import_handle_t>(im);
   return RSM_SUCCESS;
@@ -1327,6 +1459,7 @@ int rsm_memseg_import_disconnect(rsm_memseg_import_handle_t h) {
   Controller* c = im->ctl;
   {
     std::lock_guard<std::mutex> op(im->op_mu);
+    drain(im);
     std::unique_lock<std::mutex> lk(c->mu);
     if (im->sig.pollfd_refs > 0) return RSMERR_POLLFD_IN_USE;
     if (!im->conn->closed) {
@@ -1421,7 +1554,8 @@ int rsm_memseg_import_order_barrier(rsmapi_barrier_t* barrier) {
   if (b == nullptr) return RSMERR_BARRIER_UNINITIALIZED;
   if (!b->open) return RSMERR_BARRIER_NOT_OPENED;
   if (live<ImportSeg>(b->imp, Tag::kImport) == nullptr) return RSMERR_BAD_SEG_HNDL;
-  // Accesses complete before they return, so every earlier one is ordered.
+  // Every access since open has completed once the puts in flight have.
+  barrier_drain(b);
   return barrier_count(b) == b->snap ? RSM_SUCCESS : RSMERR_BARRIER_FAILURE;
 }
 
@@ -1466,10 +1600,8 @@ int rsm_intr_signal_post(void* memseg, unsigned int flags) {
   const unsigned f = flags & RSM_SIGPOST_NO_ACCUMULATE;
   if (ImportSeg* im = live<ImportSeg>(memseg, Tag::kImport); im != nullptr) {
     std::lock_guard<std::mutex> op(im->op_mu);
-    {
-      std::lock_guard<std::mutex> lk(im->ctl->mu);
-      if (im->aborted) return RSMERR_CONN_ABORTED;
-    }
+    drain(im);  // puts in flight reach the exporter before the signal
+    if (is_aborted(im)) return RSMERR_CONN_ABORTED;
     return send_signal(im->conn, im->segid, f) ? RSM_SUCCESS : RSMERR_CONN_ABORTED;
   }
   if (ExportSeg* s = live<ExportSeg>(memseg, Tag::kExport); s != nullptr) {

@@ -316,8 +316,13 @@ int rsm_memseg_import_disconnect(rsm_memseg_import_handle_t im_memseg);
  * RSMERR_BAD_OFFSET (offset outside the segment), RSMERR_BAD_LENGTH (the
  * access runs past the end), RSMERR_PERM_DENIED (not granted at connect),
  * RSMERR_CONN_ABORTED (the segment was unpublished or the connection broke).
- * Each access completes (the RDMA WRITE is acknowledged by the exporter)
- * before the call returns, in both barrier modes. */
+ * In RSM_BARRIER_MODE_IMPLICIT (the default) each access has completed (the
+ * exporter acknowledged it) when the call returns.  In
+ * RSM_BARRIER_MODE_EXPLICIT, put and put8..put64 of up to 1 MiB return once the
+ * data is staged and posted (up to 64 in flight); a barrier's order/close, a
+ * get, a getv/putv, a signal post and disconnect wait for them first, and a put
+ * that fails in flight makes the barrier report RSMERR_BARRIER_FAILURE (later
+ * accesses return RSMERR_CONN_ABORTED).  getv/putv are always synchronous. */
 int rsm_memseg_import_get8(rsm_memseg_import_handle_t im_memseg, off_t offset, uint8_t* datap,
                            unsigned long rep_cnt);
 int rsm_memseg_import_get16(rsm_memseg_import_handle_t im_memseg, off_t offset, uint16_t* datap,
@@ -351,10 +356,10 @@ int rsm_memseg_import_unmap(rsm_memseg_import_handle_t im_memseg);
 
 /* Barriers: a barrier of type RSM_BARRIER_SEGMENT covers accesses to its
  * segment, RSM_BARRIER_NODE accesses to every segment imported from the same
- * node through the same controller.  close_barrier returns
- * RSMERR_BARRIER_FAILURE when any access made since open_barrier failed or the
- * connection was lost, else 0 (every access reached the exporter).
- * order_barrier reports the same without closing. */
+ * node through the same controller.  close_barrier waits for the puts in
+ * flight it covers, then returns RSMERR_BARRIER_FAILURE when any access made
+ * since open_barrier failed or the connection was lost, else 0 (every access
+ * reached the exporter).  order_barrier does the same without closing. */
 int rsm_memseg_import_init_barrier(rsm_memseg_import_handle_t im_memseg, rsm_barrier_type_t type,
                                    rsmapi_barrier_t* barrier);
 int rsm_memseg_import_open_barrier(rsmapi_barrier_t* barrier);
