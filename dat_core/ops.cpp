@@ -73,6 +73,12 @@ Status check_ep_attr(const Iface* f, const EpAttr& a) {
 bool pop_event(Evd* evd, Event* out) {
   if (evd->q.empty()) return false;
   *out = evd->q.front();
+  // Objects the core made on its own (CRs, provider-created EPs) carry their
+  // IA's DAT 2.0 provider word before their handles reach the consumer.
+  for (Object* o : {static_cast<Object*>(out->ep), static_cast<Object*>(out->cr),
+                    static_cast<Object*>(out->cr != nullptr ? out->cr->ep : nullptr),
+                    static_cast<Object*>(out->sp), static_cast<Object*>(out->rmr)})
+    if (o != nullptr && o->ia != nullptr) o->provider = o->ia->provider;
   evd->q.pop_front();
   while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
     evd->q.push_back(evd->overflow.front());

@@ -86,12 +86,14 @@ Provider* provider_of(const Object* o) {
   return static_cast<Provider*>(o->ia != nullptr ? o->ia->provider : nullptr);
 }
 
-// Stamps the IA's provider into an object's first word before its handle
-// leaves the library (objects the core creates itself, such as CRs and
-// provider-created EPs, get it here).
+// Makes sure an object's first word holds its IA's provider before its
+// handle leaves the library (objects are stamped when created (adopt) or,
+// for those the core makes itself, when their event is dequeued
+// (pop_event); this catches any other path).
 template <typename T>
 T* out(T* o) {
-  if (o != nullptr && o->ia != nullptr) o->provider = o->ia->provider;
+  if (o != nullptr && o->ia != nullptr && o->provider != o->ia->provider)
+    o->provider = o->ia->provider;
   return o;
 }
 
