@@ -73,12 +73,6 @@ Status check_ep_attr(const Iface* f, const EpAttr& a) {
 bool pop_event(Evd* evd, Event* out) {
   if (evd->q.empty()) return false;
   *out = evd->q.front();
-  // Objects the core made on its own (CRs, provider-created EPs) carry their
-  // IA's DAT 2.0 provider word before their handles reach the consumer.
-  for (Object* o : {static_cast<Object*>(out->ep), static_cast<Object*>(out->cr),
-                    static_cast<Object*>(out->cr != nullptr ? out->cr->ep : nullptr),
-                    static_cast<Object*>(out->sp), static_cast<Object*>(out->rmr)})
-    if (o != nullptr && o->ia != nullptr) o->provider = o->ia->provider;
   evd->q.pop_front();
   while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
     evd->q.push_back(evd->overflow.front());
@@ -262,7 +256,7 @@ void fill_sa(unsigned char* out, uint32_t ip) {
 
 // ------------------------------------------------------------- IA / PZ
 
-Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, Ia** out) {
+Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* provider, Ia** out) {
   Iface* f = nullptr;
   std::string why;
   Status st = Iface::get(cfg, &f, &why);
@@ -270,6 +264,7 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, Ia** out)
   if (given == nullptr && async_qlen <= 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Lock lk(f->mu);
   auto* ia = new Ia();
+  ia->provider = provider;
   ia->iface = f;
   fill_sa(ia->local_sa, f->cfg.ip);
   register_handle(ia);
