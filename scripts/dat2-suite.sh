@@ -140,6 +140,22 @@ wait_memif() {
   for _ in $(seq 1 200); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
   fail "memif server socket never appeared"
 }
+wait_listen() {  # the server listens on dtest's TCP side channel
+  for _ in $(seq 1 600); do
+    "${S_RUN[@]}" ss -Hltn 'sport = :15828' 2>/dev/null | grep -q . && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || return 0  # exited: its log says why
+    sleep 0.05
+  done
+  fail "server never listened on TCP 15828"
+}
+wait_ready() {  # dapltest's server prints this once its service point is up
+  for _ in $(seq 1 600); do
+    grep -q "Service Point Ready" "$LOGS/server.log" 2>/dev/null && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || return 0
+    sleep 0.05
+  done
+  fail "dapltest server never became ready"
+}
 wait_server() {  # the server's exit status
   local rc=0
   wait "$SERVER_PID" || rc=$?
@@ -160,10 +176,24 @@ run_dtest() {  # prog, extra args for both sides
   rm -f "${SOCK:-}"
   server "$prog" -P dpdat -s "$@"
   wait_memif
-  sleep 0.3
+  wait_listen
   local crc=0 src=0
   client client.log "$prog" -P dpdat -h "$side_host" "$@" || crc=$?
   wait_server || src=$?
+  # Seen once in ~100 runs, under ASan with the whole label running: the
+  # memif client's connect() to a server socket that is up (the server had
+  # opened its IA and answered on TCP) failed, so the client's IA open did.
+  # Cause not found; such a start-up failure (and only that) is retried
+  # once, saying so, with the first attempt's logs kept.
+  if [ "$LINK" = memif ] && [ -z "${RETRIED:-}" ] &&
+    grep -q "memif_connect_client(): Failed to connect socket" "$LOGS/client.log" &&
+    grep -q "Error Adaptor open" "$LOGS/client.log"; then
+    echo "RETRY: $NAME: memif client could not connect at start-up (logs *.try1.log)"
+    mv "$LOGS/client.log" "$LOGS/client.try1.log"
+    mv "$LOGS/server.log" "$LOGS/server.try1.log"
+    RETRIED=1 run_dtest "$prog" "$@"
+    return
+  fi
   [ $crc -eq 0 ] || fail "client exited $crc"
   [ $src -eq 0 ] || fail "server exited $src"
 }
@@ -179,7 +209,7 @@ run_dapltest() {  # client args after -T: e.g. "T -i 1000 client SR 4096 server 
   rm -f "${SOCK:-}"
   server dapltest -T S -D dpdat -n "$PORT"
   wait_memif
-  sleep 0.5
+  wait_ready
   local crc=0 qrc=0 src=0
   client client.log dapltest -T "$@" || crc=$?
   client quit.log dapltest -T Q -s "$S_IP" -D dpdat -n "$PORT" || qrc=$?
