@@ -26,6 +26,9 @@ std::unordered_set<const void*>& handles() {
 }  // namespace
 
 void register_handle(Object* o) {
+  // DAT 2.0: every object carries its IA's provider word from birth (the
+  // IA's own is set by the plug-in once the IA is open; nullptr for 1.2).
+  if (o->ia != nullptr && o->ia != o) o->provider = o->ia->provider;
   std::unique_lock lk(g_handles_mu);
   handles().insert(o);
 }

@@ -258,7 +258,7 @@ void fill_sa(unsigned char* out, uint32_t ip) {
 
 // ------------------------------------------------------------- IA / PZ
 
-Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, Ia** out) {
+Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* provider, Ia** out) {
   Iface* f = nullptr;
   std::string why;
   Status st = Iface::get(cfg, &f, &why);
@@ -266,6 +266,7 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, Ia** out)
   if (given == nullptr && async_qlen <= 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Lock lk(f->mu);
   auto* ia = new Ia();
+  ia->provider = provider;
   ia->iface = f;
   fill_sa(ia->local_sa, f->cfg.ip);
   register_handle(ia);

@@ -27,7 +27,6 @@ inline constexpr uint64_t kInfinite = UINT64_MAX;
 
 template <typename T>
 void adopt(Ia* ia, T* o) {
-  o->provider = ia->provider;  // DAT 2.0: the IA's DAT_PROVIDER (nullptr for 1.2)
   register_handle(o);
   ia->children.insert(o);
 }
@@ -104,7 +103,9 @@ void free_children(Ia* ia);
 
 // Opens an IA on the interface `cfg` describes.  `given` is the consumer's
 // async EVD or nullptr (then one of async_qlen entries is created).
-Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, Ia** out);
+// `provider`: the DAT 2.0 DAT_PROVIDER every object of this IA carries in its
+// first word (nullptr for the 1.2 API).
+Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* provider, Ia** out);
 Status ia_close(Ia* ia, bool graceful);
 Status pz_create(Ia* ia, Pz** out);
 Status pz_free(Pz* pz);

@@ -53,6 +53,15 @@ for p in dtest dtestx dapltest; do
   command -v $p >/dev/null || { echo "FAIL: $p not installed (dapl2-utils)"; exit 1; }
 done
 
+# A sanitizer build of the plug-in (cmake --preset asan) needs its runtime
+# loaded first in the uninstrumented OFED programs; their own leaks are not
+# dpdat's business.
+ASAN_RT=$(ldd "$LIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
 TMP=$(mktemp -d /tmp/dpdat-dat2.XXXXXX)
 [ -n "$LOGS" ] || LOGS="$TMP.logs"
 LOGS="$LOGS/$LINK/$NAME"
@@ -131,13 +140,21 @@ wait_memif() {
   for _ in $(seq 1 200); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
   fail "memif server socket never appeared"
 }
-wait_ready() {  # the server's log shows regex $1 (it listens), or it died / 30 s passed
+wait_listen() {  # the server listens on dtest's TCP side channel
   for _ in $(seq 1 600); do
-    grep -Eq "$1" "$LOGS/server.log" 2>/dev/null && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || return 0  # exited: wait_server reports it
+    "${S_RUN[@]}" ss -Hltn 'sport = :15828' 2>/dev/null | grep -q . && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || return 0  # exited: its log says why
     sleep 0.05
   done
-  fail "server never became ready (/$1/)"
+  fail "server never listened on TCP 15828"
+}
+wait_ready() {  # dapltest's server prints this once its service point is up
+  for _ in $(seq 1 600); do
+    grep -q "Service Point Ready" "$LOGS/server.log" 2>/dev/null && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || return 0
+    sleep 0.05
+  done
+  fail "dapltest server never became ready"
 }
 wait_server() {  # the server's exit status
   local rc=0
@@ -159,12 +176,24 @@ run_dtest() {  # prog, extra args for both sides
   rm -f "${SOCK:-}"
   server "$prog" -P dpdat -s "$@"
   wait_memif
-  # dtest's client connects to the TCP side channel once, without retrying;
-  # dtestx's server waits for its client instead.
-  if [ "$prog" = dtest ]; then wait_ready "waiting for client connection"; else sleep 0.3; fi
+  wait_listen
   local crc=0 src=0
   client client.log "$prog" -P dpdat -h "$side_host" "$@" || crc=$?
   wait_server || src=$?
+  # Seen once in ~100 runs, under ASan with the whole label running: the
+  # memif client's connect() to a server socket that is up (the server had
+  # opened its IA and answered on TCP) failed, so the client's IA open did.
+  # Cause not found; such a start-up failure (and only that) is retried
+  # once, saying so, with the first attempt's logs kept.
+  if [ "$LINK" = memif ] && [ -z "${RETRIED:-}" ] &&
+    grep -q "memif_connect_client(): Failed to connect socket" "$LOGS/client.log" &&
+    grep -q "Error Adaptor open" "$LOGS/client.log"; then
+    echo "RETRY: $NAME: memif client could not connect at start-up (logs *.try1.log)"
+    mv "$LOGS/client.log" "$LOGS/client.try1.log"
+    mv "$LOGS/server.log" "$LOGS/server.try1.log"
+    RETRIED=1 run_dtest "$prog" "$@"
+    return
+  fi
   [ $crc -eq 0 ] || fail "client exited $crc"
   [ $src -eq 0 ] || fail "server exited $src"
 }
@@ -180,7 +209,7 @@ run_dapltest() {  # client args after -T: e.g. "T -i 1000 client SR 4096 server 
   rm -f "${SOCK:-}"
   server dapltest -T S -D dpdat -n "$PORT"
   wait_memif
-  wait_ready "Service Point Ready"
+  wait_ready
   local crc=0 qrc=0 src=0
   client client.log dapltest -T "$@" || crc=$?
   client quit.log dapltest -T Q -s "$S_IP" -D dpdat -n "$PORT" || qrc=$?
@@ -218,7 +247,7 @@ case "$NAME" in
   dapltest.T.RR) T -i 1000 client RR 4096 server RR 4096 client SR 64 server SR 64 ;;
   dapltest.T.RW) T -i 1000 client RW 4096 server RW 4096 client SR 64 server SR 64 ;;
   dapltest.T.RW.validate) T -i 1000 -V client RW 4096 server RW 4096 client SR 64 server SR 64 ;;
-  dapltest.T.threads) T -i 500 -t 2 -w 4 client SR 1024 server SR 1024 ;;
+  dapltest.T.threads) T -i 1000 -t 2 -w 4 client SR 1024 server SR 1024 ;;
   dapltest.T.poll) T -i 1000 -P client SR 4096 server SR 4096 ;;
   dapltest.T.rsp) T -i 1000 -r client SR 4096 server SR 4096 client RW 4096 server RW 4096 ;;
   dapltest.P.RW) run_dapltest P -s "$S_IP" -D dpdat -n "$PORT" -i 2000 -p 16 RW 65536 ;;

@@ -198,7 +198,7 @@ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_H
       return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_ASYNC);
   }
   Ia* ia = nullptr;
-  Status st = ia_open(cfg, async_qlen, given, &ia);
+  Status st = ia_open(cfg, async_qlen, given, nullptr, &ia);
   if (!st.ok()) return to_dat(st);
   if (given == nullptr) *async_evd = ia->async_evd;
   *ia_out = ia;

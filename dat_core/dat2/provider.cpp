@@ -86,15 +86,6 @@ Provider* provider_of(const Object* o) {
   return static_cast<Provider*>(o->ia != nullptr ? o->ia->provider : nullptr);
 }
 
-// Stamps the IA's provider into an object's first word before its handle
-// leaves the library (objects the core creates itself, such as CRs and
-// provider-created EPs, get it here).
-template <typename T>
-T* out(T* o) {
-  if (o != nullptr && o->ia != nullptr) o->provider = o->ia->provider;
-  return o;
-}
-
 // ------------------------------------------------------------- conversions
 
 void to_sge(const DAT_LMR_TRIPLET* iov, DAT_COUNT n, dpdat::rc::Sge* sge) {
@@ -152,11 +143,11 @@ bool extension_dto(const Event& ev, DAT_IB_EXTENSION_EVENT_DATA* x) {
 void to_dat_event(const Event& ev, DAT_EVENT* o) {
   std::memset(o, 0, sizeof(*o));
   o->event_number = static_cast<DAT_EVENT_NUMBER>(ev.num);
-  o->evd_handle = out(ev.evd);
+  o->evd_handle = ev.evd;
   switch (ev.num) {
     case EventNum::kDto: {
       auto& d = o->event_data.dto_completion_event_data;
-      d.ep_handle = out(ev.ep);
+      d.ep_handle = ev.ep;
       d.user_cookie.as_64 = ev.cookie;
       d.status = static_cast<DAT_DTO_COMPLETION_STATUS>(ev.status);
       d.transfered_length = static_cast<DAT_SEG_LENGTH>(ev.length);
@@ -168,7 +159,7 @@ void to_dat_event(const Event& ev, DAT_EVENT* o) {
     }
     case EventNum::kRmrBind: {
       auto& d = o->event_data.rmr_completion_event_data;
-      d.rmr_handle = out(ev.rmr);
+      d.rmr_handle = ev.rmr;
       d.user_cookie.as_64 = ev.cookie;
       d.status = static_cast<DAT_RMR_BIND_COMPLETION_STATUS>(ev.status);
       break;
@@ -176,14 +167,13 @@ void to_dat_event(const Event& ev, DAT_EVENT* o) {
     case EventNum::kConnRequest: {
       auto& d = o->event_data.cr_arrival_event_data;
       if (ev.sp->type == HandleType::kPsp)
-        d.sp_handle.psp_handle = out(ev.sp);
+        d.sp_handle.psp_handle = ev.sp;
       else
-        d.sp_handle.rsp_handle = out(ev.sp);
+        d.sp_handle.rsp_handle = ev.sp;
       d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ev.sp->ia->local_sa);
       d.conn_qual = ev.conn_qual;
-      d.cr_handle = out(ev.cr);
+      d.cr_handle = ev.cr;
       d.truncate_flag = DAT_FALSE;
-      if (ev.cr != nullptr && ev.cr->ep != nullptr) out(ev.cr->ep);
       break;
     }
     case EventNum::kEstablished:
@@ -195,7 +185,7 @@ void to_dat_event(const Event& ev, DAT_EVENT* o) {
     case EventNum::kTimedOut:
     case EventNum::kUnreachable: {
       auto& d = o->event_data.connect_event_data;
-      d.ep_handle = out(ev.ep);
+      d.ep_handle = ev.ep;
       d.private_data_size = static_cast<DAT_COUNT>(ev.pdata_len);
       d.private_data = ev.pdata_len > 0 ? const_cast<uint8_t*>(ev.pdata) : nullptr;
       break;
@@ -315,10 +305,8 @@ DAT_RETURN ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HAN
       return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_ASYNC);
   }
   Ia* ia = nullptr;
-  Status st = ia_open(cfg, async_qlen, given, &ia);
+  Status st = ia_open(cfg, async_qlen, given, &p->table, &ia);
   if (!st.ok()) return to_dat(st);
-  ia->provider = &p->table;
-  out(ia->async_evd);
   if (given == nullptr) *async_evd = ia->async_evd;
   *ia_out = ia;
   return DAT_SUCCESS;
@@ -499,7 +487,7 @@ DAT_RETURN pz_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE* o) {
   if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Pz* pz = nullptr;
   Status st = pz_create(ia, &pz);
-  if (st.ok()) *o = out(pz);
+  if (st.ok()) *o = pz;
   return to_dat(st);
 }
 
@@ -534,7 +522,7 @@ DAT_RETURN evd_create_fn(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cno_h, 
   if ((static_cast<uint32_t>(flags) & DAT_IB_EVD_EXTENSION_FLAG) != 0) fl |= evd_flag::kDto;
   Evd* e = nullptr;
   Status st = evd_create(ia, qlen, cno, fl, &e);
-  if (st.ok()) *o = out(e);
+  if (st.ok()) *o = e;
   return to_dat(st);
 }
 
@@ -643,7 +631,7 @@ DAT_RETURN cno_create_fn(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CNO
   Cno* c = nullptr;
   Status st =
       cno_create(ia, agent.instance_data, reinterpret_cast<AgentFn>(agent.proxy_agent_func), &c);
-  if (st.ok()) *o = out(c);
+  if (st.ok()) *o = c;
   return to_dat(st);
 }
 
@@ -683,7 +671,7 @@ DAT_RETURN cno_wait_fn(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE* ev
   if (evd_out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   Evd* e = nullptr;
   Status st = cno_wait(c, to_us(timeout), &e);
-  if (st.ok()) *evd_out = out(e);
+  if (st.ok()) *evd_out = e;
   return to_dat(st);
 }
 
@@ -694,7 +682,7 @@ DAT_RETURN cno_trigger_fn(DAT_CNO_HANDLE h, DAT_EVD_HANDLE* evd_out) {
   if (evd_out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Evd* e = nullptr;
   Status st = cno_wait(c, 0, &e);
-  if (st.ok()) *evd_out = out(e);
+  if (st.ok()) *evd_out = e;
   return to_dat(st);
 }
 
@@ -730,7 +718,7 @@ DAT_RETURN ep_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_HANDLE recv
   }
   Ep* ep = nullptr;
   Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep);
-  if (st.ok()) *o = out(ep);
+  if (st.ok()) *o = ep;
   return to_dat(st);
 }
 
@@ -1001,7 +989,7 @@ DAT_RETURN psp_create_fn(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
   Sp* sp = nullptr;
   Status st = psp_create(ia, qual, evd, static_cast<uint32_t>(flags), &sp);
-  if (st.ok()) *o = out(sp);
+  if (st.ok()) *o = sp;
   return to_dat(st);
 }
 
@@ -1018,7 +1006,7 @@ DAT_RETURN psp_create_any_fn(DAT_IA_HANDLE h, DAT_CONN_QUAL* qual, DAT_EVD_HANDL
   Status st = psp_create_any(ia, &q, evd, static_cast<uint32_t>(flags), &sp);
   if (st.ok()) {
     *qual = q;
-    *o = out(sp);
+    *o = sp;
   }
   return to_dat(st);
 }
@@ -1052,7 +1040,7 @@ DAT_RETURN rsp_create_fn(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_h
   if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
   Sp* sp = nullptr;
   Status st = rsp_create(ia, qual, ep, evd, &sp);
-  if (st.ok()) *o = out(sp);
+  if (st.ok()) *o = sp;
   return to_dat(st);
 }
 
@@ -1100,7 +1088,7 @@ DAT_RETURN cr_query_fn(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM* p)
   p->remote_port_qual = cr->req.qpn;
   p->private_data_size = static_cast<DAT_COUNT>(cr->pdata.size());
   p->private_data = cr->pdata.empty() ? nullptr : cr->pdata.data();  // writable, as dtest expects
-  p->local_ep_handle = out(cr->ep);
+  p->local_ep_handle = cr->ep;
   return DAT_SUCCESS;
 }
 
@@ -1189,7 +1177,7 @@ DAT_RETURN lmr_create_fn(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPT
   if (rctx != nullptr) *rctx = l->rmr_context;
   if (reg_size != nullptr) *reg_size = l->length;
   if (reg_addr != nullptr) *reg_addr = l->va;
-  *lmr_out = out(l);
+  *lmr_out = l;
   return DAT_SUCCESS;
 }
 
@@ -1243,7 +1231,7 @@ DAT_RETURN rmr_create_fn(DAT_PZ_HANDLE pz_h, DAT_RMR_HANDLE* o) {
   if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Rmr* r = nullptr;
   Status st = rmr_create(pz, &r);
-  if (st.ok()) *o = out(r);
+  if (st.ok()) *o = r;
   return to_dat(st);
 }
 
@@ -1361,9 +1349,14 @@ DAT_RETURN extendedop_fn(DAT_HANDLE h, DAT_EXTENDED_OP op, va_list args) {
       return post(h, 1, lbuf, cookie, rbuf, flags, dpdat::rc::WrOp::kCompareSwap, 0, cmp, swap);
     }
     default:
-      // UD endpoints, counters and collectives are not offered.
       if (lookup_any(h) == nullptr) return err(Type::INVALID_HANDLE);
-      return err(Type::NOT_IMPLEMENTED);
+      // The other IB extension operations (UD sends and address handles,
+      // counters, collectives) are not offered; anything else is no
+      // operation at all.
+      if ((op >= DAT_IB_UD_SEND_OP && op <= DAT_IB_UD_AH_FREE_OP) || op == DAT_IB_OPEN_QUERY_OP ||
+          op == DAT_IB_CLOSE_QUERY_OP)
+        return err(Type::MODEL_NOT_SUPPORTED);
+      return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   }
 }
 
