@@ -396,7 +396,12 @@ static int run_server(const char* ia_name, DAT_VLEN size) {
   fflush(stdout);
 
   r = wait_one(s.cr, g_timeout_us, &ev);
-  if (DAT_GET_TYPE(r) == DAT_TIMEOUT_EXPIRED) die(EXIT_TIMEOUT, "no connection request arrived");
+  if (DAT_GET_TYPE(r) == DAT_TIMEOUT_EXPIRED) {
+    char line[96];
+    snprintf(line, sizeof(line), "timed out after %.1f s: no connection request arrived",
+             (double)g_timeout_us * 1e-6);
+    die(EXIT_TIMEOUT, line);
+  }
   CHECK(r);
   if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) die(EXIT_DAT, "unexpected CR EVD event");
   cr = ev.event_data.cr_arrival_event_data.cr_handle;

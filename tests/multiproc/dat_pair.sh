@@ -4,7 +4,7 @@
 # one process --server and one --client, over a real DPDK PMD.
 #   dat_pair.sh MODE PATH/TO/udat_pair LIBDIR
 # MODE: memif | memif-loss | memif-pmtu | af_packet | af_packet-loss |
-#       kill-server | kill-client | no-server
+#       kill-server | kill-client | no-server | no-client
 # Creates its own network namespaces, veth pair and memif socket (only
 # 10.78.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -137,6 +137,20 @@ case "$MODE" in
     grep -q "could not connect" "$TMP/client.log" || fail "no clear message"
     grep -h "udat_pair" "$TMP/client.log"
     echo "no server: client gave up after ${took} ms"
+    ;;
+  no-client)
+    # Nobody connects: the server's wait for a connection request times out
+    # (exit 3, a message saying what it waited for).
+    start=$(date +%s%N)
+    DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP" timeout 60 "$PROG" --server pairsrv --timeout-ms 1000 \
+      >"$TMP/server.log" 2>&1
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$rc" -ne 124 ] || fail "server hung (timeout)"
+    [ "$rc" -eq 3 ] || fail "server exited with $rc, expected 3 (timed out)"
+    grep -q "no connection request arrived" "$TMP/server.log" || fail "no clear message"
+    grep -h "udat_pair" "$TMP/server.log"
+    echo "no client: server timed out after ${took} ms"
     ;;
   af_packet|af_packet-loss)
     veth_pair
