@@ -19,9 +19,10 @@
  *   0 everything held, 1 a DAT call failed or data differed, 2 usage,
  *   3 timed out waiting for an event, 4 the connection broke or was refused
  *   (DAT_CONNECTION_EVENT_BROKEN, a DTO error, a rejected connect).
- * While waiting for the server's next GO the client probes the peer with a
- * small RDMA READ every --probe-ms, so a dead server is noticed by the
- * transport (BROKEN) instead of by the timeout. */
+ * While waiting for the peer's next message each side probes it with a small
+ * RDMA READ every --probe-ms (the client learns where from GO, the server
+ * from HELLO), so a dead peer is noticed by the transport (BROKEN) instead of
+ * by the timeout. */
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -165,6 +166,7 @@ struct side {
   DAT_PSP_HANDLE psp;
   DAT_LMR_HANDLE data_lmr, msg_lmr;
   DAT_LMR_CONTEXT data_lctx, msg_lctx;
+  DAT_RMR_CONTEXT data_rctx; /* client: lets the server probe it */
   DAT_RMR_HANDLE rmr;
   unsigned char* data; /* server: target area; client: source then read-back area */
   DAT_VLEN data_len;
@@ -251,9 +253,20 @@ static void await(struct side* s, const int* cookies, int n, const char* what,
     ck = ev.event_data.dto_completion_event_data.user_cookie.as_64;
     st = ev.event_data.dto_completion_event_data.status;
     if (st != DAT_DTO_SUCCESS) {
-      char during[128];
+      /* A broken queue pair flushes everything; the completions already
+       * queued may include the one that says why (e.g. TRANSPORT: retries
+       * exhausted).  Report that one if it is there. */
       static const char* const kCookie[] = {"?",         "SEND", "RECV",      "RDMA WRITE",
                                             "RDMA READ", "BIND", "probe READ"};
+      char during[160];
+      DAT_EVENT more;
+      while (st == DAT_DTO_ERR_FLUSHED && dat_evd_dequeue(s->dto, &more) == DAT_SUCCESS) {
+        if (more.event_number == DAT_DTO_COMPLETION_EVENT &&
+            more.event_data.dto_completion_event_data.status != DAT_DTO_ERR_FLUSHED) {
+          ck = more.event_data.dto_completion_event_data.user_cookie.as_64;
+          st = more.event_data.dto_completion_event_data.status;
+        }
+      }
       snprintf(during, sizeof(during), "%s (the %s completed with DTO status %d%s)", what,
                ck <= CK_PROBE ? kCookie[ck] : "?", (int)st,
                st == DAT_DTO_ERR_FLUSHED     ? " FLUSHED"
@@ -336,7 +349,7 @@ static void open_side(struct side* s, const char* name, DAT_VLEN data_len) {
   memset(s->data, 0, data_len);
   region.for_va = s->data;
   CHECK(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, region, data_len, s->pz, DAT_MEM_PRIV_ALL_FLAG,
-                       &s->data_lmr, &s->data_lctx, &unused, &reg_size, &reg_addr));
+                       &s->data_lmr, &s->data_lctx, &s->data_rctx, &reg_size, &reg_addr));
   region.for_va = s->msg;
   CHECK(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, region, 3 * MSG_LEN, s->pz,
                        DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &s->msg_lmr,
@@ -371,6 +384,7 @@ static int run_server(const char* ia_name, DAT_VLEN size) {
   DAT_RMR_CONTEXT rctx;
   DAT_RMR_COOKIE bck;
   struct msg m, in;
+  DAT_RMR_TRIPLET client_rt;
   DAT_UINT32 round = 0;
   DAT_UINT64 bytes = 0;
   const int k_recv[] = {CK_RECV}, k_bind[] = {CK_BIND}, k_go[] = {CK_SEND, CK_RECV};
@@ -382,7 +396,12 @@ static int run_server(const char* ia_name, DAT_VLEN size) {
   fflush(stdout);
 
   r = wait_one(s.cr, g_timeout_us, &ev);
-  if (DAT_GET_TYPE(r) == DAT_TIMEOUT_EXPIRED) die(EXIT_TIMEOUT, "no connection request arrived");
+  if (DAT_GET_TYPE(r) == DAT_TIMEOUT_EXPIRED) {
+    char line[96];
+    snprintf(line, sizeof(line), "timed out after %.1f s: no connection request arrived",
+             (double)g_timeout_us * 1e-6);
+    die(EXIT_TIMEOUT, line);
+  }
   CHECK(r);
   if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) die(EXIT_DAT, "unexpected CR EVD event");
   cr = ev.event_data.cr_arrival_event_data.cr_handle;
@@ -397,6 +416,7 @@ static int run_server(const char* ia_name, DAT_VLEN size) {
   wait_conn(&s, DAT_CONNECTION_EVENT_ESTABLISHED, "ESTABLISHED");
   await(&s, k_recv, 1, "HELLO", NULL);
   decode(s.msg, s.seen_len[CK_RECV], MSG_HELLO, &in);
+  client_rt = in.rt; /* 8 bytes of the client's memory: the liveness probe */
 
   /* Expose the buffer through an RMR bound on this EP. */
   CHECK(dat_rmr_create(s.pz, &s.rmr));
@@ -419,7 +439,7 @@ static int run_server(const char* ia_name, DAT_VLEN size) {
     m.rt.target_address = (DAT_VADDR)(uintptr_t)s.data;
     m.rt.segment_length = size;
     send_msg(&s, &m);
-    await(&s, k_go, 2, "DONE", NULL);
+    await(&s, k_go, 2, "DONE", &client_rt);
     decode(s.msg, s.seen_len[CK_RECV], MSG_DONE, &in);
     if (in.round != round || in.len > size) die(EXIT_DAT, "DONE for the wrong round");
     for (i = 0; i < in.len; ++i)
@@ -488,6 +508,9 @@ static int run_client(const char* ia_name, const char* server_ip, DAT_VLEN size,
   post_recv_msg(&s); /* for the first GO */
   memset(&m, 0, sizeof(m));
   m.type = MSG_HELLO;
+  m.rt.rmr_context = s.data_rctx; /* where the server may probe us */
+  m.rt.target_address = (DAT_VADDR)(uintptr_t)(s.data + size);
+  m.rt.segment_length = 8;
   send_msg(&s, &m);
   await(&s, k_send, 1, "the HELLO send", NULL);
   printf("udat_pair client: connected to %s\n", server_ip);
@@ -590,7 +613,7 @@ static int run_client(const char* ia_name, const char* server_ip, DAT_VLEN size,
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: udat_pair --server IA_NAME [--size N] [--timeout-ms T]\n"
+          "usage: udat_pair --server IA_NAME [--size N] [--timeout-ms T] [--probe-ms P]\n"
           "       udat_pair --client IA_NAME SERVER_IPV4 [--size N] [--iters N] [--timeout-ms T]\n"
           "                 [--probe-ms P] [--connect-tries N]\n");
   exit(EXIT_USAGE);

@@ -4,7 +4,7 @@
 # one process --server and one --client, over a real DPDK PMD.
 #   dat_pair.sh MODE PATH/TO/udat_pair LIBDIR
 # MODE: memif | memif-loss | memif-pmtu | af_packet | af_packet-loss |
-#       kill-server | no-server
+#       kill-server | kill-client | no-server | no-client
 # Creates its own network namespaces, veth pair and memif socket (only
 # 10.78.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -97,6 +97,32 @@ case "$MODE" in
     # Different path MTU caps: the CM agrees on the smaller (256) both ways.
     run_pair "" "$MEMIF_S;ip=$SIP;pmtu=256" "" "$MEMIF_C;ip=$CIP" --iters 10 --size 262144
     ;;
+  kill-client)
+    # The client is killed mid-run: the server, waiting for its next DONE,
+    # probes it and must report BROKEN (exit 4) within seconds.
+    DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP" timeout 60 "$PROG" --server pairsrv --timeout-ms 30000 \
+      >"$TMP/server.log" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    wait_listening "$spid"
+    DPDAT_IA_PAIRCLI="$MEMIF_C;ip=$CIP" "$PROG" --client paircli $SIP \
+      --iters 100000000 --size 65536 --timeout-ms 60000 >"$TMP/client.log" 2>&1 &
+    cpid=$!
+    PIDS+=($cpid)
+    for _ in $(seq 1 200); do grep -q "round 200" "$TMP/client.log" 2>/dev/null && break; sleep 0.05; done
+    grep -q "round 200" "$TMP/client.log" || fail "client made no progress"
+    kill -9 "$cpid"
+    start=$(date +%s%N)
+    wait "$spid"
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$rc" -ne 124 ] || fail "server hung (timeout)"
+    [ "$rc" -eq 4 ] || fail "server exited with $rc, expected 4 (connection broken)"
+    grep -q "DAT_CONNECTION_EVENT_BROKEN" "$TMP/server.log" || fail "no BROKEN event reported"
+    [ "$took" -lt 5000 ] || fail "took ${took} ms to notice the dead client"
+    grep -h "connection lost" "$TMP/server.log"
+    echo "client killed: server saw BROKEN and exited after ${took} ms"
+    ;;
   no-server)
     # Nobody at the address: the client gives up with a clear message and a
     # non-zero status (UNREACHABLE per attempt), never hangs.
@@ -112,10 +138,25 @@ case "$MODE" in
     grep -h "udat_pair" "$TMP/client.log"
     echo "no server: client gave up after ${took} ms"
     ;;
+  no-client)
+    # Nobody connects: the server's wait for a connection request times out
+    # (exit 3, a message saying what it waited for).
+    start=$(date +%s%N)
+    DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP" timeout 60 "$PROG" --server pairsrv --timeout-ms 1000 \
+      >"$TMP/server.log" 2>&1
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$rc" -ne 124 ] || fail "server hung (timeout)"
+    [ "$rc" -eq 3 ] || fail "server exited with $rc, expected 3 (timed out)"
+    grep -q "no connection request arrived" "$TMP/server.log" || fail "no clear message"
+    grep -h "udat_pair" "$TMP/server.log"
+    echo "no client: server timed out after ${took} ms"
+    ;;
   af_packet|af_packet-loss)
     veth_pair
     sl="" cl=""
-    [ "$MODE" = af_packet-loss ] && { sl=";loss=0.02"; cl=";loss=0.01"; }
+    # Loss on the server's receive side only (memif-loss has it on both).
+    [ "$MODE" = af_packet-loss ] && sl=";loss=0.03"
     run_pair "ip netns exec $NSA" "vdev=net_af_packet0,iface=vp$ID-a,$AF;ip=$SIP$sl" \
              "ip netns exec $NSB" "vdev=net_af_packet0,iface=vp$ID-b,$AF;ip=$CIP$cl" \
              --iters 20 --size 262144
