@@ -111,6 +111,10 @@ void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t
   ep->cm = CmState::kDone;
   watched.erase(ep);
   conn_event(ep, n, pdata, len);
+  // An SRQ EP takes no more receives from its SRQ (what verbs calls "last
+  // WQE reached"): consumers wait for this before freeing such an EP.
+  if (ep->srq != nullptr && !ep->freeing)
+    async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
 }
 
 // ---------------------------------------------------------------- active side

@@ -288,6 +288,7 @@ struct Ep : Object {
   // breaks the connection; 0 = not set (DAT_WATERMARK_INFINITE).
   uint32_t soft_hw = 0;
   uint32_t hard_hw = 0;
+  bool freeing = false;  // being freed: no more events about it
   // connection
   CmState cm = CmState::kIdle;
   uint32_t local_comm = 0, remote_comm = 0;
@@ -333,7 +334,8 @@ struct Cr : Object {
 // DAT_EP_ASYNC_ERROR_REASON; the same in DAT 1.2 and 2.0).
 inline constexpr uint32_t kSrqLowWatermarkReason = 2;
 inline constexpr uint32_t kEpSoftHighWatermarkReason = 2;
-inline constexpr uint32_t kEvdOverflowReason = 0;  // DAT_EVD_OVERFLOW_ERROR
+inline constexpr uint32_t kEvdOverflowReason = 0;        // DAT_EVD_OVERFLOW_ERROR
+inline constexpr uint32_t kEpTransferToErrorReason = 0;  // DAT_EP_TRANSFER_TO_ERROR
 
 struct Srq : Object {
   Pz* pz = nullptr;

@@ -109,6 +109,7 @@ void free_evd(Evd* e) {
 
 void free_ep(Ep* ep) {
   Iface* f = ep->ia->iface;
+  ep->freeing = true;
   if (ep->state == EpState::kConnected || ep->state == EpState::kPassivePending ||
       ep->state == EpState::kActivePending || ep->state == EpState::kDisconnectPending) {
     ep->conn_evd = nullptr;  // freeing: no connection event for this EP any more
@@ -654,12 +655,14 @@ Status ep_recv_query(Ep* ep, uint32_t* nbufs) {
   return kOk;
 }
 
-Status ep_set_watermark(Ep* ep, uint32_t soft_hw, uint32_t hard_hw) {
+Status ep_set_watermark(Ep* ep, int64_t soft_hw, int64_t hard_hw) {
+  if (soft_hw < -1 || soft_hw > UINT32_MAX) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (hard_hw < -1 || hard_hw > UINT32_MAX) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   Iface* f = ep->ia->iface;
   Lock lk(f->mu);
   if (ep->srq == nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // marks count SRQ receives
-  ep->soft_hw = soft_hw;
-  ep->hard_hw = hard_hw;
+  ep->soft_hw = static_cast<uint32_t>(soft_hw);                    // -1 -> UINT32_MAX: not set
+  ep->hard_hw = static_cast<uint32_t>(hard_hw);
   f->check_srqs();
   return kOk;
 }

@@ -184,9 +184,10 @@ Status ep_reset(Ep* ep);
 Status ep_free(Ep* ep);
 Status ep_recv_query(Ep* ep, uint32_t* nbufs);
 // Receives in progress from the EP's SRQ at which the soft mark notifies
-// and the hard mark breaks the connection; 0 or UINT32_MAX: not set.
-// MODEL_NOT_SUPPORTED for an EP without an SRQ.
-Status ep_set_watermark(Ep* ep, uint32_t soft_hw, uint32_t hard_hw);
+// and the hard mark breaks the connection; -1 (DAT_WATERMARK_INFINITE): not
+// set, other negatives INVALID_PARAMETER.  MODEL_NOT_SUPPORTED for an EP
+// without an SRQ.
+Status ep_set_watermark(Ep* ep, int64_t soft_hw, int64_t hard_hw);
 
 // ------------------------------------------------------------- SRQ (srq.cpp)
 

@@ -27,7 +27,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 TESTS=(
   dtest.basic dtest.poll dtest.cno dtest.bufsizes
-  dtestx.write_imm dtestx.atomics
+  dtestx.write_imm dtestx.atomics dtestsrq
   dapltest.T.SR dapltest.T.RR dapltest.T.RW dapltest.T.RW.validate dapltest.T.threads
   dapltest.T.poll dapltest.T.rsp
   dapltest.P.RW dapltest.P.RR dapltest.L
@@ -148,13 +148,14 @@ wait_listen() {  # the server listens on dtest's TCP side channel
   done
   fail "server never listened on TCP 15828"
 }
-wait_ready() {  # dapltest's server prints this once its service point is up
+wait_ready() {  # the server's log line saying it listens (default: dapltest's)
+  local line=${1:-Service Point Ready}
   for _ in $(seq 1 600); do
-    grep -q "Service Point Ready" "$LOGS/server.log" 2>/dev/null && return 0
+    grep -q "$line" "$LOGS/server.log" 2>/dev/null && return 0
     kill -0 "$SERVER_PID" 2>/dev/null || return 0
     sleep 0.05
   done
-  fail "dapltest server never became ready"
+  fail "server never became ready (no '$line' line)"
 }
 wait_server() {  # the server's exit status
   local rc=0
@@ -194,6 +195,20 @@ run_dtest() {  # prog, extra args for both sides
     RETRIED=1 run_dtest "$prog" "$@"
     return
   fi
+  [ $crc -eq 0 ] || fail "client exited $crc"
+  [ $src -eq 0 ] || fail "server exited $src"
+}
+
+# dtestsrq has no side channel: its client connects straight to the server's
+# IA address, once the server says it is accepting.
+run_dtestsrq() {  # extra args for both sides
+  rm -f "${SOCK:-}"
+  server dtestsrq -P dpdat -s "$@"
+  wait_memif
+  wait_ready "Accepting"
+  local crc=0 src=0
+  client client.log dtestsrq -P dpdat -h "$S_IP" "$@" || crc=$?
+  wait_server || src=$?
   [ $crc -eq 0 ] || fail "client exited $crc"
   [ $src -eq 0 ] || fail "server exited $src"
 }
@@ -242,6 +257,17 @@ case "$NAME" in
     verdict client.log "CMP_SWAP test - PASSED" "FAILED|unexpected"
     verdict client.log "FETCH_ADD test - PASSED" "FAILED|unexpected"
     verdict client.log "immed/atomic test PASSED" "FAILED|unexpected"
+    ;;
+  dtestsrq)
+    # 4 connections sharing one SRQ per side, 3 bursts of 8 SENDs each way;
+    # -v prints every arrival (96 per side), counted below.
+    run_dtestsrq -c 4 -B 8 -t 3 -b 1024 -v
+    verdict client.log "DAPL RC SRQ Test Complete" "FAILED|ERROR|[Ee]rror"
+    verdict server.log "DAPL RC SRQ Test Complete" "FAILED|ERROR|[Ee]rror"
+    for side in client server; do
+      n=$(grep -c "message arrived" "$LOGS/$side.log")
+      [ "$n" -eq 96 ] || fail "$side saw $n of 96 SRQ receives"
+    done
     ;;
   dapltest.T.SR) T -i 1000 client SR 4096 server SR 4096 ;;
   dapltest.T.RR) T -i 1000 client RR 4096 server RR 4096 client SR 64 server SR 64 ;;

@@ -844,13 +844,7 @@ DAT_RETURN dat_ep_recv_query(DAT_EP_HANDLE h, DAT_COUNT* nbufs, DAT_COUNT* span)
 DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE h, DAT_COUNT soft_hw, DAT_COUNT hard_hw) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (soft_hw < 0 && soft_hw != DAT_WATERMARK_INFINITE)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (hard_hw < 0 && hard_hw != DAT_WATERMARK_INFINITE)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  // DAT_WATERMARK_INFINITE becomes UINT32_MAX: not set.
-  return to_dat(
-      ep_set_watermark(ep, static_cast<uint32_t>(soft_hw), static_cast<uint32_t>(hard_hw)));
+  return to_dat(ep_set_watermark(ep, soft_hw, hard_hw));
 }
 
 // ==================================================================== PSP / RSP

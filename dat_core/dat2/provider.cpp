@@ -63,11 +63,6 @@ DAT_RETURN to_dat(Status s) {
 
 DAT_RETURN err(Type t, Sub s = Sub::NO_SUBTYPE) { return to_dat(fail(t, s)); }
 
-// Shared receive queues: not offered (srq_supported = DAT_FALSE).  Every
-// SRQ entry point answers here, the one place to rewire when dat_core
-// gains SRQs.
-DAT_RETURN srq_unsupported() { return err(Type::MODEL_NOT_SUPPORTED); }
-
 uint64_t to_us(DAT_TIMEOUT t) { return t == DAT_TIMEOUT_INFINITE ? kInfinite : uint64_t{t}; }
 
 // ------------------------------------------------------------- providers
@@ -196,7 +191,7 @@ void to_dat_event(const Event& ev, DAT_EVENT* o) {
     case EventNum::kAsyncTimedOut:
     case EventNum::kProviderInternal: {
       auto& d = o->event_data.asynch_error_event_data;
-      d.dat_handle = ev.handle != nullptr ? out(ev.handle) : out(ev.ia);
+      d.dat_handle = ev.handle != nullptr ? static_cast<DAT_HANDLE>(ev.handle) : ev.ia;
       d.reason = static_cast<DAT_COUNT>(ev.reason);
       break;
     }
@@ -359,7 +354,9 @@ DAT_RETURN ia_query_fn(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_M
     a.max_rdma_size = seg_len(L.max_message_size);
     a.max_rmrs = static_cast<DAT_COUNT>(L.max_rmrs);
     a.max_rmr_target_address = UINT64_MAX;
-    a.max_srqs = 0;
+    a.max_srqs = static_cast<DAT_COUNT>(L.max_srqs);
+    a.max_ep_per_srq = static_cast<DAT_COUNT>(L.max_ep_per_srq);
+    a.max_recv_per_srq = static_cast<DAT_COUNT>(L.max_recv_per_srq);
     a.max_iov_segments_per_rdma_read = static_cast<DAT_COUNT>(L.max_iov);
     a.max_iov_segments_per_rdma_write = static_cast<DAT_COUNT>(L.max_iov);
     a.max_rdma_read_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
@@ -396,7 +393,7 @@ DAT_RETURN ia_query_fn(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_M
     auto* merge = const_cast<DAT_BOOLEAN(*)[6]>(pa.evd_stream_merging_supported);
     for (int i = 0; i < 6; ++i)
       for (int j = 0; j < 6; ++j) merge[i][j] = DAT_TRUE;
-    pa.srq_supported = DAT_FALSE;
+    pa.srq_supported = DAT_TRUE;
     pa.lmr_sync_req = DAT_FALSE;
     pa.dto_async_return_guaranteed = DAT_TRUE;
     pa.rdma_write_for_rdma_read_req = DAT_FALSE;
@@ -694,12 +691,16 @@ DAT_RETURN cno_free_fn(DAT_CNO_HANDLE h) {
 
 // ================================================================ EP
 
-DAT_RETURN ep_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_HANDLE recv_h,
-                        DAT_EVD_HANDLE req_h, DAT_EVD_HANDLE conn_h, const DAT_EP_ATTR* attr,
-                        DAT_EP_HANDLE* o) {
+// srq: dat_ep_create_with_srq's SRQ (checked), nullptr for dat_ep_create.
+DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_HANDLE recv_h,
+                            DAT_EVD_HANDLE req_h, DAT_EVD_HANDLE conn_h, const DAT_EP_ATTR* attr,
+                            DAT_EP_HANDLE* o, Srq* srq) {
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG7);
+  if (srq != nullptr && srq->ia->iface != ia->iface)
+    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if (o == nullptr)
+    return err(Type::INVALID_PARAMETER, srq != nullptr ? Sub::INVALID_ARG8 : Sub::INVALID_ARG7);
   Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
   if (pz == nullptr || pz->ia->iface != ia->iface)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
@@ -717,17 +718,24 @@ DAT_RETURN ep_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_HANDLE recv
     a = from_dat(*attr);
   }
   Ep* ep = nullptr;
-  Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep);
+  Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep, srq);
   if (st.ok()) *o = ep;
   return to_dat(st);
 }
 
-DAT_RETURN ep_create_with_srq_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE, DAT_EVD_HANDLE, DAT_EVD_HANDLE,
-                                 DAT_EVD_HANDLE, DAT_SRQ_HANDLE, const DAT_EP_ATTR*,
-                                 DAT_EP_HANDLE*) {
+DAT_RETURN ep_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv, DAT_EVD_HANDLE req,
+                        DAT_EVD_HANDLE conn, const DAT_EP_ATTR* attr, DAT_EP_HANDLE* o) {
+  return ep_create_common(h, pz, recv, req, conn, attr, o, nullptr);
+}
+
+DAT_RETURN ep_create_with_srq_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv,
+                                 DAT_EVD_HANDLE req, DAT_EVD_HANDLE conn, DAT_SRQ_HANDLE srq_h,
+                                 const DAT_EP_ATTR* attr, DAT_EP_HANDLE* o) {
   if (lookup<Ia>(h, HandleType::kIa) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  return srq_unsupported();
+  Srq* srq = lookup<Srq>(srq_h, HandleType::kSrq);
+  if (srq == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  return ep_create_common(h, pz, recv, req, conn, attr, o, srq);
 }
 
 DAT_RETURN ep_query_fn(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* p) {
@@ -748,7 +756,7 @@ DAT_RETURN ep_query_fn(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* p)
   p->recv_evd_handle = ep->recv_evd;
   p->request_evd_handle = ep->req_evd;
   p->connect_evd_handle = ep->conn_evd;
-  p->srq_handle = DAT_HANDLE_NULL;
+  p->srq_handle = ep->srq;
   to_dat(ep->attr, &p->ep_attr);
   return DAT_SUCCESS;
 }
@@ -974,8 +982,7 @@ DAT_RETURN ep_recv_query_fn(DAT_EP_HANDLE h, DAT_COUNT* nbufs, DAT_COUNT* span) 
 DAT_RETURN ep_set_watermark_fn(DAT_EP_HANDLE h, DAT_COUNT soft_hw, DAT_COUNT hard_hw) {
   Ep* ep = lookup<Ep>(h, HandleType::kEp);
   if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  return to_dat(
-      ep_set_watermark(ep, static_cast<uint32_t>(soft_hw), static_cast<uint32_t>(hard_hw)));
+  return to_dat(ep_set_watermark(ep, soft_hw, hard_hw));
 }
 
 // ================================================================ PSP / RSP / CSP
@@ -1295,21 +1302,74 @@ DAT_RETURN rmr_free_fn(DAT_RMR_HANDLE h) {
 }
 
 // ================================================================ SRQ
+// (srq.cpp; limits and negative counts are checked there.)
 
-DAT_RETURN srq_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE, DAT_SRQ_ATTR*, DAT_SRQ_HANDLE*) {
-  if (lookup<Ia>(h, HandleType::kIa) == nullptr)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  return srq_unsupported();
+DAT_RETURN srq_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR* attr,
+                         DAT_SRQ_HANDLE* o) {
+  Ia* ia = lookup<Ia>(h, HandleType::kIa);
+  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
+  Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
+  if (pz == nullptr || pz->ia->iface != ia->iface)
+    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
+  if (attr == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
+  Srq* s = nullptr;
+  const Status st = srq_create(ia, pz, static_cast<uint32_t>(attr->max_recv_dtos),
+                               static_cast<uint32_t>(attr->max_recv_iov),
+                               static_cast<uint32_t>(attr->low_watermark), &s);
+  if (st.ok()) *o = s;
+  return to_dat(st);
 }
-DAT_RETURN srq_free_fn(DAT_SRQ_HANDLE) { return srq_unsupported(); }
-DAT_RETURN srq_post_recv_fn(DAT_SRQ_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET*, DAT_DTO_COOKIE) {
-  return srq_unsupported();
+
+DAT_RETURN srq_free_fn(DAT_SRQ_HANDLE h) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  return to_dat(srq_free(s));
 }
-DAT_RETURN srq_query_fn(DAT_SRQ_HANDLE, DAT_SRQ_PARAM_MASK, DAT_SRQ_PARAM*) {
-  return srq_unsupported();
+
+DAT_RETURN srq_post_recv_fn(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
+                            DAT_DTO_COOKIE cookie) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
+    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
+  to_sge(iov, n, sge);
+  return to_dat(srq_post_recv(s, sge, static_cast<uint32_t>(n), cookie.as_64));
 }
-DAT_RETURN srq_resize_fn(DAT_SRQ_HANDLE, DAT_COUNT) { return srq_unsupported(); }
-DAT_RETURN srq_set_lw_fn(DAT_SRQ_HANDLE, DAT_COUNT) { return srq_unsupported(); }
+
+DAT_RETURN srq_query_fn(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM* p) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  if (p == nullptr) return DAT_SUCCESS;
+  SrqInfo in;
+  const Status st = srq_query(s, &in);
+  if (!st.ok()) return to_dat(st);
+  std::memset(p, 0, sizeof(*p));
+  p->ia_handle = s->ia;
+  p->srq_state = DAT_SRQ_STATE_OPERATIONAL;
+  p->pz_handle = s->pz;
+  p->max_recv_dtos = static_cast<DAT_COUNT>(in.max_recv_dtos);
+  p->max_recv_iov = static_cast<DAT_COUNT>(in.max_recv_iov);
+  p->low_watermark = static_cast<DAT_COUNT>(in.low_watermark);
+  p->available_dto_count = static_cast<DAT_COUNT>(in.available);
+  p->outstanding_dto_count = static_cast<DAT_COUNT>(in.outstanding);
+  return DAT_SUCCESS;
+}
+
+DAT_RETURN srq_resize_fn(DAT_SRQ_HANDLE h, DAT_COUNT max_recv_dtos) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  return to_dat(srq_resize(s, static_cast<uint32_t>(max_recv_dtos)));
+}
+
+DAT_RETURN srq_set_lw_fn(DAT_SRQ_HANDLE h, DAT_COUNT low_watermark) {
+  Srq* s = lookup<Srq>(h, HandleType::kSrq);
+  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
+  return to_dat(srq_set_lw(s, static_cast<uint32_t>(low_watermark)));
+}
 
 // ================================================================ IB extensions
 

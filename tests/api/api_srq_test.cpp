@@ -161,6 +161,24 @@ TEST_F(api_srq, HardHighWatermarkBreaksTheConnection) {
   ASSERT_NO_FATAL_FAILURE(expect_conn_event(srv_[0], DAT_CONNECTION_EVENT_BROKEN));
 }
 
+TEST_F(api_srq, LeavingTheConnectionIsReportedOnTheAsyncEvd) {
+  // Like verbs' "last WQE reached": once an SRQ EP's connection is over it
+  // takes no more receives, and the consumer may free it.
+  ASSERT_EQ(dat_ep_disconnect(cli_[1].ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn_event(srv_[1], DAT_CONNECTION_EVENT_DISCONNECTED));
+  DAT_EVENT ev;
+  ASSERT_EQ(wait(async1_, &ev, 2'000'000), DAT_SUCCESS) << "no async event";
+  EXPECT_EQ(ev.event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+  EXPECT_EQ(ev.event_data.asynch_error_event_data.dat_handle, srv_[1].ep);
+  EXPECT_EQ(ev.event_data.asynch_error_event_data.reason, DAT_EP_TRANSFER_TO_ERROR);
+  EXPECT_EQ(dat_evd_dequeue(async1_, &ev), DAT_QUEUE_EMPTY);  // only the SRQ EP's
+  ASSERT_EQ(dat_ep_free(srv_[1].ep), DAT_SUCCESS);
+  // The other EP still takes receives.
+  ASSERT_EQ(post_srq(0), DAT_SUCCESS);
+  send(0, 33, 1);
+  expect_dto(srv_[0].recv_evd, 100, DAT_DTO_SUCCESS, 33);
+}
+
 TEST_F(api_srq, ResizeFreeAndErrors) {
   for (uint32_t i = 0; i < 5; ++i) ASSERT_EQ(post_srq(i), DAT_SUCCESS);
   EXPECT_EQ(type_of(dat_srq_resize(srq_, 4)), DAT_INVALID_STATE);  // 5 posted
@@ -207,7 +225,9 @@ TEST_F(api_srq, ResizeFreeAndErrors) {
   EXPECT_EQ(type_of(dat_pz_free(spz_)), DAT_INVALID_STATE);
   ASSERT_EQ(dat_ep_free(srv_[0].ep), DAT_SUCCESS);
   EXPECT_EQ(type_of(dat_srq_free(srq_)), DAT_INVALID_STATE);
-  ASSERT_EQ(dat_ep_free(srv_[1].ep), DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_free(srv_[1].ep), DAT_SUCCESS);  // connected: freed without an event
+  DAT_EVENT ev;
+  EXPECT_EQ(dat_evd_dequeue(async1_, &ev), DAT_QUEUE_EMPTY);
   DAT_HANDLE_TYPE ht;
   ASSERT_EQ(dat_get_handle_type(srq_, &ht), DAT_SUCCESS);
   EXPECT_EQ(ht, DAT_HANDLE_TYPE_SRQ);
