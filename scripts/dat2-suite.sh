@@ -261,7 +261,7 @@ case "$NAME" in
   dtestsrq)
     # 4 connections sharing one SRQ per side, 3 bursts of 8 SENDs each way;
     # -v prints every arrival (96 per side), counted below.
-    run_dtestsrq -c 4 -B 8 -t 3 -b 1024 -v
+    run_dtestsrq -c 4 -B 8 -t 3 -v
     verdict client.log "DAPL RC SRQ Test Complete" "FAILED|ERROR|[Ee]rror"
     verdict server.log "DAPL RC SRQ Test Complete" "FAILED|ERROR|[Ee]rror"
     for side in client server; do

@@ -72,6 +72,13 @@ struct Provider {
   std::string name;
   std::string config;
   DAT_BOOLEAN thread_safe = DAT_TRUE;
+  // dat_ia_query's provider-specific attributes (the IB extension flags and
+  // the interface's path MTU as "DAT_IB_TRANSPORT_MTU", which OFED's dtestsrq sizes its
+  // buffers from); filled once under attrs_mu, a leaf lock (taken with an
+  // interface's mu held, never the other way round).
+  std::mutex attrs_mu;
+  std::string ib_mtu;
+  std::vector<DAT_NAMED_ATTR> attrs;
 };
 
 std::mutex g_mu;
@@ -401,8 +408,19 @@ DAT_RETURN ia_query_fn(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_M
     pa.rmr_scope_supported = DAT_RMR_SCOPE_EP;
     pa.is_signal_safe = DAT_FALSE;
     pa.ha_supported = DAT_FALSE;
-    pa.num_provider_specific_attr = static_cast<DAT_COUNT>(std::size(g_ib_attrs));
-    pa.provider_specific_attr = g_ib_attrs;
+    if (Provider* pv = provider_of(ia); pv != nullptr) {
+      std::lock_guard<std::mutex> g(pv->attrs_mu);
+      if (pv->attrs.empty()) {
+        pv->ib_mtu = std::to_string(f->pmtu);
+        pv->attrs.assign(std::begin(g_ib_attrs), std::end(g_ib_attrs));
+        pv->attrs.push_back(DAT_NAMED_ATTR{"DAT_IB_TRANSPORT_MTU", pv->ib_mtu.c_str()});
+      }
+      pa.num_provider_specific_attr = static_cast<DAT_COUNT>(pv->attrs.size());
+      pa.provider_specific_attr = pv->attrs.data();
+    } else {
+      pa.num_provider_specific_attr = static_cast<DAT_COUNT>(std::size(g_ib_attrs));
+      pa.provider_specific_attr = g_ib_attrs;
+    }
   }
   return DAT_SUCCESS;
 }
