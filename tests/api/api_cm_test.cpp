@@ -361,3 +361,46 @@ TEST_F(api_cm, AbruptDuringGracefulDrainFlushesTheRest) {
 }
 
 }  // namespace
+
+// dat_psp_free(3DAT) ends listening; connection requests that already arrived
+// stay with the consumer (their CR handles must still be accepted or
+// rejected), so a CONNECTION_REQUEST event still queued on the CR EVD must
+// remain dequeueable after the PSP is gone.  Two requests arrive; the wait
+// with threshold 2 takes the first and leaves the second queued.
+TEST_F(api_cm, ConnRequestEventQueuedWhenPspIsFreed) {
+  ASSERT_NO_FATAL_FAILURE(listen());
+  DAT_EP_HANDLE ep2 = DAT_HANDLE_NULL;
+  ASSERT_EQ(
+      dat_ep_create(cli_.ia, cli_.pz, cli_.recv_evd, cli_.req_evd, cli_.conn_evd, nullptr, &ep2),
+      DAT_SUCCESS);
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, kWaitUs), DAT_SUCCESS);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, "192.168.77.2", &sa.sin_addr);
+  ASSERT_EQ(dat_ep_connect(ep2, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), kQual, kWaitUs, 0,
+                           nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_EVENT ev;
+  DAT_COUNT nmore = 0;
+  ASSERT_EQ(dat_evd_wait(srv_.cr_evd, kWaitUs, 2, &ev, &nmore), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  ASSERT_EQ(nmore, 1);
+  ASSERT_EQ(dat_cr_reject(ev.event_data.cr_arrival_event_data.cr_handle), DAT_SUCCESS);
+  const DAT_PSP_HANDLE old_psp = psp_;
+  ASSERT_EQ(dat_psp_free(psp_), DAT_SUCCESS);
+  psp_ = DAT_HANDLE_NULL;
+  // Make the freed PSP's memory someone else's.
+  std::vector<std::vector<uint8_t>> churn;
+  for (int i = 0; i < 64; ++i) churn.emplace_back(256, 0xA5);
+  std::memset(&ev, 0, sizeof(ev));
+  ASSERT_EQ(dat_evd_dequeue(srv_.cr_evd, &ev), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  const auto& d = ev.event_data.cr_arrival_event_data;
+  EXPECT_EQ(d.sp_handle.psp_handle, old_psp);
+  EXPECT_EQ(d.conn_qual, kQual);
+  ASSERT_NE(d.local_ia_address_ptr, nullptr);
+  EXPECT_EQ(d.local_ia_address_ptr->sa_family, AF_INET);
+  ASSERT_NE(d.cr_handle, DAT_HANDLE_NULL);
+  EXPECT_EQ(dat_cr_reject(d.cr_handle), DAT_SUCCESS);
+  EXPECT_EQ(dat_ep_free(ep2), DAT_SUCCESS);
+}
