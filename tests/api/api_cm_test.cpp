@@ -404,3 +404,23 @@ TEST_F(api_cm, ConnRequestEventQueuedWhenPspIsFreed) {
   EXPECT_EQ(dat_cr_reject(d.cr_handle), DAT_SUCCESS);
   EXPECT_EQ(dat_ep_free(ep2), DAT_SUCCESS);
 }
+
+// A graceful disconnect waits for outstanding requests, but not without
+// bound: a SEND to a peer that never posts a receive is retried after every
+// RNR NAK for as long as it takes, so the drain must give up at some point,
+// send the DREQ and flush what is left.  The peer here stays CONNECTED and
+// idle (it waits for the disconnect), as a consumer ending a connection would.
+TEST_F(api_cm, GracefulDisconnectEndsWhenPeerNeverPostsReceive) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  DAT_LMR_TRIPLET snd = cli_.iov(0, 64);
+  ASSERT_EQ(dat_ep_post_send(cli_.ep, 1, &snd, cookie(7), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED, 10'000'000));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  DAT_EVENT ev;
+  ASSERT_EQ(wait(cli_.req_evd, &ev), DAT_SUCCESS) << "the SEND never completed";
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 7u);
+  EXPECT_NE(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECTED);
+}
