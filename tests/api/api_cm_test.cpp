@@ -424,3 +424,39 @@ TEST_F(api_cm, GracefulDisconnectEndsWhenPeerNeverPostsReceive) {
   EXPECT_NE(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
   EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECTED);
 }
+
+// dat_ia_open(3DAT) may be given an existing async EVD; while an IA reports
+// its asynchronous events there the EVD is in use, and dat_evd_free must
+// refuse it (DAT_INVALID_STATE), or the IA's next async event (here the SRQ
+// low watermark, reported at once when set above what is posted) is
+// delivered into freed memory.
+TEST_F(api_cm, AsyncEvdGivenToAnotherIaIsInUse) {
+  DAT_EVD_HANDLE shared = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_evd_create(cli_.ia, 8, DAT_HANDLE_NULL, DAT_EVD_ASYNC_FLAG, &shared), DAT_SUCCESS);
+  DAT_IA_HANDLE ia2 = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE given = shared;
+  ASSERT_EQ(dat_ia_open(const_cast<char*>("dpdat0"), 8, &given, &ia2), DAT_SUCCESS);
+  EXPECT_EQ(given, shared);
+  const DAT_RETURN fr = dat_evd_free(shared);
+  EXPECT_EQ(DAT_GET_TYPE(fr), DAT_INVALID_STATE) << "freed an EVD another IA reports to";
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_pz_create(ia2, &pz), DAT_SUCCESS);
+  DAT_SRQ_ATTR sa{};
+  sa.max_recv_dtos = 4;
+  sa.max_recv_iov = 1;
+  sa.low_watermark = 0;
+  DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_srq_create(ia2, pz, &sa, &srq), DAT_SUCCESS);
+  ASSERT_EQ(dat_srq_set_lw(srq, 2), DAT_SUCCESS);  // nothing posted: reported at once
+  if (fr == DAT_SUCCESS) {
+    ADD_FAILURE() << "the low-watermark event went to a freed EVD";
+  } else {
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(shared, &ev), DAT_SUCCESS);
+    EXPECT_EQ(ev.event_data.asynch_error_event_data.dat_handle, srq);
+  }
+  EXPECT_EQ(dat_ia_close(ia2, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  if (fr != DAT_SUCCESS) {
+    EXPECT_EQ(dat_evd_free(shared), DAT_SUCCESS);  // no IA uses it any more
+  }
+}
