@@ -31,6 +31,10 @@ constexpr uint32_t kDreqRetries = 3;
 constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passive peers 10 s
 constexpr uint64_t kHousekeepingNs = 1'000'000;
 constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
+// Longest a graceful disconnect waits for outstanding requests: a SEND to a
+// peer that never posts a receive is RNR-retried without end, so the drain
+// gives up, sends the DREQ and the rest is flushed.
+constexpr uint64_t kDrainMaxNs = 2'000'000'000;
 
 // The path MTU of a connection: the smaller of ours and the one the peer's
 // REQ (passive side) or REP (active side) names; a REP that names none
@@ -407,6 +411,7 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
   if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
       ep->qp->state() == rc::QpState::kRts && ep->qp->send_queue_used() > 0) {
     ep->cm = CmState::kDraining;
+    ep->deadline = now + kDrainMaxNs;
     ep->next_retx = now + kDrainPollNs;
   } else {
     send_dreq(ep, now);
@@ -527,7 +532,7 @@ void Iface::cm_timers(uint64_t now) {
         break;
       case CmState::kDraining:
         if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kRts ||
-            ep->qp->send_queue_used() == 0) {
+            ep->qp->send_queue_used() == 0 || now >= ep->deadline) {
           send_dreq(ep, now);
         } else {
           ep->next_retx = now + kDrainPollNs;

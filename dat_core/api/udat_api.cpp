@@ -74,11 +74,11 @@ void to_dat_event(const Event& ev, DAT_EVENT* out) {
     }
     case EventNum::kConnRequest: {
       auto& d = out->event_data.cr_arrival_event_data;
-      if (ev.sp->type == HandleType::kPsp)
-        d.sp_handle.psp_handle = ev.sp;
-      else
-        d.sp_handle.rsp_handle = ev.sp;
-      d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ev.sp->ia->local_sa);
+      // The SP may have been freed since the request arrived (its CRs stay
+      // the consumer's): only its handle value is passed on, never read; the
+      // local address is the interface's, taken from the EVD's IA.
+      d.sp_handle.psp_handle = ev.sp;  // a union with rsp_handle
+      d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ev.evd->ia->local_sa);
       d.conn_qual = ev.conn_qual;
       d.cr_handle = ev.cr;
       break;

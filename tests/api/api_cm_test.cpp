@@ -361,3 +361,102 @@ TEST_F(api_cm, AbruptDuringGracefulDrainFlushesTheRest) {
 }
 
 }  // namespace
+
+// dat_psp_free(3DAT) ends listening; connection requests that already arrived
+// stay with the consumer (their CR handles must still be accepted or
+// rejected), so a CONNECTION_REQUEST event still queued on the CR EVD must
+// remain dequeueable after the PSP is gone.  Two requests arrive; the wait
+// with threshold 2 takes the first and leaves the second queued.
+TEST_F(api_cm, ConnRequestEventQueuedWhenPspIsFreed) {
+  ASSERT_NO_FATAL_FAILURE(listen());
+  DAT_EP_HANDLE ep2 = DAT_HANDLE_NULL;
+  ASSERT_EQ(
+      dat_ep_create(cli_.ia, cli_.pz, cli_.recv_evd, cli_.req_evd, cli_.conn_evd, nullptr, &ep2),
+      DAT_SUCCESS);
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, kWaitUs), DAT_SUCCESS);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, "192.168.77.2", &sa.sin_addr);
+  ASSERT_EQ(dat_ep_connect(ep2, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), kQual, kWaitUs, 0,
+                           nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_EVENT ev;
+  DAT_COUNT nmore = 0;
+  ASSERT_EQ(dat_evd_wait(srv_.cr_evd, kWaitUs, 2, &ev, &nmore), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  ASSERT_EQ(nmore, 1);
+  ASSERT_EQ(dat_cr_reject(ev.event_data.cr_arrival_event_data.cr_handle), DAT_SUCCESS);
+  const DAT_PSP_HANDLE old_psp = psp_;
+  ASSERT_EQ(dat_psp_free(psp_), DAT_SUCCESS);
+  psp_ = DAT_HANDLE_NULL;
+  // Make the freed PSP's memory someone else's.
+  std::vector<std::vector<uint8_t>> churn;
+  for (int i = 0; i < 64; ++i) churn.emplace_back(256, 0xA5);
+  std::memset(&ev, 0, sizeof(ev));
+  ASSERT_EQ(dat_evd_dequeue(srv_.cr_evd, &ev), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  const auto& d = ev.event_data.cr_arrival_event_data;
+  EXPECT_EQ(d.sp_handle.psp_handle, old_psp);
+  EXPECT_EQ(d.conn_qual, kQual);
+  ASSERT_NE(d.local_ia_address_ptr, nullptr);
+  EXPECT_EQ(d.local_ia_address_ptr->sa_family, AF_INET);
+  ASSERT_NE(d.cr_handle, DAT_HANDLE_NULL);
+  EXPECT_EQ(dat_cr_reject(d.cr_handle), DAT_SUCCESS);
+  EXPECT_EQ(dat_ep_free(ep2), DAT_SUCCESS);
+}
+
+// A graceful disconnect waits for outstanding requests, but not without
+// bound: a SEND to a peer that never posts a receive is retried after every
+// RNR NAK for as long as it takes, so the drain must give up at some point,
+// send the DREQ and flush what is left.  The peer here stays CONNECTED and
+// idle (it waits for the disconnect), as a consumer ending a connection would.
+TEST_F(api_cm, GracefulDisconnectEndsWhenPeerNeverPostsReceive) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  DAT_LMR_TRIPLET snd = cli_.iov(0, 64);
+  ASSERT_EQ(dat_ep_post_send(cli_.ep, 1, &snd, cookie(7), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED, 10'000'000));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  DAT_EVENT ev;
+  ASSERT_EQ(wait(cli_.req_evd, &ev), DAT_SUCCESS) << "the SEND never completed";
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 7u);
+  EXPECT_NE(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(state(cli_), DAT_EP_STATE_DISCONNECTED);
+}
+
+// dat_ia_open(3DAT) may be given an existing async EVD; while an IA reports
+// its asynchronous events there the EVD is in use, and dat_evd_free must
+// refuse it (DAT_INVALID_STATE), or the IA's next async event (here the SRQ
+// low watermark, reported at once when set above what is posted) is
+// delivered into freed memory.
+TEST_F(api_cm, AsyncEvdGivenToAnotherIaIsInUse) {
+  DAT_EVD_HANDLE shared = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_evd_create(cli_.ia, 8, DAT_HANDLE_NULL, DAT_EVD_ASYNC_FLAG, &shared), DAT_SUCCESS);
+  DAT_IA_HANDLE ia2 = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE given = shared;
+  ASSERT_EQ(dat_ia_open(const_cast<char*>("dpdat0"), 8, &given, &ia2), DAT_SUCCESS);
+  EXPECT_EQ(given, shared);
+  const DAT_RETURN fr = dat_evd_free(shared);
+  EXPECT_EQ(DAT_GET_TYPE(fr), DAT_INVALID_STATE) << "freed an EVD another IA reports to";
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_pz_create(ia2, &pz), DAT_SUCCESS);
+  DAT_SRQ_ATTR sa{};
+  sa.max_recv_dtos = 4;
+  sa.max_recv_iov = 1;
+  sa.low_watermark = 0;
+  DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_srq_create(ia2, pz, &sa, &srq), DAT_SUCCESS);
+  ASSERT_EQ(dat_srq_set_lw(srq, 2), DAT_SUCCESS);  // nothing posted: reported at once
+  if (fr == DAT_SUCCESS) {
+    ADD_FAILURE() << "the low-watermark event went to a freed EVD";
+  } else {
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(shared, &ev), DAT_SUCCESS);
+    EXPECT_EQ(ev.event_data.asynch_error_event_data.dat_handle, srq);
+  }
+  EXPECT_EQ(dat_ia_close(ia2, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  if (fr != DAT_SUCCESS) {
+    EXPECT_EQ(dat_evd_free(shared), DAT_SUCCESS);  // no IA uses it any more
+  }
+}
