@@ -232,7 +232,9 @@ struct Evd : Object {
   bool waiter = false;
   uint32_t threshold = 1;
   std::condition_variable cv;
-  uint32_t refs = 0;  // EPs / service points using it
+  uint32_t refs = 0;             // EPs / service points / other IAs using it
+  std::vector<Ia*> async_users;  // IAs other than its own reporting to it
+
   explicit Evd(Ia* a) : Object(HandleType::kEvd, a) {}
 };
 

@@ -104,6 +104,8 @@ void free_evd(Evd* e) {
   Iface* f = e->ia->iface;
   if (e->cq) f->cq_evds.erase(std::find(f->cq_evds.begin(), f->cq_evds.end(), e));
   if (e->cno != nullptr) e->cno->evds--;
+  // Its own IA is closing abruptly: IAs that borrowed it lose their async EVD.
+  for (Ia* u : e->async_users) u->async_evd = nullptr;
   destroy(e);
 }
 
@@ -266,6 +268,10 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* pro
   if (!st.ok()) return st;
   if (given == nullptr && async_qlen <= 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Lock lk(f->mu);
+  // A consumer's async EVD belongs to another IA of this same interface (its
+  // events are delivered under this interface's lock).
+  if (given != nullptr && given->ia->iface != f)
+    return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_ASYNC);
   auto* ia = new Ia();
   ia->provider = provider;
   ia->iface = f;
@@ -273,6 +279,8 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* pro
   register_handle(ia);
   if (given != nullptr) {
     ia->async_evd = given;
+    given->refs++;  // not freed while this IA reports to it
+    given->async_users.push_back(ia);
   } else {
     Evd* e = nullptr;
     st = make_evd(ia, async_qlen, nullptr, evd_flag::kAsync, &e);
@@ -296,6 +304,10 @@ Status ia_close(Ia* ia, bool graceful) {
     for (Object* o : ia->children)
       if (!(ia->async_evd_created && o == ia->async_evd))
         return fail(Type::INVALID_STATE, Sub::INVALID_STATE_IA_IN_USE);
+  }
+  if (!ia->async_evd_created && ia->async_evd != nullptr) {  // another IA's EVD
+    std::erase(ia->async_evd->async_users, ia);
+    ia->async_evd->refs--;
   }
   free_children(ia);
   f->ias--;

@@ -497,6 +497,7 @@ void on_cr(Controller* c, DAT_CR_HANDLE cr) {
   evaluate(c, rq, node, &rep, &s);
   k->seg = s;
   if (!dat_ok(dat_cr_accept(cr, k->ep, sizeof(rep), &rep))) {
+    (void)dat_cr_reject(cr);  // the importer hears at once instead of timing out
     free_conn_resources(k);
     return;
   }

@@ -1298,6 +1298,11 @@ bool Qp::has_pending_work() const { return sq_head_ != sq_tail_ || !resp_q_.empt
 
 void Qp::set_error(QpError why, uint64_t now) {
   if (state_ == QpState::kError) return;
+  // Torn down locally (disconnect, free): acknowledge what was received and
+  // completed here first, or the peer, whose ACK was being coalesced, would
+  // retransmit into a closed queue pair and fail a request that succeeded.
+  if (why == QpError::kDestroyed && state_ == QpState::kRts && ack_owed_ && resp_q_.empty())
+    send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
   state_ = QpState::kError;
   error_ = why;
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {

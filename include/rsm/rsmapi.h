@@ -281,11 +281,11 @@ int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void* vaddr, off
  *   RSMERR_BAD_ACL           NULL list with a length, a digit not 2/4/6, bits
  *                            above 0777, or a node listed twice
  *   RSMERR_RESERVED_SEGID / RSMERR_BAD_SEGID / RSMERR_SEGID_IN_USE (see above)
- *   RSMERR_INSUFFICIENT_MEM  the ACL copy or the segment's registration could
- *                            not be allocated
+ *   RSMERR_INSUFFICIENT_MEM  the ACL copy could not be allocated
  *   RSMERR_INSUFFICIENT_RESOURCES  the controller's published-segment limit,
- *                            an ACL longer than 1048576 entries, or no free
- *                            generated ID
+ *                            an ACL longer than 1048576 entries, no free
+ *                            generated ID, or the interface refused the
+ *                            segment's registration
  *   RSMERR_INTERRUPTED       a signal arrived while unpublish/republish waited
  * republish changes the ACL for later connects only.  unpublish disconnects
  * every importer (their later accesses fail with RSMERR_CONN_ABORTED) and
