@@ -141,6 +141,18 @@ static_assert(kR5 == 0x163CD6124ull);
 static_assert(kMu == 0x1F7011641ull && kPolyReflected33 == 0x1DB710641ull);
 static_assert(kFold2048.lo == 0x11542778Aull && kFold2048.hi == 0x1322D1430ull);
 
+// crc32_update_masked(): the first 64 bytes OR'ed with a mask on the fly.
+// Shorter spans are masked in a copy; the portable path masks the first 64
+// bytes in a copy and continues on the data.
+uint32_t masked_small(uint32_t crc, const uint8_t* p, size_t len, const uint8_t* mask,
+                      uint32_t (*fn)(uint32_t, const void*, size_t) noexcept) {
+  uint8_t head[64] = {};
+  const size_t n = len < 64 ? len : 64;
+  for (size_t i = 0; i < n; ++i) head[i] = static_cast<uint8_t>(p[i] | mask[i]);
+  crc = fn(crc, head, n);
+  return len > 64 ? fn(crc, p + 64, len - 64) : crc;
+}
+
 #if defined(__x86_64__)
 #define DPDAT_PCLMUL __attribute__((target("pclmul,sse4.1")))
 #define DPDAT_PCLMUL_INLINE __attribute__((target("pclmul,sse4.1"), always_inline)) inline
@@ -206,12 +218,21 @@ DPDAT_PCLMUL_INLINE uint32_t finish128(__m128i x, const uint8_t* p, size_t len) 
   return static_cast<uint32_t>(_mm_extract_epi32(x, 1));
 }
 
-// c: the running, already-inverted CRC register.  len >= 16, multiple of 16.
-DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len) {
-  __m128i x1 = _mm_xor_si128(load128(p), _mm_cvtsi32_si128(static_cast<int>(c)));
+// The first 64 bytes of a block, OR'ed with `mask` when there is one (the
+// masked variants: the RoCEv2 ICRC covers some header fields as all ones).
+DPDAT_PCLMUL_INLINE __m128i load128m(const uint8_t* q, const uint8_t* mask, size_t off) {
+  const __m128i v = load128(q + off);
+  return mask == nullptr ? v : _mm_or_si128(v, load128(mask + off));
+}
+
+// c: the running, already-inverted CRC register.  len >= 16, multiple of 16;
+// with a mask, len >= 64.
+DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len,
+                                  const uint8_t* mask = nullptr) {
+  __m128i x1 = _mm_xor_si128(load128m(p, mask, 0), _mm_cvtsi32_si128(static_cast<int>(c)));
   if (len < 64) return finish128(x1, p + 16, len - 16);
   const __m128i k4 = k128(kFold512);
-  __m128i x2 = load128(p + 16), x3 = load128(p + 32), x4 = load128(p + 48);
+  __m128i x2 = load128m(p, mask, 16), x3 = load128m(p, mask, 32), x4 = load128m(p, mask, 48);
   p += 64;
   len -= 64;
   for (; len >= 64; p += 64, len -= 64) {
@@ -247,14 +268,20 @@ DPDAT_VPCLMUL256 inline __m256i clmul_pair256(__m256i x, __m256i k) {
                           _mm256_clmulepi64_epi128(x, k, 0x11));
 }
 
+DPDAT_VPCLMUL256 inline __m256i load256m(const uint8_t* q, const uint8_t* mask, size_t off) {
+  const __m256i v = load256(q + off);
+  return mask == nullptr ? v : _mm256_or_si256(v, load256(mask + off));
+}
+
 // len >= 64, multiple of 16.
-DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t len) {
-  __m256i x0 =
-      _mm256_xor_si256(load256(p), _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, static_cast<int>(c)));
+DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t len,
+                                          const uint8_t* mask = nullptr) {
+  __m256i x0 = _mm256_xor_si256(load256m(p, mask, 0),
+                                _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, static_cast<int>(c)));
   const __m256i k256b = k256(kFold256);
   if (len >= 128) {
     const __m256i k1024 = k256(kFold1024);
-    __m256i x1 = load256(p + 32), x2 = load256(p + 64), x3 = load256(p + 96);
+    __m256i x1 = load256m(p, mask, 32), x2 = load256(p + 64), x3 = load256(p + 96);
     p += 128;
     len -= 128;
     for (; len >= 128; p += 128, len -= 128) {
@@ -267,9 +294,10 @@ DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t l
     x0 = _mm256_xor_si256(
         _mm256_xor_si256(clmul_pair256(x0, k256(kFold768)), clmul_pair256(x1, k256(kFold512))),
         _mm256_xor_si256(clmul_pair256(x2, k256b), x3));
-  } else {
-    p += 32;
-    len -= 32;
+  } else {  // 64 <= len < 128: the second 32 bytes are still in the (masked) head
+    x0 = _mm256_xor_si256(clmul_pair256(x0, k256b), load256m(p, mask, 32));
+    p += 64;
+    len -= 64;
   }
   for (; len >= 32; p += 32, len -= 32) x0 = _mm256_xor_si256(clmul_pair256(x0, k256b), load256(p));
   // 256 -> 128: the low lane lies 128 bits before the high one.
@@ -298,8 +326,11 @@ DPDAT_VPCLMUL512 inline __m512i fold512(__m512i x, __m512i k, __m512i next) {
 }
 
 // len >= 64, multiple of 16.
-DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t len) {
-  __m512i x0 = _mm512_xor_si512(load512(p), _mm512_maskz_set1_epi32(1, static_cast<int>(c)));
+DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t len,
+                                          const uint8_t* mask = nullptr) {
+  __m512i x0 = load512(p);
+  if (mask != nullptr) x0 = _mm512_or_si512(x0, load512(mask));
+  x0 = _mm512_xor_si512(x0, _mm512_maskz_set1_epi32(1, static_cast<int>(c)));
   const __m512i k512b = k512(kFold512);
   if (len >= 256) {
     const __m512i k2048 = k512(kFold2048);
@@ -352,6 +383,34 @@ uint32_t crc32_update_vpclmul512(uint32_t crc, const void* data, size_t len) noe
   return crc32_update_portable(c, p + body, len - body);
 }
 
+// ------------------------------------------------- masked head, all paths
+uint32_t crc32_masked_pclmul(uint32_t crc, const void* data, size_t len,
+                             const uint8_t* mask) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_pclmul);
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~fold_pclmul(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
+uint32_t crc32_masked_vpclmul256(uint32_t crc, const void* data, size_t len,
+                                 const uint8_t* mask) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_vpclmul256);
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~fold_vpclmul256(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
+uint32_t crc32_masked_vpclmul512(uint32_t crc, const void* data, size_t len,
+                                 const uint8_t* mask) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_vpclmul512);
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~fold_vpclmul512(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
 // ------------------------------------------------------- CPU detection
 struct CpuFeatures {
   bool pclmul = false;      // PCLMULQDQ + SSE4.1
@@ -380,11 +439,19 @@ CpuFeatures detect_cpu() {
 #endif  // __x86_64__
 
 using CrcFn = uint32_t (*)(uint32_t, const void*, size_t) noexcept;
+using MaskedFn = uint32_t (*)(uint32_t, const void*, size_t, const uint8_t*) noexcept;
+
+uint32_t crc32_masked_portable(uint32_t crc, const void* data, size_t len,
+                               const uint8_t* mask) noexcept {
+  return masked_small(crc, static_cast<const uint8_t*>(data), len, mask, &crc32_update_portable);
+}
 
 struct Dispatch {
   bool supported[kCrc32PathCount] = {true, false, false, false};
   CrcFn fn[kCrc32PathCount] = {&crc32_update_portable, &crc32_update_portable,
                                &crc32_update_portable, &crc32_update_portable};
+  MaskedFn masked[kCrc32PathCount] = {&crc32_masked_portable, &crc32_masked_portable,
+                                      &crc32_masked_portable, &crc32_masked_portable};
   Crc32Path active = Crc32Path::kPortable;
 };
 
@@ -398,10 +465,13 @@ Dispatch make_dispatch() {
   const bool have[kCrc32PathCount] = {true, f.pclmul, f.vpclmul256, f.vpclmul512};
   const CrcFn fns[kCrc32PathCount] = {&crc32_update_portable, &crc32_update_pclmul,
                                       &crc32_update_vpclmul256, &crc32_update_vpclmul512};
+  const MaskedFn masked[kCrc32PathCount] = {&crc32_masked_portable, &crc32_masked_pclmul,
+                                            &crc32_masked_vpclmul256, &crc32_masked_vpclmul512};
   for (size_t i = 0; i < kCrc32PathCount; ++i) {
     d.supported[i] = have[i];
     if (have[i]) {
       d.fn[i] = fns[i];
+      d.masked[i] = masked[i];
       d.active = static_cast<Crc32Path>(i);
     }
   }
@@ -421,6 +491,7 @@ const Dispatch& dispatch() {
   return d;
 }
 const CrcFn kChosen = dispatch().fn[static_cast<size_t>(dispatch().active)];
+const MaskedFn kChosenMasked = dispatch().masked[static_cast<size_t>(dispatch().active)];
 
 size_t path_index(Crc32Path p) {
   const auto i = static_cast<size_t>(p);
@@ -433,6 +504,19 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t len) noexcept {
   CrcFn f = kChosen;
   if (__builtin_expect(f == nullptr, 0)) f = dispatch().fn[static_cast<size_t>(dispatch().active)];
   return f(crc, data, len);
+}
+
+uint32_t crc32_update_masked(uint32_t crc, const void* data, size_t len,
+                             const uint8_t* mask) noexcept {
+  MaskedFn f = kChosenMasked;
+  if (__builtin_expect(f == nullptr, 0))
+    f = dispatch().masked[static_cast<size_t>(dispatch().active)];
+  return f(crc, data, len, mask);
+}
+
+uint32_t crc32_update_masked_with(Crc32Path path, uint32_t crc, const void* data, size_t len,
+                                  const uint8_t* mask) noexcept {
+  return dispatch().masked[path_index(path)](crc, data, len, mask);
 }
 
 bool crc32_path_supported(Crc32Path path) noexcept {

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "crc32.hpp"
@@ -47,14 +48,32 @@ uint32_t icrc_begin(const Ipv4Hdr& ip, const UdpHdr& udp, const Bth& bth) noexce
   return crc32_update(0, m.data(), m.size());
 }
 
+namespace {
+// The ICRC's input, laid over the frame from byte 6 on: its 8-byte prefix of
+// ones falls on the last 8 bytes of the Ethernet header, then come IPv4
+// (TOS, TTL, checksum as ones), UDP (checksum as ones) and the BTH (byte 4
+// as ones), then everything up to the ICRC unmasked.
+constexpr size_t kIcrcFrom = sizeof(EthHdr) - 8;
+constexpr std::array<uint8_t, 64> make_icrc_mask() {
+  std::array<uint8_t, 64> m{};
+  for (size_t i = 0; i < 8; ++i) m[i] = 0xFF;
+  constexpr size_t ip = 8, udp = ip + sizeof(Ipv4Hdr), bth = udp + sizeof(UdpHdr);
+  m[ip + offsetof(Ipv4Hdr, tos)] = 0xFF;
+  m[ip + offsetof(Ipv4Hdr, ttl)] = 0xFF;
+  m[ip + offsetof(Ipv4Hdr, checksum)] = m[ip + offsetof(Ipv4Hdr, checksum) + 1] = 0xFF;
+  m[udp + offsetof(UdpHdr, checksum)] = m[udp + offsetof(UdpHdr, checksum) + 1] = 0xFF;
+  m[bth + offsetof(Bth, resv8a)] = 0xFF;
+  return m;
+}
+constexpr std::array<uint8_t, 64> kIcrcMask = make_icrc_mask();
+static_assert(8 + sizeof(Ipv4Hdr) + sizeof(UdpHdr) + sizeof(Bth) <= kIcrcMask.size());
+}  // namespace
+
 uint32_t icrc_compute(const uint8_t* frame, size_t len) noexcept {
-  constexpr size_t kBthOff = kL2L3L4Size;
-  const auto& ip = *reinterpret_cast<const Ipv4Hdr*>(frame + sizeof(EthHdr));
-  const auto& udp = *reinterpret_cast<const UdpHdr*>(frame + sizeof(EthHdr) + sizeof(Ipv4Hdr));
-  const auto& bth = *reinterpret_cast<const Bth*>(frame + kBthOff);
-  const uint32_t crc = icrc_begin(ip, udp, bth);
-  const size_t rest = kBthOff + sizeof(Bth);
-  return crc32_update(crc, frame + rest, len - rest);
+  // One pass over the frame, the masked fields OR'ed in on the fly (formerly
+  // a masked copy of the headers and a second CRC run, each with its own
+  // final reduction).
+  return crc32_update_masked(0, frame + kIcrcFrom, len - kIcrcFrom, kIcrcMask.data());
 }
 
 BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pmtu) noexcept {
