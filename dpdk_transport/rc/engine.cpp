@@ -118,8 +118,9 @@ Frame* Engine::tx_frame() {
 }
 
 void Engine::tx_commit(Frame* f, uint32_t len) {
-  f->len = len;
-  tx_ready_.push_back(*f);
+  // Built from the fields, not by storing len into *f and copying *f: a
+  // 16-byte load over the fresh 4-byte store cannot be forwarded and stalls.
+  tx_ready_.push_back(Frame{f->data, len, f->cap, f->handle});
   building_ = false;
 }
 

@@ -191,7 +191,10 @@ class Qp {
   // shared
   void set_timer(TimerKind k, uint64_t deadline);
   void clear_timer(TimerKind k) { timer_[static_cast<size_t>(k)] = 0; }
-  wire::BuildSpec base_spec(wire::Opcode op, wire::Psn psn) const;
+  // The spec of the next frame this QP sends (tx_spec_), path fields filled
+  // in by connect(), with `op`, `psn` and cleared flags / payload.  Valid
+  // until the next call.
+  wire::BuildSpec& base_spec(wire::Opcode op, wire::Psn psn);
   bool transmit(const wire::BuildSpec& spec, uint64_t now);
   void flush_recvs();
   // A receive for the message starting now: the own queue's head, or one
@@ -215,6 +218,8 @@ class Qp {
   QpState state_ = QpState::kReset;
   QpError error_ = QpError::kNone;
   PathInfo path_;
+  wire::BuildSpec tx_spec_;                                    // see base_spec()
+  std::array<std::span<const uint8_t>, kMaxSge> tx_pieces_{};  // gather list of tx_spec_
   QpCounters ctr_;
   std::array<uint64_t, static_cast<size_t>(TimerKind::kCount)> timer_{};
 
