@@ -258,24 +258,24 @@ Reject parse_packet(std::span<const uint8_t> frame, const ParseOptions& opts,
                         (uint32_t{icrc_p[2]} << 16) | (uint32_t{icrc_p[3]} << 24);
   if (opts.check_icrc && icrc_compute(p, end - kIcrcSize) != icrc) return Reject::kBadIcrc;
 
+  // Every field assigned once (no zeroing of the whole view first: ~130
+  // bytes per packet, a 'rep stos' with a slow start-up on some CPUs).
   const uint8_t* t = p + t_off;
-  out = PacketView{};
+  auto ext = [&](Ext e) { return info.has(e) ? t + info.off(e) : nullptr; };
   out.frame = frame.first(end);
   out.eth = eth;
   out.ip = ip;
   out.udp = udp;
   out.bth = bth;
+  out.deth = reinterpret_cast<const Deth*>(ext(Ext::kDeth));
+  out.reth = reinterpret_cast<const Reth*>(ext(Ext::kReth));
+  out.atomic = reinterpret_cast<const AtomicEth*>(ext(Ext::kAtomicEth));
+  out.aeth = reinterpret_cast<const Aeth*>(ext(Ext::kAeth));
+  out.atomic_ack = reinterpret_cast<const AtomicAckEth*>(ext(Ext::kAtomicAckEth));
+  out.imm = reinterpret_cast<const ImmDt*>(ext(Ext::kImmDt));
+  out.ieth = reinterpret_cast<const Ieth*>(ext(Ext::kIeth));
   out.opcode = static_cast<Opcode>(bth->opcode);
   out.info = &info;
-  if (info.has(Ext::kDeth)) out.deth = reinterpret_cast<const Deth*>(t + info.off(Ext::kDeth));
-  if (info.has(Ext::kReth)) out.reth = reinterpret_cast<const Reth*>(t + info.off(Ext::kReth));
-  if (info.has(Ext::kAtomicEth))
-    out.atomic = reinterpret_cast<const AtomicEth*>(t + info.off(Ext::kAtomicEth));
-  if (info.has(Ext::kAeth)) out.aeth = reinterpret_cast<const Aeth*>(t + info.off(Ext::kAeth));
-  if (info.has(Ext::kAtomicAckEth))
-    out.atomic_ack = reinterpret_cast<const AtomicAckEth*>(t + info.off(Ext::kAtomicAckEth));
-  if (info.has(Ext::kImmDt)) out.imm = reinterpret_cast<const ImmDt*>(t + info.off(Ext::kImmDt));
-  if (info.has(Ext::kIeth)) out.ieth = reinterpret_cast<const Ieth*>(t + info.off(Ext::kIeth));
   out.payload = std::span<const uint8_t>(t + info.hdr_len, plen);
   out.pad = pad;
   out.icrc = icrc;

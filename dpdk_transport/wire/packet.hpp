@@ -149,7 +149,9 @@ struct ParseOptions {
 };
 
 // A parsed frame.  Pointers alias the caller's buffer and are null for
-// headers the opcode does not carry.
+// headers the opcode does not carry.  parse_packet() assigns every field
+// itself (callers may reuse a view without resetting it): a new field needs
+// its assignment there.
 struct PacketView {
   std::span<const uint8_t> frame;  // Ethernet header .. ICRC (IPv4 total length + 14)
   const EthHdr* eth = nullptr;
