@@ -142,9 +142,11 @@ class Qp {
     uint64_t atomic_orig = 0;
   };
 
-  SendWqe& sq(uint64_t i) { return sq_[i % sq_.size()]; }
-  const SendWqe& sq(uint64_t i) const { return sq_[i % sq_.size()]; }
-  RecvWqe& rq(uint64_t i) { return rq_[i % rq_.size()]; }
+  // The rings are a power of two long (a mask, not a division, per access);
+  // sq_cap_ / rq_cap_ are the configured depths that posting enforces.
+  SendWqe& sq(uint64_t i) { return sq_[i & (sq_.size() - 1)]; }
+  const SendWqe& sq(uint64_t i) const { return sq_[i & (sq_.size() - 1)]; }
+  RecvWqe& rq(uint64_t i) { return rq_[i & (rq_.size() - 1)]; }
 
   // requester
   bool emit_requests(uint64_t now);
@@ -222,6 +224,8 @@ class Qp {
   std::array<std::span<const uint8_t>, kMaxSge> tx_pieces_{};  // gather list of tx_spec_
   QpCounters ctr_;
   std::array<uint64_t, static_cast<size_t>(TimerKind::kCount)> timer_{};
+
+  const uint32_t sq_cap_, rq_cap_;
 
   // requester / completer
   std::vector<SendWqe> sq_;
