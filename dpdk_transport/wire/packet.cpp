@@ -169,20 +169,29 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   if (info.has(Ext::kIeth))
     reinterpret_cast<Ieth*>(t + info.off(Ext::kIeth))->rkey = Be32(s.inv_rkey);
 
+  // The payload goes in behind the headers and the ICRC is computed in the
+  // same pass where the CRC path can (crc32_copy_masked: each payload byte
+  // loaded once, folded and stored); several gather pieces are copied first.
   uint8_t* pay = t + info.hdr_len;
-  if (s.gather.empty()) {
-    if (plen != 0) std::memcpy(pay, s.payload.data(), plen);
+  uint8_t* const from = p + kIcrcFrom;
+  const auto hlen = static_cast<size_t>(pay - from);
+  uint32_t icrc = 0;
+  if (s.gather.size() <= 1) {
+    const std::span<const uint8_t> src = s.gather.empty() ? s.payload : s.gather[0];
+    icrc = crc32_copy_masked(0, from, hlen, kIcrcMask.data(), src.data(), plen);
   } else {
     uint8_t* w = pay;
     for (const auto& g : s.gather) {
       if (!g.empty()) std::memcpy(w, g.data(), g.size());
       w += g.size();
     }
+    icrc = crc32_update_masked(0, from, hlen + plen, kIcrcMask.data());
   }
-  std::memset(pay + plen, 0, pad);
-
+  if (pad != 0) {
+    std::memset(pay + plen, 0, pad);
+    icrc = crc32_update(icrc, pay + plen, pad);
+  }
   const size_t crc_len = total - kIcrcSize;
-  const uint32_t icrc = icrc_compute(p, crc_len);
   // The ICRC is transmitted least-significant byte first (as rxe stores it).
   for (size_t i = 0; i < kIcrcSize; ++i) p[crc_len + i] = static_cast<uint8_t>(icrc >> (8 * i));
   return {total, BuildError::kOk};
