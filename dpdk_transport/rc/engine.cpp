@@ -118,8 +118,9 @@ Frame* Engine::tx_frame() {
 }
 
 void Engine::tx_commit(Frame* f, uint32_t len) {
-  f->len = len;
-  tx_ready_.push_back(*f);
+  // Built from the fields, not by storing len into *f and copying *f: a
+  // 16-byte load over the fresh 4-byte store cannot be forwarded and stalls.
+  tx_ready_.push_back(Frame{f->data, len, f->cap, f->handle});
   building_ = false;
 }
 
@@ -194,7 +195,7 @@ bool Engine::dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t no
 // Parses and delivers one received frame.  Returns false when the frame was
 // handed to another engine of the group (which then owns its buffer).
 bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
-  wire::PacketView v;
+  wire::PacketView& v = rx_view_;  // parse_packet() sets every field: no per-packet zeroing
   const wire::ParseOptions opts{.pmtu = cfg_.pmtu,
                                 .full_segments = false,
                                 .check_ip_checksum = !icrc_checked,
@@ -244,6 +245,10 @@ uint32_t Engine::poll(uint64_t now) {
   const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
   release_.clear();
   for (uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) {  // the next frame's headers while this one is parsed
+      __builtin_prefetch(rx_[i + 1].data);
+      __builtin_prefetch(rx_[i + 1].data + 64);
+    }
     ctr_.rx_frames++;
     if (dispatch(rx_[i], now, /*icrc_checked=*/false)) release_.push_back(rx_[i]);
   }

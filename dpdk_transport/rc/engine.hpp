@@ -140,6 +140,7 @@ class Engine {
   std::vector<Qp*> active_next_;
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::vector<Frame> rx_;
+  wire::PacketView rx_view_;     // dispatch()'s parse result, reused
   std::vector<Frame> tx_ready_;  // built frames waiting for tx_burst
   std::vector<Frame> tx_cache_;  // allocated, unused TX buffers
   Frame tx_building_{};

@@ -142,9 +142,11 @@ class Qp {
     uint64_t atomic_orig = 0;
   };
 
-  SendWqe& sq(uint64_t i) { return sq_[i % sq_.size()]; }
-  const SendWqe& sq(uint64_t i) const { return sq_[i % sq_.size()]; }
-  RecvWqe& rq(uint64_t i) { return rq_[i % rq_.size()]; }
+  // The rings are a power of two long (a mask, not a division, per access);
+  // sq_cap_ / rq_cap_ are the configured depths that posting enforces.
+  SendWqe& sq(uint64_t i) { return sq_[i & (sq_.size() - 1)]; }
+  const SendWqe& sq(uint64_t i) const { return sq_[i & (sq_.size() - 1)]; }
+  RecvWqe& rq(uint64_t i) { return rq_[i & (rq_.size() - 1)]; }
 
   // requester
   bool emit_requests(uint64_t now);
@@ -191,7 +193,10 @@ class Qp {
   // shared
   void set_timer(TimerKind k, uint64_t deadline);
   void clear_timer(TimerKind k) { timer_[static_cast<size_t>(k)] = 0; }
-  wire::BuildSpec base_spec(wire::Opcode op, wire::Psn psn) const;
+  // The spec of the next frame this QP sends (tx_spec_), path fields filled
+  // in by connect(), with `op`, `psn` and cleared flags / payload.  Valid
+  // until the next call.
+  wire::BuildSpec& base_spec(wire::Opcode op, wire::Psn psn);
   bool transmit(const wire::BuildSpec& spec, uint64_t now);
   void flush_recvs();
   // A receive for the message starting now: the own queue's head, or one
@@ -215,8 +220,12 @@ class Qp {
   QpState state_ = QpState::kReset;
   QpError error_ = QpError::kNone;
   PathInfo path_;
+  wire::BuildSpec tx_spec_;                                    // see base_spec()
+  std::array<std::span<const uint8_t>, kMaxSge> tx_pieces_{};  // gather list of tx_spec_
   QpCounters ctr_;
   std::array<uint64_t, static_cast<size_t>(TimerKind::kCount)> timer_{};
+
+  const uint32_t sq_cap_, rq_cap_;
 
   // requester / completer
   std::vector<SendWqe> sq_;

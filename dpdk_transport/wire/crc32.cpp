@@ -141,6 +141,18 @@ static_assert(kR5 == 0x163CD6124ull);
 static_assert(kMu == 0x1F7011641ull && kPolyReflected33 == 0x1DB710641ull);
 static_assert(kFold2048.lo == 0x11542778Aull && kFold2048.hi == 0x1322D1430ull);
 
+// crc32_update_masked(): the first 64 bytes OR'ed with a mask on the fly.
+// Shorter spans are masked in a copy; the portable path masks the first 64
+// bytes in a copy and continues on the data.
+uint32_t masked_small(uint32_t crc, const uint8_t* p, size_t len, const uint8_t* mask,
+                      uint32_t (*fn)(uint32_t, const void*, size_t) noexcept) {
+  uint8_t head[64] = {};
+  const size_t n = len < 64 ? len : 64;
+  for (size_t i = 0; i < n; ++i) head[i] = static_cast<uint8_t>(p[i] | mask[i]);
+  crc = fn(crc, head, n);
+  return len > 64 ? fn(crc, p + 64, len - 64) : crc;
+}
+
 #if defined(__x86_64__)
 #define DPDAT_PCLMUL __attribute__((target("pclmul,sse4.1")))
 #define DPDAT_PCLMUL_INLINE __attribute__((target("pclmul,sse4.1"), always_inline)) inline
@@ -206,12 +218,21 @@ DPDAT_PCLMUL_INLINE uint32_t finish128(__m128i x, const uint8_t* p, size_t len) 
   return static_cast<uint32_t>(_mm_extract_epi32(x, 1));
 }
 
-// c: the running, already-inverted CRC register.  len >= 16, multiple of 16.
-DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len) {
-  __m128i x1 = _mm_xor_si128(load128(p), _mm_cvtsi32_si128(static_cast<int>(c)));
+// The first 64 bytes of a block, OR'ed with `mask` when there is one (the
+// masked variants: the RoCEv2 ICRC covers some header fields as all ones).
+DPDAT_PCLMUL_INLINE __m128i load128m(const uint8_t* q, const uint8_t* mask, size_t off) {
+  const __m128i v = load128(q + off);
+  return mask == nullptr ? v : _mm_or_si128(v, load128(mask + off));
+}
+
+// c: the running, already-inverted CRC register.  len >= 16, multiple of 16;
+// with a mask, len >= 64.
+DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len,
+                                  const uint8_t* mask = nullptr) {
+  __m128i x1 = _mm_xor_si128(load128m(p, mask, 0), _mm_cvtsi32_si128(static_cast<int>(c)));
   if (len < 64) return finish128(x1, p + 16, len - 16);
   const __m128i k4 = k128(kFold512);
-  __m128i x2 = load128(p + 16), x3 = load128(p + 32), x4 = load128(p + 48);
+  __m128i x2 = load128m(p, mask, 16), x3 = load128m(p, mask, 32), x4 = load128m(p, mask, 48);
   p += 64;
   len -= 64;
   for (; len >= 64; p += 64, len -= 64) {
@@ -247,14 +268,20 @@ DPDAT_VPCLMUL256 inline __m256i clmul_pair256(__m256i x, __m256i k) {
                           _mm256_clmulepi64_epi128(x, k, 0x11));
 }
 
+DPDAT_VPCLMUL256 inline __m256i load256m(const uint8_t* q, const uint8_t* mask, size_t off) {
+  const __m256i v = load256(q + off);
+  return mask == nullptr ? v : _mm256_or_si256(v, load256(mask + off));
+}
+
 // len >= 64, multiple of 16.
-DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t len) {
-  __m256i x0 =
-      _mm256_xor_si256(load256(p), _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, static_cast<int>(c)));
+DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t len,
+                                          const uint8_t* mask = nullptr) {
+  __m256i x0 = _mm256_xor_si256(load256m(p, mask, 0),
+                                _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, static_cast<int>(c)));
   const __m256i k256b = k256(kFold256);
   if (len >= 128) {
     const __m256i k1024 = k256(kFold1024);
-    __m256i x1 = load256(p + 32), x2 = load256(p + 64), x3 = load256(p + 96);
+    __m256i x1 = load256m(p, mask, 32), x2 = load256(p + 64), x3 = load256(p + 96);
     p += 128;
     len -= 128;
     for (; len >= 128; p += 128, len -= 128) {
@@ -267,9 +294,10 @@ DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t l
     x0 = _mm256_xor_si256(
         _mm256_xor_si256(clmul_pair256(x0, k256(kFold768)), clmul_pair256(x1, k256(kFold512))),
         _mm256_xor_si256(clmul_pair256(x2, k256b), x3));
-  } else {
-    p += 32;
-    len -= 32;
+  } else {  // 64 <= len < 128: the second 32 bytes are still in the (masked) head
+    x0 = _mm256_xor_si256(clmul_pair256(x0, k256b), load256m(p, mask, 32));
+    p += 64;
+    len -= 64;
   }
   for (; len >= 32; p += 32, len -= 32) x0 = _mm256_xor_si256(clmul_pair256(x0, k256b), load256(p));
   // 256 -> 128: the low lane lies 128 bits before the high one.
@@ -297,20 +325,41 @@ DPDAT_VPCLMUL512 inline __m512i fold512(__m512i x, __m512i k, __m512i next) {
                                    _mm512_clmulepi64_epi128(x, k, 0x11), next, 0x96);
 }
 
-// len >= 64, multiple of 16.
-DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t len) {
-  __m512i x0 = _mm512_xor_si512(load512(p), _mm512_maskz_set1_epi32(1, static_cast<int>(c)));
+// One 64-byte block of the data; with kCopy also stored to `d` (the payload
+// copy of crc32_copy_masked(): loaded once, folded and written).
+template <bool kCopy>
+DPDAT_VPCLMUL512 inline __m512i ld512(const uint8_t* p, uint8_t* d, size_t off) {
+  const __m512i v = load512(p + off);
+  if constexpr (kCopy) _mm512_storeu_si512(d + off, v);
+  return v;
+}
+template <bool kCopy>
+DPDAT_VPCLMUL512 inline void skip(const uint8_t*& p, uint8_t*& d, size_t n) {
+  p += n;
+  if constexpr (kCopy) d += n;
+}
+
+// The CRC over head[0..64) (OR'ed with `mask` when there is one) followed by
+// len - 64 bytes at p; with kCopy those bytes are also copied to d.
+// len >= 64, multiple of 16.  Plain use: head = data, p = data + 64.
+template <bool kCopy>
+DPDAT_VPCLMUL512 uint32_t fold512_impl(uint32_t c, const uint8_t* head, const uint8_t* mask,
+                                       const uint8_t* p, uint8_t* d, size_t len) {
+  __m512i x0 = load512(head);
+  if (mask != nullptr) x0 = _mm512_or_si512(x0, load512(mask));
+  x0 = _mm512_xor_si512(x0, _mm512_maskz_set1_epi32(1, static_cast<int>(c)));
   const __m512i k512b = k512(kFold512);
-  if (len >= 256) {
+  len -= 64;
+  if (len >= 192) {
     const __m512i k2048 = k512(kFold2048);
-    __m512i x1 = load512(p + 64), x2 = load512(p + 128), x3 = load512(p + 192);
-    p += 256;
-    len -= 256;
-    for (; len >= 256; p += 256, len -= 256) {
-      x0 = fold512(x0, k2048, load512(p));
-      x1 = fold512(x1, k2048, load512(p + 64));
-      x2 = fold512(x2, k2048, load512(p + 128));
-      x3 = fold512(x3, k2048, load512(p + 192));
+    __m512i x1 = ld512<kCopy>(p, d, 0), x2 = ld512<kCopy>(p, d, 64), x3 = ld512<kCopy>(p, d, 128);
+    skip<kCopy>(p, d, 192);
+    len -= 192;
+    for (; len >= 256; skip<kCopy>(p, d, 256), len -= 256) {
+      x0 = fold512(x0, k2048, ld512<kCopy>(p, d, 0));
+      x1 = fold512(x1, k2048, ld512<kCopy>(p, d, 64));
+      x2 = fold512(x2, k2048, ld512<kCopy>(p, d, 128));
+      x3 = fold512(x3, k2048, ld512<kCopy>(p, d, 192));
     }
     // x0, x1, x2 lie 1536, 1024, 512 bits before x3; the six products are
     // independent, only the three-way XORs chain.
@@ -321,11 +370,9 @@ DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t l
     t = _mm512_ternarylogic_epi64(t, _mm512_clmulepi64_epi128(x1, k1024, 0x11),
                                   _mm512_clmulepi64_epi128(x2, k512b, 0x00), 0x96);
     x0 = _mm512_ternarylogic_epi64(t, _mm512_clmulepi64_epi128(x2, k512b, 0x11), x3, 0x96);
-  } else {
-    p += 64;
-    len -= 64;
   }
-  for (; len >= 64; p += 64, len -= 64) x0 = fold512(x0, k512b, load512(p));
+  for (; len >= 64; skip<kCopy>(p, d, 64), len -= 64)
+    x0 = fold512(x0, k512b, ld512<kCopy>(p, d, 0));
   // 512 -> 128: lanes 0, 1, 2 lie 384, 256, 128 bits before lane 3, which is
   // multiplied by 0 here and put back unchanged by the masked move.
   const __m512i kl = _mm512_set_epi64(
@@ -341,7 +388,21 @@ DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t l
   const __m256i h = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, t, 0),
                                      _mm512_maskz_extracti64x4_epi64(0xF, t, 1));
   const __m128i x = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  return finish128(x, p, len);
+  if constexpr (kCopy) {
+    // The last 0..48 bytes: copied in 16-byte blocks that finish128 reads
+    // straight back (same address and width: forwarded from the stores).
+    for (size_t k = 0; k < len; k += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k), load128(p + k));
+    return finish128(x, d, len);
+  } else {
+    return finish128(x, p, len);
+  }
+}
+
+// len >= 64, multiple of 16.
+DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t len,
+                                          const uint8_t* mask = nullptr) {
+  return fold512_impl<false>(c, p, mask, p + 64, nullptr, len);
 }
 
 uint32_t crc32_update_vpclmul512(uint32_t crc, const void* data, size_t len) noexcept {
@@ -350,6 +411,54 @@ uint32_t crc32_update_vpclmul512(uint32_t crc, const void* data, size_t len) noe
   const size_t body = len & ~size_t{15};
   const uint32_t c = ~fold_vpclmul512(~crc, p, body);
   return crc32_update_portable(c, p + body, len - body);
+}
+
+// ------------------------------------------------- masked head, all paths
+uint32_t crc32_masked_pclmul(uint32_t crc, const void* data, size_t len,
+                             const uint8_t* mask) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_pclmul);
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~fold_pclmul(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
+uint32_t crc32_masked_vpclmul256(uint32_t crc, const void* data, size_t len,
+                                 const uint8_t* mask) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_vpclmul256);
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~fold_vpclmul256(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
+uint32_t crc32_masked_vpclmul512(uint32_t crc, const void* data, size_t len,
+                                 const uint8_t* mask) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_vpclmul512);
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~fold_vpclmul512(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
+// ------------------------------------------- payload copy in the same pass
+uint32_t crc32_copy_masked_vpclmul512(uint32_t crc, uint8_t* head, size_t h, const uint8_t* mask,
+                                      const uint8_t* src, size_t n) noexcept {
+  uint8_t* const dst = head + h;
+  const size_t total = h + n;
+  if (h > 64 || total < 128) {  // headers longer than a block, or too short to gain
+    if (n != 0) std::memcpy(dst, src, n);
+    return crc32_masked_vpclmul512(crc, head, total, mask);
+  }
+  // The payload bytes that share the first 64-byte block with the headers go
+  // in first; the rest is loaded once, folded and stored.
+  const size_t pre = 64 - h;
+  std::memcpy(dst, src, pre);
+  const size_t body = total & ~size_t{15};
+  const uint32_t c = ~fold512_impl<true>(~crc, head, mask, src + pre, head + 64, body);
+  const size_t done = body - h;  // payload bytes in place
+  std::memcpy(dst + done, src + done, n - done);
+  return crc32_update_portable(c, head + body, total - body);
 }
 
 // ------------------------------------------------------- CPU detection
@@ -380,11 +489,32 @@ CpuFeatures detect_cpu() {
 #endif  // __x86_64__
 
 using CrcFn = uint32_t (*)(uint32_t, const void*, size_t) noexcept;
+using MaskedFn = uint32_t (*)(uint32_t, const void*, size_t, const uint8_t*) noexcept;
+using CopyFn = uint32_t (*)(uint32_t, uint8_t*, size_t, const uint8_t*, const uint8_t*,
+                            size_t) noexcept;
+
+uint32_t crc32_masked_portable(uint32_t crc, const void* data, size_t len,
+                               const uint8_t* mask) noexcept {
+  return masked_small(crc, static_cast<const uint8_t*>(data), len, mask, &crc32_update_portable);
+}
+
+// Paths without a fused loop: the copy, then the masked CRC over the whole.
+template <MaskedFn kMasked>
+uint32_t copy_then_crc(uint32_t crc, uint8_t* head, size_t h, const uint8_t* mask,
+                       const uint8_t* src, size_t n) noexcept {
+  if (n != 0) std::memcpy(head + h, src, n);
+  return kMasked(crc, head, h + n, mask);
+}
 
 struct Dispatch {
   bool supported[kCrc32PathCount] = {true, false, false, false};
   CrcFn fn[kCrc32PathCount] = {&crc32_update_portable, &crc32_update_portable,
                                &crc32_update_portable, &crc32_update_portable};
+  MaskedFn masked[kCrc32PathCount] = {&crc32_masked_portable, &crc32_masked_portable,
+                                      &crc32_masked_portable, &crc32_masked_portable};
+  CopyFn copy[kCrc32PathCount] = {
+      &copy_then_crc<&crc32_masked_portable>, &copy_then_crc<&crc32_masked_portable>,
+      &copy_then_crc<&crc32_masked_portable>, &copy_then_crc<&crc32_masked_portable>};
   Crc32Path active = Crc32Path::kPortable;
 };
 
@@ -398,10 +528,17 @@ Dispatch make_dispatch() {
   const bool have[kCrc32PathCount] = {true, f.pclmul, f.vpclmul256, f.vpclmul512};
   const CrcFn fns[kCrc32PathCount] = {&crc32_update_portable, &crc32_update_pclmul,
                                       &crc32_update_vpclmul256, &crc32_update_vpclmul512};
+  const MaskedFn masked[kCrc32PathCount] = {&crc32_masked_portable, &crc32_masked_pclmul,
+                                            &crc32_masked_vpclmul256, &crc32_masked_vpclmul512};
+  const CopyFn copies[kCrc32PathCount] = {
+      &copy_then_crc<&crc32_masked_portable>, &copy_then_crc<&crc32_masked_pclmul>,
+      &copy_then_crc<&crc32_masked_vpclmul256>, &crc32_copy_masked_vpclmul512};
   for (size_t i = 0; i < kCrc32PathCount; ++i) {
     d.supported[i] = have[i];
     if (have[i]) {
       d.fn[i] = fns[i];
+      d.masked[i] = masked[i];
+      d.copy[i] = copies[i];
       d.active = static_cast<Crc32Path>(i);
     }
   }
@@ -421,6 +558,8 @@ const Dispatch& dispatch() {
   return d;
 }
 const CrcFn kChosen = dispatch().fn[static_cast<size_t>(dispatch().active)];
+const MaskedFn kChosenMasked = dispatch().masked[static_cast<size_t>(dispatch().active)];
+const CopyFn kChosenCopy = dispatch().copy[static_cast<size_t>(dispatch().active)];
 
 size_t path_index(Crc32Path p) {
   const auto i = static_cast<size_t>(p);
@@ -433,6 +572,32 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t len) noexcept {
   CrcFn f = kChosen;
   if (__builtin_expect(f == nullptr, 0)) f = dispatch().fn[static_cast<size_t>(dispatch().active)];
   return f(crc, data, len);
+}
+
+uint32_t crc32_update_masked(uint32_t crc, const void* data, size_t len,
+                             const uint8_t* mask) noexcept {
+  MaskedFn f = kChosenMasked;
+  if (__builtin_expect(f == nullptr, 0))
+    f = dispatch().masked[static_cast<size_t>(dispatch().active)];
+  return f(crc, data, len, mask);
+}
+
+uint32_t crc32_update_masked_with(Crc32Path path, uint32_t crc, const void* data, size_t len,
+                                  const uint8_t* mask) noexcept {
+  return dispatch().masked[path_index(path)](crc, data, len, mask);
+}
+
+uint32_t crc32_copy_masked(uint32_t crc, uint8_t* head, size_t h, const uint8_t* mask,
+                           const uint8_t* src, size_t n) noexcept {
+  CopyFn f = kChosenCopy;
+  if (__builtin_expect(f == nullptr, 0))
+    f = dispatch().copy[static_cast<size_t>(dispatch().active)];
+  return f(crc, head, h, mask, src, n);
+}
+
+uint32_t crc32_copy_masked_with(Crc32Path path, uint32_t crc, uint8_t* head, size_t h,
+                                const uint8_t* mask, const uint8_t* src, size_t n) noexcept {
+  return dispatch().copy[path_index(path)](crc, head, h, mask, src, n);
 }
 
 bool crc32_path_supported(Crc32Path path) noexcept {

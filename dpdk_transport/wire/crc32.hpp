@@ -26,6 +26,20 @@ inline constexpr size_t kCrc32PathCount = 4;
 
 uint32_t crc32_update(uint32_t crc, const void* data, size_t len) noexcept;
 
+// crc32_update() over `len` bytes at `data` whose first min(len, 64) bytes
+// are taken OR'ed with mask[0..64): one pass over the data, no copy.  The
+// RoCEv2 ICRC covers some header fields as all ones (icrc_compute()).
+uint32_t crc32_update_masked(uint32_t crc, const void* data, size_t len,
+                             const uint8_t* mask) noexcept;
+
+// Copies n bytes from `src` to head + h and returns
+// crc32_update_masked(crc, head, h + n, mask): a payload copied behind its
+// headers and the CRC over both, in one pass over the payload where the path
+// has a fused loop (vpclmul512), copy-then-CRC otherwise.  src must not
+// overlap [head, head + h + n).
+uint32_t crc32_copy_masked(uint32_t crc, uint8_t* head, size_t h, const uint8_t* mask,
+                           const uint8_t* src, size_t n) noexcept;
+
 // The portable table-driven path, always available (tests compare the fast
 // path against it and against an independent bitwise CRC).
 uint32_t crc32_update_portable(uint32_t crc, const void* data, size_t len) noexcept;
@@ -37,6 +51,14 @@ bool crc32_path_supported(Crc32Path path) noexcept;
 // unsupported path is not executed (that would be SIGILL): the portable path
 // answers instead, so callers that care check crc32_path_supported() first.
 uint32_t crc32_update_with(Crc32Path path, uint32_t crc, const void* data, size_t len) noexcept;
+
+// crc32_update_masked() through one given path (same rule as above).
+uint32_t crc32_update_masked_with(Crc32Path path, uint32_t crc, const void* data, size_t len,
+                                  const uint8_t* mask) noexcept;
+
+// crc32_copy_masked() through one given path (same rule as above).
+uint32_t crc32_copy_masked_with(Crc32Path path, uint32_t crc, uint8_t* head, size_t h,
+                                const uint8_t* mask, const uint8_t* src, size_t n) noexcept;
 
 // "portable", "pclmul", "vpclmul256", "vpclmul512".
 const char* crc32_path_name(Crc32Path path) noexcept;

@@ -26,6 +26,7 @@ uint16_t ipv4_checksum(const Ipv4Hdr& ip) noexcept;
 // `len` excludes the 4 ICRC bytes.  Variant fields are masked to ones
 // (IPv4 TOS, TTL, header checksum; UDP checksum; BTH byte 4) and 8 bytes of
 // 0xFF are prepended, as the RoCEv2 annex and Linux rxe define it.
+// `len` >= 54 (Ethernet, IPv4, UDP and BTH present).
 uint32_t icrc_compute(const uint8_t* frame, size_t len) noexcept;
 
 // Incremental form for frames whose payload is not contiguous with the
@@ -148,7 +149,9 @@ struct ParseOptions {
 };
 
 // A parsed frame.  Pointers alias the caller's buffer and are null for
-// headers the opcode does not carry.
+// headers the opcode does not carry.  parse_packet() assigns every field
+// itself (callers may reuse a view without resetting it): a new field needs
+// its assignment there.
 struct PacketView {
   std::span<const uint8_t> frame;  // Ethernet header .. ICRC (IPv4 total length + 14)
   const EthHdr* eth = nullptr;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -112,6 +113,69 @@ TEST_P(Crc32PathTest, ExactlySizedBuffersAreNotOverread) {
     std::unique_ptr<uint8_t[]> b(new uint8_t[len == 0 ? 1 : len]);
     std::memcpy(b.get(), random_bytes().data(), len);
     ASSERT_EQ(run(0, b.get(), len), zcrc(0, random_bytes().data(), len)) << len;
+  }
+}
+
+// crc32_update_masked(): the first 64 bytes OR'ed with a mask, against zlib
+// over a masked copy; every length 0..2100 and the frame sizes around the
+// PMTUs, several offsets and initial values, a random and the ICRC-like mask.
+TEST_P(Crc32PathTest, MaskedHeadMatchesZlibOverAMaskedCopy) {
+  std::array<uint8_t, 64> rnd{}, icrc_like{};
+  std::mt19937 rng(1071);
+  for (auto& b : rnd) b = static_cast<uint8_t>(rng() & rng());  // about a quarter of the bits
+  for (size_t i = 0; i < 8; ++i) icrc_like[i] = 0xFF;
+  icrc_like[9] = icrc_like[16] = icrc_like[18] = icrc_like[19] = 0xFF;
+  icrc_like[34] = icrc_like[35] = icrc_like[40] = 0xFF;
+  std::vector<size_t> lens;
+  for (size_t n = 0; n <= 2100; ++n) lens.push_back(n);
+  for (size_t n : {4150u, 4152u, 4164u, 8230u, 9000u}) lens.push_back(n);
+  std::vector<uint8_t> copy(kMaxLen + 64);
+  for (const auto* mask : {rnd.data(), icrc_like.data()}) {
+    for (size_t off : {size_t{0}, size_t{6}, size_t{13}}) {
+      const uint8_t* p = random_bytes().data() + off;
+      for (uint32_t init : {0u, 0x9E3779B9u}) {
+        for (size_t len : lens) {
+          std::memcpy(copy.data(), p, len);
+          for (size_t i = 0; i < std::min<size_t>(len, 64); ++i) copy[i] |= mask[i];
+          ASSERT_EQ(crc32_update_masked_with(GetParam(), init, p, len, mask),
+                    zcrc(init, copy.data(), len))
+              << "offset " << off << " length " << len << " init " << init;
+        }
+      }
+    }
+  }
+}
+
+// crc32_copy_masked(): the payload lands behind the headers byte for byte,
+// nothing past it is written, and the CRC equals zlib over the masked copy.
+TEST_P(Crc32PathTest, CopyMaskedCopiesAndMatchesZlib) {
+  std::array<uint8_t, 64> mask{};
+  std::mt19937 rng(4792);
+  for (auto& b : mask) b = static_cast<uint8_t>(rng() & rng() & rng());
+  std::vector<size_t> ns;
+  for (size_t n = 0; n <= 1300; n += (n < 300 ? 1 : 7)) ns.push_back(n);
+  for (size_t n : {1024u, 1040u, 2048u, 4096u, 4100u, 4111u, 8192u}) ns.push_back(n);
+  const auto& rnd = random_bytes();
+  constexpr size_t kGuard = 64;
+  for (size_t h : {size_t{0}, size_t{1}, size_t{17}, size_t{40}, size_t{48}, size_t{52}, size_t{63},
+                   size_t{64}, size_t{65}, size_t{76}}) {
+    for (size_t n : ns) {
+      const size_t src_off = 1 + (n % 13), head_off = 3 + (h % 5);
+      std::vector<uint8_t> frame(head_off + h + n + kGuard, 0xA5);
+      std::memcpy(frame.data() + head_off, rnd.data() + 100, h);  // the "headers"
+      const uint8_t* src = rnd.data() + src_off;
+      std::vector<uint8_t> want(h + n + 1);  // masked reference input (+1: never null)
+      std::memcpy(want.data(), rnd.data() + 100, h);
+      std::memcpy(want.data() + h, src, n);
+      for (size_t i = 0; i < std::min<size_t>(h + n, 64); ++i) want[i] |= mask[i];
+      const uint32_t got =
+          crc32_copy_masked_with(GetParam(), 7, frame.data() + head_off, h, mask.data(), src, n);
+      ASSERT_EQ(got, zcrc(7, want.data(), h + n)) << "h " << h << " n " << n;
+      ASSERT_EQ(0, std::memcmp(frame.data() + head_off + h, src, n)) << "h " << h << " n " << n;
+      ASSERT_EQ(0, std::memcmp(frame.data() + head_off, rnd.data() + 100, h)) << "headers changed";
+      for (size_t i = head_off + h + n; i < frame.size(); ++i)
+        ASSERT_EQ(frame[i], 0xA5) << "written past the payload: h " << h << " n " << n;
+    }
   }
 }
 
