@@ -5,7 +5,7 @@
 // WRITE bandwidth for 2 B .. 1 MiB, then the 8 B WRITE latency.
 //
 //   dpdat-perf [--op write|read|send] [--size N | --all] [--iters N]
-//              [--lat | --bw] [--pmtu N] [--tx-depth N] [--gbn]
+//              [--lat | --bw] [--pmtu N] [--tx-depth N] [--window PKTS] [--gbn]
 //
 // Across processes, over any DPDK port (net_memif, net_af_packet on a veth,
 // net_tap, a physical NIC):
@@ -45,6 +45,7 @@ struct Options {
   bool bw = false;
   uint32_t pmtu = 1024;
   uint32_t tx_depth = 128;
+  uint32_t window = 0;  // 0: QpConfig's default
   bool gbn = false;
   // cross-process
   bool server = false;
@@ -60,7 +61,8 @@ struct Options {
 void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
-               "          [--pmtu 256..4096] [--tx-depth N] [--gbn] [--progress inline|thread]\n"
+               "          [--pmtu 256..4096] [--tx-depth N] [--window PKTS] [--gbn]\n"
+               "          [--progress inline|thread]\n"
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH]\n"
                "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--verify]\n"
                "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
@@ -347,6 +349,7 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   q.pmtu = std::min(o.pmtu, r->ep.port->max_pmtu());
   q.selective_repeat = !o.gbn;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
+  if (o.window != 0) q.window = o.window;
   r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
   if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
     std::fprintf(stderr, "dpdat-perf: resource set-up failed\n");
@@ -619,6 +622,8 @@ int main(int argc, char** argv) {
       o.pmtu = static_cast<uint32_t>(std::stoul(next()));
     } else if (a == "--tx-depth" && i + 1 < argc) {
       o.tx_depth = static_cast<uint32_t>(std::stoul(next()));
+    } else if (a == "--window" && i + 1 < argc) {
+      o.window = static_cast<uint32_t>(std::stoul(next()));
     } else if (a == "--gbn") {
       o.gbn = true;
     } else if (a == "--server") {
@@ -681,6 +686,7 @@ int main(int argc, char** argv) {
   q.selective_repeat = !o.gbn;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
   q.rq_depth = 512;
+  if (o.window != 0) q.window = o.window;
   std::string err;
   if (!lo.open(q, &err)) {
     std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
