@@ -421,6 +421,9 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
 }
 
 void Iface::send_dreq(Ep* ep, uint64_t now) {
+  // Ahead of the DREQ on the same path: the peer flushes what it still waits
+  // to have acknowledged when the DREQ arrives, even messages we received.
+  if (ep->qp != nullptr) ep->qp->ack_received(now);
   wire::CmMessage& m = ep->out_msg;
   m = wire::CmMessage{};
   m.type = wire::CmMsg::kDreq;

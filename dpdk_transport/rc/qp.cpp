@@ -1342,6 +1342,11 @@ void Qp::flush_recvs() {
 
 bool Qp::has_pending_work() const { return sq_head_ != sq_tail_ || !resp_q_.empty() || ack_owed_; }
 
+void Qp::ack_received(uint64_t now) {
+  if (state_ != QpState::kRts || !resp_q_.empty() || msn_ == 0) return;  // nothing / in order
+  send_ack(aeth::make(aeth::kAck, aeth::kCreditsInvalid), epsn_ - 1, now);
+}
+
 void Qp::set_error(QpError why, uint64_t now) {
   if (state_ == QpState::kError) return;
   // Torn down locally (disconnect, free): acknowledge what was received and

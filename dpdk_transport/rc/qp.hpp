@@ -79,6 +79,11 @@ class Qp {
   size_t send_queue_used() const { return sq_tail_ - sq_head_; }
   size_t recv_queue_used() const { return rq_tail_ - rq_head_; }
 
+  // Acknowledges, once more, everything received so far (a connection about
+  // to be closed: the peer may not have seen the last coalesced or lost ACK,
+  // and will flush what it still waits for once the close reaches it).
+  void ack_received(uint64_t now);
+
   // Moves the QP to error: outstanding work requests complete as flushed.
   void set_error(QpError why, uint64_t now);
 
