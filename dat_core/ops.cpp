@@ -525,7 +525,11 @@ Status ep_modify(Ep* ep, const std::function<Status(Ep*, EpSettings*)>& resolve)
   EpSettings s{ep->pz, ep->recv_evd, ep->req_evd, ep->conn_evd, ep->attr};
   Status st = resolve(ep, &s);
   if (!st.ok()) return st;
-  if (s.pz == nullptr) return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
+  if (s.pz == nullptr || s.pz->ia->iface != f)
+    return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
+  // An SRQ EP stays in its SRQ's PZ (the receives are checked against it).
+  if (ep->srq != nullptr && s.pz != ep->srq->pz)
+    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   st = check_ep_attr(f, s.attr);
   if (!st.ok()) return st;
   grant_sizes(f, &s.attr);

@@ -220,6 +220,18 @@ TEST_F(api_srq, ResizeFreeAndErrors) {
                                            DAT_HANDLE_NULL, other, nullptr, &ep)),
             DAT_INVALID_HANDLE);
 
+  // An unconnected SRQ EP cannot be moved to another PZ than its SRQ's.
+  DAT_EP_HANDLE fresh = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_ep_create_with_srq(ia1_, spz_, srv_[0].recv_evd, srv_[0].req_evd, DAT_HANDLE_NULL,
+                                   srq_, nullptr, &fresh),
+            DAT_SUCCESS);
+  DAT_EP_PARAM mp{};
+  mp.pz_handle = other;
+  EXPECT_EQ(type_of(dat_ep_modify(fresh, DAT_EP_FIELD_PZ_HANDLE, &mp)), DAT_INVALID_PARAMETER);
+  mp.pz_handle = spz_;
+  EXPECT_EQ(dat_ep_modify(fresh, DAT_EP_FIELD_PZ_HANDLE, &mp), DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_free(fresh), DAT_SUCCESS);
+
   // In use by two EPs: free refused until both are gone; the PZ is in use too.
   EXPECT_EQ(type_of(dat_srq_free(srq_)), DAT_INVALID_STATE);
   EXPECT_EQ(type_of(dat_pz_free(spz_)), DAT_INVALID_STATE);
