@@ -247,12 +247,19 @@ DPDAT_PCLMUL uint32_t fold_pclmul(uint32_t c, const uint8_t* p, size_t len,
   return finish128(x1, p, len);
 }
 
+// Every vector path: `Fold` over the whole 16-byte blocks (the first 64
+// bytes OR'ed with `mask` when there is one), the portable loop for the rest.
+template <uint32_t (*Fold)(uint32_t, const uint8_t*, size_t, const uint8_t*)>
+uint32_t fold_then_tail(uint32_t crc, const uint8_t* p, size_t len, const uint8_t* mask) {
+  const size_t body = len & ~size_t{15};
+  const uint32_t c = ~Fold(~crc, p, body, mask);
+  return crc32_update_portable(c, p + body, len - body);
+}
+
 uint32_t crc32_update_pclmul(uint32_t crc, const void* data, size_t len) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
   if (len < 16) return crc32_update_portable(crc, p, len);
-  const size_t body = len & ~size_t{15};
-  const uint32_t c = ~fold_pclmul(~crc, p, body);
-  return crc32_update_portable(c, p + body, len - body);
+  return fold_then_tail<fold_pclmul>(crc, p, len, nullptr);
 }
 
 // ------------------------------------------------- VPCLMULQDQ, 256 bits
@@ -308,9 +315,7 @@ DPDAT_VPCLMUL256 uint32_t fold_vpclmul256(uint32_t c, const uint8_t* p, size_t l
 uint32_t crc32_update_vpclmul256(uint32_t crc, const void* data, size_t len) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
   if (len < 64) return crc32_update_pclmul(crc, p, len);
-  const size_t body = len & ~size_t{15};
-  const uint32_t c = ~fold_vpclmul256(~crc, p, body);
-  return crc32_update_portable(c, p + body, len - body);
+  return fold_then_tail<fold_vpclmul256>(crc, p, len, nullptr);
 }
 
 // ------------------------------------------------- VPCLMULQDQ, 512 bits
@@ -408,9 +413,7 @@ DPDAT_VPCLMUL512 uint32_t fold_vpclmul512(uint32_t c, const uint8_t* p, size_t l
 uint32_t crc32_update_vpclmul512(uint32_t crc, const void* data, size_t len) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
   if (len < 64) return crc32_update_pclmul(crc, p, len);
-  const size_t body = len & ~size_t{15};
-  const uint32_t c = ~fold_vpclmul512(~crc, p, body);
-  return crc32_update_portable(c, p + body, len - body);
+  return fold_then_tail<fold_vpclmul512>(crc, p, len, nullptr);
 }
 
 // ------------------------------------------------- masked head, all paths
@@ -418,27 +421,21 @@ uint32_t crc32_masked_pclmul(uint32_t crc, const void* data, size_t len,
                              const uint8_t* mask) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
   if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_pclmul);
-  const size_t body = len & ~size_t{15};
-  const uint32_t c = ~fold_pclmul(~crc, p, body, mask);
-  return crc32_update_portable(c, p + body, len - body);
+  return fold_then_tail<fold_pclmul>(crc, p, len, mask);
 }
 
 uint32_t crc32_masked_vpclmul256(uint32_t crc, const void* data, size_t len,
                                  const uint8_t* mask) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
   if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_vpclmul256);
-  const size_t body = len & ~size_t{15};
-  const uint32_t c = ~fold_vpclmul256(~crc, p, body, mask);
-  return crc32_update_portable(c, p + body, len - body);
+  return fold_then_tail<fold_vpclmul256>(crc, p, len, mask);
 }
 
 uint32_t crc32_masked_vpclmul512(uint32_t crc, const void* data, size_t len,
                                  const uint8_t* mask) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
   if (len < 64) return masked_small(crc, p, len, mask, &crc32_update_vpclmul512);
-  const size_t body = len & ~size_t{15};
-  const uint32_t c = ~fold_vpclmul512(~crc, p, body, mask);
-  return crc32_update_portable(c, p + body, len - body);
+  return fold_then_tail<fold_vpclmul512>(crc, p, len, mask);
 }
 
 // ------------------------------------------- payload copy in the same pass
