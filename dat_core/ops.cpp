@@ -808,13 +808,14 @@ Status lmr_free(Lmr* l) {
   return free_lmr(l);
 }
 
-Status lmr_sync(Ia* ia, const rc::Sge* seg, uint64_t n) {
+Status lmr_sync(Ia* ia, uint64_t n, const std::function<rc::Sge(uint64_t)>& seg) {
   Lock lk(ia->iface->mu);
   for (uint64_t i = 0; i < n; ++i) {
+    const rc::Sge g = seg(i);
     rc::LmrInfo l;
-    if (!ia->iface->mr->lmr_query(seg[i].lmr_context, &l))
+    if (!ia->iface->mr->lmr_query(g.lmr_context, &l))
       return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-    const uint64_t va = seg[i].va, len = seg[i].length;
+    const uint64_t va = g.va, len = g.length;
     if (va < l.va || len > l.length || va - l.va > l.length - len)
       return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   }

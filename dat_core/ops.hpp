@@ -236,7 +236,9 @@ struct LmrSpec {
 Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr** out);
 Status lmr_free(Lmr* l);
 // Every segment inside its LMR; then a full fence.
-Status lmr_sync(Ia* ia, const rc::Sge* seg, uint64_t n);
+// seg(i) converts the front's i-th segment (n comes from the consumer: nothing
+// of its size is allocated).
+Status lmr_sync(Ia* ia, uint64_t n, const std::function<rc::Sge(uint64_t)>& seg);
 
 Status rmr_create(Pz* pz, Rmr** out);
 // Binds (length > 0) or unbinds the RMR to [va, va + length) of the LMR whose

@@ -1069,19 +1069,9 @@ static DAT_RETURN lmr_sync_front(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DA
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (n > 0 && seg == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  // In chunks: n comes from the consumer (no allocation of its size).
-  dpdat::rc::Sge v[64];
-  DAT_VLEN i = 0;
-  do {
-    const DAT_VLEN k = std::min<DAT_VLEN>(n - i, std::size(v));
-    for (DAT_VLEN j = 0; j < k; ++j)
-      v[j] = dpdat::rc::Sge{seg[i + j].lmr_context, seg[i + j].virtual_address,
-                            seg[i + j].segment_length};
-    const Status st = lmr_sync(ia, v, k);
-    if (!st.ok()) return to_dat(st);
-    i += k;
-  } while (i < n);
-  return DAT_SUCCESS;
+  return to_dat(lmr_sync(ia, n, [seg](uint64_t i) {
+    return dpdat::rc::Sge{seg[i].lmr_context, seg[i].virtual_address, seg[i].segment_length};
+  }));
 }
 
 DAT_RETURN dat_lmr_sync_rdma_read(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
