@@ -67,18 +67,8 @@ run_pair() {
   grep -h "udat_pair" "$TMP/server.log" "$TMP/client.log"
 }
 
-veth_pair() {
-  ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
-  ip link add vp$ID-a type veth peer name vp$ID-b || fail "cannot create veth"
-  ip link set vp$ID-a netns "$NSA"
-  ip link set vp$ID-b netns "$NSB"
-  for n in "$NSA" "$NSB"; do
-    ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-    ip netns exec "$n" ip link set lo up
-  done
-  ip netns exec "$NSA" ip link set vp$ID-a up
-  ip netns exec "$NSB" ip link set vp$ID-b up
-}
+# veth_pair PREFIX: tests/multiproc/veth_pair.sh
+source "$(dirname "$(readlink -f "$0")")/veth_pair.sh"
 
 MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
 MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
@@ -153,7 +143,7 @@ case "$MODE" in
     echo "no client: server timed out after ${took} ms"
     ;;
   af_packet|af_packet-loss)
-    veth_pair
+    veth_pair vp$ID
     sl="" cl=""
     # Loss on the server's receive side only (memif-loss has it on both).
     [ "$MODE" = af_packet-loss ] && sl=";loss=0.03"

@@ -62,18 +62,8 @@ wait_memif_socket() {
   fail "memif server socket never appeared"
 }
 
-veth_pair() {
-  ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
-  ip link add vd$ID-a type veth peer name vd$ID-b || fail "cannot create veth"
-  ip link set vd$ID-a netns "$NSA"
-  ip link set vd$ID-b netns "$NSB"
-  for n in "$NSA" "$NSB"; do
-    ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-    ip netns exec "$n" ip link set lo up
-  done
-  ip netns exec "$NSA" ip link set vd$ID-a up
-  ip netns exec "$NSB" ip link set vd$ID-b up
-}
+# veth_pair PREFIX: tests/multiproc/veth_pair.sh
+source "$(dirname "$(readlink -f "$0")")/veth_pair.sh"
 
 case "$MODE" in
   memif)
@@ -85,7 +75,7 @@ case "$MODE" in
     run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
     ;;
   af_packet|af_packet-loss)
-    veth_pair
+    veth_pair vd$ID
     extra=()
     if [ "$MODE" = af_packet-loss ]; then
       # The engine's own seeded drop hook, plus netem on the veth where the kernel has it.
