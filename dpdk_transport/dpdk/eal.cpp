@@ -5,6 +5,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,25 @@ bool hugepages_usable() {
 
 }  // namespace
 
+std::string affinity_cpu_list() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  // Runs of consecutive CPUs as "a-b", joined by commas: the --lcores syntax.
+  constexpr size_t kMax = CPU_SETSIZE;
+  for (size_t c = 0; c < kMax; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    size_t e = c;
+    while (e + 1 < kMax && CPU_ISSET(e + 1, &set)) ++e;
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+    if (e > c) out += '-' + std::to_string(e);
+    c = e;
+  }
+  return out;
+}
+
 std::vector<std::string> eal_default_args(bool* hugepages) {
   std::vector<std::string> a;
   if (const char* env = std::getenv("DPDAT_EAL_ARGS"); env != nullptr && *env != '\0') {
@@ -40,10 +60,15 @@ std::vector<std::string> eal_default_args(bool* hugepages) {
     *hugepages = std::find(a.begin(), a.end(), "--no-huge") == a.end();
     return a;
   }
-  const unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  // The main lcore may run on the CPUs this process was started on (taskset,
+  // cgroups): EAL would otherwise re-pin it to every CPU and undo a
+  // deliberate placement (two pollers must not share a CPU).
+  std::string cpus = affinity_cpu_list();
+  if (cpus.empty())
+    cpus = "0-" + std::to_string(std::max(1u, std::thread::hardware_concurrency()) - 1);
   a = {"--no-pci",
        "--lcores",
-       "0@(0-" + std::to_string(ncpu - 1) + ")",
+       "0@(" + cpus + ")",
        "--file-prefix",
        "dpdat" + std::to_string(getpid()),
        "--log-level",

@@ -37,6 +37,11 @@ const EalStatus& eal_init(const std::vector<std::string>& extra = {});
 // after the EAL started.  Needs eal_init() first.  False with DPDK's reason.
 bool probe_vdev(const std::string& devargs, uint16_t* port_id, std::string* err);
 
+// The CPUs the calling thread may run on, in --lcores list syntax ("1",
+// "0-3,6"); "" if the kernel does not say.  The default main lcore is bound to
+// them, so a process started under taskset stays where it was put.
+std::string affinity_cpu_list();
+
 // The arguments eal_init() would use (for logging and tests).
 std::vector<std::string> eal_default_args(bool* hugepages);
 
