@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
 # Issue 4 side-by-side figures in one run: dpdat RDMA WRITE bandwidth (4 KiB,
 # 64 KiB) and 8 B half-round-trip latency over net_ring (one process, inline
-# progress) and over net_memif (two processes, one busy-polling CPU each), next
-# to the raw packet rate dpdk-testpmd reaches on the same memif link with the
-# same frame size (txonly -> rxonly), and the ratio dpdat packets/s : testpmd
-# packets/s.  A benchmark, not a test: not in ctest.
+# progress) and, across two processes (one busy-polling CPU each), over
+# net_memif and over net_af_packet on a veth pair between two network
+# namespaces; next to each link, the raw packet rate dpdk-testpmd reaches on
+# the same link with the same devargs and frame size (txonly -> rxonly), and
+# the ratio dpdat packets/s : testpmd packets/s.  A benchmark, not a test: not
+# in ctest.
 #
-#   bench/compare_memif.sh            # after: cmake --preset release &&
+#   bench/compare.sh                  # after: cmake --preset release &&
 #                                     #   cmake --build --preset release --target dpdat-perf
 # Environment (all optional):
 #   BUILD=build/release   where tools/dpdat-perf lives
+#   LINKS="memif af_packet"  the cross-process links to measure
 #   REPS=5                rounds; every figure is the median over the rounds,
 #                         rounds interleave the cases so load bursts spread out
 #   PMTU=1024             dpdat PMTU; the frame is a WRITE Only with RETH:
 #                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024)
-#   CPU_A=0 CPU_B=1       memif server / testpmd txonly on A, client / rxonly
-#                         and the in-process run on B
+#   CPU_A=0 CPU_B=1       server / testpmd txonly on A, client / rxonly and the
+#                         in-process run on B
 #   TESTPMD_SECS=8        length of each testpmd run (from its first packets)
 #   QUIET_WAIT=120        before each case wait up to this long for both CPUs
 #                         to be >= 90 % idle over one second (0: do not wait)
 #   KEEP=1                keep the logs (path printed at the end)
 #   DPDAT_CRC32=name      passed through: force a CRC-32 path in dpdat
-# Needs root (hugepages), dpdk-testpmd (Debian dpdk) and two free CPUs.
+# Needs root (hugepages, namespaces), dpdk-testpmd (Debian dpdk), iproute2 and
+# two free CPUs.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,12 +37,13 @@ PMTU=${PMTU:-1024}
 CPU_A=${CPU_A:-0}
 CPU_B=${CPU_B:-1}
 TESTPMD_SECS=${TESTPMD_SECS:-8}
+LINKS=${LINKS:-memif af_packet}
 QUIET_WAIT=${QUIET_WAIT:-120}
-PIDFILE=/tmp/dpdat-compare-memif.pids # our children, so a later run can end leftovers
+PIDFILE=/tmp/dpdat-compare.pids       # our children, so a later run can end leftovers
 MARK=dpdat-cmp                        # every child's command line names $TMP, which holds this
 
 die() {
-  echo "compare_memif: $*" >&2
+  echo "compare: $*" >&2
   exit 1
 }
 [ -x "$PERF" ] || die "no $PERF (build it: cmake --build --preset release --target dpdat-perf)"
@@ -64,6 +69,7 @@ cleanup() {
   sleep 0.3
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   rm -f "$PIDFILE"
+  links_down
   if [ "${KEEP:-0}" = 1 ]; then echo "logs kept in $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
@@ -160,55 +166,107 @@ ring_case() { # name args...
 # cross-process latency test can lose its first ping to a start-up race in
 # dpdat-perf (the server clears its buffer after the client's first WRITE
 # may already have landed), which shows as "ping 0 never arrived".
-with_retry() { # case_fn name args...
-  local fn=$1 name=$2 k
+with_retry() { # "case_fn [its first args]" name args...
+  local fn name=$2 k
+  read -ra fn <<<"$1"
   shift 2
   for k in 1 2 3; do
-    "$fn" "$name" "$@"
+    "${fn[@]}" "$name" "$@"
     [ -n "$(row_after_header "$TMP/$name.log")" ] && return 0
     cp "$TMP/$name.log" "$TMP/$name.failed$k.log"
     echo "  $name: no result (attempt $k), see $name.failed$k.log" >&2
   done
 }
 
-memif_case() { # name client-args...
-  local name=$1
-  shift
-  local sock=$TMP/memif.sock oob=$TMP/oob.sock
-  rm -f "$sock" "$oob"
+# Each cross-process link: how each side is started (a network namespace for
+# af_packet) and its devargs.  link_sides LINK sets SRV_PRE/CLI_PRE (command
+# prefixes) and SRV_DEV/CLI_DEV; the same devargs serve dpdat and testpmd.
+NSA=dpdat-cmp-a-$$
+NSB=dpdat-cmp-b-$$
+VETH=dcmp$$
+AF_ARGS="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+link_sides() {
+  case $1 in
+    memif)
+      SRV_PRE=()
+      CLI_PRE=()
+      SRV_DEV="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
+      CLI_DEV="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+      ;;
+    af_packet)
+      SRV_PRE=(ip netns exec "$NSA")
+      CLI_PRE=(ip netns exec "$NSB")
+      SRV_DEV="net_af_packet0,iface=$VETH-a,$AF_ARGS"
+      CLI_DEV="net_af_packet0,iface=$VETH-b,$AF_ARGS"
+      ;;
+    *) die "unknown link $1 (LINKS: memif af_packet)" ;;
+  esac
+}
+# memif's server creates the socket the client needs; af_packet has none.
+wait_link() { # link
+  [ "$1" = memif ] || return 0
+  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && return 0; sleep 0.05; done
+}
+links_up() {
+  case " $LINKS " in *" af_packet "*) ;; *) return 0 ;; esac
+  ip netns add "$NSA" && ip netns add "$NSB" || die "cannot create namespaces"
+  NETNS_MADE=1
+  ip link add "$VETH-a" type veth peer name "$VETH-b" || die "cannot create veth"
+  ip link set "$VETH-a" netns "$NSA"
+  ip link set "$VETH-b" netns "$NSB"
+  for n in "$NSA" "$NSB"; do
+    ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$n" ip link set lo up
+  done
+  ip netns exec "$NSA" ip link set "$VETH-a" up
+  ip netns exec "$NSB" ip link set "$VETH-b" up
+}
+links_down() {
+  [ -n "${NETNS_MADE:-}" ] || return 0
+  ip netns del "$NSA" 2>/dev/null
+  ip netns del "$NSB" 2>/dev/null
+}
+
+link_case() { # link name client-args...
+  local link=$1 name=$2
+  shift 2
+  local oob=$TMP/oob.sock
+  link_sides "$link"
+  rm -f "$TMP/memif.sock" "$oob"
   quiet "$name" 2
-  taskset -c "$CPU_A" timeout 180 "$PERF" --server \
-    --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" --ip 10.77.0.1 --oob "$oob" \
-    >"$TMP/$name.server.log" 2>&1 &
+  "${SRV_PRE[@]}" taskset -c "$CPU_A" timeout 180 "$PERF" --server \
+    --vdev "$SRV_DEV" --ip 10.77.0.1 --oob "$oob" >"$TMP/$name.server.log" 2>&1 &
   local spid=$!
   started "$spid"
-  for _ in $(seq 1 200); do [ -S "$sock" ] && [ -S "$oob" ] && break; sleep 0.05; done
-  taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
-    --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no" --ip 10.77.0.2 --oob "$oob" \
-    "$@" >"$TMP/$name.log" 2>&1
+  wait_link "$link"
+  for _ in $(seq 1 200); do [ -S "$oob" ] && break; sleep 0.05; done
+  "${CLI_PRE[@]}" taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
+    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "$@" >"$TMP/$name.log" 2>&1
   wait "$spid" 2>/dev/null
-  rm -f "$sock" "$oob"
+  rm -f "$TMP/memif.sock" "$oob"
   after
 }
 
 # ---------------------------------------------------------------- testpmd
-# txonly (memif server, CPU A) -> rxonly (memif client, CPU B); records the
-# median Rx-pps of the per-second samples, the first (partial) one dropped.
-testpmd_case() { # name frame_bytes
-  local name=$1 frame=$2 sock=$TMP/tp.sock
+# txonly (server side, CPU A) -> rxonly (client side, CPU B) on the same link
+# and devargs; records the median Rx-pps of the per-second samples, the first
+# (partial) one dropped.
+testpmd_case() { # link name frame_bytes
+  local link=$1 name=$2 frame=$3
   local mbuf=$((frame + 256 > 2176 ? frame + 256 : 2176))
-  rm -f "$sock"
+  link_sides "$link"
+  rm -f "$TMP/memif.sock"
   quiet "$name" 2
   local common=(--no-pci --in-memory)
   local app=(--total-num-mbufs=8192 --mbuf-size="$mbuf" --nb-cores=1 --stats-period=1)
-  taskset -c "$CPU_A" "$TESTPMD" --lcores "0@$CPU_A,1@$CPU_A" "${common[@]}" --file-prefix "$MARK-tx-$$" \
-    --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- \
+  "${SRV_PRE[@]}" taskset -c "$CPU_A" "$TESTPMD" --lcores "0@$CPU_A,1@$CPU_A" "${common[@]}" \
+    --file-prefix "$MARK-tx-$$" --vdev "$SRV_DEV" -- \
     --forward-mode=txonly --txpkts="$frame" "${app[@]}" >"$TMP/$name.tx.log" 2>&1 &
   local tpid=$!
   started "$tpid"
-  for _ in $(seq 1 200); do [ -S "$sock" ] && break; sleep 0.05; done
-  taskset -c "$CPU_B" "$TESTPMD" --lcores "0@$CPU_B,1@$CPU_B" "${common[@]}" --file-prefix "$MARK-rx-$$" \
-    --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no" -- \
+  wait_link "$link"
+  "${CLI_PRE[@]}" taskset -c "$CPU_B" "$TESTPMD" --lcores "0@$CPU_B,1@$CPU_B" "${common[@]}" \
+    --file-prefix "$MARK-rx-$$" --vdev "$CLI_DEV" -- \
     --forward-mode=rxonly "${app[@]}" >"$TMP/$name.rx.log" 2>&1 &
   local rpid=$!
   started "$rpid"
@@ -225,7 +283,7 @@ testpmd_case() { # name frame_bytes
   done
   kill -9 "$rpid" "$tpid" 2>/dev/null
   wait "$rpid" "$tpid" 2>/dev/null
-  rm -f "$sock"
+  rm -f "$TMP/memif.sock"
   after
   # Per-second Rx-pps samples, the first (partial) one dropped: their median is
   # the typical rate, their maximum the rate of the best second (compared with
@@ -233,27 +291,39 @@ testpmd_case() { # name frame_bytes
   local d
   d=$(cat "$TMP/$name.disturbed")
   grep -o 'Rx-pps: *[0-9]*' "$TMP/$name.rx.log" | awk '$2 > 0 {print $2}' | tail -n +2 >"$TMP/$name.pps"
-  echo "testpmd_pps $(median <"$TMP/$name.pps") $d" >>"$RES"
-  echo "testpmd_peak $(sort -g "$TMP/$name.pps" | tail -1) $d" >>"$RES"
+  echo "${link}_testpmd_pps $(median <"$TMP/$name.pps") $d" >>"$RES"
+  echo "${link}_testpmd_peak $(sort -g "$TMP/$name.pps" | tail -1) $d" >>"$RES"
 }
 
-
 # ---------------------------------------------------------------- run
-echo "compare_memif: $REPS rounds, PMTU $PMTU, CPUs $CPU_A/$CPU_B, CRC-32 path ${DPDAT_CRC32:-auto}"
+# Iterations per link: about 2-8 s of traffic each at this machine's rates.
+iters() { # link size
+  case "$1:$2" in
+    ring:4096 | memif:4096) echo 2000000 ;;
+    ring:65536 | memif:65536) echo 120000 ;;
+    af_packet:4096) echo 200000 ;;
+    af_packet:65536) echo 12000 ;;
+    af_packet:8) echo 5000 ;;
+    *) echo 20000 ;;
+  esac
+}
+links_up
+echo "compare: links ring $LINKS, $REPS rounds, PMTU $PMTU, CPUs $CPU_A/$CPU_B, CRC-32 path ${DPDAT_CRC32:-auto}"
 echo "uptime: $(uptime)"
 pmtu_seen=$PMTU
 for r in $(seq 1 "$REPS"); do
   with_retry ring_case "ring_bw4k_$r" --size 4096 --bw --iters 500000 --pmtu "$PMTU"
   with_retry ring_case "ring_bw64k_$r" --size 65536 --bw --iters 30000 --pmtu "$PMTU"
   with_retry ring_case "ring_lat8_$r" --size 8 --lat --iters 20000 --pmtu "$PMTU"
-  with_retry memif_case "memif_bw4k_$r" --size 4096 --bw --iters 2000000 --pmtu "$PMTU"
-  with_retry memif_case "memif_bw64k_$r" --size 65536 --bw --iters 120000 --pmtu "$PMTU"
-  with_retry memif_case "memif_lat8_$r" --size 8 --lat --iters 20000 --pmtu "$PMTU"
-  p=$(grep -o 'PMTU [0-9]*' "$TMP/memif_bw4k_$r.log" | head -1 | awk '{print $2}')
-  [ -n "$p" ] && pmtu_seen=$p
-  frame=$((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
-  testpmd_case "testpmd_$r" "$frame"
-  for c in ring memif; do
+  for l in $LINKS; do
+    with_retry "link_case $l" "${l}_bw4k_$r" --size 4096 --bw --iters "$(iters "$l" 4096)" --pmtu "$PMTU"
+    with_retry "link_case $l" "${l}_bw64k_$r" --size 65536 --bw --iters "$(iters "$l" 65536)" --pmtu "$PMTU"
+    with_retry "link_case $l" "${l}_lat8_$r" --size 8 --lat --iters "$(iters "$l" 8)" --pmtu "$PMTU"
+    p=$(grep -o 'PMTU [0-9]*' "$TMP/${l}_bw4k_$r.log" | head -1 | awk '{print $2}')
+    [ -n "$p" ] && pmtu_seen=$p
+    testpmd_case "$l" "${l}_testpmd_$r" $((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
+  done
+  for c in ring $LINKS; do
     for s in 4k 64k; do
       d=$(cat "$TMP/${c}_bw${s}_$r.disturbed")
       row=$(row_after_header "$TMP/${c}_bw${s}_$r.log")
@@ -273,38 +343,56 @@ get() {
     END {for (i = 1; i <= n; i++) if (!u || !d[i]) print v[i]}' "$RES"
 }
 frame=$((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
-tp=$(get testpmd_pps | median)
-tpk=$(get testpmd_peak | median)
 mpps() { awk -v mb="$1" -v p="$pmtu_seen" 'BEGIN {if (mb != "") printf "%.2f", mb / p; else print "-"}'; }
 pct() { awk -v mb="$1" -v p="$pmtu_seen" -v t="$2" 'BEGIN {if (t > 0 && mb != "") printf "%.0f %%", 100 * mb * 1e6 / p / t; else print "-"}'; }
-row() { printf '%-40s %-26s %s\n' "$@"; }
+row() { printf '%-40s' "$1"; shift; for c in "$@"; do printf ' %-26s' "$c"; done; echo; }
 
 echo
-row "dpdat RDMA WRITE, PMTU $pmtu_seen" "net_ring (1 process)" "net_memif (2 processes)"
+hdr=("dpdat RDMA WRITE, PMTU $pmtu_seen" "net_ring (1 process)")
+for l in $LINKS; do hdr+=("net_$l (2 processes)"); done
+row "${hdr[@]}"
 for s in 4k 64k; do
-  ra=$(get ring_MBps_$s | median)
-  rp=$(get ring_peak_$s | median)
-  ma=$(get memif_MBps_$s | median)
-  mp=$(get memif_peak_$s | median)
-  row "$s: average MB/s (range)" "$ra ($(get ring_MBps_$s | span))" "$ma ($(get memif_MBps_$s | span))"
-  row "$s: peak MB/s" "$rp" "$mp"
-  row "$s: data packets Mpps, average / peak" "$(mpps "$ra") / $(mpps "$rp")" "$(mpps "$ma") / $(mpps "$mp")"
-  row "$s: ratio to testpmd, average / peak" "-" "$(pct "$ma" "$tp") / $(pct "$mp" "$tpk")"
+  avg=("$s: average MB/s (range)") pk=("$s: peak MB/s") pp=("$s: data packets Mpps, avg / peak")
+  rt=("$s: ratio to testpmd, avg / peak")
+  for c in ring $LINKS; do
+    av=$(get "${c}_MBps_$s" | median)
+    pv=$(get "${c}_peak_$s" | median)
+    avg+=("$av ($(get "${c}_MBps_$s" | span))")
+    pk+=("$pv")
+    pp+=("$(mpps "$av") / $(mpps "$pv")")
+    if [ "$c" = ring ]; then
+      rt+=("-")
+    else
+      rt+=("$(pct "$av" "$(get "${c}_testpmd_pps" | median)") / $(pct "$pv" "$(get "${c}_testpmd_peak" | median)")")
+    fi
+  done
+  row "${avg[@]}"
+  row "${pk[@]}"
+  row "${pp[@]}"
+  row "${rt[@]}"
 done
-row "8 B half round trip, median us" "$(get ring_lat_us | median) ($(get ring_lat_us | span))" \
-  "$(get memif_lat_us | median) ($(get memif_lat_us | span))"
-row "testpmd txonly->rxonly, $frame B frames" "-" \
-  "$(awk -v t="$tp" -v k="$tpk" 'BEGIN {printf "%.2f / %.2f Mpps", t / 1e6, k / 1e6}') (typ./best s)"
-row "  (range of the round medians)" "" "$(get testpmd_pps | span)"
+lat=("8 B half round trip, median us")
+tpr=("testpmd txonly->rxonly, $frame B, Mpps" "-")
+tps=("  (range of the round medians)" "")
+for c in ring $LINKS; do lat+=("$(get "${c}_lat_us" | median) ($(get "${c}_lat_us" | span))"); done
+for l in $LINKS; do
+  tpr+=("$(awk -v t="$(get "${l}_testpmd_pps" | median)" -v k="$(get "${l}_testpmd_peak" | median)" \
+    'BEGIN {printf "%.3f / %.3f (typ./best s)", t / 1e6, k / 1e6}')")
+  tps+=("$(get "${l}_testpmd_pps" | span)")
+done
+row "${lat[@]}"
+row "${tpr[@]}"
+row "${tps[@]}"
 echo
 echo "Medians over $REPS rounds (disturbed rounds left out where an undisturbed one exists)."
 echo "average: dpdat-perf's whole-run rate; peak: its best 1/20 of the run.  testpmd: median /"
-echo "best of its per-second Rx-pps.  ratio = dpdat data packets/s (MB/s / PMTU) / testpmd pps,"
-echo "average to median, peak to best second.  This VM's hypervisor at times runs both virtual"
-echo "CPUs on one physical CPU for seconds (testpmd then drops from ~14 to ~2 Mpps, as two pollers"
-echo "on one CPU do); the probes below catch it only at the edges of a case, so the averages mix"
-echo "fast and slow periods: read the peak ratio first."
+echo "best of its per-second Rx-pps on the same link and devargs.  ratio = dpdat data packets/s"
+echo "(MB/s / PMTU) / testpmd pps, average to median, peak to best second.  This VM's hypervisor"
+echo "at times runs both virtual CPUs on one physical CPU for seconds (testpmd on memif then drops"
+echo "from ~14 to ~2 Mpps, as two pollers on one CPU do); the probes below catch it only at the"
+echo "edges of a case, so the averages mix fast and slow periods: read the peak ratio first."
 echo "net_ring has no testpmd counterpart (pointer passing, ~1000 Mpps in ENVIRONMENT.md)."
+echo "af_packet: veth pair $VETH-a/-b between namespaces the script made (and removes); devargs $AF_ARGS."
 echo "load: before each case, waited up to ${QUIET_WAIT} s for both CPUs >= 90 % idle over 1 s;"
 echo "'foreign' = % of 0.2 s samples during it with more runnable tasks than its own pollers;"
 echo "'share' = awk loop time on CPU $CPU_A with CPU $CPU_B busy / alone, before and after it (100 %:"
