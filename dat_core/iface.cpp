@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <shared_mutex>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "dpdk/eal.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/telemetry.hpp"
+#include "dpdk/tsc_clock.hpp"
 
 namespace dpdat::dat {
 
@@ -43,10 +45,25 @@ Object* lookup_any(const void* h) {
   return static_cast<Object*>(const_cast<void*>(h));
 }
 
+namespace {
+// Once the EAL knows the TSC rate (the first interface opened), the clock of
+// every poll is read from the TSC: ~15 ns against ~50 ns for steady_clock in
+// this VM, and every consumer call that progresses reads it.  Anchored to
+// steady_clock, so times taken before the switch stay comparable.
+std::atomic<const dpdk::TscClock*> g_tsc{nullptr};
+
+void use_tsc_clock() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static const dpdk::TscClock clock;
+    if (clock.uses_tsc()) g_tsc.store(&clock, std::memory_order_release);
+  });
+}
+}  // namespace
+
 uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  const dpdk::TscClock* c = g_tsc.load(std::memory_order_acquire);
+  return c != nullptr ? c->now() : dpdk::steady_now_ns();
 }
 
 DtoStatus dto_status(rc::WcStatus s) {
@@ -160,6 +177,7 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
     *why = eal.error;
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
   }
+  use_tsc_clock();
   auto f = std::make_unique<Iface>();
   f->cfg = cfg;
   uint16_t port_id = 0;

@@ -9,45 +9,17 @@
 #include <memory>
 #include <string>
 
-#include <rte_cycles.h>
-
 #include "dpdk/port.hpp"
 #include "dpdk/telemetry.hpp"
+#include "dpdk/tsc_clock.hpp"
 #include "rc/engine.hpp"
 #include "rc/mr_table.hpp"
 
 namespace dpdat::tools {
 
-inline uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
+inline uint64_t now_ns() { return dpdk::steady_now_ns(); }
 
-// A monotonic nanosecond clock read from the TSC at DPDK's calibrated rate,
-// for poll loops that pass the time to every Engine::poll(): a read costs
-// ~15 ns in this VM against ~50 ns for steady_clock (clock_gettime).
-// Anchored to now_ns() when made; falls back to now_ns() when DPDK knows no
-// TSC rate (EAL not initialised).  One clock per set of engines: do not mix
-// its readings with now_ns() in the same engine.
-class TscClock {
- public:
-  TscClock() : base_ns_(now_ns()), base_tsc_(rte_get_tsc_cycles()) {
-    const uint64_t hz = rte_get_tsc_hz();
-    // ns per cycle in 32.32 fixed point (1e9 * 2^32 fits in 64 bits).
-    mult_ = hz == 0 ? 0 : (uint64_t{1'000'000'000} << 32) / hz;
-  }
-  uint64_t now() const {
-    if (mult_ == 0) return now_ns();
-    const uint64_t d = rte_get_tsc_cycles() - base_tsc_;
-    // d * mult_ >> 32 without a 128-bit product: the high half of d times
-    // mult_ cannot overflow before ~1e10 s of uptime.
-    return base_ns_ + (d >> 32) * mult_ + (((d & 0xFFFFFFFFu) * mult_) >> 32);
-  }
-
- private:
-  uint64_t base_ns_, base_tsc_, mult_ = 0;
-};
+using dpdk::TscClock;  // dpdk/tsc_clock.hpp
 
 struct Endpoint {
   std::unique_ptr<dpdk::Port> port;
