@@ -594,6 +594,10 @@ int run_client(const Options& o, size_t max_size) {
               " seq-NAKs %" PRIu64 " injected drops %" PRIu64 "\n",
               qc.tx_packets, qc.rx_packets, qc.retransmits + qc.sr_resends, qc.timeouts,
               qc.seq_naks_rx, r.ep.port->counters().rx_injected_drops);
+  const dpdk::PortCounters pc = r.ep.port->counters();
+  std::printf(" IPv4 checksum by the device: tx %" PRIu64 " rx good %" PRIu64 " rx bad %" PRIu64
+              "\n",
+              pc.tx_ip_csum_offloaded, pc.rx_ip_csum_good, pc.rx_ip_csum_bad);
   return rc_;
 }
 

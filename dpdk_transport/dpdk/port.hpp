@@ -36,12 +36,19 @@ struct PortConfig {
   // a run replays).  0 in production; tests use it for loss on real PMDs.
   double rx_loss = 0.0;
   uint64_t loss_seed = 1;
+  // Let the device compute / verify the IPv4 header checksum where it offers
+  // to (net_tap and physical NICs do; net_ring, net_memif, net_af_packet do
+  // not).  false: always in software.
+  bool csum_offload = true;
 };
 
 struct PortCounters {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0, tx_arp = 0,
            rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0,
-           rx_injected_drops = 0;
+           rx_injected_drops = 0,
+           // IPv4 header checksums the device filled in / verified good / found bad
+      tx_ip_csum_offloaded = 0, rx_ip_csum_good = 0, rx_ip_csum_bad = 0,
+           tx_prepare_refused = 0;  // rte_eth_tx_prepare refusals: checksummed in software
 };
 
 class Port final : public rc::PacketIo {
@@ -66,6 +73,7 @@ class Port final : public rc::PacketIo {
   }
   uint16_t tx_burst(rc::Frame* frames, uint16_t n) override { return tx_burst_q(0, frames, n); }
   void tx_free(rc::Frame* frames, uint16_t n) override { rx_release(frames, n); }
+  uint32_t offloads() const override { return offloads_; }
 
   class QueueIo final : public rc::PacketIo {
    public:
@@ -77,6 +85,7 @@ class Port final : public rc::PacketIo {
     }
     uint16_t tx_burst(rc::Frame* f, uint16_t n) override { return p_.tx_burst_q(q_, f, n); }
     void tx_free(rc::Frame* f, uint16_t n) override { p_.rx_release(f, n); }
+    uint32_t offloads() const override { return p_.offloads_; }
 
    private:
     Port& p_;
@@ -119,6 +128,7 @@ class Port final : public rc::PacketIo {
   uint16_t port_id_;
   PortConfig cfg_;
   uint16_t mtu_ = 1500;
+  uint32_t offloads_ = 0;  // rc::kOffload*
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
   bool started_ = false;

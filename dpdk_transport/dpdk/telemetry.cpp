@@ -96,6 +96,10 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
           {"rx_injected_drops", c.rx_injected_drops},
           {"tx_alloc_fail", c.tx_alloc_fail},
           {"tx_full", c.tx_full},
+          {"tx_ip_csum_offloaded", c.tx_ip_csum_offloaded},
+          {"rx_ip_csum_good", c.rx_ip_csum_good},
+          {"rx_ip_csum_bad", c.rx_ip_csum_bad},
+          {"tx_prepare_refused", c.tx_prepare_refused},
           {"mtu", p.mtu()}};
 }
 

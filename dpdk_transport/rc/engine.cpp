@@ -23,6 +23,7 @@ Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg)
   active_next_.reserve(cfg_.max_qps);
   touched_.reserve(cfg_.burst);
   release_.reserve(cfg_.burst * EngineGroup::kMaxEngines);
+  tx_ip_csum_offload_ = (io_.offloads() & kOffloadTxIpCsum) != 0;
 }
 
 Engine::~Engine() {
@@ -117,10 +118,10 @@ Frame* Engine::tx_frame() {
   return &tx_building_;
 }
 
-void Engine::tx_commit(Frame* f, uint32_t len) {
+void Engine::tx_commit(Frame* f, uint32_t len, uint32_t flags) {
   // Built from the fields, not by storing len into *f and copying *f: a
   // 16-byte load over the fresh 4-byte store cannot be forwarded and stalls.
-  tx_ready_.push_back(Frame{f->data, len, f->cap, f->handle});
+  tx_ready_.push_back(Frame{f->data, len, f->cap, f->handle, flags});
   building_ = false;
 }
 
@@ -196,11 +197,15 @@ bool Engine::dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t no
 // handed to another engine of the group (which then owns its buffer).
 bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
   wire::PacketView& v = rx_view_;  // parse_packet() sets every field: no per-packet zeroing
-  const wire::ParseOptions opts{.pmtu = cfg_.pmtu,
-                                .full_segments = false,
-                                .check_ip_checksum = !icrc_checked,
-                                .check_icrc = !icrc_checked};
-  const wire::Reject r = wire::parse_packet(std::span<const uint8_t>(f.data, f.len), opts, v);
+  // The device's verdict on the IPv4 header checksum, where it gave one.
+  const wire::ParseOptions opts{
+      .pmtu = cfg_.pmtu,
+      .full_segments = false,
+      .check_ip_checksum = !icrc_checked && (f.flags & kFrameRxIpCsumGood) == 0,
+      .check_icrc = !icrc_checked};
+  const wire::Reject r = (f.flags & kFrameRxIpCsumBad) != 0 && !icrc_checked
+                             ? wire::Reject::kBadIpChecksum
+                             : wire::parse_packet(std::span<const uint8_t>(f.data, f.len), opts, v);
   if (r != wire::Reject::kNone) {
     ctr_.rx_dropped_parse++;
     ctr_.rx_reject[static_cast<size_t>(r)]++;

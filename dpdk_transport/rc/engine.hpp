@@ -113,7 +113,11 @@ class Engine {
   // ---- used by Qp ----
   // A TX buffer for one frame, or nullptr under back-pressure.
   Frame* tx_frame();
-  void tx_commit(Frame* f, uint32_t len);
+  // `flags`: kFrameTx* (kFrameTxIpCsum when the frame was built for the
+  // device's IPv4 checksum offload).
+  void tx_commit(Frame* f, uint32_t len, uint32_t flags = 0);
+  // Whether frames are to be built with the IPv4 checksum left to the device.
+  bool tx_ip_csum_offload() const { return tx_ip_csum_offload_; }
   void tx_abort(Frame* f);
   void arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline);
   void activate(Qp* qp);
@@ -145,6 +149,7 @@ class Engine {
   std::vector<Frame> tx_cache_;  // allocated, unused TX buffers
   Frame tx_building_{};
   bool building_ = false;
+  bool tx_ip_csum_offload_ = false;  // io_.offloads() has kOffloadTxIpCsum
   std::vector<Qp*> touched_;
   std::vector<Frame> release_;
   EngineGroup* group_ = nullptr;

@@ -12,7 +12,19 @@ struct Frame {
   uint32_t len = 0;        // bytes of valid frame data
   uint32_t cap = 0;        // buffer capacity (TX frames)
   void* handle = nullptr;  // transport's own buffer object (e.g. rte_mbuf*)
+  uint32_t flags = 0;      // kFrame* below
 };
+
+// Frame::flags.  RX: what the device found checking the IPv4 header checksum
+// (neither flag: not checked, the engine checks in software).  TX: the IPv4
+// header checksum was left 0 for the device to fill in.
+inline constexpr uint32_t kFrameRxIpCsumGood = 1u << 0;
+inline constexpr uint32_t kFrameRxIpCsumBad = 1u << 1;
+inline constexpr uint32_t kFrameTxIpCsum = 1u << 2;
+
+// PacketIo::offloads(): checksum work the device does (the ICRC never is).
+inline constexpr uint32_t kOffloadTxIpCsum = 1u << 0;
+inline constexpr uint32_t kOffloadRxIpCsum = 1u << 1;
 
 class PacketIo {
  public:
@@ -28,6 +40,8 @@ class PacketIo {
   // Frames not taken still belong to the caller (retry them or tx_free them).
   virtual uint16_t tx_burst(Frame* frames, uint16_t n) = 0;
   virtual void tx_free(Frame* frames, uint16_t n) = 0;
+  // kOffload* bits; fixed once the transport is set up.
+  virtual uint32_t offloads() const { return 0; }
 };
 
 }  // namespace dpdat::rc

@@ -178,6 +178,7 @@ bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   tx_spec_.dst_ip = path_.peer_ip;
   tx_spec_.src_port = path_.udp_src_port;
   tx_spec_.dest_qp = path_.peer_qpn;
+  tx_spec_.ip_csum_offload = engine_.tx_ip_csum_offload();
   next_psn_ = sq_psn;
   acked_psn_ = sq_psn - 1;
   epsn_ = rq_psn;
@@ -328,7 +329,7 @@ bool Qp::transmit(const wire::BuildSpec& spec, uint64_t now) {
     set_error(QpError::kProtocol, now);
     return false;
   }
-  engine_.tx_commit(f, static_cast<uint32_t>(r.len));
+  engine_.tx_commit(f, static_cast<uint32_t>(r.len), spec.ip_csum_offload ? kFrameTxIpCsum : 0);
   ctr_.tx_packets++;
   return true;
 }

@@ -45,6 +45,8 @@ struct BuildSpec {
   uint8_t tos = 0;
   uint8_t ttl = 64;
   uint16_t ip_id = 0;
+  // Leave the IPv4 header checksum 0: the device computes it (TX offload).
+  bool ip_csum_offload = false;
 
   Opcode opcode = Opcode::kSendOnly;
   uint32_t dest_qp = 0;

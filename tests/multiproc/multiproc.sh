@@ -122,6 +122,11 @@ case "$MODE" in
     PIDS+=($!)
     SIZES=(--size 4096)  # net_tap is slow (~0.07 Mpps): keep it short
     run_pair "ip netns exec $NS" "net_tap0,iface=dt$ID-a" "ip netns exec $NS" "net_tap0,iface=dt$ID-b"
+    # net_tap offers IPv4 checksum offload: the frames went out with the
+    # checksum left to the device and came in verified by it (a wrong one
+    # would have been dropped as bad and the transfer would not verify).
+    ck=$(grep "IPv4 checksum by the device" "$TMP/client.log") || fail "no checksum counters"
+    echo "$ck" | awk '{exit !($7 > 0 && $10 > 0 && $13 == 0)}' || fail "checksum offload unused: $ck"
     ;;
   kill-peer)
     # A long transfer; the server is killed mid-way; the client's queue pair

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -35,14 +36,19 @@ class Pair {
  public:
   static constexpr uint64_t kStepNs = 1'000;
 
-  explicit Pair(uint64_t seed, const QpConfig& qcfg = {}, uint32_t cq_depth = 4096)
+  // `io`, when given, names the packet I/O side i's engine uses, given the
+  // link end (a test's device model wrapped around it; it must outlive the Pair).
+  using IoWrap = std::function<PacketIo&(int, PacketIo&)>;
+  explicit Pair(uint64_t seed, const QpConfig& qcfg = {}, uint32_t cq_depth = 4096,
+                const IoWrap& io = {})
       : link_(seed, 8192, 4096) {
     EngineConfig ecfg;
     ecfg.pmtu = 4096;
     for (int i = 0; i < 2; ++i) {
       Side& s = side_[i];
       s.mr = std::make_unique<MrTable>(256, 64);
-      s.engine = std::make_unique<Engine>(link_.end(i), *s.mr, ecfg);
+      PacketIo& end = io ? io(i, link_.end(i)) : link_.end(i);
+      s.engine = std::make_unique<Engine>(end, *s.mr, ecfg);
       s.scq = std::make_unique<CompletionQueue>(cq_depth);
       s.rcq = std::make_unique<CompletionQueue>(cq_depth);
       s.qp = s.engine->create_qp(s.pz, qcfg, s.scq.get(), s.rcq.get());

@@ -237,6 +237,22 @@ TEST(WireCoreGolden, Ipv4ChecksumMatchesTheWordByWordDefinition) {
   EXPECT_EQ(ipv4_checksum(*reinterpret_cast<const Ipv4Hdr*>(h.data())), 0);
 }
 
+TEST(WireCoreBuild, ChecksumOffloadLeavesOnlyTheChecksumToTheDevice) {
+  std::vector<uint8_t> pay(1000);
+  for (size_t i = 0; i < pay.size(); ++i) pay[i] = static_cast<uint8_t>(i * 7);
+  BuildSpec s = spec_for(Opcode::kWriteOnly, pay);
+  const std::vector<uint8_t> soft = build(s, 1024);
+  s.ip_csum_offload = true;
+  std::vector<uint8_t> off = build(s, 1024);
+  ASSERT_EQ(off.size(), soft.size());
+  const auto* ip = reinterpret_cast<const Ipv4Hdr*>(off.data() + 14);
+  EXPECT_EQ(ip->checksum.value(), 0);              // for the device to fill in
+  EXPECT_EQ(stored_icrc(off), stored_icrc(soft));  // the ICRC masks the checksum
+  EXPECT_EQ(stored_icrc(off), ref_icrc(off.data(), off.size() - 4));
+  fix_ip_checksum(off);  // what the device does
+  EXPECT_EQ(off, soft);
+}
+
 TEST(WireCoreGolden, HeadersMatchTheIbaLayout) {
   std::vector<uint8_t> pay = {0xA1, 0xA2, 0xA3};  // 3 bytes -> pad 1
   BuildSpec s = spec_for(Opcode::kWriteOnlyImm, pay);
