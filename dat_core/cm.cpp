@@ -393,6 +393,16 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
       if (!abrupt) return kOk;  // a second graceful disconnect has no effect
       break;
     case EpState::kPassivePending:
+      // Before the consumer answers the request (an RSP's EP: the CR is
+      // pending, nothing sent, the EP's peer fields still those of any earlier
+      // connection) this is DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, where
+      // dat_ep_disconnect "is disallowed": the CR is accepted or rejected.
+      if (ep->cm != CmState::kRepSent)
+        return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_PASSCONNPENDING);
+      // Accepted, RTU not yet in (COMPLETION_PENDING): either flag "aborts
+      // the connection establishment" and the EP is DISCONNECTED at once.
+      abrupt = true;
+      break;
     case EpState::kConnected:
       break;
   }
