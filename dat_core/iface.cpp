@@ -43,6 +43,45 @@ Object* lookup_any(const void* h) {
   return static_cast<Object*>(const_cast<void*>(h));
 }
 
+// ------------------------------------------------------------ agent upcalls
+
+namespace {
+struct Upcall {
+  Iface* f;
+  Cno* cno;
+  Evd* evd;
+};
+thread_local std::deque<Upcall> t_upcalls;
+thread_local int t_iface_locks = 0;  // interface locks this thread holds (IfaceLock)
+thread_local bool t_running_upcalls = false;
+}  // namespace
+
+void note_iface_locked() { ++t_iface_locks; }
+void note_iface_unlocked() { --t_iface_locks; }
+
+void queue_upcall(Iface* f, Cno* cno, Evd* evd) { t_upcalls.push_back(Upcall{f, cno, evd}); }
+
+void run_upcalls() {
+  if (t_iface_locks > 0 || t_running_upcalls || t_upcalls.empty()) return;
+  t_running_upcalls = true;
+  while (!t_upcalls.empty()) {
+    const Upcall u = t_upcalls.front();
+    t_upcalls.pop_front();
+    void (*fn)(void*, void*) = nullptr;
+    void* instance = nullptr;
+    {
+      // Not an IfaceLock: this thread is making upcalls already.
+      std::lock_guard<std::mutex> g(u.f->mu);
+      if (Cno* c = lookup<Cno>(u.cno, HandleType::kCno); c != nullptr) {
+        fn = c->agent_fn;
+        instance = c->agent_instance;
+      }
+    }
+    if (fn != nullptr) fn(instance, u.evd);
+  }
+  t_running_upcalls = false;
+}
+
 uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
@@ -125,7 +164,7 @@ void progress_thread_main() {
       }
       if (!f->cfg.progress_thread) continue;
       max_idle = std::max(max_idle, f->cfg.idle_us);
-      std::unique_lock<std::mutex> lk(f->mu, std::try_to_lock);
+      IfaceLock lk(f->mu, std::try_to_lock);
       if (!lk.owns_lock()) continue;
       const uint64_t now = now_ns();
       if (now - f->last_consumer_progress < 50'000) continue;
@@ -212,7 +251,7 @@ void progress_others(Iface* except) {
       f = ifaces()[i];
     }
     if (f == except) continue;
-    std::unique_lock<std::mutex> lk(f->mu, std::try_to_lock);
+    IfaceLock lk(f->mu, std::try_to_lock);
     if (lk.owns_lock()) f->progress(now_ns(), true);
   }
 }
@@ -308,7 +347,7 @@ void Iface::deliver(Evd* evd, const Event& ev) {
     Cno* cno = evd->cno;
     cno->triggered = evd;
     cno->cv.notify_all();
-    if (cno->agent_fn != nullptr) cno->agent_fn(cno->agent_instance, evd);
+    if (cno->agent_fn != nullptr) queue_upcall(this, cno, evd);  // made once mu is released
   }
 }
 
