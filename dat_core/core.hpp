@@ -405,6 +405,7 @@ struct Iface {
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
+  std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
   uint64_t last_consumer_progress = 0;
   uint64_t next_housekeeping = 0;
   uint32_t next_pz = 1;

@@ -222,6 +222,7 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   f->owned_port = dpdk::Port::open(port_id, pc, why);
   if (!f->owned_port) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
   f->port = f->owned_port.get();
+  f->cm_drops = cfg.cm_drops;
   for (const auto& [ip, mac] : cfg.neighbors) f->port->add_neighbor(ip, mac);
   f->pmtu = std::min(cfg.pmtu, f->port->max_pmtu());
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
