@@ -59,6 +59,11 @@ void set_pdata(wire::CmMessage& m, const uint8_t* p, uint32_t len) {
 }  // namespace
 
 void Iface::send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m) {
+  for (auto& [kind, left] : cm_drops)  // fault injection (cm_drop=): lost on the way
+    if (kind == m.type && left > 0) {
+      --left;
+      return;
+    }
   wire::CmPath path;
   path.src_mac = port->mac();
   path.dst_mac = mac;
@@ -202,8 +207,12 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     conn_event(ep, EventNum::kEstablished, m.pdata.data(), m.pdata_len);
     (void)now;
   } else if (ep->remote_comm == m.local_comm_id &&
-             (ep->cm == CmState::kEstablished || ep->cm == CmState::kDreqSent)) {
-    send_cm(ep->peer_mac, ep->peer_ip, rtu);  // our RTU was lost
+             (ep->cm == CmState::kEstablished || ep->cm == CmState::kDraining ||
+              ep->cm == CmState::kDreqSent)) {
+    // Our RTU was lost: the peer still waits for it in every state in which
+    // we consider the connection made, including a graceful disconnect's
+    // drain (the peer takes our outstanding requests meanwhile).
+    send_cm(ep->peer_mac, ep->peer_ip, rtu);
   }
 }
 
@@ -393,6 +402,16 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
       if (!abrupt) return kOk;  // a second graceful disconnect has no effect
       break;
     case EpState::kPassivePending:
+      // Before the consumer answers the request (an RSP's EP: the CR is
+      // pending, nothing sent, the EP's peer fields still those of any earlier
+      // connection) this is DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, where
+      // dat_ep_disconnect "is disallowed": the CR is accepted or rejected.
+      if (ep->cm != CmState::kRepSent)
+        return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_PASSCONNPENDING);
+      // Accepted, RTU not yet in (COMPLETION_PENDING): either flag "aborts
+      // the connection establishment" and the EP is DISCONNECTED at once.
+      abrupt = true;
+      break;
     case EpState::kConnected:
       break;
   }

@@ -121,6 +121,20 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       char* end = nullptr;
       c.loss = std::strtod(v.c_str(), &end);
       ok = end != nullptr && *end == '\0' && c.loss >= 0.0 && c.loss < 1.0;
+    } else if (key == "cm_drop") {
+      static constexpr std::pair<std::string_view, wire::CmMsg> kKinds[] = {
+          {"req", wire::CmMsg::kReq}, {"rep", wire::CmMsg::kRep},   {"rtu", wire::CmMsg::kRtu},
+          {"rej", wire::CmMsg::kRej}, {"dreq", wire::CmMsg::kDreq}, {"drep", wire::CmMsg::kDrep}};
+      const size_t colon = val.find(':');
+      uint32_t n = 0;
+      ok = colon != std::string_view::npos && parse_num(val.substr(colon + 1), &n) && n > 0;
+      bool known = false;
+      for (const auto& [word, kind] : kKinds)
+        if (ok && val.substr(0, colon) == word) {
+          c.cm_drops.emplace_back(kind, n);
+          known = true;
+        }
+      ok = ok && known;
     } else if (key == "progress") {
       ok = val == "thread" || val == "inline";
       c.progress_thread = val == "thread";

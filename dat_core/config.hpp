@@ -13,6 +13,9 @@
 //   pmtu=<n>            RoCE path MTU cap (256..4096, default: largest the MTU allows)
 //   neighbor=<ip>@<mac> static ARP entry (repeatable), for links without broadcast
 //   loss=<p>            seeded receive loss (fault injection for tests), 0..1
+//   cm_drop=<msg>:<n>   the first n CM messages of kind <msg> (req, rep, rtu, rej,
+//                       dreq, drep) this interface sends are lost (fault injection
+//                       for tests; repeatable, one kind each)
 //   progress=<thread|inline>  background progress thread (default) or none
 //   idle_us=<n>         longest sleep of the background progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
@@ -30,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "wire/cm.hpp"
 #include "wire/headers.hpp"
 
 namespace dpdat::dat {
@@ -45,6 +49,7 @@ struct IfaceConfig {
   uint32_t pmtu = 4096;
   std::vector<std::pair<uint32_t, wire::MacAddr>> neighbors;
   double loss = 0.0;
+  std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // kind, how many
   bool progress_thread = true;
   uint32_t idle_us = 200;
   uint32_t node = 0;

@@ -405,6 +405,7 @@ struct Iface {
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
+  std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
   uint64_t last_consumer_progress = 0;
   uint64_t next_housekeeping = 0;
   uint32_t next_pz = 1;
@@ -461,6 +462,49 @@ struct Iface {
   void send_dreq(Ep* ep, uint64_t now);
   // (Re)sends the EP's out_msg (REQ, REP or DREQ) and backs its timer off.
   void send_out(Ep* ep, uint64_t now);
+};
+
+// CNO agent upcalls (DAT_OS_WAIT_PROXY_AGENT).  An agent may call back into
+// DAT (typically dat_evd_dequeue on the EVD it is told about), so it never
+// runs under an interface lock: Iface::deliver() queues the upcall on the
+// delivering thread, and that thread makes it once it holds no interface
+// lock any more (IfaceLock releases; the progress paths likewise), in
+// delivery order.  The CNO may be freed, or given another agent, meanwhile:
+// the upcall looks the CNO handle up again and calls the agent the CNO has
+// then, or nothing when the CNO is gone.  The EVD handle given to the agent
+// is only a handle: one freed meanwhile is refused as DAT_INVALID_HANDLE.
+void queue_upcall(Iface* f, Cno* cno, Evd* evd);
+// Makes this thread's queued upcalls; nothing while it holds an interface
+// lock or is already making them (an agent's own calls into DAT: the outer
+// loop makes what they queue, after the agent returns).
+void run_upcalls();
+void note_iface_locked();
+void note_iface_unlocked();
+
+// The interface lock as every DAT operation takes it (std::unique_lock on
+// Iface::mu, so condition variables wait on it): counts the interface locks
+// this thread holds and makes the queued agent upcalls when the last one is
+// released.
+class IfaceLock : public std::unique_lock<std::mutex> {
+ public:
+  explicit IfaceLock(std::mutex& m) : std::unique_lock<std::mutex>(m) { note_iface_locked(); }
+  IfaceLock(std::mutex& m, std::try_to_lock_t t) : std::unique_lock<std::mutex>(m, t) {
+    if (owns_lock()) note_iface_locked();
+  }
+  IfaceLock(const IfaceLock&) = delete;
+  IfaceLock& operator=(const IfaceLock&) = delete;
+  ~IfaceLock() {
+    if (owns_lock()) unlock();
+  }
+  void lock() {
+    std::unique_lock<std::mutex>::lock();
+    note_iface_locked();
+  }
+  void unlock() {
+    std::unique_lock<std::mutex>::unlock();
+    note_iface_unlocked();
+    run_upcalls();
+  }
 };
 
 // Drives every other interface of the process once (try-lock: an interface

@@ -61,6 +61,45 @@ void use_tsc_clock() {
 }
 }  // namespace
 
+// ------------------------------------------------------------ agent upcalls
+
+namespace {
+struct Upcall {
+  Iface* f;
+  Cno* cno;
+  Evd* evd;
+};
+thread_local std::deque<Upcall> t_upcalls;
+thread_local int t_iface_locks = 0;  // interface locks this thread holds (IfaceLock)
+thread_local bool t_running_upcalls = false;
+}  // namespace
+
+void note_iface_locked() { ++t_iface_locks; }
+void note_iface_unlocked() { --t_iface_locks; }
+
+void queue_upcall(Iface* f, Cno* cno, Evd* evd) { t_upcalls.push_back(Upcall{f, cno, evd}); }
+
+void run_upcalls() {
+  if (t_iface_locks > 0 || t_running_upcalls || t_upcalls.empty()) return;
+  t_running_upcalls = true;
+  while (!t_upcalls.empty()) {
+    const Upcall u = t_upcalls.front();
+    t_upcalls.pop_front();
+    void (*fn)(void*, void*) = nullptr;
+    void* instance = nullptr;
+    {
+      // Not an IfaceLock: this thread is making upcalls already.
+      std::lock_guard<std::mutex> g(u.f->mu);
+      if (Cno* c = lookup<Cno>(u.cno, HandleType::kCno); c != nullptr) {
+        fn = c->agent_fn;
+        instance = c->agent_instance;
+      }
+    }
+    if (fn != nullptr) fn(instance, u.evd);
+  }
+  t_running_upcalls = false;
+}
+
 uint64_t now_ns() {
   const dpdk::TscClock* c = g_tsc.load(std::memory_order_acquire);
   return c != nullptr ? c->now() : dpdk::steady_now_ns();
@@ -142,7 +181,7 @@ void progress_thread_main() {
       }
       if (!f->cfg.progress_thread) continue;
       max_idle = std::max(max_idle, f->cfg.idle_us);
-      std::unique_lock<std::mutex> lk(f->mu, std::try_to_lock);
+      IfaceLock lk(f->mu, std::try_to_lock);
       if (!lk.owns_lock()) continue;
       const uint64_t now = now_ns();
       if (now - f->last_consumer_progress < 50'000) continue;
@@ -201,6 +240,7 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   f->owned_port = dpdk::Port::open(port_id, pc, why);
   if (!f->owned_port) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
   f->port = f->owned_port.get();
+  f->cm_drops = cfg.cm_drops;
   for (const auto& [ip, mac] : cfg.neighbors) f->port->add_neighbor(ip, mac);
   f->pmtu = std::min(cfg.pmtu, f->port->max_pmtu());
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
@@ -230,7 +270,7 @@ void progress_others(Iface* except) {
       f = ifaces()[i];
     }
     if (f == except) continue;
-    std::unique_lock<std::mutex> lk(f->mu, std::try_to_lock);
+    IfaceLock lk(f->mu, std::try_to_lock);
     if (lk.owns_lock()) f->progress(now_ns(), true);
   }
 }
@@ -326,7 +366,7 @@ void Iface::deliver(Evd* evd, const Event& ev) {
     Cno* cno = evd->cno;
     cno->triggered = evd;
     cno->cv.notify_all();
-    if (cno->agent_fn != nullptr) cno->agent_fn(cno->agent_instance, evd);
+    if (cno->agent_fn != nullptr) queue_upcall(this, cno, evd);  // made once mu is released
   }
 }
 

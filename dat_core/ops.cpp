@@ -661,6 +661,10 @@ Status ep_free(Ep* ep) {
   Lock lk(ep->ia->iface->mu);
   if (ep->state == EpState::kReserved)
     return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_RESERVED);
+  // dat_ep_free(3DAT): not in Passive Connection Pending (an RSP's EP whose
+  // CR is unanswered: the CR still points at it); the CR is rejected first.
+  if (ep->state == EpState::kPassivePending && ep->cm != CmState::kRepSent)
+    return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_PASSCONNPENDING);
   free_ep(ep);
   return kOk;
 }

@@ -20,7 +20,7 @@
 
 namespace dpdat::dat {
 
-using Lock = std::unique_lock<std::mutex>;
+using Lock = IfaceLock;  // makes the CNO agent upcalls on release (core.hpp)
 inline constexpr uint64_t kInfinite = UINT64_MAX;
 
 // ------------------------------------------------------------- helpers

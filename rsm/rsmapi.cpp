@@ -41,6 +41,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -261,6 +262,11 @@ struct Controller {
 // Live handles of every kind, so a stale or foreign pointer is refused.
 std::mutex g_mu;
 std::map<std::string, Controller*> g_ctls;
+// Names whose controller one thread is setting up or tearing down outside
+// g_mu (dat_ia_open / dat_ia_close take long); rsm_get_controller for such a
+// name waits on g_ctls_cv, so one name never has two controllers.
+std::set<std::string> g_busy;
+std::condition_variable g_ctls_cv;
 std::unordered_map<const void*, Tag> g_live;
 
 void live_add(const void* p, Tag t) {
@@ -654,6 +660,7 @@ void teardown(Controller* c) {
 // Drops one reference of either kind; closes the controller at zero.
 void unref(Controller* c, bool user) {
   bool last = false;
+  const std::string name = c->name;
   {
     std::lock_guard<std::mutex> g(g_mu);
     std::lock_guard<std::mutex> lk(c->mu);
@@ -662,9 +669,57 @@ void unref(Controller* c, bool user) {
       last = true;
       g_ctls.erase(c->name);
       g_live.erase(c);
+      g_busy.insert(name);  // a new controller of this name waits for the IA to close
     }
   }
-  if (last) teardown(c);
+  if (!last) return;
+  teardown(c);
+  std::lock_guard<std::mutex> g(g_mu);
+  g_busy.erase(name);
+  g_ctls_cv.notify_all();
+}
+
+// Sets a controller up: its IA, PZ, service EVD, listener and service
+// thread.  Called without g_mu (the name is in g_busy meanwhile).
+int open_controller(const std::string& name, Controller** out) {
+  auto* c = new (std::nothrow) Controller;
+  if (c == nullptr) return RSMERR_INSUFFICIENT_MEM;
+  std::string why;
+  c->name = name;
+  if (!dpdat::dat::lookup_ia(c->name, &c->cfg, &why)) {
+    delete c;
+    return RSMERR_CTLR_NOT_PRESENT;
+  }
+  c->node = c->cfg.node;
+  c->page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  c->default_mode = creation_mode();
+  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(m, &end, 10);
+    if (end != nullptr && *end == '\0' && v > 0) c->max_export = v;
+  }
+  DAT_RETURN r = dat_ia_open(const_cast<char*>(c->name.c_str()), 16, &c->async_evd, &c->ia);
+  if (!dat_ok(r)) {
+    delete c;
+    return RSMERR_CTLR_NOT_PRESENT;
+  }
+  r = dat_ia_query(c->ia, nullptr, DAT_IA_ALL, &c->attr, 0, nullptr);
+  if (dat_ok(r)) r = dat_pz_create(c->ia, &c->pz);
+  if (dat_ok(r))
+    r = dat_evd_create(c->ia, 4096, DAT_HANDLE_NULL,
+                       static_cast<DAT_EVD_FLAGS>(DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG |
+                                                  DAT_EVD_DTO_FLAG | DAT_EVD_SOFTWARE_FLAG),
+                       &c->sevd);
+  if (dat_ok(r)) r = dat_psp_create(c->ia, kRsmQual, c->sevd, DAT_PSP_CONSUMER_FLAG, &c->psp);
+  if (!dat_ok(r)) {
+    (void)dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+    delete c;
+    return RSMERR_INSUFFICIENT_RESOURCES;
+  }
+  c->user_refs = 1;
+  c->service = std::thread(service_loop, c);
+  *out = c;
+  return RSM_SUCCESS;
 }
 
 Controller* ctl_ref(rsmapi_controller_handle_t h) {
@@ -1066,50 +1121,28 @@ extern "C" {
 
 int rsm_get_controller(char* name, rsmapi_controller_handle_t* controller) {
   if (name == nullptr || controller == nullptr) return RSMERR_BAD_ADDR;
+  const std::string key = name;
+  {
+    std::unique_lock<std::mutex> g(g_mu);
+    for (;;) {
+      if (auto it = g_ctls.find(key); it != g_ctls.end()) {
+        std::lock_guard<std::mutex> lk(it->second->mu);
+        it->second->user_refs++;
+        *controller = reinterpret_cast<rsmapi_controller_handle_t>(it->second);
+        return RSM_SUCCESS;
+      }
+      if (g_busy.count(key) == 0) break;
+      g_ctls_cv.wait(g);  // another thread opens or closes this name's controller
+    }
+    g_busy.insert(key);  // this thread opens it
+  }
+  Controller* c = nullptr;
+  const int e = open_controller(key, &c);
   std::lock_guard<std::mutex> g(g_mu);
-  if (auto it = g_ctls.find(name); it != g_ctls.end()) {
-    std::lock_guard<std::mutex> lk(it->second->mu);
-    it->second->user_refs++;
-    *controller = reinterpret_cast<rsmapi_controller_handle_t>(it->second);
-    return RSM_SUCCESS;
-  }
-  auto* c = new (std::nothrow) Controller;
-  if (c == nullptr) return RSMERR_INSUFFICIENT_MEM;
-  std::string why;
-  c->name = name;
-  if (!dpdat::dat::lookup_ia(c->name, &c->cfg, &why)) {
-    delete c;
-    return RSMERR_CTLR_NOT_PRESENT;
-  }
-  c->node = c->cfg.node;
-  c->page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  c->default_mode = creation_mode();
-  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0') {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(m, &end, 10);
-    if (end != nullptr && *end == '\0' && v > 0) c->max_export = v;
-  }
-  DAT_RETURN r = dat_ia_open(name, 16, &c->async_evd, &c->ia);
-  if (!dat_ok(r)) {
-    delete c;
-    return RSMERR_CTLR_NOT_PRESENT;
-  }
-  r = dat_ia_query(c->ia, nullptr, DAT_IA_ALL, &c->attr, 0, nullptr);
-  if (dat_ok(r)) r = dat_pz_create(c->ia, &c->pz);
-  if (dat_ok(r))
-    r = dat_evd_create(c->ia, 4096, DAT_HANDLE_NULL,
-                       static_cast<DAT_EVD_FLAGS>(DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG |
-                                                  DAT_EVD_DTO_FLAG | DAT_EVD_SOFTWARE_FLAG),
-                       &c->sevd);
-  if (dat_ok(r)) r = dat_psp_create(c->ia, kRsmQual, c->sevd, DAT_PSP_CONSUMER_FLAG, &c->psp);
-  if (!dat_ok(r)) {
-    (void)dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
-    delete c;
-    return RSMERR_INSUFFICIENT_RESOURCES;
-  }
-  c->user_refs = 1;
-  c->service = std::thread(service_loop, c);
-  g_ctls[c->name] = c;
+  g_busy.erase(key);
+  g_ctls_cv.notify_all();
+  if (e != RSM_SUCCESS) return e;
+  g_ctls[key] = c;
   g_live[c] = Tag::kCtl;
   *controller = reinterpret_cast<rsmapi_controller_handle_t>(c);
   return RSM_SUCCESS;

@@ -460,3 +460,56 @@ TEST_F(api_cm, AsyncEvdGivenToAnotherIaIsInUse) {
     EXPECT_EQ(dat_evd_free(shared), DAT_SUCCESS);  // no IA uses it any more
   }
 }
+
+// dat_ep_disconnect(3DAT): "Disconnecting an Endpoint in ...
+// DAT_EP_STATE_PASSIVE_CONNECTION_PENDING ... is disallowed" (and dat_ep_free
+// refuses that state too: the consumer first accepts or rejects the CR).  An
+// RSP's EP is in that state from the request's arrival until the consumer
+// answers; it has no connection of its own yet, only what an earlier
+// connection left in it, so a DREQ from it would go to that old peer.  Here
+// the EP first carries a connection (PSP), is reset, then is reserved by an
+// RSP; both disconnect flags and dat_ep_free must be refused without any
+// connection event, and the request must still be acceptable afterwards.
+TEST_F(api_cm, DisconnectOfRspEpWithUnansweredRequestIsInvalidState) {
+  ASSERT_NO_FATAL_FAILURE(establish());
+  ASSERT_EQ(dat_ep_disconnect(cli_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_EQ(dat_ep_reset(cli_.ep), DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_reset(srv_.ep), DAT_SUCCESS);
+  ASSERT_EQ(dat_psp_free(psp_), DAT_SUCCESS);
+  psp_ = DAT_HANDLE_NULL;
+
+  DAT_RSP_HANDLE rsp = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_rsp_create(srv_.ia, kQual + 2, srv_.ep, srv_.cr_evd, &rsp), DAT_SUCCESS);
+  EXPECT_EQ(state(srv_), DAT_EP_STATE_RESERVED);
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual + 2, kWaitUs), DAT_SUCCESS);
+  DAT_CR_HANDLE cr = wait_cr();
+  ASSERT_NE(cr, DAT_HANDLE_NULL);
+  ASSERT_EQ(state(srv_), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+
+  EXPECT_EQ(DAT_GET_TYPE(dat_ep_disconnect(srv_.ep, DAT_CLOSE_GRACEFUL_FLAG)), DAT_INVALID_STATE);
+  EXPECT_EQ(state(srv_), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+  EXPECT_EQ(DAT_GET_TYPE(dat_ep_disconnect(srv_.ep, DAT_CLOSE_ABRUPT_FLAG)), DAT_INVALID_STATE);
+  EXPECT_EQ(state(srv_), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+  EXPECT_EQ(DAT_GET_TYPE(dat_ep_free(srv_.ep)), DAT_INVALID_STATE);
+  // Longer than a DREQ's retries (50 + 100 + 200 + 400 ms) would take.
+  DAT_EVENT ev;
+  EXPECT_EQ(DAT_GET_TYPE(wait(srv_.conn_evd, &ev, 1'000'000)), DAT_TIMEOUT_EXPIRED)
+      << std::hex << "connection event 0x" << ev.event_number << " for an EP never connected";
+  EXPECT_EQ(state(srv_), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+
+  // The request is still the consumer's to answer.
+  ASSERT_EQ(dat_cr_accept(cr, srv_.ep, 0, nullptr), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_ESTABLISHED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_ESTABLISHED));
+  DAT_LMR_TRIPLET r = srv_.iov(0, 64), s = cli_.iov(0, 64);
+  ASSERT_EQ(dat_ep_post_recv(srv_.ep, 1, &r, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_post_send(cli_.ep, 1, &s, cookie(2), DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+  ASSERT_EQ(wait(srv_.recv_evd, &ev), DAT_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1u);
+  ASSERT_EQ(dat_ep_disconnect(srv_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_DISCONNECTED));
+}

@@ -1,7 +1,12 @@
 // The uDAPL 1.2 API of libdat, exercised through the public header only
 // (fixture and helpers: api_fixture.hpp).
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
 
 #include "api_fixture.hpp"
 
@@ -615,6 +620,130 @@ TEST_F(api, CnoWaitFreeTimeout) {
 
   ASSERT_EQ(dat_evd_free(e), DAT_SUCCESS);
   EXPECT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
+// A CNO agent (DAT_OS_WAIT_PROXY_AGENT) is the consumer's upcall for an
+// event on an EVD of the CNO; the natural thing for it to do is take the
+// event off that EVD.  It must therefore run where a call into DAT can take
+// the interface lock: not while the delivering thread still holds it.
+struct AgentProbe {
+  std::mutex mu;
+  int calls = 0;
+  std::vector<DAT_RETURN> results;    // of the agent's dat_evd_dequeue, in call order
+  std::vector<DAT_EVD_HANDLE> evds;   // the EVD each call named
+  std::vector<const void*> pointers;  // software events taken
+  std::vector<uint64_t> cookies;      // DTO completions taken
+  std::vector<DAT_DTO_COMPLETION_STATUS> statuses;
+  int count() {
+    std::lock_guard<std::mutex> g(mu);
+    return calls;
+  }
+};
+
+void dequeueing_agent(DAT_PVOID instance, DAT_EVD_HANDLE evd) {
+  auto* p = static_cast<AgentProbe*>(instance);
+  DAT_EVENT ev;
+  std::memset(&ev, 0, sizeof(ev));
+  const DAT_RETURN r = dat_evd_dequeue(evd, &ev);
+  std::lock_guard<std::mutex> g(p->mu);
+  p->results.push_back(r);
+  p->evds.push_back(evd);
+  if (r == DAT_SUCCESS && ev.event_number == DAT_SOFTWARE_EVENT)
+    p->pointers.push_back(ev.event_data.software_event_data.pointer);
+  if (r == DAT_SUCCESS && ev.event_number == DAT_DTO_COMPLETION_EVENT) {
+    p->cookies.push_back(ev.event_data.dto_completion_event_data.user_cookie.as_64);
+    p->statuses.push_back(ev.event_data.dto_completion_event_data.status);
+  }
+  ++p->calls;
+}
+
+// Waits (sleeping, bounded) until the agent has run n times.  A deadlocked
+// delivering thread holds an interface lock for good, so neither the test
+// nor its tear-down could go on: the process ends, failed, instead.
+void await_agent_or_die(AgentProbe* p, int n, const char* what) {
+  for (int i = 0; i < 10'000 && p->count() < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (p->count() < n) {
+    std::fprintf(stderr, "%s: the CNO agent ran %d of %d times in 10 s (deadlocked?)\n", what,
+                 p->count(), n);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+}
+
+TEST_F(api, CnoAgentMayDequeueFromItsEvd) {
+  AgentProbe probe;
+  DAT_CNO_HANDLE cno = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_cno_create(ia0_, DAT_OS_WAIT_PROXY_AGENT{&probe, dequeueing_agent}, &cno),
+            DAT_SUCCESS);
+  DAT_EVD_HANDLE e = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_evd_create(ia0_, 8, cno, DAT_EVD_SOFTWARE_FLAG, &e), DAT_SUCCESS);
+  int anchor[2] = {};
+  DAT_EVENT in{};
+  in.event_number = DAT_SOFTWARE_EVENT;
+  // Posted from another thread: if that one deadlocks, this one reports it.
+  std::atomic<DAT_RETURN> posted{DAT_INTERNAL_ERROR};
+  std::thread poster([&] {
+    DAT_RETURN r = DAT_SUCCESS;
+    for (int& a : anchor) {
+      in.event_data.software_event_data.pointer = &a;
+      if (r == DAT_SUCCESS) r = dat_evd_post_se(e, &in);
+    }
+    posted = r;
+  });
+  await_agent_or_die(&probe, 2, "dat_evd_post_se");
+  poster.join();
+  EXPECT_EQ(posted.load(), DAT_SUCCESS);
+  {
+    std::lock_guard<std::mutex> g(probe.mu);
+    EXPECT_EQ(probe.calls, 2);
+    EXPECT_EQ(probe.results, (std::vector<DAT_RETURN>{DAT_SUCCESS, DAT_SUCCESS}));
+    EXPECT_EQ(probe.evds, (std::vector<DAT_EVD_HANDLE>{e, e}));
+    EXPECT_EQ(probe.pointers, (std::vector<const void*>{&anchor[0], &anchor[1]}));
+  }
+  DAT_EVENT out;
+  EXPECT_EQ(dat_evd_dequeue(e, &out), DAT_QUEUE_EMPTY);  // the agent took both
+  ASSERT_EQ(dat_evd_free(e), DAT_SUCCESS);
+  ASSERT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
+// The same for completions the library delivers on its own (the background
+// progress thread, or another consumer call driving the interface): each
+// upcall comes after the interface lock is released, one per completion, in
+// completion order.
+TEST_F(api, CnoAgentOfRecvEvdDequeuesCompletions) {
+  Side cli, srv;
+  ASSERT_NO_FATAL_FAILURE(establish(&cli, &srv));
+  AgentProbe probe;
+  DAT_CNO_HANDLE cno = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_cno_create(ia1_, DAT_OS_WAIT_PROXY_AGENT{&probe, dequeueing_agent}, &cno),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_evd_modify_cno(srv.recv_evd, cno), DAT_SUCCESS);
+  Mem rm, sm;
+  ASSERT_EQ(reg(ia1_, srv.pz, 3 * 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &rm), DAT_SUCCESS);
+  ASSERT_EQ(reg(ia0_, cli.pz, 64, DAT_MEM_PRIV_LOCAL_READ_FLAG, &sm), DAT_SUCCESS);
+  for (uint64_t i = 0; i < 3; ++i) {
+    DAT_LMR_TRIPLET t = rm.iov(i * 64, 64);
+    ASSERT_EQ(dat_ep_post_recv(srv.ep, 1, &t, cookie(10 + i), DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+  }
+  for (uint64_t i = 0; i < 3; ++i) {
+    DAT_LMR_TRIPLET t = sm.iov(0, 64);
+    ASSERT_EQ(dat_ep_post_send(cli.ep, 1, &t, cookie(20 + i), DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+  }
+  await_agent_or_die(&probe, 3, "receive completions");
+  {
+    std::lock_guard<std::mutex> g(probe.mu);
+    EXPECT_EQ(probe.results, (std::vector<DAT_RETURN>(3, DAT_SUCCESS)));
+    EXPECT_EQ(probe.evds, (std::vector<DAT_EVD_HANDLE>(3, srv.recv_evd)));
+    EXPECT_EQ(probe.cookies, (std::vector<uint64_t>{10, 11, 12}));
+    EXPECT_EQ(probe.statuses, (std::vector<DAT_DTO_COMPLETION_STATUS>(3, DAT_DTO_SUCCESS)));
+  }
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_NO_FATAL_FAILURE(expect_dto(cli.req_evd, 20 + i, DAT_DTO_SUCCESS, 64));
+  ASSERT_EQ(dat_evd_modify_cno(srv.recv_evd, DAT_HANDLE_NULL), DAT_SUCCESS);
+  ASSERT_EQ(dat_cno_free(cno), DAT_SUCCESS);
 }
 
 // ============================================================== 6. connection

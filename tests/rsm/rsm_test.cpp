@@ -4,6 +4,7 @@
 // runs in its own process (one EAL per process).
 #include <arpa/inet.h>
 #include <dat/udat.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <rsm/rsmapi.h>
@@ -14,9 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -855,6 +860,88 @@ TEST_F(Rsm, ExporterTransportEnforcesTheGrant) {
   EXPECT_NE(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
   for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(mem_[i], pattern(i, 44)) << i;
   EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+// rsm_get_controller must not hold the library's global lock while it sets a
+// controller up (dat_ia_open and the rest), or every other RSM call of the
+// process waits for that; and still only one controller may come of any
+// number of concurrent calls for one name.  The set-up is held up here at
+// will: DPDAT_CONF names a FIFO, which every IA-name look-up of the set-up
+// reads (the file is read before the built-in names), and each reader is
+// answered only after a probe call that needs the global lock has been given
+// 2 s to return.  Meanwhile five more threads ask for the same name.
+TEST(RsmController, ConcurrentGetsOfOneNameOpenItOnceWithoutTheGlobalLock) {
+  const std::string fifo = "/tmp/dpdat_rsm_conf_" + std::to_string(getpid());
+  (void)unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(setenv("DPDAT_CONF", fifo.c_str(), 1), 0);
+  std::signal(SIGPIPE, SIG_IGN);  // a reader may close before a repeated answer
+
+  constexpr int kOthers = 5;
+  std::atomic<int> done{0};
+  std::vector<rsmapi_controller_handle_t> got(kOthers + 1, nullptr);
+  std::vector<int> rc(kOthers + 1, -1);
+  auto get = [&](int i) {
+    rc[static_cast<size_t>(i)] =
+        rsm_get_controller(const_cast<char*>("dpdat1"), &got[static_cast<size_t>(i)]);
+    done++;
+  };
+  std::vector<std::thread> threads;
+  threads.emplace_back(get, 0);
+
+  int readers = 0, stalled_probes = 0;
+  std::vector<std::thread> probes;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (done < kOthers + 1 && std::chrono::steady_clock::now() < deadline) {
+    // Succeeds only while a reader has the FIFO open: a look-up is under way.
+    const int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    if (readers++ == 0)
+      for (int i = 1; i <= kOthers; ++i) threads.emplace_back(get, i);
+    // The look-up is stuck until we write: a call that takes the global lock
+    // must still return.
+    auto probe_done = std::make_shared<std::atomic<bool>>(false);
+    probes.emplace_back([probe_done] {
+      int not_a_controller = 0;
+      rsmapi_controller_attr_t a{};
+      (void)rsm_get_controller_attr(reinterpret_cast<rsmapi_controller_handle_t>(&not_a_controller),
+                                    &a);
+      *probe_done = true;
+    });
+    for (int i = 0; i < 2000 && !*probe_done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!*probe_done) stalled_probes++;
+    const std::string line = "dpdat1 ring=1;ip=192.168.77.2\n";
+    (void)!write(w, line.data(), line.size());
+    close(w);
+  }
+  for (auto& t : threads) t.join();
+  for (auto& t : probes) t.join();
+  ASSERT_EQ(unsetenv("DPDAT_CONF"), 0);
+  (void)unlink(fifo.c_str());
+
+  EXPECT_GE(readers, 1) << "the set-up never read DPDAT_CONF";
+  EXPECT_EQ(stalled_probes, 0) << "rsm_get_controller_attr waited for another thread's "
+                                  "rsm_get_controller set-up (the global lock was held)";
+  for (int i = 0; i <= kOthers; ++i) {
+    ASSERT_EQ(rc[static_cast<size_t>(i)], RSM_SUCCESS) << "thread " << i;
+    EXPECT_EQ(got[static_cast<size_t>(i)], got[0]) << "thread " << i << ": a second controller";
+  }
+  rsmapi_controller_attr_t a{};
+  EXPECT_EQ(rsm_get_controller_attr(got[0], &a), RSM_SUCCESS);
+  for (int i = 0; i <= kOthers; ++i) {
+    EXPECT_EQ(rsm_release_controller(got[static_cast<size_t>(i)]), RSM_SUCCESS) << i;
+  }
+  // Balanced: the last release closed it.
+  EXPECT_EQ(rsm_release_controller(got[0]), RSMERR_BAD_CTLR_HNDL);
+  EXPECT_EQ(rsm_get_controller_attr(got[0], &a), RSMERR_BAD_CTLR_HNDL);
+  rsmapi_controller_handle_t again = nullptr;
+  ASSERT_EQ(rsm_get_controller(const_cast<char*>("dpdat1"), &again), RSM_SUCCESS);
+  EXPECT_EQ(rsm_get_controller_attr(again, &a), RSM_SUCCESS);
+  EXPECT_EQ(rsm_release_controller(again), RSM_SUCCESS);
 }
 
 }  // namespace

@@ -1,0 +1,154 @@
+// Connection management with CM messages lost on the way, through libdat's
+// public API: two custom IA names (DPDAT_IA_<NAME>) on the two ends of the
+// process's in-process net_ring link, the active one configured with
+// `cm_drop=` to lose some of the CM messages it sends.  (This binary never
+// opens dpdat0/dpdat1: those are the same two ports.)
+
+#include <arpa/inet.h>
+#include <dat/udat.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
+constexpr DAT_CONN_QUAL kQual = 4713;
+
+struct Side {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE dto = DAT_HANDLE_NULL, conn = DAT_HANDLE_NULL, cr = DAT_HANDLE_NULL;
+  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(4096);
+  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+  DAT_LMR_CONTEXT lctx = 0;
+  DAT_RMR_CONTEXT rctx = 0;
+  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
+    DAT_LMR_TRIPLET t{};
+    t.lmr_context = lctx;
+    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
+    t.segment_length = len;
+    return t;
+  }
+};
+
+DAT_DTO_COOKIE cookie(uint64_t v) {
+  DAT_DTO_COOKIE c;
+  c.as_64 = v;
+  return c;
+}
+
+class api_cm_loss : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The active side loses its first three RTUs: the one answering the
+    // REP, and those answering the passive side's first two REP
+    // retransmissions (50 and 150 ms after the accept).
+    ASSERT_EQ(setenv("DPDAT_IA_CM_LOSS_ACTIVE", "ring=0;ip=192.168.77.1;cm_drop=rtu:3", 1), 0);
+    ASSERT_EQ(setenv("DPDAT_IA_CM_LOSS_PASSIVE", "ring=1;ip=192.168.77.2", 1), 0);
+    ASSERT_NO_FATAL_FAILURE(open(&act_, "cm-loss-active"));
+    ASSERT_NO_FATAL_FAILURE(open(&pas_, "cm-loss-passive"));
+  }
+  void TearDown() override {
+    for (Side* s : {&act_, &pas_}) {
+      if (s->ia != DAT_HANDLE_NULL) {
+        EXPECT_EQ(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+      }
+    }
+  }
+
+  static void open(Side* s, const char* name) {
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ia_open(const_cast<char*>(name), 8, &async, &s->ia), DAT_SUCCESS) << name;
+    ASSERT_EQ(dat_pz_create(s->ia, &s->pz), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->dto), DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->dto, s->dto, s->conn, nullptr, &s->ep), DAT_SUCCESS);
+    DAT_REGION_DESCRIPTION r;
+    r.for_va = s->buf.data();
+    DAT_VLEN rs = 0;
+    DAT_VADDR ra = 0;
+    ASSERT_EQ(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, r, s->buf.size(), s->pz,
+                             DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lctx, &s->rctx, &rs, &ra),
+              DAT_SUCCESS);
+  }
+
+  static DAT_RETURN wait(DAT_EVD_HANDLE e, DAT_EVENT* ev, DAT_TIMEOUT t = kWaitUs) {
+    DAT_COUNT nmore = 0;
+    std::memset(ev, 0, sizeof(*ev));
+    return dat_evd_wait(e, t, 1, ev, &nmore);
+  }
+
+  static void expect_conn(const Side& s, DAT_EVENT_NUMBER want, DAT_TIMEOUT t = kWaitUs) {
+    DAT_EVENT ev;
+    ASSERT_EQ(wait(s.conn, &ev, t), DAT_SUCCESS)
+        << "no connection event, wanted 0x" << std::hex << want;
+    EXPECT_EQ(ev.event_number, want) << std::hex << "got 0x" << ev.event_number;
+  }
+
+  static DAT_EP_STATE state(const Side& s) {
+    DAT_EP_STATE st = DAT_EP_STATE_UNCONNECTED;
+    EXPECT_EQ(dat_ep_get_status(s.ep, &st, nullptr, nullptr), DAT_SUCCESS);
+    return st;
+  }
+
+  Side act_, pas_;
+};
+
+// The passive side keeps retransmitting its REP until an RTU arrives; the
+// active side answers every repeated REP with the same RTU, also once it
+// drains for a graceful disconnect (DISCONNECT_PENDING: a SEND the passive
+// side has no receive for yet keeps the drain going).  The passive side
+// must then see ESTABLISHED, take the SEND, and both sides close normally.
+TEST_F(api_cm_loss, LostRtuIsRepeatedWhileActiveSideDrains) {
+  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_psp_create(pas_.ia, kQual, pas_.cr, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, "192.168.77.2", &sa.sin_addr);
+  ASSERT_EQ(dat_ep_connect(act_.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), kQual, kWaitUs, 0,
+                           nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_EVENT ev;
+  ASSERT_EQ(wait(pas_.cr, &ev), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  ASSERT_EQ(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pas_.ep, 0, nullptr),
+            DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(act_, DAT_CONNECTION_EVENT_ESTABLISHED));
+
+  DAT_LMR_TRIPLET snd = act_.iov(0, 64);
+  for (size_t i = 0; i < 64; ++i) act_.buf[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_EQ(dat_ep_post_send(act_.ep, 1, &snd, cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  // Valid only while the passive side still waits for an RTU (the drops
+  // cover its REP retransmissions for 350 ms).
+  ASSERT_EQ(state(pas_), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
+      << "an RTU arrived before the drain began";
+  ASSERT_EQ(dat_ep_disconnect(act_.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_EQ(state(act_), DAT_EP_STATE_DISCONNECT_PENDING);
+
+  // The passive side's REP retransmission at 350 ms is answered (the drain
+  // gives up only after 2 s).
+  ASSERT_NO_FATAL_FAILURE(expect_conn(pas_, DAT_CONNECTION_EVENT_ESTABLISHED, 1'500'000));
+  DAT_LMR_TRIPLET rcv = pas_.iov(0, 64);
+  ASSERT_EQ(dat_ep_post_recv(pas_.ep, 1, &rcv, cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  ASSERT_EQ(wait(pas_.dto, &ev), DAT_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2u);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.transfered_length, 64u);
+  EXPECT_EQ(std::memcmp(pas_.buf.data(), act_.buf.data(), 64), 0);
+  ASSERT_EQ(wait(act_.dto, &ev), DAT_SUCCESS);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1u);
+  EXPECT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(act_, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_NO_FATAL_FAILURE(expect_conn(pas_, DAT_CONNECTION_EVENT_DISCONNECTED));
+}
+
+}  // namespace
