@@ -15,165 +15,8 @@
 
 using namespace dpdat::dat;  // NOLINT(google-build-using-namespace): C entry points only
 
-namespace {
-
-DAT_RETURN to_dat(Status s) {
-  if (s.ok()) return DAT_SUCCESS;
-  if (s.type == Type::QUEUE_EMPTY) return DAT_QUEUE_EMPTY;  // exactly, as dtest expects
-  uint32_t t = 0;
-  switch (s.type) {
-#define DPDAT_MAP_TYPE(n) \
-  case Type::n:           \
-    t = DAT_##n;          \
-    break;
-    DPDAT_RETURN_TYPES(DPDAT_MAP_TYPE)
-#undef DPDAT_MAP_TYPE
-  }
-  uint32_t sub = 0;
-  switch (s.sub) {
-#define DPDAT_MAP_SUB(n) \
-  case Sub::n:           \
-    sub = DAT_##n;       \
-    break;
-    DPDAT_RETURN_SUBTYPES(DPDAT_MAP_SUB)
-#undef DPDAT_MAP_SUB
-  }
-  return static_cast<DAT_RETURN>(DAT_CLASS_ERROR | t | sub);
-}
-
-DAT_RETURN err(Type t, Sub s = Sub::NO_SUBTYPE) { return to_dat(fail(t, s)); }
-
-uint64_t to_us(DAT_TIMEOUT t) { return t == DAT_TIMEOUT_INFINITE ? kInfinite : uint64_t{t}; }
-
-// DAT 1.2 triplets to RC scatter/gather entries.  n was checked against
-// rc::kMaxSge by the caller.
-void to_sge(const DAT_LMR_TRIPLET* iov, DAT_COUNT n, dpdat::rc::Sge* out) {
-  for (DAT_COUNT i = 0; i < n; ++i)
-    out[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
-}
-
-void to_dat_event(const Event& ev, DAT_EVENT* out) {
-  std::memset(out, 0, sizeof(*out));
-  out->event_number = static_cast<DAT_EVENT_NUMBER>(ev.num);
-  out->evd_handle = ev.evd;
-  switch (ev.num) {
-    case EventNum::kDto: {
-      auto& d = out->event_data.dto_completion_event_data;
-      d.ep_handle = ev.ep;
-      d.user_cookie.as_64 = ev.cookie;
-      d.status = static_cast<DAT_DTO_COMPLETION_STATUS>(ev.status);
-      d.transfered_length = ev.length;
-      break;
-    }
-    case EventNum::kRmrBind: {
-      auto& d = out->event_data.rmr_completion_event_data;
-      d.rmr_handle = ev.rmr;
-      d.user_cookie.as_64 = ev.cookie;
-      d.status = static_cast<DAT_RMR_BIND_COMPLETION_STATUS>(ev.status);
-      break;
-    }
-    case EventNum::kConnRequest: {
-      auto& d = out->event_data.cr_arrival_event_data;
-      // The SP may have been freed since the request arrived (its CRs stay
-      // the consumer's): only its handle value is passed on, never read; the
-      // local address is the interface's, taken from the EVD's IA.
-      d.sp_handle.psp_handle = ev.sp;  // a union with rsp_handle
-      d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ev.evd->ia->local_sa);
-      d.conn_qual = ev.conn_qual;
-      d.cr_handle = ev.cr;
-      break;
-    }
-    case EventNum::kEstablished:
-    case EventNum::kPeerRejected:
-    case EventNum::kNonPeerRejected:
-    case EventNum::kAcceptCompletionError:
-    case EventNum::kDisconnected:
-    case EventNum::kBroken:
-    case EventNum::kTimedOut:
-    case EventNum::kUnreachable: {
-      auto& d = out->event_data.connect_event_data;
-      d.ep_handle = ev.ep;
-      d.private_data_size = static_cast<DAT_COUNT>(ev.pdata_len);
-      d.private_data = ev.pdata_len > 0 ? const_cast<uint8_t*>(ev.pdata) : nullptr;
-      break;
-    }
-    case EventNum::kEvdOverflow:
-    case EventNum::kIaCatastrophic:
-    case EventNum::kEpBroken:
-    case EventNum::kAsyncTimedOut:
-    case EventNum::kProviderInternal: {
-      auto& d = out->event_data.asynch_error_event_data;
-      d.dat_handle = ev.handle != nullptr ? static_cast<DAT_HANDLE>(ev.handle) : ev.ia;
-      d.reason = static_cast<DAT_COUNT>(ev.reason);
-      break;
-    }
-    case EventNum::kSoftware:
-      out->event_data.software_event_data.pointer = const_cast<void*>(ev.sw_pointer);
-      break;
-  }
-}
-
-EpAttr from_dat(const DAT_EP_ATTR& a) {
-  EpAttr e;
-  e.max_message_size = a.max_message_size;
-  e.max_rdma_size = a.max_rdma_size;
-  e.qos = static_cast<uint32_t>(a.qos);
-  e.recv_completion_flags = static_cast<uint32_t>(a.recv_completion_flags);
-  e.request_completion_flags = static_cast<uint32_t>(a.request_completion_flags);
-  e.max_recv_dtos = static_cast<uint32_t>(a.max_recv_dtos);
-  e.max_request_dtos = static_cast<uint32_t>(a.max_request_dtos);
-  e.max_recv_iov = static_cast<uint32_t>(a.max_recv_iov);
-  e.max_request_iov = static_cast<uint32_t>(a.max_request_iov);
-  e.max_rdma_read_in = static_cast<uint32_t>(a.max_rdma_read_in);
-  e.max_rdma_read_out = static_cast<uint32_t>(a.max_rdma_read_out);
-  e.srq_soft_hw = static_cast<uint32_t>(a.srq_soft_hw);
-  e.max_rdma_read_iov = static_cast<uint32_t>(a.max_rdma_read_iov);
-  e.max_rdma_write_iov = static_cast<uint32_t>(a.max_rdma_write_iov);
-  return e;
-}
-
-void to_dat(const EpAttr& e, DAT_EP_ATTR* a) {
-  std::memset(a, 0, sizeof(*a));
-  a->service_type = DAT_SERVICE_TYPE_RC;
-  a->max_message_size = e.max_message_size;
-  a->max_rdma_size = e.max_rdma_size;
-  a->qos = static_cast<DAT_QOS>(e.qos);
-  a->recv_completion_flags = static_cast<DAT_COMPLETION_FLAGS>(e.recv_completion_flags);
-  a->request_completion_flags = static_cast<DAT_COMPLETION_FLAGS>(e.request_completion_flags);
-  a->max_recv_dtos = static_cast<DAT_COUNT>(e.max_recv_dtos);
-  a->max_request_dtos = static_cast<DAT_COUNT>(e.max_request_dtos);
-  a->max_recv_iov = static_cast<DAT_COUNT>(e.max_recv_iov);
-  a->max_request_iov = static_cast<DAT_COUNT>(e.max_request_iov);
-  a->max_rdma_read_in = static_cast<DAT_COUNT>(e.max_rdma_read_in);
-  a->max_rdma_read_out = static_cast<DAT_COUNT>(e.max_rdma_read_out);
-  a->srq_soft_hw = static_cast<DAT_COUNT>(e.srq_soft_hw);
-  a->max_rdma_read_iov = static_cast<DAT_COUNT>(e.max_rdma_read_iov);
-  a->max_rdma_write_iov = static_cast<DAT_COUNT>(e.max_rdma_write_iov);
-}
-
-DAT_EP_STATE to_dat(EpState s) {
-  switch (s) {
-    case EpState::kUnconnected:
-      return DAT_EP_STATE_UNCONNECTED;
-    case EpState::kActivePending:
-      return DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
-    case EpState::kPassivePending:
-      return DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
-    case EpState::kTentativePending:
-      return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
-    case EpState::kConnected:
-      return DAT_EP_STATE_CONNECTED;
-    case EpState::kDisconnectPending:
-      return DAT_EP_STATE_DISCONNECT_PENDING;
-    case EpState::kDisconnected:
-      return DAT_EP_STATE_DISCONNECTED;
-    case EpState::kReserved:
-      return DAT_EP_STATE_RESERVED;
-  }
-  return DAT_EP_STATE_UNCONNECTED;
-}
-
-}  // namespace
+#define DPDAT_FRONT_DAT2 0
+#include "front/convert.inc"
 
 extern "C" {
 
@@ -223,66 +66,8 @@ DAT_RETURN dat_ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_
   Iface* f = ia->iface;
   Lock lk(f->mu);
   if (async_evd != nullptr) *async_evd = ia->async_evd;
-  const Limits& L = f->limits;
-  if (ia_attr != nullptr && ia_mask != 0) {
-    DAT_IA_ATTR& a = *ia_attr;
-    std::memset(&a, 0, sizeof(a));
-    std::snprintf(a.adapter_name, sizeof(a.adapter_name), "dpdat:%s", f->cfg.name.c_str());
-    std::snprintf(a.vendor_name, sizeof(a.vendor_name), "dpdat");
-    a.hardware_version_major = 0;
-    a.firmware_version_major = 0;
-    a.ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ia->local_sa);
-    a.max_eps = static_cast<DAT_COUNT>(L.max_eps);
-    a.max_dto_per_ep = static_cast<DAT_COUNT>(L.max_dto_per_ep);
-    a.max_rdma_read_per_ep_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_per_ep_out = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_evds = static_cast<DAT_COUNT>(L.max_evds);
-    a.max_evd_qlen = static_cast<DAT_COUNT>(L.max_evd_qlen);
-    a.max_iov_segments_per_dto = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_lmrs = static_cast<DAT_COUNT>(L.max_lmrs);
-    a.max_lmr_block_size = L.max_lmr_size;
-    a.max_lmr_virtual_address = UINT64_MAX;
-    a.max_pzs = static_cast<DAT_COUNT>(L.max_pzs);
-    a.max_message_size = L.max_message_size;
-    a.max_rdma_size = L.max_message_size;
-    a.max_rmrs = static_cast<DAT_COUNT>(L.max_rmrs);
-    a.max_rmr_target_address = UINT64_MAX;
-    a.max_srqs = static_cast<DAT_COUNT>(L.max_srqs);
-    a.max_ep_per_srq = static_cast<DAT_COUNT>(L.max_ep_per_srq);
-    a.max_recv_per_srq = static_cast<DAT_COUNT>(L.max_recv_per_srq);
-    a.max_iov_segments_per_rdma_read = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_iov_segments_per_rdma_write = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_rdma_read_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_out = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
-    a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
-  }
-  if (pr_attr != nullptr && pr_mask != 0) {
-    DAT_PROVIDER_ATTR& p = *pr_attr;
-    std::memset(&p, 0, sizeof(p));
-    std::snprintf(p.provider_name, sizeof(p.provider_name), "dpdat");
-    p.provider_version_major = 0;
-    p.provider_version_minor = 1;
-    p.dapl_version_major = DAT_VERSION_MAJOR;
-    p.dapl_version_minor = DAT_VERSION_MINOR;
-    p.lmr_mem_types_supported = static_cast<DAT_MEM_TYPE>(DAT_MEM_TYPE_VIRTUAL | DAT_MEM_TYPE_LMR |
-                                                          DAT_MEM_TYPE_SHARED_VIRTUAL);
-    p.iov_ownership_on_return = DAT_IOV_CONSUMER;
-    p.dat_qos_supported = DAT_QOS_BEST_EFFORT;
-    p.completion_flags_supported = static_cast<DAT_COMPLETION_FLAGS>(0x1F);
-    p.is_thread_safe = DAT_TRUE;
-    p.max_private_data_size = static_cast<DAT_COUNT>(L.max_cm_pdata);
-    p.supports_multipath = DAT_FALSE;
-    p.ep_creator = DAT_PSP_CREATES_EP_IFASKED;
-    p.pz_support = DAT_PZ_UNIQUE;
-    p.optimal_buffer_alignment = 64;
-    for (auto& row : p.evd_stream_merging_supported)
-      for (auto& v : row) v = DAT_TRUE;
-    p.srq_supported = DAT_TRUE;
-    p.lmr_sync_req = DAT_FALSE;
-    p.dto_async_return_guaranteed = DAT_TRUE;
-    p.rdma_write_for_rdma_read_req = DAT_FALSE;
-  }
+  if (ia_attr != nullptr && ia_mask != 0) fill_ia_attr(ia, ia_attr);
+  if (pr_attr != nullptr && pr_mask != 0) fill_provider_attr(f->limits, pr_attr);
   return DAT_SUCCESS;
 }
 
@@ -766,7 +551,7 @@ static DAT_RETURN post_send_like(DAT_EP_HANDLE h, DAT_COUNT n, const DAT_LMR_TRI
   a.cookie = cookie.as_64;
   a.cflags = static_cast<uint32_t>(flags);
   if (remote != nullptr) {
-    r = RemoteSeg{remote->rmr_context, remote->target_address, remote->segment_length};
+    r = to_remote(*remote);
     a.remote = &r;
   }
   return to_dat(ep_post(ep, a));
@@ -1069,9 +854,7 @@ static DAT_RETURN lmr_sync_front(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DA
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (n > 0 && seg == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(lmr_sync(ia, n, [seg](uint64_t i) {
-    return dpdat::rc::Sge{seg[i].lmr_context, seg[i].virtual_address, seg[i].segment_length};
-  }));
+  return to_dat(lmr_sync(ia, n, [seg](uint64_t i) { return to_sge(seg[i]); }));
 }
 
 DAT_RETURN dat_lmr_sync_rdma_read(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
@@ -1175,8 +958,7 @@ DAT_RETURN dat_srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
-  for (DAT_COUNT i = 0; i < n; ++i)
-    sge[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
+  to_sge(iov, n, sge);
   return to_dat(srq_post_recv(s, sge, static_cast<uint32_t>(n), cookie.as_64));
 }
 

@@ -35,36 +35,6 @@ using namespace dpdat::dat;  // NOLINT(google-build-using-namespace): C entry po
 
 namespace {
 
-// ------------------------------------------------------------- status
-
-DAT_RETURN to_dat(Status s) {
-  if (s.ok()) return DAT_SUCCESS;
-  if (s.type == Type::QUEUE_EMPTY) return DAT_QUEUE_EMPTY;  // exactly, as dtest expects
-  uint32_t t = 0;
-  switch (s.type) {
-#define DPDAT_MAP_TYPE(n) \
-  case Type::n:           \
-    t = DAT_##n;          \
-    break;
-    DPDAT_RETURN_TYPES(DPDAT_MAP_TYPE)
-#undef DPDAT_MAP_TYPE
-  }
-  uint32_t sub = 0;
-  switch (s.sub) {
-#define DPDAT_MAP_SUB(n) \
-  case Sub::n:           \
-    sub = DAT_##n;       \
-    break;
-    DPDAT_RETURN_SUBTYPES(DPDAT_MAP_SUB)
-#undef DPDAT_MAP_SUB
-  }
-  return static_cast<DAT_RETURN>(DAT_CLASS_ERROR | t | sub);
-}
-
-DAT_RETURN err(Type t, Sub s = Sub::NO_SUBTYPE) { return to_dat(fail(t, s)); }
-
-uint64_t to_us(DAT_TIMEOUT t) { return t == DAT_TIMEOUT_INFINITE ? kInfinite : uint64_t{t}; }
-
 // ------------------------------------------------------------- providers
 
 struct Provider {
@@ -89,11 +59,6 @@ Provider* provider_of(const Object* o) {
 }
 
 // ------------------------------------------------------------- conversions
-
-void to_sge(const DAT_LMR_TRIPLET* iov, DAT_COUNT n, dpdat::rc::Sge* sge) {
-  for (DAT_COUNT i = 0; i < n; ++i)
-    sge[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
-}
 
 DAT_DTOS dto_op(dpdat::rc::WcOp op, bool has_imm) {
   switch (op) {
@@ -142,136 +107,12 @@ bool extension_dto(const Event& ev, DAT_IB_EXTENSION_EVENT_DATA* x) {
   return true;
 }
 
-void to_dat_event(const Event& ev, DAT_EVENT* o) {
-  std::memset(o, 0, sizeof(*o));
-  o->event_number = static_cast<DAT_EVENT_NUMBER>(ev.num);
-  o->evd_handle = ev.evd;
-  switch (ev.num) {
-    case EventNum::kDto: {
-      auto& d = o->event_data.dto_completion_event_data;
-      d.ep_handle = ev.ep;
-      d.user_cookie.as_64 = ev.cookie;
-      d.status = static_cast<DAT_DTO_COMPLETION_STATUS>(ev.status);
-      d.transfered_length = static_cast<DAT_SEG_LENGTH>(ev.length);
-      d.operation = dto_op(ev.op, ev.has_imm);
-      d.rmr_context = ev.rmr_context;
-      auto* x = reinterpret_cast<DAT_IB_EXTENSION_EVENT_DATA*>(o->event_extension_data);
-      if (extension_dto(ev, x)) o->event_number = static_cast<DAT_EVENT_NUMBER>(DAT_IB_DTO_EVENT);
-      break;
-    }
-    case EventNum::kRmrBind: {
-      auto& d = o->event_data.rmr_completion_event_data;
-      d.rmr_handle = ev.rmr;
-      d.user_cookie.as_64 = ev.cookie;
-      d.status = static_cast<DAT_RMR_BIND_COMPLETION_STATUS>(ev.status);
-      break;
-    }
-    case EventNum::kConnRequest: {
-      auto& d = o->event_data.cr_arrival_event_data;
-      // The SP may have been freed since the request arrived (its CRs stay
-      // the consumer's): only its handle value is passed on, never read; the
-      // local address is the interface's, taken from the EVD's IA.
-      d.sp_handle.psp_handle = ev.sp;  // a union with rsp_handle
-      d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ev.evd->ia->local_sa);
-      d.conn_qual = ev.conn_qual;
-      d.cr_handle = ev.cr;
-      d.truncate_flag = DAT_FALSE;
-      break;
-    }
-    case EventNum::kEstablished:
-    case EventNum::kPeerRejected:
-    case EventNum::kNonPeerRejected:
-    case EventNum::kAcceptCompletionError:
-    case EventNum::kDisconnected:
-    case EventNum::kBroken:
-    case EventNum::kTimedOut:
-    case EventNum::kUnreachable: {
-      auto& d = o->event_data.connect_event_data;
-      d.ep_handle = ev.ep;
-      d.private_data_size = static_cast<DAT_COUNT>(ev.pdata_len);
-      d.private_data = ev.pdata_len > 0 ? const_cast<uint8_t*>(ev.pdata) : nullptr;
-      break;
-    }
-    case EventNum::kEvdOverflow:
-    case EventNum::kIaCatastrophic:
-    case EventNum::kEpBroken:
-    case EventNum::kAsyncTimedOut:
-    case EventNum::kProviderInternal: {
-      auto& d = o->event_data.asynch_error_event_data;
-      d.dat_handle = ev.handle != nullptr ? static_cast<DAT_HANDLE>(ev.handle) : ev.ia;
-      d.reason = static_cast<DAT_COUNT>(ev.reason);
-      break;
-    }
-    case EventNum::kSoftware:
-      o->event_data.software_event_data.pointer = const_cast<void*>(ev.sw_pointer);
-      break;
-  }
-}
+}  // namespace
 
-// Our EP attributes hold 64-bit sizes; DAT 2.0 carries 32-bit ones.
-EpAttr from_dat(const DAT_EP_ATTR& a) {
-  EpAttr e;
-  e.max_message_size = a.max_message_size;
-  e.max_rdma_size = a.max_rdma_size;
-  e.qos = static_cast<uint32_t>(a.qos);
-  e.recv_completion_flags = static_cast<uint32_t>(a.recv_completion_flags);
-  e.request_completion_flags = static_cast<uint32_t>(a.request_completion_flags);
-  e.max_recv_dtos = static_cast<uint32_t>(a.max_recv_dtos);
-  e.max_request_dtos = static_cast<uint32_t>(a.max_request_dtos);
-  e.max_recv_iov = static_cast<uint32_t>(a.max_recv_iov);
-  e.max_request_iov = static_cast<uint32_t>(a.max_request_iov);
-  e.max_rdma_read_in = static_cast<uint32_t>(a.max_rdma_read_in);
-  e.max_rdma_read_out = static_cast<uint32_t>(a.max_rdma_read_out);
-  e.srq_soft_hw = static_cast<uint32_t>(a.srq_soft_hw);
-  e.max_rdma_read_iov = static_cast<uint32_t>(a.max_rdma_read_iov);
-  e.max_rdma_write_iov = static_cast<uint32_t>(a.max_rdma_write_iov);
-  return e;
-}
+#define DPDAT_FRONT_DAT2 1
+#include "front/convert.inc"
 
-DAT_SEG_LENGTH seg_len(uint64_t v) {
-  return v > UINT32_MAX ? UINT32_MAX : static_cast<DAT_SEG_LENGTH>(v);
-}
-
-void to_dat(const EpAttr& e, DAT_EP_ATTR* a) {
-  std::memset(a, 0, sizeof(*a));
-  a->service_type = DAT_SERVICE_TYPE_RC;
-  a->max_message_size = seg_len(e.max_message_size);
-  a->max_rdma_size = seg_len(e.max_rdma_size);
-  a->qos = static_cast<DAT_QOS>(e.qos);
-  a->recv_completion_flags = static_cast<DAT_COMPLETION_FLAGS>(e.recv_completion_flags);
-  a->request_completion_flags = static_cast<DAT_COMPLETION_FLAGS>(e.request_completion_flags);
-  a->max_recv_dtos = static_cast<DAT_COUNT>(e.max_recv_dtos);
-  a->max_request_dtos = static_cast<DAT_COUNT>(e.max_request_dtos);
-  a->max_recv_iov = static_cast<DAT_COUNT>(e.max_recv_iov);
-  a->max_request_iov = static_cast<DAT_COUNT>(e.max_request_iov);
-  a->max_rdma_read_in = static_cast<DAT_COUNT>(e.max_rdma_read_in);
-  a->max_rdma_read_out = static_cast<DAT_COUNT>(e.max_rdma_read_out);
-  a->srq_soft_hw = static_cast<DAT_COUNT>(e.srq_soft_hw);
-  a->max_rdma_read_iov = static_cast<DAT_COUNT>(e.max_rdma_read_iov);
-  a->max_rdma_write_iov = static_cast<DAT_COUNT>(e.max_rdma_write_iov);
-}
-
-DAT_EP_STATE to_dat(EpState s) {
-  switch (s) {
-    case EpState::kUnconnected:
-      return DAT_EP_STATE_UNCONNECTED;
-    case EpState::kActivePending:
-      return DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
-    case EpState::kPassivePending:
-      return DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
-    case EpState::kTentativePending:
-      return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
-    case EpState::kConnected:
-      return DAT_EP_STATE_CONNECTED;
-    case EpState::kDisconnectPending:
-      return DAT_EP_STATE_DISCONNECT_PENDING;
-    case EpState::kDisconnected:
-      return DAT_EP_STATE_DISCONNECTED;
-    case EpState::kReserved:
-      return DAT_EP_STATE_RESERVED;
-  }
-  return DAT_EP_STATE_UNCONNECTED;
-}
+namespace {
 
 // Memory privileges this front accepts: DAT's plus the IB remote atomic one.
 constexpr uint32_t kLmrPrivs =
@@ -339,75 +180,11 @@ DAT_RETURN ia_query_fn(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_M
   const Provider* p = provider_of(ia);
   Lock lk(f->mu);
   if (async_evd != nullptr) *async_evd = ia->async_evd;
-  const Limits& L = f->limits;
-  if (ia_attr != nullptr && ia_mask != 0) {
-    DAT_IA_ATTR& a = *ia_attr;
-    std::memset(&a, 0, sizeof(a));
-    std::snprintf(a.adapter_name, sizeof(a.adapter_name), "dpdat:%s", f->cfg.name.c_str());
-    std::snprintf(a.vendor_name, sizeof(a.vendor_name), "dpdat");
-    a.ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ia->local_sa);
-    a.max_eps = static_cast<DAT_COUNT>(L.max_eps);
-    a.max_dto_per_ep = static_cast<DAT_COUNT>(L.max_dto_per_ep);
-    a.max_rdma_read_per_ep_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_per_ep_out = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_evds = static_cast<DAT_COUNT>(L.max_evds);
-    a.max_evd_qlen = static_cast<DAT_COUNT>(L.max_evd_qlen);
-    a.max_iov_segments_per_dto = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_lmrs = static_cast<DAT_COUNT>(L.max_lmrs);
-    a.max_lmr_block_size = seg_len(L.max_lmr_size);
-    a.max_lmr_virtual_address = UINT64_MAX;
-    a.max_pzs = static_cast<DAT_COUNT>(L.max_pzs);
-    a.max_message_size = seg_len(L.max_message_size);
-    a.max_rdma_size = seg_len(L.max_message_size);
-    a.max_rmrs = static_cast<DAT_COUNT>(L.max_rmrs);
-    a.max_rmr_target_address = UINT64_MAX;
-    a.max_srqs = static_cast<DAT_COUNT>(L.max_srqs);
-    a.max_ep_per_srq = static_cast<DAT_COUNT>(L.max_ep_per_srq);
-    a.max_recv_per_srq = static_cast<DAT_COUNT>(L.max_recv_per_srq);
-    a.max_iov_segments_per_rdma_read = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_iov_segments_per_rdma_write = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_rdma_read_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_out = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
-    a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
-    a.zb_supported = DAT_TRUE;
-    a.extension_supported = DAT_EXTENSION_IB;
-    a.extension_version = DAT_IB_EXTENSION_VERSION;
-    a.num_transport_attr = 0;
-    a.transport_attr = nullptr;
-    a.num_vendor_attr = 0;
-    a.vendor_attr = nullptr;
-  }
+  if (ia_attr != nullptr && ia_mask != 0) fill_ia_attr(ia, ia_attr);
   if (pr_attr != nullptr && pr_mask != 0) {
+    fill_provider_attr(f->limits, pr_attr);
     DAT_PROVIDER_ATTR& pa = *pr_attr;
-    std::memset(static_cast<void*>(&pa), 0, sizeof(pa));
-    std::snprintf(pa.provider_name, sizeof(pa.provider_name), "dpdat");
-    pa.provider_version_major = 0;
-    pa.provider_version_minor = 1;
-    pa.dapl_version_major = 2;
-    pa.dapl_version_minor = 0;
-    pa.lmr_mem_types_supported = static_cast<DAT_MEM_TYPE>(DAT_MEM_TYPE_VIRTUAL | DAT_MEM_TYPE_LMR |
-                                                           DAT_MEM_TYPE_SHARED_VIRTUAL);
-    pa.iov_ownership_on_return = DAT_IOV_CONSUMER;
-    pa.dat_qos_supported = DAT_QOS_BEST_EFFORT;
-    pa.completion_flags_supported = static_cast<DAT_COMPLETION_FLAGS>(0x1F);
     pa.is_thread_safe = p != nullptr ? p->thread_safe : DAT_TRUE;
-    pa.max_private_data_size = static_cast<DAT_COUNT>(L.max_cm_pdata);
-    pa.supports_multipath = DAT_FALSE;
-    pa.ep_creator = DAT_PSP_CREATES_EP_IFASKED;
-    pa.pz_support = DAT_PZ_UNIQUE;
-    pa.optimal_buffer_alignment = 64;
-    auto* merge = const_cast<DAT_BOOLEAN(*)[6]>(pa.evd_stream_merging_supported);
-    for (int i = 0; i < 6; ++i)
-      for (int j = 0; j < 6; ++j) merge[i][j] = DAT_TRUE;
-    pa.srq_supported = DAT_TRUE;
-    pa.lmr_sync_req = DAT_FALSE;
-    pa.dto_async_return_guaranteed = DAT_TRUE;
-    pa.rdma_write_for_rdma_read_req = DAT_FALSE;
-    pa.rdma_read_lmr_rmr_context_exposure = DAT_FALSE;
-    pa.rmr_scope_supported = DAT_RMR_SCOPE_EP;
-    pa.is_signal_safe = DAT_FALSE;
-    pa.ha_supported = DAT_FALSE;
     if (Provider* pv = provider_of(ia); pv != nullptr) {
       std::lock_guard<std::mutex> g(pv->attrs_mu);
       if (pv->attrs.empty()) {
@@ -903,7 +680,7 @@ DAT_RETURN post(DAT_EP_HANDLE h, DAT_COUNT n, const DAT_LMR_TRIPLET* iov, DAT_DT
   a.compare = compare;
   a.swap_add = swap_add;
   if (remote != nullptr) {
-    r = RemoteSeg{remote->rmr_context, remote->virtual_address, remote->segment_length};
+    r = to_remote(*remote);
     a.remote = &r;
   }
   return to_dat(ep_post(ep, a));
@@ -1242,9 +1019,7 @@ DAT_RETURN lmr_sync_fn(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) 
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (n > 0 && seg == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(lmr_sync(ia, n, [seg](uint64_t i) {
-    return dpdat::rc::Sge{seg[i].lmr_context, seg[i].virtual_address, seg[i].segment_length};
-  }));
+  return to_dat(lmr_sync(ia, n, [seg](uint64_t i) { return to_sge(seg[i]); }));
 }
 
 // ================================================================ RMR
@@ -1270,7 +1045,7 @@ DAT_RETURN rmr_query_fn(DAT_RMR_HANDLE h, DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM
   p->pz_handle = r->pz;
   p->lmr_triplet.lmr_context = r->lmr != nullptr ? r->lmr->lmr_context : 0;
   p->lmr_triplet.virtual_address = r->va;
-  p->lmr_triplet.segment_length = seg_len(r->length);
+  put_clamped(p->lmr_triplet.segment_length, r->length);
   p->mem_priv = static_cast<DAT_MEM_PRIV_FLAGS>(r->privileges);
   p->rmr_context = r->context;
   p->rmr_scope = DAT_RMR_SCOPE_EP;
