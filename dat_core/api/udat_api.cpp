@@ -90,10 +90,9 @@ DAT_RETURN dat_strerror(DAT_RETURN v, const char** major, const char** minor) {
 
 // =========================================================================== CR
 
+// (1.2 rejects without private data.)
 DAT_RETURN dat_cr_reject(DAT_CR_HANDLE h) {
-  Cr* cr = lookup<Cr>(h, HandleType::kCr);
-  if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
-  return to_dat(cr_reject(cr, nullptr, 0));
+  return on_handle<HandleType::kCr>(h, cr_reject, nullptr, 0);
 }
 
 // ========================================================================== LMR
