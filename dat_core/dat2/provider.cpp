@@ -2,7 +2,11 @@
 // loads through dat.conf.  Compiled against the system's <dat2/...> headers
 // only.  Like the uDAPL 1.2 front (api/udat_api.cpp) it checks arguments,
 // converts the DAT 2.0 structs and maps Status to DAT 2.0 return codes; the
-// operations themselves are dat_core's (ops.hpp).
+// operations themselves are dat_core's (ops.hpp).  The entries both DAT
+// versions share are front/entries.inc and the conversions
+// front/convert.inc, both compiled here against the 2.0 headers; this file
+// holds the registry glue, the IB extensions and what only 2.0 has or does
+// differently.
 //
 // libdat2 dispatches every call through the first word of the handle, which
 // core objects reserve for it: every object handed to the consumer carries
@@ -35,36 +39,6 @@ using namespace dpdat::dat;  // NOLINT(google-build-using-namespace): C entry po
 
 namespace {
 
-// ------------------------------------------------------------- status
-
-DAT_RETURN to_dat(Status s) {
-  if (s.ok()) return DAT_SUCCESS;
-  if (s.type == Type::QUEUE_EMPTY) return DAT_QUEUE_EMPTY;  // exactly, as dtest expects
-  uint32_t t = 0;
-  switch (s.type) {
-#define DPDAT_MAP_TYPE(n) \
-  case Type::n:           \
-    t = DAT_##n;          \
-    break;
-    DPDAT_RETURN_TYPES(DPDAT_MAP_TYPE)
-#undef DPDAT_MAP_TYPE
-  }
-  uint32_t sub = 0;
-  switch (s.sub) {
-#define DPDAT_MAP_SUB(n) \
-  case Sub::n:           \
-    sub = DAT_##n;       \
-    break;
-    DPDAT_RETURN_SUBTYPES(DPDAT_MAP_SUB)
-#undef DPDAT_MAP_SUB
-  }
-  return static_cast<DAT_RETURN>(DAT_CLASS_ERROR | t | sub);
-}
-
-DAT_RETURN err(Type t, Sub s = Sub::NO_SUBTYPE) { return to_dat(fail(t, s)); }
-
-uint64_t to_us(DAT_TIMEOUT t) { return t == DAT_TIMEOUT_INFINITE ? kInfinite : uint64_t{t}; }
-
 // ------------------------------------------------------------- providers
 
 struct Provider {
@@ -89,11 +63,6 @@ Provider* provider_of(const Object* o) {
 }
 
 // ------------------------------------------------------------- conversions
-
-void to_sge(const DAT_LMR_TRIPLET* iov, DAT_COUNT n, dpdat::rc::Sge* sge) {
-  for (DAT_COUNT i = 0; i < n; ++i)
-    sge[i] = dpdat::rc::Sge{iov[i].lmr_context, iov[i].virtual_address, iov[i].segment_length};
-}
 
 DAT_DTOS dto_op(dpdat::rc::WcOp op, bool has_imm) {
   switch (op) {
@@ -142,136 +111,12 @@ bool extension_dto(const Event& ev, DAT_IB_EXTENSION_EVENT_DATA* x) {
   return true;
 }
 
-void to_dat_event(const Event& ev, DAT_EVENT* o) {
-  std::memset(o, 0, sizeof(*o));
-  o->event_number = static_cast<DAT_EVENT_NUMBER>(ev.num);
-  o->evd_handle = ev.evd;
-  switch (ev.num) {
-    case EventNum::kDto: {
-      auto& d = o->event_data.dto_completion_event_data;
-      d.ep_handle = ev.ep;
-      d.user_cookie.as_64 = ev.cookie;
-      d.status = static_cast<DAT_DTO_COMPLETION_STATUS>(ev.status);
-      d.transfered_length = static_cast<DAT_SEG_LENGTH>(ev.length);
-      d.operation = dto_op(ev.op, ev.has_imm);
-      d.rmr_context = ev.rmr_context;
-      auto* x = reinterpret_cast<DAT_IB_EXTENSION_EVENT_DATA*>(o->event_extension_data);
-      if (extension_dto(ev, x)) o->event_number = static_cast<DAT_EVENT_NUMBER>(DAT_IB_DTO_EVENT);
-      break;
-    }
-    case EventNum::kRmrBind: {
-      auto& d = o->event_data.rmr_completion_event_data;
-      d.rmr_handle = ev.rmr;
-      d.user_cookie.as_64 = ev.cookie;
-      d.status = static_cast<DAT_RMR_BIND_COMPLETION_STATUS>(ev.status);
-      break;
-    }
-    case EventNum::kConnRequest: {
-      auto& d = o->event_data.cr_arrival_event_data;
-      // The SP may have been freed since the request arrived (its CRs stay
-      // the consumer's): only its handle value is passed on, never read; the
-      // local address is the interface's, taken from the EVD's IA.
-      d.sp_handle.psp_handle = ev.sp;  // a union with rsp_handle
-      d.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ev.evd->ia->local_sa);
-      d.conn_qual = ev.conn_qual;
-      d.cr_handle = ev.cr;
-      d.truncate_flag = DAT_FALSE;
-      break;
-    }
-    case EventNum::kEstablished:
-    case EventNum::kPeerRejected:
-    case EventNum::kNonPeerRejected:
-    case EventNum::kAcceptCompletionError:
-    case EventNum::kDisconnected:
-    case EventNum::kBroken:
-    case EventNum::kTimedOut:
-    case EventNum::kUnreachable: {
-      auto& d = o->event_data.connect_event_data;
-      d.ep_handle = ev.ep;
-      d.private_data_size = static_cast<DAT_COUNT>(ev.pdata_len);
-      d.private_data = ev.pdata_len > 0 ? const_cast<uint8_t*>(ev.pdata) : nullptr;
-      break;
-    }
-    case EventNum::kEvdOverflow:
-    case EventNum::kIaCatastrophic:
-    case EventNum::kEpBroken:
-    case EventNum::kAsyncTimedOut:
-    case EventNum::kProviderInternal: {
-      auto& d = o->event_data.asynch_error_event_data;
-      d.dat_handle = ev.handle != nullptr ? static_cast<DAT_HANDLE>(ev.handle) : ev.ia;
-      d.reason = static_cast<DAT_COUNT>(ev.reason);
-      break;
-    }
-    case EventNum::kSoftware:
-      o->event_data.software_event_data.pointer = const_cast<void*>(ev.sw_pointer);
-      break;
-  }
-}
+}  // namespace
 
-// Our EP attributes hold 64-bit sizes; DAT 2.0 carries 32-bit ones.
-EpAttr from_dat(const DAT_EP_ATTR& a) {
-  EpAttr e;
-  e.max_message_size = a.max_message_size;
-  e.max_rdma_size = a.max_rdma_size;
-  e.qos = static_cast<uint32_t>(a.qos);
-  e.recv_completion_flags = static_cast<uint32_t>(a.recv_completion_flags);
-  e.request_completion_flags = static_cast<uint32_t>(a.request_completion_flags);
-  e.max_recv_dtos = static_cast<uint32_t>(a.max_recv_dtos);
-  e.max_request_dtos = static_cast<uint32_t>(a.max_request_dtos);
-  e.max_recv_iov = static_cast<uint32_t>(a.max_recv_iov);
-  e.max_request_iov = static_cast<uint32_t>(a.max_request_iov);
-  e.max_rdma_read_in = static_cast<uint32_t>(a.max_rdma_read_in);
-  e.max_rdma_read_out = static_cast<uint32_t>(a.max_rdma_read_out);
-  e.srq_soft_hw = static_cast<uint32_t>(a.srq_soft_hw);
-  e.max_rdma_read_iov = static_cast<uint32_t>(a.max_rdma_read_iov);
-  e.max_rdma_write_iov = static_cast<uint32_t>(a.max_rdma_write_iov);
-  return e;
-}
+#define DPDAT_FRONT_DAT2 1
+#include "front/convert.inc"
 
-DAT_SEG_LENGTH seg_len(uint64_t v) {
-  return v > UINT32_MAX ? UINT32_MAX : static_cast<DAT_SEG_LENGTH>(v);
-}
-
-void to_dat(const EpAttr& e, DAT_EP_ATTR* a) {
-  std::memset(a, 0, sizeof(*a));
-  a->service_type = DAT_SERVICE_TYPE_RC;
-  a->max_message_size = seg_len(e.max_message_size);
-  a->max_rdma_size = seg_len(e.max_rdma_size);
-  a->qos = static_cast<DAT_QOS>(e.qos);
-  a->recv_completion_flags = static_cast<DAT_COMPLETION_FLAGS>(e.recv_completion_flags);
-  a->request_completion_flags = static_cast<DAT_COMPLETION_FLAGS>(e.request_completion_flags);
-  a->max_recv_dtos = static_cast<DAT_COUNT>(e.max_recv_dtos);
-  a->max_request_dtos = static_cast<DAT_COUNT>(e.max_request_dtos);
-  a->max_recv_iov = static_cast<DAT_COUNT>(e.max_recv_iov);
-  a->max_request_iov = static_cast<DAT_COUNT>(e.max_request_iov);
-  a->max_rdma_read_in = static_cast<DAT_COUNT>(e.max_rdma_read_in);
-  a->max_rdma_read_out = static_cast<DAT_COUNT>(e.max_rdma_read_out);
-  a->srq_soft_hw = static_cast<DAT_COUNT>(e.srq_soft_hw);
-  a->max_rdma_read_iov = static_cast<DAT_COUNT>(e.max_rdma_read_iov);
-  a->max_rdma_write_iov = static_cast<DAT_COUNT>(e.max_rdma_write_iov);
-}
-
-DAT_EP_STATE to_dat(EpState s) {
-  switch (s) {
-    case EpState::kUnconnected:
-      return DAT_EP_STATE_UNCONNECTED;
-    case EpState::kActivePending:
-      return DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
-    case EpState::kPassivePending:
-      return DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
-    case EpState::kTentativePending:
-      return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
-    case EpState::kConnected:
-      return DAT_EP_STATE_CONNECTED;
-    case EpState::kDisconnectPending:
-      return DAT_EP_STATE_DISCONNECT_PENDING;
-    case EpState::kDisconnected:
-      return DAT_EP_STATE_DISCONNECTED;
-    case EpState::kReserved:
-      return DAT_EP_STATE_RESERVED;
-  }
-  return DAT_EP_STATE_UNCONNECTED;
-}
+namespace {
 
 // Memory privileges this front accepts: DAT's plus the IB remote atomic one.
 constexpr uint32_t kLmrPrivs =
@@ -280,6 +125,37 @@ constexpr uint32_t kRmrPrivs = static_cast<uint32_t>(DAT_MEM_PRIV_REMOTE_READ_FL
                                DAT_MEM_PRIV_REMOTE_WRITE_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC;
 
 // ================================================================ IA
+
+// dat_ia_query's provider attributes that are the plug-in's own: thread
+// safety as the registry entry asked, and the IB extension attributes.
+DAT_NAMED_ATTR g_ib_attrs[] = {
+    {DAT_IB_ATTR_FETCH_AND_ADD, "TRUE"},
+    {DAT_IB_ATTR_CMP_AND_SWAP, "TRUE"},
+    {DAT_IB_ATTR_IMMED_DATA, "TRUE"},
+};
+
+void add_provider_specific(const Ia* ia, DAT_PROVIDER_ATTR* out) {
+  DAT_PROVIDER_ATTR& pa = *out;
+  Provider* pv = provider_of(ia);
+  pa.is_thread_safe = pv != nullptr ? pv->thread_safe : DAT_TRUE;
+  if (pv != nullptr) {
+    std::lock_guard<std::mutex> g(pv->attrs_mu);
+    if (pv->attrs.empty()) {
+      pv->ib_mtu = std::to_string(ia->iface->pmtu);
+      pv->attrs.assign(std::begin(g_ib_attrs), std::end(g_ib_attrs));
+      pv->attrs.push_back(DAT_NAMED_ATTR{"DAT_IB_TRANSPORT_MTU", pv->ib_mtu.c_str()});
+    }
+    pa.num_provider_specific_attr = static_cast<DAT_COUNT>(pv->attrs.size());
+    pa.provider_specific_attr = pv->attrs.data();
+  } else {
+    pa.num_provider_specific_attr = static_cast<DAT_COUNT>(std::size(g_ib_attrs));
+    pa.provider_specific_attr = g_ib_attrs;
+  }
+}
+
+#define DPDAT_ENTRY(name) name##_fn
+#include "front/entries.inc"
+#undef DPDAT_ENTRY
 
 DAT_RETURN ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HANDLE* async_evd,
                       DAT_IA_HANDLE* ia_out) {
@@ -300,189 +176,7 @@ DAT_RETURN ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HAN
     return err(Type::PROVIDER_NOT_FOUND);
   }
   cfg.name = p->name;
-  Evd* given = nullptr;
-  if (*async_evd != DAT_HANDLE_NULL) {
-    given = lookup<Evd>(*async_evd, HandleType::kEvd);
-    if (given == nullptr || (given->flags & evd_flag::kAsync) == 0)
-      return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_ASYNC);
-  }
-  Ia* ia = nullptr;
-  Status st = ia_open(cfg, async_qlen, given, &p->table, &ia);
-  if (!st.ok()) return to_dat(st);
-  if (given == nullptr) *async_evd = ia->async_evd;
-  *ia_out = ia;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN ia_close_fn(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(ia_close(ia, flags == DAT_CLOSE_GRACEFUL_FLAG));
-}
-
-DAT_NAMED_ATTR g_ib_attrs[] = {
-    {DAT_IB_ATTR_FETCH_AND_ADD, "TRUE"},
-    {DAT_IB_ATTR_CMP_AND_SWAP, "TRUE"},
-    {DAT_IB_ATTR_IMMED_DATA, "TRUE"},
-};
-
-DAT_RETURN ia_query_fn(DAT_IA_HANDLE h, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_MASK ia_mask,
-                       DAT_IA_ATTR* ia_attr, DAT_PROVIDER_ATTR_MASK pr_mask,
-                       DAT_PROVIDER_ATTR* pr_attr) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (ia_mask != 0 && ia_attr == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  if (pr_mask != 0 && pr_attr == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-  Iface* f = ia->iface;
-  const Provider* p = provider_of(ia);
-  Lock lk(f->mu);
-  if (async_evd != nullptr) *async_evd = ia->async_evd;
-  const Limits& L = f->limits;
-  if (ia_attr != nullptr && ia_mask != 0) {
-    DAT_IA_ATTR& a = *ia_attr;
-    std::memset(&a, 0, sizeof(a));
-    std::snprintf(a.adapter_name, sizeof(a.adapter_name), "dpdat:%s", f->cfg.name.c_str());
-    std::snprintf(a.vendor_name, sizeof(a.vendor_name), "dpdat");
-    a.ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ia->local_sa);
-    a.max_eps = static_cast<DAT_COUNT>(L.max_eps);
-    a.max_dto_per_ep = static_cast<DAT_COUNT>(L.max_dto_per_ep);
-    a.max_rdma_read_per_ep_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_per_ep_out = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_evds = static_cast<DAT_COUNT>(L.max_evds);
-    a.max_evd_qlen = static_cast<DAT_COUNT>(L.max_evd_qlen);
-    a.max_iov_segments_per_dto = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_lmrs = static_cast<DAT_COUNT>(L.max_lmrs);
-    a.max_lmr_block_size = seg_len(L.max_lmr_size);
-    a.max_lmr_virtual_address = UINT64_MAX;
-    a.max_pzs = static_cast<DAT_COUNT>(L.max_pzs);
-    a.max_message_size = seg_len(L.max_message_size);
-    a.max_rdma_size = seg_len(L.max_message_size);
-    a.max_rmrs = static_cast<DAT_COUNT>(L.max_rmrs);
-    a.max_rmr_target_address = UINT64_MAX;
-    a.max_srqs = static_cast<DAT_COUNT>(L.max_srqs);
-    a.max_ep_per_srq = static_cast<DAT_COUNT>(L.max_ep_per_srq);
-    a.max_recv_per_srq = static_cast<DAT_COUNT>(L.max_recv_per_srq);
-    a.max_iov_segments_per_rdma_read = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_iov_segments_per_rdma_write = static_cast<DAT_COUNT>(L.max_iov);
-    a.max_rdma_read_in = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_out = static_cast<DAT_COUNT>(L.max_rdma_read_per_ep);
-    a.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
-    a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
-    a.zb_supported = DAT_TRUE;
-    a.extension_supported = DAT_EXTENSION_IB;
-    a.extension_version = DAT_IB_EXTENSION_VERSION;
-    a.num_transport_attr = 0;
-    a.transport_attr = nullptr;
-    a.num_vendor_attr = 0;
-    a.vendor_attr = nullptr;
-  }
-  if (pr_attr != nullptr && pr_mask != 0) {
-    DAT_PROVIDER_ATTR& pa = *pr_attr;
-    std::memset(static_cast<void*>(&pa), 0, sizeof(pa));
-    std::snprintf(pa.provider_name, sizeof(pa.provider_name), "dpdat");
-    pa.provider_version_major = 0;
-    pa.provider_version_minor = 1;
-    pa.dapl_version_major = 2;
-    pa.dapl_version_minor = 0;
-    pa.lmr_mem_types_supported = static_cast<DAT_MEM_TYPE>(DAT_MEM_TYPE_VIRTUAL | DAT_MEM_TYPE_LMR |
-                                                           DAT_MEM_TYPE_SHARED_VIRTUAL);
-    pa.iov_ownership_on_return = DAT_IOV_CONSUMER;
-    pa.dat_qos_supported = DAT_QOS_BEST_EFFORT;
-    pa.completion_flags_supported = static_cast<DAT_COMPLETION_FLAGS>(0x1F);
-    pa.is_thread_safe = p != nullptr ? p->thread_safe : DAT_TRUE;
-    pa.max_private_data_size = static_cast<DAT_COUNT>(L.max_cm_pdata);
-    pa.supports_multipath = DAT_FALSE;
-    pa.ep_creator = DAT_PSP_CREATES_EP_IFASKED;
-    pa.pz_support = DAT_PZ_UNIQUE;
-    pa.optimal_buffer_alignment = 64;
-    auto* merge = const_cast<DAT_BOOLEAN(*)[6]>(pa.evd_stream_merging_supported);
-    for (int i = 0; i < 6; ++i)
-      for (int j = 0; j < 6; ++j) merge[i][j] = DAT_TRUE;
-    pa.srq_supported = DAT_TRUE;
-    pa.lmr_sync_req = DAT_FALSE;
-    pa.dto_async_return_guaranteed = DAT_TRUE;
-    pa.rdma_write_for_rdma_read_req = DAT_FALSE;
-    pa.rdma_read_lmr_rmr_context_exposure = DAT_FALSE;
-    pa.rmr_scope_supported = DAT_RMR_SCOPE_EP;
-    pa.is_signal_safe = DAT_FALSE;
-    pa.ha_supported = DAT_FALSE;
-    if (Provider* pv = provider_of(ia); pv != nullptr) {
-      std::lock_guard<std::mutex> g(pv->attrs_mu);
-      if (pv->attrs.empty()) {
-        pv->ib_mtu = std::to_string(f->pmtu);
-        pv->attrs.assign(std::begin(g_ib_attrs), std::end(g_ib_attrs));
-        pv->attrs.push_back(DAT_NAMED_ATTR{"DAT_IB_TRANSPORT_MTU", pv->ib_mtu.c_str()});
-      }
-      pa.num_provider_specific_attr = static_cast<DAT_COUNT>(pv->attrs.size());
-      pa.provider_specific_attr = pv->attrs.data();
-    } else {
-      pa.num_provider_specific_attr = static_cast<DAT_COUNT>(std::size(g_ib_attrs));
-      pa.provider_specific_attr = g_ib_attrs;
-    }
-  }
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN set_consumer_context_fn(DAT_HANDLE h, DAT_CONTEXT ctx) {
-  Object* o = lookup_any(h);
-  if (o == nullptr) return err(Type::INVALID_HANDLE);
-  Lock lk(o->ia->iface->mu);
-  o->context = ctx.as_64;
-  o->context_set = true;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN get_consumer_context_fn(DAT_HANDLE h, DAT_CONTEXT* ctx) {
-  Object* o = lookup_any(h);
-  if (o == nullptr) return err(Type::INVALID_HANDLE);
-  if (ctx == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Lock lk(o->ia->iface->mu);
-  ctx->as_64 = o->context_set ? o->context : 0;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN get_handle_type_fn(DAT_HANDLE h, DAT_HANDLE_TYPE* type) {
-  Object* o = lookup_any(h);
-  if (o == nullptr) return err(Type::INVALID_HANDLE);
-  if (type == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  switch (o->type) {
-    case HandleType::kIa:
-      *type = DAT_HANDLE_TYPE_IA;
-      break;
-    case HandleType::kEp:
-      *type = DAT_HANDLE_TYPE_EP;
-      break;
-    case HandleType::kLmr:
-      *type = DAT_HANDLE_TYPE_LMR;
-      break;
-    case HandleType::kRmr:
-      *type = DAT_HANDLE_TYPE_RMR;
-      break;
-    case HandleType::kPz:
-      *type = DAT_HANDLE_TYPE_PZ;
-      break;
-    case HandleType::kPsp:
-      *type = DAT_HANDLE_TYPE_PSP;
-      break;
-    case HandleType::kRsp:
-      *type = DAT_HANDLE_TYPE_RSP;
-      break;
-    case HandleType::kCr:
-      *type = DAT_HANDLE_TYPE_CR;
-      break;
-    case HandleType::kCno:
-      *type = DAT_HANDLE_TYPE_CNO;
-      break;
-    case HandleType::kEvd:
-      *type = DAT_HANDLE_TYPE_EVD;
-      break;
-    case HandleType::kSrq:
-      *type = DAT_HANDLE_TYPE_SRQ;
-      break;
-  }
-  return DAT_SUCCESS;
+  return open_ia(cfg, async_qlen, async_evd, &p->table, ia_out);
 }
 
 DAT_RETURN ia_ha_related_fn(DAT_IA_HANDLE h, const DAT_NAME_PTR name, DAT_BOOLEAN* answer) {
@@ -494,161 +188,7 @@ DAT_RETURN ia_ha_related_fn(DAT_IA_HANDLE h, const DAT_NAME_PTR name, DAT_BOOLEA
   return DAT_SUCCESS;
 }
 
-// ================================================================ PZ
-
-DAT_RETURN pz_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Pz* pz = nullptr;
-  Status st = pz_create(ia, &pz);
-  if (st.ok()) *o = pz;
-  return to_dat(st);
-}
-
-DAT_RETURN pz_query_fn(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* p) {
-  Pz* pz = lookup<Pz>(h, HandleType::kPz);
-  if (pz == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p != nullptr) p->ia_handle = pz->ia;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN pz_free_fn(DAT_PZ_HANDLE h) {
-  Pz* pz = lookup<Pz>(h, HandleType::kPz);
-  if (pz == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  return to_dat(pz_free(pz));
-}
-
-// ================================================================ EVD
-
-DAT_RETURN evd_create_fn(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cno_h, DAT_EVD_FLAGS flags,
-                         DAT_EVD_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  Cno* cno = nullptr;
-  if (cno_h != DAT_HANDLE_NULL) {
-    cno = lookup<Cno>(cno_h, HandleType::kCno);
-    if (cno == nullptr || cno->ia != ia) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  }
-  // DAT_IB_EVD_EXTENSION_FLAG: extension events arrive on DTO EVDs anyway.
-  uint32_t fl = static_cast<uint32_t>(flags) & ~static_cast<uint32_t>(DAT_IB_EVD_EXTENSION_FLAG);
-  if ((static_cast<uint32_t>(flags) & DAT_IB_EVD_EXTENSION_FLAG) != 0) fl |= evd_flag::kDto;
-  Evd* e = nullptr;
-  Status st = evd_create(ia, qlen, cno, fl, &e);
-  if (st.ok()) *o = e;
-  return to_dat(st);
-}
-
-DAT_RETURN evd_query_fn(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* p) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(e->ia->iface->mu);
-  p->ia_handle = e->ia;
-  p->evd_qlen = static_cast<DAT_COUNT>(e->qlen);
-  p->evd_state =
-      static_cast<DAT_EVD_STATE>((e->enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
-                                 (e->waitable ? DAT_EVD_STATE_WAITABLE : DAT_EVD_STATE_UNWAITABLE));
-  p->cno_handle = e->cno;
-  p->evd_flags = static_cast<DAT_EVD_FLAGS>(e->flags);
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN evd_modify_cno_fn(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cno_h) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  Cno* cno = nullptr;
-  if (cno_h != DAT_HANDLE_NULL) {
-    cno = lookup<Cno>(cno_h, HandleType::kCno);
-    if (cno == nullptr || cno->ia != e->ia)
-      return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  }
-  return to_dat(evd_modify_cno(e, cno));
-}
-
-DAT_RETURN evd_enable_fn(DAT_EVD_HANDLE h) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  return to_dat(evd_set_enabled(e, true));
-}
-
-DAT_RETURN evd_disable_fn(DAT_EVD_HANDLE h) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  return to_dat(evd_set_enabled(e, false));
-}
-
-DAT_RETURN evd_set_unwaitable_fn(DAT_EVD_HANDLE h) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  return to_dat(evd_set_waitable(e, false));
-}
-
-DAT_RETURN evd_clear_unwaitable_fn(DAT_EVD_HANDLE h) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  return to_dat(evd_set_waitable(e, true));
-}
-
-DAT_RETURN evd_wait_fn(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT* event,
-                       DAT_COUNT* nmore) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  if (event == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Event ev;
-  uint32_t left = 0;
-  Status st = evd_wait(e, to_us(timeout), threshold, &ev, &left);
-  if (st.ok()) to_dat_event(ev, event);
-  if ((st.ok() || st.type == Type::TIMEOUT_EXPIRED) && nmore != nullptr)
-    *nmore = static_cast<DAT_COUNT>(left);
-  return to_dat(st);
-}
-
-DAT_RETURN evd_dequeue_fn(DAT_EVD_HANDLE h, DAT_EVENT* event) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  if (event == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Event ev;
-  Status st = evd_dequeue(e, &ev);
-  if (st.ok()) to_dat_event(ev, event);
-  return to_dat(st);
-}
-
-DAT_RETURN evd_resize_fn(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  return to_dat(evd_resize(e, qlen));
-}
-
-DAT_RETURN evd_post_se_fn(DAT_EVD_HANDLE h, const DAT_EVENT* event) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  if (event == nullptr || event->event_number != DAT_SOFTWARE_EVENT)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(evd_post_se(e, event->event_data.software_event_data.pointer));
-}
-
-DAT_RETURN evd_free_fn(DAT_EVD_HANDLE h) {
-  Evd* e = lookup<Evd>(h, HandleType::kEvd);
-  if (e == nullptr) return err(Type::INVALID_HANDLE);
-  return to_dat(evd_free(e));
-}
-
 // ================================================================ CNO
-
-DAT_RETURN cno_create_fn(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CNO_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  Cno* c = nullptr;
-  Status st =
-      cno_create(ia, agent.instance_data, reinterpret_cast<AgentFn>(agent.proxy_agent_func), &c);
-  if (st.ok()) *o = c;
-  return to_dat(st);
-}
 
 DAT_RETURN cno_fd_create_fn(DAT_IA_HANDLE h, DAT_FD* fd, DAT_CNO_HANDLE* o) {
   if (lookup<Ia>(h, HandleType::kIa) == nullptr)
@@ -658,36 +198,6 @@ DAT_RETURN cno_fd_create_fn(DAT_IA_HANDLE h, DAT_FD* fd, DAT_CNO_HANDLE* o) {
   // CNOs here are woken by dpdat's own progress, not by a kernel file
   // descriptor: the FD proxy model is not offered.
   return err(Type::MODEL_NOT_SUPPORTED);
-}
-
-DAT_RETURN cno_modify_agent_fn(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent) {
-  Cno* c = lookup<Cno>(h, HandleType::kCno);
-  if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  return to_dat(
-      cno_modify_agent(c, agent.instance_data, reinterpret_cast<AgentFn>(agent.proxy_agent_func)));
-}
-
-DAT_RETURN cno_query_fn(DAT_CNO_HANDLE h, DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM* p) {
-  Cno* c = lookup<Cno>(h, HandleType::kCno);
-  if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(c->ia->iface->mu);
-  p->ia_handle = c->ia;
-  p->proxy_type = DAT_PROXY_TYPE_AGENT;
-  p->proxy.agent.instance_data = c->agent_instance;
-  p->proxy.agent.proxy_agent_func = reinterpret_cast<DAT_AGENT_FUNC>(c->agent_fn);
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN cno_wait_fn(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE* evd_out) {
-  Cno* c = lookup<Cno>(h, HandleType::kCno);
-  if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  if (evd_out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  Evd* e = nullptr;
-  Status st = cno_wait(c, to_us(timeout), &e);
-  if (st.ok()) *evd_out = e;
-  return to_dat(st);
 }
 
 // dat_cno_trigger: the EVD that triggered the CNO, without waiting.
@@ -701,151 +211,7 @@ DAT_RETURN cno_trigger_fn(DAT_CNO_HANDLE h, DAT_EVD_HANDLE* evd_out) {
   return to_dat(st);
 }
 
-DAT_RETURN cno_free_fn(DAT_CNO_HANDLE h) {
-  Cno* c = lookup<Cno>(h, HandleType::kCno);
-  if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
-  return to_dat(cno_free(c));
-}
-
 // ================================================================ EP
-
-// srq: dat_ep_create_with_srq's SRQ (checked), nullptr for dat_ep_create.
-DAT_RETURN ep_create_common(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_EVD_HANDLE recv_h,
-                            DAT_EVD_HANDLE req_h, DAT_EVD_HANDLE conn_h, const DAT_EP_ATTR* attr,
-                            DAT_EP_HANDLE* o, Srq* srq) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (srq != nullptr && srq->ia->iface != ia->iface)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  if (o == nullptr)
-    return err(Type::INVALID_PARAMETER, srq != nullptr ? Sub::INVALID_ARG8 : Sub::INVALID_ARG7);
-  Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
-  if (pz == nullptr || pz->ia->iface != ia->iface)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  Evd *recv = nullptr, *req = nullptr, *conn = nullptr;
-  if (!evd_ok(ia, recv_h, evd_flag::kDto, &recv))
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_RECV);
-  if (!evd_ok(ia, req_h, evd_flag::kDto | evd_flag::kRmrBind, &req))
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_REQUEST);
-  if (!evd_ok(ia, conn_h, evd_flag::kConnection, &conn))
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
-  EpAttr a;
-  if (attr != nullptr) {
-    if (attr->service_type != DAT_SERVICE_TYPE_RC)
-      return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG6);
-    a = from_dat(*attr);
-  }
-  Ep* ep = nullptr;
-  Status st = ep_create(ia, pz, recv, req, conn, attr != nullptr ? &a : nullptr, &ep, srq);
-  if (st.ok()) *o = ep;
-  return to_dat(st);
-}
-
-DAT_RETURN ep_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv, DAT_EVD_HANDLE req,
-                        DAT_EVD_HANDLE conn, const DAT_EP_ATTR* attr, DAT_EP_HANDLE* o) {
-  return ep_create_common(h, pz, recv, req, conn, attr, o, nullptr);
-}
-
-DAT_RETURN ep_create_with_srq_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv,
-                                 DAT_EVD_HANDLE req, DAT_EVD_HANDLE conn, DAT_SRQ_HANDLE srq_h,
-                                 const DAT_EP_ATTR* attr, DAT_EP_HANDLE* o) {
-  if (lookup<Ia>(h, HandleType::kIa) == nullptr)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  Srq* srq = lookup<Srq>(srq_h, HandleType::kSrq);
-  if (srq == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  return ep_create_common(h, pz, recv, req, conn, attr, o, srq);
-}
-
-DAT_RETURN ep_query_fn(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* p) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(ep->ia->iface->mu);
-  std::memset(p, 0, sizeof(*p));
-  p->ia_handle = ep->ia;
-  p->ep_state = to_dat(ep->state);
-  p->local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ep->ia->local_sa);
-  p->local_port_qual = ep->qp != nullptr ? ep->qp->qpn() : 0;
-  fill_sa(ep->remote_sa, ep->peer_ip);
-  p->remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(ep->remote_sa);
-  p->remote_port_qual = ep->conn_qual;
-  p->pz_handle = ep->pz;
-  p->recv_evd_handle = ep->recv_evd;
-  p->request_evd_handle = ep->req_evd;
-  p->connect_evd_handle = ep->conn_evd;
-  p->srq_handle = ep->srq;
-  to_dat(ep->attr, &p->ep_attr);
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN ep_modify_fn(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* p) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  constexpr DAT_EP_PARAM_MASK kModifiable =
-      DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
-      DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
-  if ((mask & ~kModifiable) != 0) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(ep_modify(ep, [mask, p](Ep* e, EpSettings* s) {
-    if ((mask & DAT_EP_FIELD_PZ_HANDLE) != 0) {
-      s->pz = lookup<Pz>(p->pz_handle, HandleType::kPz);
-      if (s->pz == nullptr) return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-    }
-    if ((mask & DAT_EP_FIELD_RECV_EVD_HANDLE) != 0 &&
-        !evd_ok(e->ia, p->recv_evd_handle, evd_flag::kDto, &s->recv))
-      return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_RECV);
-    if ((mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) != 0 &&
-        !evd_ok(e->ia, p->request_evd_handle, evd_flag::kDto | evd_flag::kRmrBind, &s->req))
-      return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_REQUEST);
-    if ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) != 0 &&
-        !evd_ok(e->ia, p->connect_evd_handle, evd_flag::kConnection, &s->conn))
-      return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
-    if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) != 0) {
-      DAT_EP_ATTR a;
-      to_dat(s->attr, &a);
-      const DAT_EP_ATTR& n = p->ep_attr;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE) a.max_message_size = n.max_message_size;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_SIZE) a.max_rdma_size = n.max_rdma_size;
-      if (mask & DAT_EP_FIELD_EP_ATTR_QOS) a.qos = n.qos;
-      if (mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS)
-        a.recv_completion_flags = n.recv_completion_flags;
-      if (mask & DAT_EP_FIELD_EP_ATTR_REQUEST_COMPLETION_FLAGS)
-        a.request_completion_flags = n.request_completion_flags;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) a.max_recv_dtos = n.max_recv_dtos;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) a.max_request_dtos = n.max_request_dtos;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV) a.max_recv_iov = n.max_recv_iov;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_IOV) a.max_request_iov = n.max_request_iov;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN) a.max_rdma_read_in = n.max_rdma_read_in;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT) a.max_rdma_read_out = n.max_rdma_read_out;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IOV) a.max_rdma_read_iov = n.max_rdma_read_iov;
-      if (mask & DAT_EP_FIELD_EP_ATTR_MAX_RDMA_WRITE_IOV)
-        a.max_rdma_write_iov = n.max_rdma_write_iov;
-      s->attr = from_dat(a);
-    }
-    return kOk;
-  }));
-}
-
-DAT_RETURN ep_connect_fn(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
-                         DAT_TIMEOUT timeout, DAT_COUNT pdata_size, const DAT_PVOID pdata,
-                         DAT_QOS qos, DAT_CONNECT_FLAGS flags) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (addr == nullptr) return err(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_MALFORMED);
-  if (addr->sa_family != AF_INET)
-    return err(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNSUPPORTED);
-  if (pdata_size < 0 || (pdata_size > 0 && pdata == nullptr))
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  if ((static_cast<uint32_t>(qos) & ~0x0Fu) != 0)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG7);
-  if (flags != DAT_CONNECT_DEFAULT_FLAG && flags != DAT_CONNECT_MULTIPATH_FLAG)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG8);
-  sockaddr_in sin{};
-  std::memcpy(&sin, addr, sizeof(sin));
-  return to_dat(ep_connect(ep, ntohl(sin.sin_addr.s_addr), qual, to_us(timeout),
-                           static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size)));
-}
 
 // Connects through a communicator (CSP model): not offered here.
 DAT_RETURN ep_common_connect_fn(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR, DAT_TIMEOUT, DAT_COUNT,
@@ -853,65 +219,6 @@ DAT_RETURN ep_common_connect_fn(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR, DAT_TIMEOUT
   if (lookup<Ep>(h, HandleType::kEp) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   return err(Type::MODEL_NOT_SUPPORTED);
-}
-
-DAT_RETURN ep_dup_connect_fn(DAT_EP_HANDLE h, DAT_EP_HANDLE dup, DAT_TIMEOUT timeout,
-                             DAT_COUNT pdata_size, const DAT_PVOID pdata, DAT_QOS qos) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  Ep* src = lookup<Ep>(dup, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (src == nullptr || src->ia->iface != ep->ia->iface)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  uint32_t ip = 0;
-  uint64_t qual = 0;
-  Status st = ep_peer(src, &ip, &qual);
-  if (!st.ok()) return to_dat(st);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(ip);
-  return ep_connect_fn(h, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), qual, timeout, pdata_size,
-                       pdata, qos, DAT_CONNECT_DEFAULT_FLAG);
-}
-
-DAT_RETURN ep_disconnect_fn(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS flags) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(ep_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG));
-}
-
-// Every request: argument checks and triplet conversion, then ops::ep_post.
-DAT_RETURN post(DAT_EP_HANDLE h, DAT_COUNT n, const DAT_LMR_TRIPLET* iov, DAT_DTO_COOKIE cookie,
-                const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags, dpdat::rc::WrOp op,
-                uint32_t imm = 0, uint64_t compare = 0, uint64_t swap_add = 0) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
-  to_sge(iov, n, sge);
-  RemoteSeg r;
-  PostArgs a;
-  a.op = op;
-  a.sge = sge;
-  a.nsge = static_cast<uint32_t>(n);
-  a.cookie = cookie.as_64;
-  a.cflags = static_cast<uint32_t>(flags);
-  a.imm = imm;
-  a.compare = compare;
-  a.swap_add = swap_add;
-  if (remote != nullptr) {
-    r = RemoteSeg{remote->rmr_context, remote->virtual_address, remote->segment_length};
-    a.remote = &r;
-  }
-  return to_dat(ep_post(ep, a));
-}
-
-DAT_RETURN ep_post_send_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
-                           DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags) {
-  return post(h, n, iov, cookie, nullptr, flags, dpdat::rc::WrOp::kSend);
 }
 
 DAT_RETURN ep_post_send_with_invalidate_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
@@ -924,20 +231,6 @@ DAT_RETURN ep_post_send_with_invalidate_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR
   return post(h, n, iov, cookie, nullptr, flags, dpdat::rc::WrOp::kSend);
 }
 
-DAT_RETURN ep_post_rdma_write_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
-                                 DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote,
-                                 DAT_COMPLETION_FLAGS flags) {
-  if (remote == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  return post(h, n, iov, cookie, remote, flags, dpdat::rc::WrOp::kWrite);
-}
-
-DAT_RETURN ep_post_rdma_read_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
-                                DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote,
-                                DAT_COMPLETION_FLAGS flags) {
-  if (remote == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  return post(h, n, iov, cookie, remote, flags, dpdat::rc::WrOp::kRead);
-}
-
 DAT_RETURN ep_post_rdma_read_to_rmr_fn(DAT_EP_HANDLE h, const DAT_RMR_TRIPLET*, DAT_DTO_COOKIE,
                                        const DAT_RMR_TRIPLET*, DAT_COMPLETION_FLAGS) {
   if (lookup<Ep>(h, HandleType::kEp) == nullptr)
@@ -947,146 +240,7 @@ DAT_RETURN ep_post_rdma_read_to_rmr_fn(DAT_EP_HANDLE h, const DAT_RMR_TRIPLET*, 
   return err(Type::MODEL_NOT_SUPPORTED);
 }
 
-DAT_RETURN ep_post_recv_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
-                           DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if ((static_cast<uint32_t>(flags) & ~0x1Fu) != 0)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
-  to_sge(iov, n, sge);
-  return to_dat(
-      ep_post_recv(ep, sge, static_cast<uint32_t>(n), cookie.as_64, static_cast<uint32_t>(flags)));
-}
-
-DAT_RETURN ep_get_status_fn(DAT_EP_HANDLE h, DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle,
-                            DAT_BOOLEAN* req_idle) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  EpStatus s;
-  Status st = ep_get_status(ep, &s);
-  if (!st.ok()) return to_dat(st);
-  if (state != nullptr) *state = to_dat(s.state);
-  if (recv_idle != nullptr) *recv_idle = s.recv_idle ? DAT_TRUE : DAT_FALSE;
-  if (req_idle != nullptr) *req_idle = s.req_idle ? DAT_TRUE : DAT_FALSE;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN ep_reset_fn(DAT_EP_HANDLE h) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  return to_dat(ep_reset(ep));
-}
-
-DAT_RETURN ep_free_fn(DAT_EP_HANDLE h) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  return to_dat(ep_free(ep));
-}
-
-DAT_RETURN ep_recv_query_fn(DAT_EP_HANDLE h, DAT_COUNT* nbufs, DAT_COUNT* span) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  uint32_t n = 0;
-  Status st = ep_recv_query(ep, &n);
-  if (nbufs != nullptr) *nbufs = static_cast<DAT_COUNT>(n);
-  if (span != nullptr) *span = static_cast<DAT_COUNT>(n);  // consumed in order: span = count
-  return to_dat(st);
-}
-
-DAT_RETURN ep_set_watermark_fn(DAT_EP_HANDLE h, DAT_COUNT soft_hw, DAT_COUNT hard_hw) {
-  Ep* ep = lookup<Ep>(h, HandleType::kEp);
-  if (ep == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  return to_dat(ep_set_watermark(ep, soft_hw, hard_hw));
-}
-
-// ================================================================ PSP / RSP / CSP
-
-DAT_RETURN psp_create_fn(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd,
-                         DAT_PSP_FLAGS flags, DAT_PSP_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Sp* sp = nullptr;
-  Status st = psp_create(ia, qual, evd, static_cast<uint32_t>(flags), &sp);
-  if (st.ok()) *o = sp;
-  return to_dat(st);
-}
-
-DAT_RETURN psp_create_any_fn(DAT_IA_HANDLE h, DAT_CONN_QUAL* qual, DAT_EVD_HANDLE evd,
-                             DAT_PSP_FLAGS flags, DAT_PSP_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (qual == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Sp* sp = nullptr;
-  uint64_t q = 0;
-  Status st = psp_create_any(ia, &q, evd, static_cast<uint32_t>(flags), &sp);
-  if (st.ok()) {
-    *qual = q;
-    *o = sp;
-  }
-  return to_dat(st);
-}
-
-DAT_RETURN psp_query_fn(DAT_PSP_HANDLE h, DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM* p) {
-  Sp* sp = lookup<Sp>(h, HandleType::kPsp);
-  if (sp == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PSP);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(sp->ia->iface->mu);
-  p->ia_handle = sp->ia;
-  p->conn_qual = sp->conn_qual;
-  p->evd_handle = sp->evd;
-  p->psp_flags = static_cast<DAT_PSP_FLAGS>(sp->flags);
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN psp_free_fn(DAT_PSP_HANDLE h) {
-  Sp* sp = lookup<Sp>(h, HandleType::kPsp);
-  if (sp == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PSP);
-  return to_dat(sp_free(sp));
-}
-
-DAT_RETURN rsp_create_fn(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_h,
-                         DAT_EVD_HANDLE evd, DAT_RSP_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  Ep* ep = lookup<Ep>(ep_h, HandleType::kEp);
-  if (ep == nullptr || ep->ia->iface != ia->iface)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  Sp* sp = nullptr;
-  Status st = rsp_create(ia, qual, ep, evd, &sp);
-  if (st.ok()) *o = sp;
-  return to_dat(st);
-}
-
-DAT_RETURN rsp_query_fn(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM* p) {
-  Sp* sp = lookup<Sp>(h, HandleType::kRsp);
-  if (sp == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RSP);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(sp->ia->iface->mu);
-  p->ia_handle = sp->ia;
-  p->conn_qual = sp->conn_qual;
-  p->evd_handle = sp->evd;
-  p->ep_handle = sp->ep;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN rsp_free_fn(DAT_RSP_HANDLE h) {
-  Sp* sp = lookup<Sp>(h, HandleType::kRsp);
-  if (sp == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RSP);
-  return to_dat(sp_free(sp));
-}
+// ================================================================ CSP
 
 // Communicator service points (DAT 2.0 CSP): not offered here.
 DAT_RETURN csp_create_fn(DAT_IA_HANDLE h, DAT_COMM*, DAT_IA_ADDRESS_PTR, DAT_EVD_HANDLE,
@@ -1102,37 +256,6 @@ DAT_RETURN csp_free_fn(DAT_CSP_HANDLE) { return err(Type::INVALID_HANDLE); }
 
 // ================================================================ CR
 
-DAT_RETURN cr_query_fn(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM* p) {
-  Cr* cr = lookup<Cr>(h, HandleType::kCr);
-  if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(cr->ia->iface->mu);
-  fill_sa(cr->remote_sa, cr->peer_ip);
-  p->remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(cr->remote_sa);
-  p->remote_port_qual = cr->req.qpn;
-  p->private_data_size = static_cast<DAT_COUNT>(cr->pdata.size());
-  p->private_data = cr->pdata.empty() ? nullptr : cr->pdata.data();  // writable, as dtest expects
-  p->local_ep_handle = cr->ep;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN cr_accept_fn(DAT_CR_HANDLE h, DAT_EP_HANDLE ep_h, DAT_COUNT pdata_size,
-                        const DAT_PVOID pdata) {
-  Cr* cr = lookup<Cr>(h, HandleType::kCr);
-  if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
-  if (pdata_size < 0 || (pdata_size > 0 && pdata == nullptr))
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Ep* ep = nullptr;
-  if (ep_h != DAT_HANDLE_NULL) {
-    ep = lookup<Ep>(ep_h, HandleType::kEp);
-    if (ep == nullptr || ep->ia->iface != cr->ia->iface)
-      return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  }
-  return to_dat(
-      cr_accept(cr, ep, static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size)));
-}
-
 DAT_RETURN cr_reject_fn(DAT_CR_HANDLE h, DAT_COUNT pdata_size, const DAT_PVOID pdata) {
   Cr* cr = lookup<Cr>(h, HandleType::kCr);
   if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
@@ -1140,12 +263,6 @@ DAT_RETURN cr_reject_fn(DAT_CR_HANDLE h, DAT_COUNT pdata_size, const DAT_PVOID p
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   return to_dat(
       cr_reject(cr, static_cast<const uint8_t*>(pdata), static_cast<uint32_t>(pdata_size)));
-}
-
-DAT_RETURN cr_handoff_fn(DAT_CR_HANDLE h, DAT_CONN_QUAL qual) {
-  Cr* cr = lookup<Cr>(h, HandleType::kCr);
-  if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
-  return to_dat(cr_handoff(cr, qual));
 }
 
 // ================================================================ LMR
@@ -1165,118 +282,13 @@ DAT_RETURN lmr_create_fn(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPT
   if (va_type != DAT_VA_TYPE_VA && va_type != DAT_VA_TYPE_ZB)
     return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG7);
   LmrSpec s;
-  switch (type) {
-    case DAT_MEM_TYPE_VIRTUAL:
-      if (region.for_va == nullptr && length > 0)
-        return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-      s.type = MemType::kVirtual;
-      s.host = static_cast<uint8_t*>(region.for_va);
-      s.va = reinterpret_cast<uintptr_t>(region.for_va);
-      s.length = length;
-      break;
-    case DAT_MEM_TYPE_SHARED_VIRTUAL:
-      if (region.for_shared_memory.virtual_address == nullptr ||
-          region.for_shared_memory.shared_memory_id == nullptr)
-        return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-      s.type = MemType::kSharedVirtual;
-      s.host = static_cast<uint8_t*>(region.for_shared_memory.virtual_address);
-      s.va = reinterpret_cast<uintptr_t>(s.host);
-      s.length = length;
-      s.cookie = reinterpret_cast<const uint8_t*>(*region.for_shared_memory.shared_memory_id);
-      break;
-    case DAT_MEM_TYPE_LMR:
-      s.type = MemType::kLmr;
-      s.parent = lookup<Lmr>(region.for_lmr_handle, HandleType::kLmr);
-      if (s.parent == nullptr || s.parent->ia->iface != ia->iface)
-        return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_LMR);
-      break;
-    default:
-      return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  }
+  if (DAT_RETURN r = lmr_spec(ia, type, region, length, &s); r != DAT_SUCCESS) return r;
   // Zero-based addressing: consumers name the region's bytes 0..length-1.
   if (va_type == DAT_VA_TYPE_ZB && s.type != MemType::kLmr) s.va = 0;
-  Lmr* l = nullptr;
-  Status st = lmr_create(ia, pz, s, pv, &l);
-  if (!st.ok()) return to_dat(st);
-  if (lctx != nullptr) *lctx = l->lmr_context;
-  if (rctx != nullptr) *rctx = l->rmr_context;
-  if (reg_size != nullptr) *reg_size = l->length;
-  if (reg_addr != nullptr) *reg_addr = l->va;
-  *lmr_out = l;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN lmr_query_fn(DAT_LMR_HANDLE h, DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* p) {
-  Lmr* l = lookup<Lmr>(h, HandleType::kLmr);
-  if (l == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_LMR);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(l->ia->iface->mu);
-  std::memset(p, 0, sizeof(*p));
-  p->ia_handle = l->ia;
-  p->mem_type = static_cast<DAT_MEM_TYPE>(l->mem_type);
-  if (l->mem_type == MemType::kLmr)
-    p->region_desc.for_lmr_handle = l->parent;
-  else if (l->mem_type == MemType::kSharedVirtual)
-    p->region_desc.for_shared_memory.virtual_address = l->host;
-  else
-    p->region_desc.for_va = l->host;
-  p->length = l->length;
-  p->pz_handle = l->pz;
-  p->mem_priv = static_cast<DAT_MEM_PRIV_FLAGS>(l->privileges);
-  p->va_type = l->va == 0 && l->host != nullptr ? DAT_VA_TYPE_ZB : DAT_VA_TYPE_VA;
-  p->lmr_context = l->lmr_context;
-  p->rmr_context = l->rmr_context;
-  p->registered_size = l->length;
-  p->registered_address = l->va;
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN lmr_free_fn(DAT_LMR_HANDLE h) {
-  Lmr* l = lookup<Lmr>(h, HandleType::kLmr);
-  if (l == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_LMR);
-  return to_dat(lmr_free(l));
-}
-
-DAT_RETURN lmr_sync_fn(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET* seg, DAT_VLEN n) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  if (n > 0 && seg == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  return to_dat(lmr_sync(ia, n, [seg](uint64_t i) {
-    return dpdat::rc::Sge{seg[i].lmr_context, seg[i].virtual_address, seg[i].segment_length};
-  }));
+  return lmr_register(ia, pz, s, pv, lmr_out, lctx, rctx, reg_size, reg_addr);
 }
 
 // ================================================================ RMR
-
-DAT_RETURN rmr_create_fn(DAT_PZ_HANDLE pz_h, DAT_RMR_HANDLE* o) {
-  Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
-  if (pz == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Rmr* r = nullptr;
-  Status st = rmr_create(pz, &r);
-  if (st.ok()) *o = r;
-  return to_dat(st);
-}
-
-DAT_RETURN rmr_query_fn(DAT_RMR_HANDLE h, DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM* p) {
-  Rmr* r = lookup<Rmr>(h, HandleType::kRmr);
-  if (r == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RMR);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  Lock lk(r->ia->iface->mu);
-  std::memset(p, 0, sizeof(*p));
-  p->ia_handle = r->ia;
-  p->pz_handle = r->pz;
-  p->lmr_triplet.lmr_context = r->lmr != nullptr ? r->lmr->lmr_context : 0;
-  p->lmr_triplet.virtual_address = r->va;
-  p->lmr_triplet.segment_length = seg_len(r->length);
-  p->mem_priv = static_cast<DAT_MEM_PRIV_FLAGS>(r->privileges);
-  p->rmr_context = r->context;
-  p->rmr_scope = DAT_RMR_SCOPE_EP;
-  p->va_type = r->lmr != nullptr && r->lmr->va == 0 ? DAT_VA_TYPE_ZB : DAT_VA_TYPE_VA;
-  return DAT_SUCCESS;
-}
 
 DAT_RETURN rmr_bind_fn(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRIPLET* trip,
                        DAT_MEM_PRIV_FLAGS privs, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_h,
@@ -1310,82 +322,6 @@ DAT_RETURN rmr_bind_fn(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRI
                        cookie.as_64, static_cast<uint32_t>(flags), &ctx);
   if (st.ok()) *ctx_out = ctx;
   return to_dat(st);
-}
-
-DAT_RETURN rmr_free_fn(DAT_RMR_HANDLE h) {
-  Rmr* r = lookup<Rmr>(h, HandleType::kRmr);
-  if (r == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RMR);
-  return to_dat(rmr_free(r));
-}
-
-// ================================================================ SRQ
-// (srq.cpp; limits and negative counts are checked there.)
-
-DAT_RETURN srq_create_fn(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR* attr,
-                         DAT_SRQ_HANDLE* o) {
-  Ia* ia = lookup<Ia>(h, HandleType::kIa);
-  if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
-  Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
-  if (pz == nullptr || pz->ia->iface != ia->iface)
-    return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_PZ);
-  if (attr == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (o == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
-  Srq* s = nullptr;
-  const Status st = srq_create(ia, pz, static_cast<uint32_t>(attr->max_recv_dtos),
-                               static_cast<uint32_t>(attr->max_recv_iov),
-                               static_cast<uint32_t>(attr->low_watermark), &s);
-  if (st.ok()) *o = s;
-  return to_dat(st);
-}
-
-DAT_RETURN srq_free_fn(DAT_SRQ_HANDLE h) {
-  Srq* s = lookup<Srq>(h, HandleType::kSrq);
-  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  return to_dat(srq_free(s));
-}
-
-DAT_RETURN srq_post_recv_fn(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
-                            DAT_DTO_COOKIE cookie) {
-  Srq* s = lookup<Srq>(h, HandleType::kSrq);
-  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  if (n < 0 || static_cast<uint32_t>(n) > dpdat::rc::kMaxSge)
-    return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (n > 0 && iov == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  dpdat::rc::Sge sge[dpdat::rc::kMaxSge];
-  to_sge(iov, n, sge);
-  return to_dat(srq_post_recv(s, sge, static_cast<uint32_t>(n), cookie.as_64));
-}
-
-DAT_RETURN srq_query_fn(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM* p) {
-  Srq* s = lookup<Srq>(h, HandleType::kSrq);
-  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  if (mask != 0 && p == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  if (p == nullptr) return DAT_SUCCESS;
-  SrqInfo in;
-  const Status st = srq_query(s, &in);
-  if (!st.ok()) return to_dat(st);
-  std::memset(p, 0, sizeof(*p));
-  p->ia_handle = s->ia;
-  p->srq_state = DAT_SRQ_STATE_OPERATIONAL;
-  p->pz_handle = s->pz;
-  p->max_recv_dtos = static_cast<DAT_COUNT>(in.max_recv_dtos);
-  p->max_recv_iov = static_cast<DAT_COUNT>(in.max_recv_iov);
-  p->low_watermark = static_cast<DAT_COUNT>(in.low_watermark);
-  p->available_dto_count = static_cast<DAT_COUNT>(in.available);
-  p->outstanding_dto_count = static_cast<DAT_COUNT>(in.outstanding);
-  return DAT_SUCCESS;
-}
-
-DAT_RETURN srq_resize_fn(DAT_SRQ_HANDLE h, DAT_COUNT max_recv_dtos) {
-  Srq* s = lookup<Srq>(h, HandleType::kSrq);
-  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  return to_dat(srq_resize(s, static_cast<uint32_t>(max_recv_dtos)));
-}
-
-DAT_RETURN srq_set_lw_fn(DAT_SRQ_HANDLE h, DAT_COUNT low_watermark) {
-  Srq* s = lookup<Srq>(h, HandleType::kSrq);
-  if (s == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_SRQ);
-  return to_dat(srq_set_lw(s, static_cast<uint32_t>(low_watermark)));
 }
 
 // ================================================================ IB extensions
@@ -1497,8 +433,8 @@ void fill_table(DAT_PROVIDER* t, const char* name) {
   t->ep_reset_func = ep_reset_fn;
   t->evd_set_unwaitable_func = evd_set_unwaitable_fn;
   t->evd_clear_unwaitable_func = evd_clear_unwaitable_fn;
-  t->lmr_sync_rdma_read_func = lmr_sync_fn;
-  t->lmr_sync_rdma_write_func = lmr_sync_fn;
+  t->lmr_sync_rdma_read_func = lmr_sync_checked;
+  t->lmr_sync_rdma_write_func = lmr_sync_checked;
   t->ep_create_with_srq_func = ep_create_with_srq_fn;
   t->ep_recv_query_func = ep_recv_query_fn;
   t->ep_set_watermark_func = ep_set_watermark_fn;

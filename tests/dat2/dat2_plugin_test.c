@@ -9,7 +9,10 @@
  *     handle and DAT_VA_TYPE_ZB, written by RDMA at an offset;
  *   - the DTO event's operation and transfered_length;
  *   - dat_ia_close of both IAs (libdat2 looks its entry up again from
- *     dat_ia_query's thread safety and version).
+ *     dat_ia_query's thread safety and version);
+ *   - argument codes of entries the plug-in shares with the 1.2 API
+ *     (dat_core/front/entries.inc) where 2.0 differs or is not reached
+ *     otherwise: SRQ counts, LMR va_type, post_recv count, handle type.
  * DAT_OVERRIDE names the dat.conf (tests/dat2/CMakeLists.txt writes it). */
 #include <arpa/inet.h>
 #include <dat2/udat.h>
@@ -88,6 +91,37 @@ int main(void) {
   struct sockaddr_in b_addr;
   memcpy(&b_addr, ia_attr.ia_address_ptr, sizeof(b_addr));
   CHECK(ntohl(b_addr.sin_addr.s_addr) == 0xC0A84D02u); /* 192.168.77.2 */
+
+  /* Argument codes (valid handles only: libdat2 dispatches through them). */
+  const DAT_RETURN kBadArg2 = DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+  DAT_HANDLE_TYPE ht;
+  OK(dat_get_handle_type(a.pz, &ht));
+  CHECK(ht == DAT_HANDLE_TYPE_PZ);
+  DAT_SRQ_ATTR srq_attr = {.max_recv_dtos = 8, .max_recv_iov = 1, .low_watermark = 0};
+  DAT_SRQ_HANDLE srq;
+  OK(dat_srq_create(a.ia, a.pz, &srq_attr, &srq));
+  CHECK(dat_srq_resize(srq, -1) == kBadArg2);
+  CHECK(dat_srq_set_lw(srq, -1) == kBadArg2);
+  OK(dat_srq_free(srq));
+  srq_attr.max_recv_dtos = -1; /* 2.0: the missing handle pointer is reported first */
+  CHECK(dat_srq_create(a.ia, a.pz, &srq_attr, NULL) ==
+        (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG4));
+  {
+    DAT_REGION_DESCRIPTION region;
+    char buf[64];
+    region.for_va = buf;
+    DAT_LMR_HANDLE lmr;
+    CHECK(dat_lmr_create(a.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), a.pz,
+                         DAT_MEM_PRIV_LOCAL_READ_FLAG, (DAT_VA_TYPE)7, &lmr, NULL, NULL, NULL,
+                         NULL) == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG7));
+  }
+  {
+    DAT_EP_HANDLE ep;
+    OK(dat_ep_create(a.ia, a.pz, a.dto, a.dto, a.conn, NULL, &ep));
+    DAT_DTO_COOKIE none = {.as_64 = 0};
+    CHECK(dat_ep_post_recv(ep, -1, NULL, none, DAT_COMPLETION_DEFAULT_FLAG) == kBadArg2);
+    OK(dat_ep_free(ep));
+  }
 
   const DAT_CONN_QUAL qual = 4242;
   DAT_PSP_HANDLE psp;
