@@ -207,19 +207,14 @@ wait_link() { # link
   [ "$1" = memif ] || return 0
   for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && return 0; sleep 0.05; done
 }
+# veth_pair PREFIX (tests/multiproc/veth_pair.sh): the pair, one end in $NSA
+# and one in $NSB; it reports failures through fail().
+fail() { die "$*"; }
+source "$ROOT/tests/multiproc/veth_pair.sh"
 links_up() {
   case " $LINKS " in *" af_packet "*) ;; *) return 0 ;; esac
-  ip netns add "$NSA" && ip netns add "$NSB" || die "cannot create namespaces"
   NETNS_MADE=1
-  ip link add "$VETH-a" type veth peer name "$VETH-b" || die "cannot create veth"
-  ip link set "$VETH-a" netns "$NSA"
-  ip link set "$VETH-b" netns "$NSB"
-  for n in "$NSA" "$NSB"; do
-    ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-    ip netns exec "$n" ip link set lo up
-  done
-  ip netns exec "$NSA" ip link set "$VETH-a" up
-  ip netns exec "$NSB" ip link set "$VETH-b" up
+  veth_pair "$VETH"
 }
 links_down() {
   [ -n "${NETNS_MADE:-}" ] || return 0

@@ -13,34 +13,16 @@
 #include <cstring>
 #include <vector>
 
+#include "conn_side.hpp"
+
 namespace {
 
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
 constexpr DAT_CONN_QUAL kQual = 4713;
 
-struct Side {
-  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
-  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
-  DAT_EVD_HANDLE dto = DAT_HANDLE_NULL, conn = DAT_HANDLE_NULL, cr = DAT_HANDLE_NULL;
-  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(4096);
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  DAT_RMR_CONTEXT rctx = 0;
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    DAT_LMR_TRIPLET t{};
-    t.lmr_context = lctx;
-    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
-    t.segment_length = len;
-    return t;
-  }
-};
+using Side = dpdat_test::ConnSide;
 
-DAT_DTO_COOKIE cookie(uint64_t v) {
-  DAT_DTO_COOKIE c;
-  c.as_64 = v;
-  return c;
-}
+DAT_DTO_COOKIE cookie(uint64_t v) { return dpdat_test::cookie_of(v); }
 
 class api_cm_loss : public ::testing::Test {
  protected:
@@ -54,30 +36,11 @@ class api_cm_loss : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(open(&pas_, "cm-loss-passive"));
   }
   void TearDown() override {
-    for (Side* s : {&act_, &pas_}) {
-      if (s->ia != DAT_HANDLE_NULL) {
-        EXPECT_EQ(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
-      }
-    }
+    dpdat_test::close_conn_side(&act_);
+    dpdat_test::close_conn_side(&pas_);
   }
 
-  static void open(Side* s, const char* name) {
-    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
-    ASSERT_EQ(dat_ia_open(const_cast<char*>(name), 8, &async, &s->ia), DAT_SUCCESS) << name;
-    ASSERT_EQ(dat_pz_create(s->ia, &s->pz), DAT_SUCCESS);
-    ASSERT_EQ(dat_evd_create(s->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->dto), DAT_SUCCESS);
-    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn),
-              DAT_SUCCESS);
-    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr), DAT_SUCCESS);
-    ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->dto, s->dto, s->conn, nullptr, &s->ep), DAT_SUCCESS);
-    DAT_REGION_DESCRIPTION r;
-    r.for_va = s->buf.data();
-    DAT_VLEN rs = 0;
-    DAT_VADDR ra = 0;
-    ASSERT_EQ(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, r, s->buf.size(), s->pz,
-                             DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lctx, &s->rctx, &rs, &ra),
-              DAT_SUCCESS);
-  }
+  static void open(Side* s, const char* name) { dpdat_test::open_conn_side(s, name); }
 
   static DAT_RETURN wait(DAT_EVD_HANDLE e, DAT_EVENT* ev, DAT_TIMEOUT t = kWaitUs) {
     DAT_COUNT nmore = 0;
@@ -98,7 +61,7 @@ class api_cm_loss : public ::testing::Test {
     return st;
   }
 
-  Side act_, pas_;
+  Side act_{4096}, pas_{4096};
 };
 
 // The passive side keeps retransmitting its REP until an RTU arrives; the

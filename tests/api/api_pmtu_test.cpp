@@ -20,36 +20,17 @@
 #include <cstring>
 #include <vector>
 
+#include "conn_side.hpp"
+
 namespace {
 
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
 constexpr DAT_CONN_QUAL kQual = 4712;
 constexpr size_t kLen = 200'000;  // 782 packets at 256, 196 at 1024
 
-struct Side {
-  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
-  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
-  DAT_EVD_HANDLE dto = DAT_HANDLE_NULL, conn = DAT_HANDLE_NULL, cr = DAT_HANDLE_NULL;
-  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(2 * kLen);
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  DAT_RMR_CONTEXT rctx = 0;
-  const char* ip = nullptr;
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    DAT_LMR_TRIPLET t{};
-    t.lmr_context = lctx;
-    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
-    t.segment_length = len;
-    return t;
-  }
-};
+using Side = dpdat_test::ConnSide;
 
-DAT_DTO_COOKIE cookie(uint64_t v) {
-  DAT_DTO_COOKIE c;
-  c.as_64 = v;
-  return c;
-}
+DAT_DTO_COOKIE cookie(uint64_t v) { return dpdat_test::cookie_of(v); }
 
 class api_pmtu : public ::testing::Test {
  protected:
@@ -62,30 +43,11 @@ class api_pmtu : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(open(&large_, "pmtu-large"));
   }
   void TearDown() override {
-    for (Side* s : {&small_, &large_}) {
-      if (s->ia != DAT_HANDLE_NULL) {
-        EXPECT_EQ(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
-      }
-    }
+    dpdat_test::close_conn_side(&small_);
+    dpdat_test::close_conn_side(&large_);
   }
 
-  static void open(Side* s, const char* name) {
-    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
-    ASSERT_EQ(dat_ia_open(const_cast<char*>(name), 8, &async, &s->ia), DAT_SUCCESS) << name;
-    ASSERT_EQ(dat_pz_create(s->ia, &s->pz), DAT_SUCCESS);
-    ASSERT_EQ(dat_evd_create(s->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->dto), DAT_SUCCESS);
-    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn),
-              DAT_SUCCESS);
-    ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr), DAT_SUCCESS);
-    ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->dto, s->dto, s->conn, nullptr, &s->ep), DAT_SUCCESS);
-    DAT_REGION_DESCRIPTION r;
-    r.for_va = s->buf.data();
-    DAT_VLEN rs = 0;
-    DAT_VADDR ra = 0;
-    ASSERT_EQ(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, r, s->buf.size(), s->pz,
-                             DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lctx, &s->rctx, &rs, &ra),
-              DAT_SUCCESS);
-  }
+  static void open(Side* s, const char* name) { dpdat_test::open_conn_side(s, name); }
 
   static DAT_EVENT wait(DAT_EVD_HANDLE e) {
     DAT_EVENT ev;
@@ -162,7 +124,7 @@ class api_pmtu : public ::testing::Test {
     EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
   }
 
-  Side small_, large_;
+  Side small_{2 * kLen}, large_{2 * kLen};
 };
 
 TEST_F(api_pmtu, SmallerActiveSideWins) { connect_and_move(&small_, &large_); }
