@@ -184,6 +184,8 @@ PortCounters Port::counters() const {
     s.tx_bytes += q.ctr.tx_bytes;
     s.rx_arp += q.ctr.rx_arp;
     s.tx_arp += q.ctr.tx_arp;
+    s.rx_linearized += q.ctr.rx_linearized;
+    s.rx_multiseg_copied += q.ctr.rx_multiseg_copied;
     s.rx_multiseg_dropped += q.ctr.rx_multiseg_dropped;
     s.rx_not_ip_dropped += q.ctr.rx_not_ip_dropped;
     s.tx_alloc_fail += q.ctr.tx_alloc_fail;
@@ -205,13 +207,8 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
     rte_mbuf* m = rx_tmp_[i];
     ctr_.rx_packets++;
     ctr_.rx_bytes += m->pkt_len;
-    const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
-    if (m->nb_segs != 1) {
-      ctr_.rx_multiseg_dropped++;  // TODO(issue 4): linearise scattered jumbo frames
-      rte_pktmbuf_free(m);
-      continue;
-    }
-    if (handle_arp(qi, data, m->data_len)) {
+    if (m->nb_segs != 1 && (m = make_contiguous(ctr_, m)) == nullptr) continue;
+    if (handle_arp(qi, rte_pktmbuf_mtod(m, const uint8_t*), m->data_len)) {
       rte_pktmbuf_free(m);
       continue;
     }
@@ -228,6 +225,38 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
     out[kept++] = rc::Frame{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->buf_len, m};
   }
   return kept;
+}
+
+rte_mbuf* Port::make_contiguous(PortCounters& ctr, rte_mbuf* m) {
+  // In place when the first segment's tailroom takes the rest of the chain
+  // (rte_pktmbuf_linearize frees the emptied segments).
+  if (rte_pktmbuf_linearize(m) == 0) {
+    ctr.rx_linearized++;
+    return m;
+  }
+  // Otherwise one copy into a fresh mbuf of our pool, if the frame fits its
+  // data room.  Drop (counted) when it does not or the pool is empty: the
+  // sender's retransmission covers a dropped RoCE frame.
+  rte_mbuf* c = m->pkt_len + RTE_PKTMBUF_HEADROOM <= uint32_t{rte_pktmbuf_data_room_size(pool_)}
+                    ? rte_pktmbuf_alloc(pool_)
+                    : nullptr;
+  if (c == nullptr || rte_pktmbuf_tailroom(c) < m->pkt_len) {
+    if (c != nullptr) rte_pktmbuf_free(c);
+    ctr.rx_multiseg_dropped++;
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  auto* dst = rte_pktmbuf_mtod(c, uint8_t*);
+  for (const rte_mbuf* s = m; s != nullptr; s = s->next) {
+    std::memcpy(dst, rte_pktmbuf_mtod(s, const uint8_t*), s->data_len);
+    dst += s->data_len;
+  }
+  c->data_len = static_cast<uint16_t>(m->pkt_len);
+  c->pkt_len = m->pkt_len;
+  c->port = m->port;
+  rte_pktmbuf_free(m);
+  ctr.rx_multiseg_copied++;
+  return c;
 }
 
 void Port::rx_release(rc::Frame* frames, uint16_t n) {

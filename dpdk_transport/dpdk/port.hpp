@@ -40,8 +40,12 @@ struct PortConfig {
 
 struct PortCounters {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0, tx_arp = 0,
-           rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0,
-           rx_injected_drops = 0;
+           rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0, rx_injected_drops = 0;
+  // Scattered (multi-segment) received frames: made contiguous in the first
+  // segment's tailroom (rx_linearized), copied into a fresh mbuf when that
+  // has no room (rx_multiseg_copied), or dropped when neither can hold them
+  // (pool empty, or the frame exceeds the pool's data room).
+  uint64_t rx_linearized = 0, rx_multiseg_copied = 0, rx_multiseg_dropped = 0;
 };
 
 class Port final : public rc::PacketIo {
@@ -114,6 +118,9 @@ class Port final : public rc::PacketIo {
   uint16_t tx_alloc_q(uint16_t q, rc::Frame* out, uint16_t n, uint32_t size);
   uint16_t tx_burst_q(uint16_t q, rc::Frame* frames, uint16_t n);
   bool handle_arp(uint16_t q, const uint8_t* data, uint32_t len);
+  // A scattered frame as one contiguous mbuf (m itself or a copy; m is
+  // consumed either way), or nullptr when it cannot be made so (counted).
+  rte_mbuf* make_contiguous(PortCounters& ctr, rte_mbuf* m);
   void send_arp(uint16_t q, uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip);
 
   uint16_t port_id_;

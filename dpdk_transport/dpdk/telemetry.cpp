@@ -92,6 +92,8 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
           {"tx_bytes", c.tx_bytes},
           {"rx_arp", c.rx_arp},
           {"tx_arp", c.tx_arp},
+          {"rx_linearized", c.rx_linearized},
+          {"rx_multiseg_copied", c.rx_multiseg_copied},
           {"rx_multiseg_dropped", c.rx_multiseg_dropped},
           {"rx_injected_drops", c.rx_injected_drops},
           {"tx_alloc_fail", c.tx_alloc_fail},
