@@ -44,6 +44,7 @@ struct Options {
   bool lat = false;
   bool bw = false;
   uint32_t pmtu = 1024;
+  uint16_t mtu = 1500;  // port MTU asked of the PMD (cross-process)
   uint32_t tx_depth = 128;
   uint32_t window = 0;  // 0: QpConfig's default
   bool gbn = false;
@@ -63,8 +64,9 @@ void usage(const char* argv0) {
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
                "          [--pmtu 256..4096] [--tx-depth N] [--window PKTS] [--gbn]\n"
                "          [--progress inline|thread]\n"
-               "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH]\n"
-               "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--verify]\n"
+               "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
+               "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
+               "          [--verify]\n"
                "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
                argv0, argv0, argv0);
 }
@@ -275,6 +277,8 @@ struct Hello {
   uint32_t rkey;
   uint64_t buf_va;
   uint64_t buf_len;
+  uint32_t pmtu;  // the largest this side can use; both take the smaller
+  uint32_t pad;
 };
 enum : uint32_t { kCmdBw = 1, kCmdLat = 2, kCmdDone = 3 };
 enum : uint32_t { kOpWrite = 0, kOpRead = 1, kOpSend = 2 };  // Cmd::pad for kCmdBw
@@ -332,11 +336,17 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   pc.ip = my_ip;
   pc.rx_loss = o.loss;
   pc.loss_seed = my_ip;
+  pc.mtu = o.mtu;
   r->ep.port = dpdk::Port::open(port_id, pc, &err);
   if (!r->ep.port) {
     std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
     return false;
   }
+  const dpdk::Port& port = *r->ep.port;
+  if (!port.mtu_note().empty()) std::printf("dpdat-perf: %s\n", port.mtu_note().c_str());
+  if (o.pmtu > port.max_pmtu())
+    std::printf("dpdat-perf: PMTU %u asked, port MTU %u allows %u: using %u\n", o.pmtu, port.mtu(),
+                port.max_pmtu(), port.max_pmtu());
   r->ep.mr = std::make_unique<rc::MrTable>(64, 16);
   rc::EngineConfig ec;
   ec.pmtu = 4096;
@@ -361,9 +371,14 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
     return false;
   }
   const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
-  const Hello me{my_ip, r->ep.qp->qpn(), psn, r->buf.lmr, r->buf.va(), r->buf.bytes.size()};
+  const Hello me{my_ip,       r->ep.qp->qpn(),     psn,    r->buf.lmr,
+                 r->buf.va(), r->buf.bytes.size(), q.pmtu, 0};
   if (!oob->send(me) || !oob->recv(&r->peer)) {
     std::fprintf(stderr, "dpdat-perf: bootstrap exchange failed\n");
+    return false;
+  }
+  if (r->peer.pmtu < q.pmtu && !r->ep.qp->set_pmtu(r->peer.pmtu)) {
+    std::fprintf(stderr, "dpdat-perf: the peer's PMTU %u is not usable\n", r->peer.pmtu);
     return false;
   }
   // Resolve the peer's MAC by ARP (answering its ARP meanwhile).
@@ -620,6 +635,8 @@ int main(int argc, char** argv) {
       o.bw = true;
     } else if (a == "--pmtu" && i + 1 < argc) {
       o.pmtu = static_cast<uint32_t>(std::stoul(next()));
+    } else if (a == "--mtu" && i + 1 < argc) {
+      o.mtu = static_cast<uint16_t>(std::stoul(next()));
     } else if (a == "--tx-depth" && i + 1 < argc) {
       o.tx_depth = static_cast<uint32_t>(std::stoul(next()));
     } else if (a == "--window" && i + 1 < argc) {

@@ -29,7 +29,7 @@ struct PortConfig {
   std::string name = "dpdat";  // names the mempool
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
-  uint16_t mtu = 1500;
+  uint16_t mtu = 1500;  // asked for; Port::mtu() says what the PMD took
   uint16_t queues = 1;  // RX/TX queue pairs (one per engine lcore), as the PMD allows
   uint32_t ip = 0;      // host byte order
   // Fault injection: drop this fraction of received RoCE frames (seeded, so
@@ -93,6 +93,10 @@ class Port final : public rc::PacketIo {
   const wire::MacAddr& mac() const { return mac_; }
   uint32_t ip() const { return cfg_.ip; }
   uint16_t mtu() const { return mtu_; }
+  // Empty when PortConfig::mtu was applied; otherwise why not and which MTU
+  // is used instead (the PMD's own, or for net_af_packet what its kernel
+  // interface and ring frame size carry).
+  const std::string& mtu_note() const { return mtu_note_; }
   // Largest RoCE path MTU that fits this port's MTU (IBA sizes 256..4096).
   uint32_t max_pmtu() const;
   // Summed over the queues (each queue counts on its own thread).
@@ -126,6 +130,7 @@ class Port final : public rc::PacketIo {
   uint16_t port_id_;
   PortConfig cfg_;
   uint16_t mtu_ = 1500;
+  std::string mtu_note_;
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
   bool started_ = false;

@@ -2,7 +2,7 @@
 # Two dpdat processes over a real DPDK PMD, byte-exact transfers checked by
 # dpdat-perf --verify (every WRITE read back over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-perf
-# MODE: memif | memif-loss | af_packet | af_packet-loss | tap | kill-peer
+# MODE: memif | memif-loss | af_packet | af_packet-loss | af_packet-jumbo | tap | kill-peer
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
 # 10.77.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -89,6 +89,18 @@ case "$MODE" in
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
     run_ops "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
              "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF" "${extra[@]}"
+    ;;
+  af_packet-jumbo)
+    # PMTU 4096: veth MTU 9000, ring frames big enough for a 9000-byte MTU
+    # (blocksz a multiple of framesz); dpdat reads the kernel MTU, since
+    # DPDK 22.11's af_packet refuses rte_eth_dev_set_mtu above 1500.
+    veth_pair vd$ID
+    ip netns exec "$NSA" ip link set vd$ID-a mtu 9000 || fail "veth MTU 9000"
+    ip netns exec "$NSB" ip link set vd$ID-b mtu 9000 || fail "veth MTU 9000"
+    AF="blocksz=36864,framesz=9216,framecnt=512,qpairs=1"
+    run_ops "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+             "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF" --mtu 9000 --pmtu 4096
+    grep -q ", PMTU 4096, " "$TMP/client.log" || fail "PMTU 4096 not in use"
     ;;
   tap)
     ip netns add "$NS" || fail "cannot create namespace"
