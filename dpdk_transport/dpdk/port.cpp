@@ -202,9 +202,11 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   }
   // MTU: as asked where the PMD allows it, otherwise whatever it has (said
   // in mtu_note(); max_pmtu() follows the MTU in use).
+  uint16_t pmd_mtu = 1500;
+  if (rte_eth_dev_get_mtu(port_id, &pmd_mtu) != 0) pmd_mtu = 1500;
   uint16_t mtu = cfg.mtu;
-  if (int rc = rte_eth_dev_set_mtu(port_id, mtu); rc != 0) {
-    if (rte_eth_dev_get_mtu(port_id, &mtu) != 0) mtu = 1500;
+  if (int rc = mtu == pmd_mtu ? 0 : rte_eth_dev_set_mtu(port_id, mtu); rc != 0) {
+    mtu = pmd_mtu;
     p->mtu_note_ = std::string(info.driver_name != nullptr ? info.driver_name : "PMD") +
                    " refused MTU " + std::to_string(cfg.mtu) + " (" +
                    rte_strerror(rc < 0 ? -rc : rc) + ")";
@@ -260,6 +262,8 @@ uint32_t Port::max_pmtu() const {
     if (p <= room) return p;
   return 256;
 }
+
+unsigned Port::pool_available() const { return rte_mempool_avail_count(pool_); }
 
 PortCounters Port::counters() const {
   PortCounters s;

@@ -101,6 +101,10 @@ class Port final : public rc::PacketIo {
   uint32_t max_pmtu() const;
   // Summed over the queues (each queue counts on its own thread).
   PortCounters counters() const;
+  // Free mbufs in the port's pool (a leak or a stuck consumer shows here).
+  unsigned pool_available() const;
+  // One queue's (read it from that queue's thread, or once it is quiet).
+  const PortCounters& queue_counters(uint16_t q) const { return q_[q].ctr; }
 
   // Neighbours.  resolve() answers from the cache; on a miss it sends an ARP
   // request on queue 0 (at most one per call; call it from queue 0's thread)

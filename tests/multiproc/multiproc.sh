@@ -2,7 +2,8 @@
 # Two dpdat processes over a real DPDK PMD, byte-exact transfers checked by
 # dpdat-perf --verify (every WRITE read back over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-perf
-# MODE: memif | memif-loss | af_packet | af_packet-loss | af_packet-jumbo | tap | kill-peer
+# MODE: memif | memif-loss | memif-mq | af_packet | af_packet-loss | af_packet-jumbo |
+#       af_packet-mq | tap | kill-peer
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
 # 10.77.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -55,6 +56,23 @@ run_pair() {
   cat "$TMP/client.log" | grep -v "^EAL\|TELEMETRY\|mp action"
 }
 
+# run_mq: like run_ops for --engines 2 --qps 4 (WRITE and READ; SEND is
+# single-QP only), then each side's per-queue counters must show traffic in
+# both directions on both queues: that is what proves the multi-queue path.
+run_mq() {
+  for op in write read; do
+    echo "== $MODE: $op"
+    run_pair "$@" --engines 2 --qps 4 --op "$op"
+    for log in client server; do
+      for q in 0 1; do
+        grep -Eq "^ queue $q: rx [1-9][0-9]* tx [1-9]" "$TMP/$log.log" ||
+          fail "$log: no traffic on queue $q"
+      done
+    done
+    grep "^ queue" "$TMP/server.log" | sed 's/^/ server/'
+  done
+}
+
 # A memif client needs the server's socket to exist before it starts.
 wait_memif_socket() {
   [ -n "${MEMIF:-}" ] || return 0
@@ -73,6 +91,20 @@ case "$MODE" in
   memif-loss)
     MEMIF=1
     run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
+    ;;
+  memif-mq)
+    # Two RX/TX queue pairs each side (the memif client negotiates the ring
+    # count with the server), two engine threads with idle back-off each.
+    MEMIF=1
+    run_mq "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    ;;
+  af_packet-mq)
+    # qpairs=2: two AF_PACKET sockets in a fanout group; the kernel hashes
+    # flows onto them, dpdat hands frames to the owning engine in software.
+    veth_pair vd$ID
+    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=2"
+    run_mq "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+           "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF"
     ;;
   af_packet|af_packet-loss)
     veth_pair vd$ID
