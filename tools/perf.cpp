@@ -60,6 +60,7 @@ struct Options {
   double loss = 0.0;             // injected RX loss (fault injection for tests)
   uint16_t engines = 1;          // cross-process: engines = RX/TX queue pairs of the port
   uint16_t qps = 0;              // cross-process: queue pairs (0: one per engine)
+  uint64_t rto_us = 0;           // retransmission timeout (0: QpConfig's default)
   bool thread_progress = false;  // --progress thread: dedicated engine threads
 };
 
@@ -70,7 +71,7 @@ void usage(const char* argv0) {
                "          [--progress inline|thread]\n"
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
                "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
-               "          [--verify] [--engines N [--qps M]]\n"
+               "          [--verify] [--engines N [--qps M]] [--rto-us N]\n"
                "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
                argv0, argv0, argv0);
 }
@@ -365,6 +366,7 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   q.selective_repeat = !o.gbn;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
   if (o.window != 0) q.window = o.window;
+  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
   r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
   if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
     std::fprintf(stderr, "dpdat-perf: resource set-up failed\n");
@@ -701,8 +703,17 @@ struct Multi {
                   engines[q]->counters().handed_in, engines[q]->counters().handed_off);
     }
     const dpdk::PortCounters pc = port->counters();
-    std::printf(" port: tx_full %" PRIu64 " tx_alloc_fail %" PRIu64 " free mbufs %u\n", pc.tx_full,
-                pc.tx_alloc_fail, port->pool_available());
+    std::printf(" port: link %s tx_full %" PRIu64 " tx_alloc_fail %" PRIu64 " free mbufs %u\n",
+                port->link_up() ? "up" : "DOWN", pc.tx_full, pc.tx_alloc_fail,
+                port->pool_available());
+    for (size_t k = 0; k < qps.size(); ++k) {
+      const rc::QpCounters& c = qps[k]->counters();
+      std::printf(" QP %zu: tx %" PRIu64 " rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
+                  " seq-NAKs rx %" PRIu64 " tx %" PRIu64 " duplicates %" PRIu64
+                  " out-of-order %" PRIu64 "\n",
+                  k, c.tx_packets, c.rx_packets, c.retransmits + c.sr_resends, c.timeouts,
+                  c.seq_naks_rx, c.seq_naks_tx, c.duplicates_rx, c.out_of_order_rx);
+    }
     bool ok = true;
     for (size_t k = 0; k < qps.size(); ++k)
       if (qps[k]->state() != rc::QpState::kRts) {
@@ -771,6 +782,7 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   q.selective_repeat = !o.gbn;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
   if (o.window != 0) q.window = o.window;
+  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
   for (size_t k = 0; k < o.qps; ++k) {
     m->scq.push_back(std::make_unique<rc::CompletionQueue>(8192));
     m->rcq.push_back(std::make_unique<rc::CompletionQueue>(8192));
@@ -1087,6 +1099,8 @@ int main(int argc, char** argv) {
       o.thread_progress = m == "thread";
     } else if (a == "--engines" && i + 1 < argc) {
       o.engines = static_cast<uint16_t>(std::stoul(next()));
+    } else if (a == "--rto-us" && i + 1 < argc) {
+      o.rto_us = std::stoull(next());
     } else if (a == "--qps" && i + 1 < argc) {
       o.qps = static_cast<uint16_t>(std::stoul(next()));
     } else if (a == "--loss" && i + 1 < argc) {

@@ -263,6 +263,11 @@ uint32_t Port::max_pmtu() const {
   return 256;
 }
 
+bool Port::link_up() const {
+  rte_eth_link link{};
+  return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
 unsigned Port::pool_available() const { return rte_mempool_avail_count(pool_); }
 
 PortCounters Port::counters() const {

@@ -101,6 +101,8 @@ class Port final : public rc::PacketIo {
   uint32_t max_pmtu() const;
   // Summed over the queues (each queue counts on its own thread).
   PortCounters counters() const;
+  // The PMD's link status (net_memif: connected to its peer).
+  bool link_up() const;
   // Free mbufs in the port's pool (a leak or a stuck consumer shows here).
   unsigned pool_available() const;
   // One queue's (read it from that queue's thread, or once it is quiet).

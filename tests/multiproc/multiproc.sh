@@ -62,7 +62,11 @@ run_pair() {
 run_mq() {
   for op in write read; do
     echo "== $MODE: $op"
-    run_pair "$@" --engines 2 --qps 4 --op "$op"
+    # --rto-us 20000: four engine threads and two consumers share this
+    # machine's two CPUs (with whatever else runs); at the default 1 ms RTO
+    # (budget ~127 ms over 7 retries) about 1 run in 40 lost a QP to
+    # retry-exceeded while the peer's engine waited for a CPU.
+    run_pair "$@" --engines 2 --qps 4 --rto-us 20000 --op "$op"
     for log in client server; do
       for q in 0 1; do
         grep -Eq "^ queue $q: rx [1-9][0-9]* tx [1-9]" "$TMP/$log.log" ||
