@@ -16,6 +16,9 @@
 // The peer's MAC is found by ARP; the QP numbers, PSNs and the target buffer
 // are exchanged over the --oob Unix socket (as perftest uses a TCP side
 // channel).  --verify reads every WRITE back and compares it byte for byte.
+// --mtu N asks the PMD for a larger MTU (PMTU up to 4096); --engines N runs N
+// engines on N RX/TX queue pairs of the port (a thread each, idle back-off)
+// with --qps M queue pairs spread over them.
 
 #include <algorithm>
 #include <atomic>
@@ -1147,6 +1150,10 @@ int main(int argc, char** argv) {
     }
     if (o.server) return run_server(o, std::max<size_t>(max_size, 8u << 20));
     return run_client(o, std::max<size_t>(max_size, 8u << 20));
+  }
+  if (o.engines != 1 || o.qps != 0) {
+    std::fprintf(stderr, "dpdat-perf: --engines and --qps apply across processes only\n");
+    return 2;
   }
   const auto& eal = dpdk::eal_init();
   if (!eal.ok) {
