@@ -2,7 +2,6 @@
 
 #include <linux/if_packet.h>
 #include <net/if.h>
-#include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
 #include <rte_eth_ring.h>
