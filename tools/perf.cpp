@@ -16,9 +16,13 @@
 // The peer's MAC is found by ARP; the QP numbers, PSNs and the target buffer
 // are exchanged over the --oob Unix socket (as perftest uses a TCP side
 // channel).  --verify reads every WRITE back and compares it byte for byte.
+// --mtu N asks the PMD for a larger MTU (PMTU up to 4096); --engines N runs N
+// engines on N RX/TX queue pairs of the port (a thread each, idle back-off)
+// with --qps M queue pairs spread over them.
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +34,7 @@
 #include "dpdk/eal.hpp"
 #include "loopback.hpp"
 #include "oob.hpp"
+#include "rc/engine_group.hpp"
 #include "rc/engine_runner.hpp"
 #include "wire/headers.hpp"
 
@@ -44,6 +49,7 @@ struct Options {
   bool lat = false;
   bool bw = false;
   uint32_t pmtu = 1024;
+  uint16_t mtu = 1500;  // port MTU asked of the PMD (cross-process)
   uint32_t tx_depth = 128;
   uint32_t window = 0;  // 0: QpConfig's default
   bool gbn = false;
@@ -55,6 +61,9 @@ struct Options {
   std::string oob = "/tmp/dpdat-perf.sock";
   bool verify = false;
   double loss = 0.0;             // injected RX loss (fault injection for tests)
+  uint16_t engines = 1;          // cross-process: engines = RX/TX queue pairs of the port
+  uint16_t qps = 0;              // cross-process: queue pairs (0: one per engine)
+  uint64_t rto_us = 0;           // retransmission timeout (0: QpConfig's default)
   bool thread_progress = false;  // --progress thread: dedicated engine threads
 };
 
@@ -63,8 +72,9 @@ void usage(const char* argv0) {
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
                "          [--pmtu 256..4096] [--tx-depth N] [--window PKTS] [--gbn]\n"
                "          [--progress inline|thread]\n"
-               "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH]\n"
-               "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--verify]\n"
+               "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
+               "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
+               "          [--verify] [--engines N [--qps M]] [--rto-us N]\n"
                "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
                argv0, argv0, argv0);
 }
@@ -75,11 +85,11 @@ struct Reg {
   uint64_t va() const { return reinterpret_cast<uint64_t>(bytes.data()); }
 };
 
-bool reg(tools::Endpoint& e, size_t n, Reg* r) {
+bool reg(rc::MrTable& mr, uint32_t pz, size_t n, Reg* r) {
   r->bytes.assign(std::max<size_t>(n, 8), 0);
-  return e.mr->lmr_register(e.pz, r->bytes.data(), r->va(), r->bytes.size(), rc::priv::kAll,
-                            &r->lmr);
+  return mr.lmr_register(pz, r->bytes.data(), r->va(), r->bytes.size(), rc::priv::kAll, &r->lmr);
 }
+bool reg(tools::Endpoint& e, size_t n, Reg* r) { return reg(*e.mr, e.pz, n, r); }
 
 rc::SendWr make_wr(const Options& o, const Reg& src, const Reg& dst, size_t n, bool signaled) {
   rc::SendWr w;
@@ -275,6 +285,9 @@ struct Hello {
   uint32_t rkey;
   uint64_t buf_va;
   uint64_t buf_len;
+  uint32_t pmtu;     // the largest this side can use; both take the smaller
+  uint16_t engines;  // --engines and --qps: both sides must agree
+  uint16_t qps;
 };
 enum : uint32_t { kCmdBw = 1, kCmdLat = 2, kCmdDone = 3 };
 enum : uint32_t { kOpWrite = 0, kOpRead = 1, kOpSend = 2 };  // Cmd::pad for kCmdBw
@@ -332,11 +345,17 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   pc.ip = my_ip;
   pc.rx_loss = o.loss;
   pc.loss_seed = my_ip;
+  pc.mtu = o.mtu;
   r->ep.port = dpdk::Port::open(port_id, pc, &err);
   if (!r->ep.port) {
     std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
     return false;
   }
+  const dpdk::Port& port = *r->ep.port;
+  if (!port.mtu_note().empty()) std::printf("dpdat-perf: %s\n", port.mtu_note().c_str());
+  if (o.pmtu > port.max_pmtu())
+    std::printf("dpdat-perf: PMTU %u asked, port MTU %u allows %u: using %u\n", o.pmtu, port.mtu(),
+                port.max_pmtu(), port.max_pmtu());
   r->ep.mr = std::make_unique<rc::MrTable>(64, 16);
   rc::EngineConfig ec;
   ec.pmtu = 4096;
@@ -350,6 +369,7 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   q.selective_repeat = !o.gbn;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
   if (o.window != 0) q.window = o.window;
+  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
   r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
   if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
     std::fprintf(stderr, "dpdat-perf: resource set-up failed\n");
@@ -361,9 +381,19 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
     return false;
   }
   const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
-  const Hello me{my_ip, r->ep.qp->qpn(), psn, r->buf.lmr, r->buf.va(), r->buf.bytes.size()};
+  const Hello me{
+      my_ip, r->ep.qp->qpn(), psn, r->buf.lmr, r->buf.va(), r->buf.bytes.size(), q.pmtu, 1, 1};
   if (!oob->send(me) || !oob->recv(&r->peer)) {
     std::fprintf(stderr, "dpdat-perf: bootstrap exchange failed\n");
+    return false;
+  }
+  if (r->peer.engines != 1 || r->peer.qps != 1) {
+    std::fprintf(stderr, "dpdat-perf: the peer runs %u engines / %u QPs: use the same on both\n",
+                 r->peer.engines, r->peer.qps);
+    return false;
+  }
+  if (r->peer.pmtu < q.pmtu && !r->ep.qp->set_pmtu(r->peer.pmtu)) {
+    std::fprintf(stderr, "dpdat-perf: the peer's PMTU %u is not usable\n", r->peer.pmtu);
     return false;
   }
   // Resolve the peer's MAC by ARP (answering its ARP meanwhile).
@@ -601,6 +631,429 @@ int run_client(const Options& o, size_t max_size) {
   return rc_;
 }
 
+// ------------------------------------------- several engines, several QPs
+// --engines N: the port gets N RX/TX queue pairs, one engine each, grouped
+// (QPN bits 16..23 name the owner; a frame arriving on another engine's
+// queue is handed over in software).  N > 1: each engine runs on its own
+// EngineRunner thread with idle back-off (never pinned: the threads sleep
+// when idle, so they can share this machine's CPUs); this thread only posts
+// and reaps.  N = 1: progressed inline by this thread.
+// --qps M: M queue pairs, QP k on engine k % N, each writing/reading its own
+// n-byte slice of the peer's buffer.
+struct Multi {
+  ~Multi() {
+    runners.clear();  // joins the engine threads
+    for (const auto& n : names) dpdk::telemetry_remove_engine(n);
+    engines.clear();  // their mbufs go back before the port's pool
+    port.reset();
+  }
+  std::unique_ptr<dpdk::Port> port;
+  std::unique_ptr<rc::MrTable> mr;
+  std::unique_ptr<rc::EngineGroup> group;
+  std::vector<std::unique_ptr<rc::Engine>> engines;
+  std::vector<std::unique_ptr<rc::EngineRunner>> runners;      // empty: inline
+  std::vector<std::unique_ptr<rc::CompletionQueue>> scq, rcq;  // per QP
+  std::vector<rc::Qp*> qps;
+  std::vector<std::string> names;
+  Reg buf;
+  Hello peer{};
+  size_t engine_of(size_t k) const { return k % engines.size(); }
+  Poster poster(size_t k) const {
+    return Poster{runners.empty() ? nullptr : runners[engine_of(k)].get()};
+  }
+  // Inline progress (before the runners start, or N = 1).  Engines use
+  // tools::now_ns, the runners' clock, throughout.
+  void poll_inline() {
+    const uint64_t t = tools::now_ns();
+    for (auto& e : engines) e->poll(t);
+  }
+  void start_runners() {
+    if (engines.size() < 2) return;
+    rc::RunnerConfig rcfg;
+    rcfg.policy = rc::IdlePolicy::kBackoff;
+    for (auto& e : engines) {
+      runners.push_back(std::make_unique<rc::EngineRunner>(*e, rcfg, &tools::now_ns));
+      runners.back()->start();
+    }
+  }
+  // Until every engine is idle or timeout_ns passes.
+  void drain(uint64_t timeout_ns) {
+    const uint64_t end = tools::now_ns() + timeout_ns;
+    for (;;) {
+      bool idle = true;
+      for (size_t e = 0; e < engines.size(); ++e) {
+        if (runners.empty()) {
+          idle = idle && engines[e]->idle();
+        } else {
+          bool i = false;
+          runners[e]->call([&] { i = engines[e]->idle(); });
+          idle = idle && i;
+        }
+      }
+      if (idle || tools::now_ns() > end) return;
+      if (runners.empty()) {
+        poll_inline();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+  }
+  // After the runners stopped: every QP still connected, per-queue traffic.
+  bool report(const char* who) {
+    runners.clear();
+    std::printf("%s: %zu engines, %zu QPs\n", who, engines.size(), qps.size());
+    for (uint16_t q = 0; q < port->queues(); ++q) {
+      const dpdk::PortCounters c = port->queue_counters(q);
+      std::printf(" queue %u: rx %" PRIu64 " tx %" PRIu64 "  engine %u: rx %" PRIu64
+                  " handed in %" PRIu64 " handed off %" PRIu64 "\n",
+                  q, c.rx_packets, c.tx_packets, q, engines[q]->counters().rx_frames,
+                  engines[q]->counters().handed_in, engines[q]->counters().handed_off);
+    }
+    const dpdk::PortCounters pc = port->counters();
+    std::printf(" port: link %s tx_full %" PRIu64 " tx_alloc_fail %" PRIu64 " free mbufs %u\n",
+                port->link_up() ? "up" : "DOWN", pc.tx_full, pc.tx_alloc_fail,
+                port->pool_available());
+    for (size_t k = 0; k < qps.size(); ++k) {
+      const rc::QpCounters& c = qps[k]->counters();
+      std::printf(" QP %zu: tx %" PRIu64 " rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
+                  " seq-NAKs rx %" PRIu64 " tx %" PRIu64 " duplicates %" PRIu64
+                  " out-of-order %" PRIu64 "\n",
+                  k, c.tx_packets, c.rx_packets, c.retransmits + c.sr_resends, c.timeouts,
+                  c.seq_naks_rx, c.seq_naks_tx, c.duplicates_rx, c.out_of_order_rx);
+    }
+    bool ok = true;
+    for (size_t k = 0; k < qps.size(); ++k)
+      if (qps[k]->state() != rc::QpState::kRts) {
+        std::fprintf(stderr, "%s: QP %zu error: %.*s\n", who, k,
+                     static_cast<int>(rc::qp_error_name(qps[k]->error()).size()),
+                     rc::qp_error_name(qps[k]->error()).data());
+        ok = false;
+      }
+    return ok;
+  }
+};
+
+bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
+  std::string err;
+  const auto& eal = dpdk::eal_init({"--vdev=" + o.vdev});
+  if (!eal.ok) {
+    std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());
+    return false;
+  }
+  uint32_t my_ip = 0;
+  if (!parse_ip(o.ip, &my_ip)) {
+    std::fprintf(stderr, "dpdat-perf: --ip needs this side's IPv4 address\n");
+    return false;
+  }
+  const std::string devname = o.vdev.substr(0, o.vdev.find(','));
+  uint16_t port_id = 0;
+  if (!dpdk::Port::find(devname, &port_id)) {
+    std::fprintf(stderr, "dpdat-perf: no DPDK port named %s\n", devname.c_str());
+    return false;
+  }
+  dpdk::PortConfig pc;
+  pc.name = "perf";
+  pc.ip = my_ip;
+  pc.rx_loss = o.loss;
+  pc.loss_seed = my_ip;
+  pc.mtu = o.mtu;
+  pc.queues = o.engines;
+  m->port = dpdk::Port::open(port_id, pc, &err);
+  if (!m->port) {
+    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    return false;
+  }
+  if (m->port->queues() != o.engines) {
+    std::fprintf(stderr, "dpdat-perf: %s offers %u RX/TX queue pairs, %u engines asked\n",
+                 devname.c_str(), m->port->queues(), o.engines);
+    return false;
+  }
+  if (!m->port->mtu_note().empty()) std::printf("dpdat-perf: %s\n", m->port->mtu_note().c_str());
+  const uint32_t pmtu = std::min(o.pmtu, m->port->max_pmtu());
+  m->mr = std::make_unique<rc::MrTable>(64, 16);
+  const size_t n_eng = o.engines;
+  if (n_eng > 1) m->group = std::make_unique<rc::EngineGroup>(n_eng);
+  for (size_t e = 0; e < n_eng; ++e) {
+    rc::EngineConfig ec;
+    ec.pmtu = 4096;
+    ec.qpn_base = rc::EngineGroup::qpn_base(e);
+    m->engines.push_back(
+        std::make_unique<rc::Engine>(m->port->queue(static_cast<uint16_t>(e)), *m->mr, ec));
+    if (m->group) m->engines.back()->join_group(m->group.get(), e);
+    m->names.push_back(std::string(o.server ? "perf-server" : "perf-client") + "-e" +
+                       std::to_string(e));
+    dpdk::telemetry_add_engine(m->names.back(), m->engines.back().get());
+  }
+  rc::QpConfig q;
+  q.pmtu = pmtu;
+  q.selective_repeat = !o.gbn;
+  q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
+  if (o.window != 0) q.window = o.window;
+  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
+  for (size_t k = 0; k < o.qps; ++k) {
+    m->scq.push_back(std::make_unique<rc::CompletionQueue>(8192));
+    m->rcq.push_back(std::make_unique<rc::CompletionQueue>(8192));
+    rc::Qp* qp =
+        m->engines[m->engine_of(k)]->create_qp(1, q, m->scq.back().get(), m->rcq.back().get());
+    if (qp == nullptr) {
+      std::fprintf(stderr, "dpdat-perf: create_qp failed\n");
+      return false;
+    }
+    m->qps.push_back(qp);
+  }
+  if (!reg(*m->mr, 1, 2 * max_size, &m->buf)) {
+    std::fprintf(stderr, "dpdat-perf: memory registration failed\n");
+    return false;
+  }
+  for (size_t i = 0; i < m->buf.bytes.size(); ++i) m->buf.bytes[i] = pattern_byte(i);
+  if (o.server ? !oob->serve(o.oob, 120'000, &err) : !oob->connect(o.oob, 30'000, &err)) {
+    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    return false;
+  }
+  const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
+  const Hello me{my_ip,       m->qps[0]->qpn(),    psn,  m->buf.lmr,
+                 m->buf.va(), m->buf.bytes.size(), pmtu, static_cast<uint16_t>(n_eng),
+                 o.qps};
+  if (!oob->send(me) || !oob->recv(&m->peer)) {
+    std::fprintf(stderr, "dpdat-perf: bootstrap exchange failed\n");
+    return false;
+  }
+  if (m->peer.engines != n_eng || m->peer.qps != o.qps) {
+    std::fprintf(stderr,
+                 "dpdat-perf: the peer runs %u engines / %u QPs, we %zu / %u: use the same\n",
+                 m->peer.engines, m->peer.qps, n_eng, o.qps);
+    return false;
+  }
+  std::vector<uint32_t> peer_qpn(o.qps);
+  for (size_t k = 0; k < o.qps; ++k)
+    if (!oob->send(m->qps[k]->qpn())) return false;
+  for (size_t k = 0; k < o.qps; ++k)
+    if (!oob->recv(&peer_qpn[k])) return false;
+  wire::MacAddr peer_mac{};
+  const uint64_t deadline = tools::now_ns() + 5'000'000'000ull;
+  uint64_t next_try = 0;
+  bool found = false;
+  while (!found && tools::now_ns() < deadline) {
+    m->poll_inline();
+    if (tools::now_ns() >= next_try) {
+      found = m->port->resolve(m->peer.ip, &peer_mac);
+      next_try = tools::now_ns() + 20'000'000;
+    }
+  }
+  if (!found) {
+    std::fprintf(stderr, "dpdat-perf: no ARP answer from the peer within 5 s\n");
+    return false;
+  }
+  for (size_t k = 0; k < o.qps; ++k) {
+    rc::Qp* qp = m->qps[k];
+    if (m->peer.pmtu < pmtu && !qp->set_pmtu(m->peer.pmtu)) {
+      std::fprintf(stderr, "dpdat-perf: the peer's PMTU %u is not usable\n", m->peer.pmtu);
+      return false;
+    }
+    rc::PathInfo path;
+    path.local_mac = m->port->mac();
+    path.peer_mac = peer_mac;
+    path.local_ip = my_ip;
+    path.peer_ip = m->peer.ip;
+    path.peer_qpn = peer_qpn[k];
+    // Distinct per QP (engines reuse the low QPN bits): RSS / af_packet
+    // fanout may hash flows apart.
+    path.udp_src_port = static_cast<uint16_t>(0xC000 | ((qp->qpn() & 0x3FFF) ^ (qp->qpn() >> 16)));
+    const uint32_t off = static_cast<uint32_t>(k) * 0x1000u;
+    const uint32_t peer_psn = o.server ? 0xABCDEFu : 0x123456u;
+    if (!qp->connect(path, wire::Psn(psn + off), wire::Psn(peer_psn + off))) {
+      std::fprintf(stderr, "dpdat-perf: connect failed\n");
+      return false;
+    }
+  }
+  const uint32_t ready = 0x52454459;
+  uint32_t got = 0;
+  if (!oob->send(ready)) return false;
+  while (!oob->readable()) m->poll_inline();
+  if (!oob->recv(&got) || got != ready) return false;
+  m->start_runners();
+  return true;
+}
+
+int run_multi_server(const Options& o, size_t max_size) {
+  Multi m;
+  tools::Oob oob;
+  if (!multi_setup(o, max_size, &m, &oob)) return 1;
+  std::printf("dpdat-perf server: %zu QPs on %zu engines over %s, waiting for the client\n",
+              m.qps.size(), m.engines.size(), o.vdev.c_str());
+  // Passive side: the engines answer WRITEs and READs on their own; this
+  // thread only waits for the client's commands.
+  Cmd c{};
+  for (;;) {
+    while (!oob.readable()) {
+      if (m.runners.empty()) {
+        for (int i = 0; i < 1024; ++i) m.poll_inline();  // a recv() per poll would cost a syscall
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    }
+    if (!oob.recv(&c) || c.kind == kCmdDone) break;
+    const uint32_t ack = 1;
+    if (!oob.send(ack)) break;
+  }
+  // The client has stopped its engines.  Stop ours before saying so: a
+  // net_memif peer that closes its end while this side still polls the
+  // shared rings can crash the poller (the PMD unmaps them underneath).
+  m.drain(200'000'000);
+  const bool ok = m.report("dpdat-perf server");
+  const uint32_t bye = 2;
+  oob.send(bye);
+  if (!ok) return 1;
+  std::printf("dpdat-perf server: done\n");
+  return 0;
+}
+
+// M QPs, each moving `iters / M` messages of n bytes into its own slice.
+bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Options& o) {
+  const size_t nq = m.qps.size();
+  const uint32_t kSig = 16;
+  const uint32_t depth = std::max<uint32_t>(o.tx_depth / static_cast<uint32_t>(nq), kSig);
+  std::vector<uint64_t> quota(nq, iters / nq), posted(nq, 0), completed(nq, 0);
+  quota[0] += iters % nq;
+  const bool read = o.op == "read";
+  const uint64_t t0 = tools::now_ns();
+  const uint64_t deadline = t0 + 60'000'000'000ull;
+  uint64_t done = 0;
+  uint32_t idle_passes = 0;
+  while (done < iters) {
+    bool progress = false;
+    for (size_t k = 0; k < nq; ++k) {
+      rc::SendWr w;
+      w.op = read ? rc::WrOp::kRead : rc::WrOp::kWrite;
+      w.num_sge = 1;
+      w.sge[0] = rc::Sge{src.lmr, src.va() + k * n, n};
+      w.remote_va = m.peer.buf_va + k * n;
+      w.rkey = m.peer.rkey;
+      const Poster p = m.poster(k);
+      while (posted[k] < quota[k] && posted[k] - completed[k] < depth) {
+        w.flags = ((posted[k] + 1) % kSig == 0 || posted[k] + 1 == quota[k])
+                      ? rc::wr_flag::kSignaled
+                      : 0u;
+        if (!p.send(m.qps[k], w)) break;
+        ++posted[k];
+      }
+    }
+    if (m.runners.empty()) m.poll_inline();
+    for (size_t k = 0; k < nq; ++k) {
+      rc::Completion c;
+      while (m.scq[k]->pop(&c)) {
+        if (c.status != rc::WcStatus::kSuccess) {
+          std::fprintf(stderr, "completion error on QP %zu: %.*s\n", k,
+                       static_cast<int>(rc::wc_status_name(c.status).size()),
+                       rc::wc_status_name(c.status).data());
+          return false;
+        }
+        const uint64_t before = completed[k];
+        completed[k] = std::min(quota[k], (completed[k] / kSig + 1) * kSig);
+        done += completed[k] - before;
+        progress = true;
+      }
+    }
+    if (tools::now_ns() > deadline) {
+      std::fprintf(stderr, "timed out\n");
+      return false;
+    }
+    // Engine threads do the work: back off rather than compete for a CPU.
+    if (!m.runners.empty() && !progress && ++idle_passes > 64) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      idle_passes = 0;
+    }
+  }
+  const double secs = static_cast<double>(tools::now_ns() - t0) / 1e9;
+  const double avg = static_cast<double>(iters * n) / secs;
+  std::printf(" %-10zu %-12" PRIu64 " %-16s %-16.2f %-14.2f %-12.4f\n", n, iters, "-",
+              avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
+  return true;
+}
+
+// Reads slice k of the peer's buffer back through QP k into `into` (same offset).
+bool multi_read_back(Multi& m, Reg& into, size_t n, size_t k) {
+  rc::SendWr w;
+  w.op = rc::WrOp::kRead;
+  w.flags = rc::wr_flag::kSignaled;
+  w.num_sge = 1;
+  w.sge[0] = rc::Sge{into.lmr, into.va() + k * n, n};
+  w.remote_va = m.peer.buf_va + k * n;
+  w.rkey = m.peer.rkey;
+  const uint64_t end = tools::now_ns() + 10'000'000'000ull;
+  while (!m.poster(k).send(m.qps[k], w)) {
+    if (tools::now_ns() > end) return false;
+    std::this_thread::yield();
+  }
+  rc::Completion c;
+  while (!m.scq[k]->pop(&c)) {
+    if (tools::now_ns() > end) return false;
+    if (m.runners.empty()) {
+      m.poll_inline();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  return c.status == rc::WcStatus::kSuccess;
+}
+
+int run_multi_client(const Options& o, size_t max_size) {
+  Multi m;
+  tools::Oob oob;
+  if (!multi_setup(o, max_size, &m, &oob)) return 1;
+  std::printf("dpdat-perf: RDMA %s to %s over %s, PMTU %u, %zu QPs on %zu engines (%s)\n",
+              o.op.c_str(), o.client_of.c_str(), o.vdev.c_str(), m.qps[0]->config().pmtu,
+              m.qps.size(), m.engines.size(),
+              m.runners.empty() ? "inline progress" : "engine threads, idle back-off");
+  Reg src, back;
+  if (!reg(*m.mr, 1, max_size, &src) || !reg(*m.mr, 1, max_size, &back)) return 1;
+  int rc_ = 0;
+  std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations", "BW peak[Gb/s]",
+              "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
+  for (size_t n : o.sizes) {
+    const size_t nq = m.qps.size();
+    if (n * nq > max_size) {
+      std::fprintf(stderr, "dpdat-perf: %zu QPs x %zu B exceed the %zu-byte buffers\n", nq, n,
+                   max_size);
+      rc_ = 1;
+      break;
+    }
+    // Each QP's slice differs from the others', so a frame placed in the
+    // wrong slice shows.
+    for (size_t i = 0; i < nq * n; ++i)
+      src.bytes[i] = static_cast<uint8_t>((i * 7 + 3) ^ (i / std::max<size_t>(n, 1) * 0x5B + 1));
+    const Cmd c{kCmdBw, o.op == "read" ? kOpRead : kOpWrite, n, 0};
+    if (!oob.send(c)) return 1;
+    const uint64_t it =
+        o.iters != 0 ? o.iters
+                     : std::clamp<uint64_t>((256ull << 20) / std::max<size_t>(n, 64), 200, 50000);
+    if (!run_multi_bw(m, src, n, it, o)) rc_ = 1;
+    if (rc_ == 0 && o.verify) {
+      bool ok = true;
+      for (size_t k = 0; k < nq && ok; ++k) {
+        ok = multi_read_back(m, back, n, k);
+        for (size_t i = k * n; i < (k + 1) * n && ok; ++i)
+          ok = back.bytes[i] == (o.op == "read" ? pattern_byte(i) : src.bytes[i]);
+        if (ok && o.op == "read")  // what the READs brought in
+          for (size_t i = k * n; i < (k + 1) * n && ok; ++i) ok = src.bytes[i] == pattern_byte(i);
+      }
+      std::printf("   verify %zu B on %zu QPs: %s\n", n, nq, ok ? "byte-exact" : "MISMATCH");
+      if (!ok) rc_ = 1;
+    }
+    uint32_t ack = 0;
+    if (!oob.recv(&ack) || rc_ != 0) break;
+  }
+  // Engines stopped before the server is told we are done; its own are
+  // stopped before it answers (see run_multi_server), and we keep our port
+  // open until then.
+  m.drain(200'000'000);
+  if (!m.report("dpdat-perf")) rc_ = 1;
+  const Cmd done{kCmdDone, 0, 0, 0};
+  uint32_t bye = 0;
+  if (oob.send(done)) oob.recv(&bye);  // returns on the answer or the server's exit
+  return rc_;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -624,6 +1077,8 @@ int main(int argc, char** argv) {
       o.bw = true;
     } else if (a == "--pmtu" && i + 1 < argc) {
       o.pmtu = static_cast<uint32_t>(std::stoul(next()));
+    } else if (a == "--mtu" && i + 1 < argc) {
+      o.mtu = static_cast<uint16_t>(std::stoul(next()));
     } else if (a == "--tx-depth" && i + 1 < argc) {
       o.tx_depth = static_cast<uint32_t>(std::stoul(next()));
     } else if (a == "--window" && i + 1 < argc) {
@@ -649,6 +1104,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       o.thread_progress = m == "thread";
+    } else if (a == "--engines" && i + 1 < argc) {
+      o.engines = static_cast<uint16_t>(std::stoul(next()));
+    } else if (a == "--rto-us" && i + 1 < argc) {
+      o.rto_us = std::stoull(next());
+    } else if (a == "--qps" && i + 1 < argc) {
+      o.qps = static_cast<uint16_t>(std::stoul(next()));
     } else if (a == "--loss" && i + 1 < argc) {
       o.loss = std::stod(next());
     } else {
@@ -676,8 +1137,27 @@ int main(int argc, char** argv) {
     }
     size_t max_size = 4096;
     for (size_t n : o.sizes) max_size = std::max(max_size, n);
+    if (o.qps == 0) o.qps = o.engines;
+    if (o.engines == 0 || o.engines > rc::EngineGroup::kMaxEngines || o.qps > 64) {
+      std::fprintf(stderr, "dpdat-perf: --engines 1..%u, --qps 1..64\n",
+                   rc::EngineGroup::kMaxEngines);
+      return 2;
+    }
+    if (o.engines > 1 || o.qps > 1) {
+      if (o.op == "send" || (o.lat && !o.server)) {
+        std::fprintf(stderr,
+                     "dpdat-perf: with several engines or QPs only --bw with --op write|read\n");
+        return 2;
+      }
+      if (o.server) return run_multi_server(o, std::max<size_t>(max_size, 8u << 20));
+      return run_multi_client(o, std::max<size_t>(max_size, 8u << 20));
+    }
     if (o.server) return run_server(o, std::max<size_t>(max_size, 8u << 20));
     return run_client(o, std::max<size_t>(max_size, 8u << 20));
+  }
+  if (o.engines != 1 || o.qps != 0) {
+    std::fprintf(stderr, "dpdat-perf: --engines and --qps apply across processes only\n");
+    return 2;
   }
   const auto& eal = dpdk::eal_init();
   if (!eal.ok) {

@@ -1,9 +1,17 @@
 #include "port.hpp"
 
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -32,6 +40,58 @@ static_assert(sizeof(ArpPacket) == 28);
 
 std::string errstr(const char* what, int rc) {
   return std::string(what) + ": " + rte_strerror(rc < 0 ? -rc : rte_errno);
+}
+
+// net_af_packet's ring frame size (its `framesz` devarg; 2048 when not given).
+uint32_t af_packet_framesz(const rte_eth_dev_info& info) {
+  uint32_t framesz = 2048;
+  const rte_devargs* da = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
+  if (da == nullptr || da->args == nullptr) return framesz;
+  if (rte_kvargs* kv = rte_kvargs_parse(da->args, nullptr); kv != nullptr) {
+    if (const char* v = rte_kvargs_get(kv, "framesz"); v != nullptr)
+      framesz = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+    rte_kvargs_free(kv);
+  }
+  return framesz;
+}
+
+// The MTU of the kernel interface a PMD is bound to (0 when unknown).
+uint32_t kernel_if_mtu(unsigned if_index, std::string* ifname) {
+  char name[IF_NAMESIZE] = {};
+  if (if_index == 0 || if_indextoname(if_index, name) == nullptr) return 0;
+  *ifname = name;
+  const int s = socket(AF_INET, SOCK_DGRAM, 0);
+  if (s < 0) return 0;
+  ifreq ifr{};
+  static_assert(sizeof(ifr.ifr_name) == IF_NAMESIZE);
+  std::memcpy(ifr.ifr_name, name, IF_NAMESIZE);  // NUL-terminated by if_indextoname
+  const int rc = ioctl(s, SIOCGIFMTU, &ifr);
+  close(s);
+  return rc == 0 && ifr.ifr_mtu > 0 ? static_cast<uint32_t>(ifr.ifr_mtu) : 0;
+}
+
+// DPDK 22.11's net_af_packet reports max_rx_pktlen 1518, so ethdev refuses
+// any MTU above 1500, although the PMD copies frames of up to a ring frame
+// and the kernel interface decides what the link carries.  What it can
+// really move: the kernel interface's MTU, bounded by the ring frame.  On
+// receive (TPACKET_V2) the kernel places a frame so that its network header
+// starts at TPACKET_ALIGN(TPACKET2_HDRLEN + 16) in the ring frame, and
+// truncates what does not fit; on transmit the frame starts earlier, so
+// receive is the bound.
+uint32_t af_packet_mtu(const rte_eth_dev_info& info, std::string* why) {
+  std::string ifname;
+  const uint32_t kmtu = kernel_if_mtu(info.if_index, &ifname);
+  const uint32_t framesz = af_packet_framesz(info);
+  constexpr uint32_t kAlign = TPACKET_ALIGNMENT;
+  auto align = [](uint32_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
+  // TPACKET2_HDRLEN, spelt out (the macro trips -Wsign-conversion).
+  const uint32_t kHdr = align(sizeof(tpacket2_hdr)) + uint32_t{sizeof(sockaddr_ll)};
+  const uint32_t netoff = align(kHdr + 16);
+  const uint32_t fits = framesz > netoff ? framesz - netoff : 0;
+  *why = "kernel interface " + (ifname.empty() ? std::string("?") : ifname) + " MTU " +
+         std::to_string(kmtu) + ", framesz=" + std::to_string(framesz) + " fits MTU " +
+         std::to_string(fits);
+  return std::min(kmtu, fits);
 }
 
 }  // namespace
@@ -87,15 +147,27 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     *err = errstr("rte_eth_dev_info_get", rc);
     return nullptr;
   }
+  const bool af_packet =
+      info.driver_name != nullptr && std::strcmp(info.driver_name, "net_af_packet") == 0;
   // Size the pool from the descriptor rings plus bursts in flight on the
   // engine (built frames, cache) with headroom for per-lcore caches.
   const uint16_t nq = std::max<uint16_t>(
       1, std::min<uint16_t>({cfg.queues, info.max_rx_queues, info.max_tx_queues}));
   const uint32_t nmbufs = (uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u) * nq + 512u;
   const std::string pool_name = cfg.name + "_mp" + std::to_string(port_id);
-  p->pool_ =
-      rte_pktmbuf_pool_create(pool_name.c_str(), nmbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE + 4096,
-                              static_cast<int>(rte_socket_id()));
+  // Data room: a 4096-PMTU frame in one mbuf; more for a larger MTU (rounded
+  // to 1 KiB, with room for a PMD's own headers); net_af_packet wants its
+  // whole ring frame (less the 32-byte TPACKET_V2 header) in one mbuf.
+  uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM + 4096,
+                                     (uint32_t{cfg.mtu} + 256u + 1023u) & ~1023u);
+  if (af_packet) room = std::max(room, af_packet_framesz(info));
+  if (room + RTE_PKTMBUF_HEADROOM > UINT16_MAX) {
+    *err = "MTU " + std::to_string(cfg.mtu) + ": mbuf data room too large";
+    return nullptr;
+  }
+  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), nmbufs, 256, 0,
+                                     static_cast<uint16_t>(room + RTE_PKTMBUF_HEADROOM),
+                                     static_cast<int>(rte_socket_id()));
   if (p->pool_ == nullptr) {
     *err = errstr("rte_pktmbuf_pool_create", 0);
     return nullptr;
@@ -136,9 +208,24 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     p->q_[q].rng = (cfg.loss_seed + q) * 0x9E3779B97F4A7C15ull + 1;
     if (q > 0) p->qio_[q] = std::make_unique<QueueIo>(*p, q);
   }
-  // MTU: as asked where the PMD allows it, otherwise whatever it has.
+  // MTU: as asked where the PMD allows it, otherwise whatever it has (said
+  // in mtu_note(); max_pmtu() follows the MTU in use).
+  uint16_t pmd_mtu = 1500;
+  if (rte_eth_dev_get_mtu(port_id, &pmd_mtu) != 0) pmd_mtu = 1500;
   uint16_t mtu = cfg.mtu;
-  if (rte_eth_dev_set_mtu(port_id, mtu) != 0 && rte_eth_dev_get_mtu(port_id, &mtu) != 0) mtu = 1500;
+  if (int rc = mtu == pmd_mtu ? 0 : rte_eth_dev_set_mtu(port_id, mtu); rc != 0) {
+    mtu = pmd_mtu;
+    p->mtu_note_ = std::string(info.driver_name != nullptr ? info.driver_name : "PMD") +
+                   " refused MTU " + std::to_string(cfg.mtu) + " (" +
+                   rte_strerror(rc < 0 ? -rc : rc) + ")";
+    if (af_packet && cfg.mtu > mtu) {
+      std::string why;
+      const uint32_t link = std::min<uint32_t>(cfg.mtu, af_packet_mtu(info, &why));
+      if (link > mtu) mtu = static_cast<uint16_t>(link);
+      p->mtu_note_ += "; " + why;
+    }
+    p->mtu_note_ += "; using MTU " + std::to_string(mtu);
+  }
   p->mtu_ = mtu;
   if (int rc = rte_eth_dev_start(port_id); rc != 0) {
     *err = errstr("rte_eth_dev_start", rc);
@@ -184,6 +271,13 @@ uint32_t Port::max_pmtu() const {
   return 256;
 }
 
+bool Port::link_up() const {
+  rte_eth_link link{};
+  return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+unsigned Port::pool_available() const { return rte_mempool_avail_count(pool_); }
+
 PortCounters Port::counters() const {
   PortCounters s;
   for (const auto& q : q_) {
@@ -193,6 +287,8 @@ PortCounters Port::counters() const {
     s.tx_bytes += q.ctr.tx_bytes;
     s.rx_arp += q.ctr.rx_arp;
     s.tx_arp += q.ctr.tx_arp;
+    s.rx_linearized += q.ctr.rx_linearized;
+    s.rx_multiseg_copied += q.ctr.rx_multiseg_copied;
     s.rx_multiseg_dropped += q.ctr.rx_multiseg_dropped;
     s.rx_not_ip_dropped += q.ctr.rx_not_ip_dropped;
     s.tx_alloc_fail += q.ctr.tx_alloc_fail;
@@ -218,13 +314,8 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
     rte_mbuf* m = rx_tmp_[i];
     ctr_.rx_packets++;
     ctr_.rx_bytes += m->pkt_len;
-    const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
-    if (m->nb_segs != 1) {
-      ctr_.rx_multiseg_dropped++;  // TODO(issue 4): linearise scattered jumbo frames
-      rte_pktmbuf_free(m);
-      continue;
-    }
-    if (handle_arp(qi, data, m->data_len)) {
+    if (m->nb_segs != 1 && (m = make_contiguous(ctr_, m)) == nullptr) continue;
+    if (handle_arp(qi, rte_pktmbuf_mtod(m, const uint8_t*), m->data_len)) {
       rte_pktmbuf_free(m);
       continue;
     }
@@ -253,6 +344,38 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
     out[kept++] = rc::Frame{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->buf_len, m, flags};
   }
   return kept;
+}
+
+rte_mbuf* Port::make_contiguous(PortCounters& ctr, rte_mbuf* m) {
+  // In place when the first segment's tailroom takes the rest of the chain
+  // (rte_pktmbuf_linearize frees the emptied segments).
+  if (rte_pktmbuf_linearize(m) == 0) {
+    ctr.rx_linearized++;
+    return m;
+  }
+  // Otherwise one copy into a fresh mbuf of our pool, if the frame fits its
+  // data room.  Drop (counted) when it does not or the pool is empty: the
+  // sender's retransmission covers a dropped RoCE frame.
+  rte_mbuf* c = m->pkt_len + RTE_PKTMBUF_HEADROOM <= uint32_t{rte_pktmbuf_data_room_size(pool_)}
+                    ? rte_pktmbuf_alloc(pool_)
+                    : nullptr;
+  if (c == nullptr || rte_pktmbuf_tailroom(c) < m->pkt_len) {
+    if (c != nullptr) rte_pktmbuf_free(c);
+    ctr.rx_multiseg_dropped++;
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  auto* dst = rte_pktmbuf_mtod(c, uint8_t*);
+  for (const rte_mbuf* s = m; s != nullptr; s = s->next) {
+    std::memcpy(dst, rte_pktmbuf_mtod(s, const uint8_t*), s->data_len);
+    dst += s->data_len;
+  }
+  c->data_len = static_cast<uint16_t>(m->pkt_len);
+  c->pkt_len = m->pkt_len;
+  c->port = m->port;
+  rte_pktmbuf_free(m);
+  ctr.rx_multiseg_copied++;
+  return c;
 }
 
 void Port::rx_release(rc::Frame* frames, uint16_t n) {

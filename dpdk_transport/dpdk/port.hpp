@@ -29,7 +29,7 @@ struct PortConfig {
   std::string name = "dpdat";  // names the mempool
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
-  uint16_t mtu = 1500;
+  uint16_t mtu = 1500;  // asked for; Port::mtu() says what the PMD took
   uint16_t queues = 1;  // RX/TX queue pairs (one per engine lcore), as the PMD allows
   uint32_t ip = 0;      // host byte order
   // Fault injection: drop this fraction of received RoCE frames (seeded, so
@@ -44,11 +44,16 @@ struct PortConfig {
 
 struct PortCounters {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0, tx_arp = 0,
-           rx_multiseg_dropped = 0, rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0,
-           rx_injected_drops = 0,
-           // IPv4 header checksums the device filled in / verified good / found bad
-      tx_ip_csum_offloaded = 0, rx_ip_csum_good = 0, rx_ip_csum_bad = 0,
-           tx_prepare_refused = 0;  // rte_eth_tx_prepare refusals: checksummed in software
+           rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0, rx_injected_drops = 0;
+  // Scattered (multi-segment) received frames: made contiguous in the first
+  // segment's tailroom (rx_linearized), copied into a fresh mbuf when that
+  // has no room (rx_multiseg_copied), or dropped when neither can hold them
+  // (pool empty, or the frame exceeds the pool's data room).
+  uint64_t rx_linearized = 0, rx_multiseg_copied = 0, rx_multiseg_dropped = 0;
+  // IPv4 header checksums the device filled in / verified good / found bad;
+  // rte_eth_tx_prepare refusals (those frames were checksummed in software).
+  uint64_t tx_ip_csum_offloaded = 0, rx_ip_csum_good = 0, rx_ip_csum_bad = 0,
+           tx_prepare_refused = 0;
 };
 
 class Port final : public rc::PacketIo {
@@ -98,10 +103,20 @@ class Port final : public rc::PacketIo {
   const wire::MacAddr& mac() const { return mac_; }
   uint32_t ip() const { return cfg_.ip; }
   uint16_t mtu() const { return mtu_; }
+  // Empty when PortConfig::mtu was applied; otherwise why not and which MTU
+  // is used instead (the PMD's own, or for net_af_packet what its kernel
+  // interface and ring frame size carry).
+  const std::string& mtu_note() const { return mtu_note_; }
   // Largest RoCE path MTU that fits this port's MTU (IBA sizes 256..4096).
   uint32_t max_pmtu() const;
   // Summed over the queues (each queue counts on its own thread).
   PortCounters counters() const;
+  // The PMD's link status (net_memif: connected to its peer).
+  bool link_up() const;
+  // Free mbufs in the port's pool (a leak or a stuck consumer shows here).
+  unsigned pool_available() const;
+  // One queue's (read it from that queue's thread, or once it is quiet).
+  const PortCounters& queue_counters(uint16_t q) const { return q_[q].ctr; }
 
   // Neighbours.  resolve() answers from the cache; on a miss it sends an ARP
   // request on queue 0 (at most one per call; call it from queue 0's thread)
@@ -123,12 +138,16 @@ class Port final : public rc::PacketIo {
   uint16_t tx_alloc_q(uint16_t q, rc::Frame* out, uint16_t n, uint32_t size);
   uint16_t tx_burst_q(uint16_t q, rc::Frame* frames, uint16_t n);
   bool handle_arp(uint16_t q, const uint8_t* data, uint32_t len);
+  // A scattered frame as one contiguous mbuf (m itself or a copy; m is
+  // consumed either way), or nullptr when it cannot be made so (counted).
+  rte_mbuf* make_contiguous(PortCounters& ctr, rte_mbuf* m);
   void send_arp(uint16_t q, uint16_t op, const wire::MacAddr& dst_mac, uint32_t dst_ip);
 
   uint16_t port_id_;
   PortConfig cfg_;
   uint16_t mtu_ = 1500;
   uint32_t offloads_ = 0;  // rc::kOffload*
+  std::string mtu_note_;
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
   bool started_ = false;

@@ -86,21 +86,34 @@ void telemetry_remove_engine(const std::string& name) {
 
 std::map<std::string, uint64_t> port_counters(const Port& p) {
   const PortCounters& c = p.counters();
-  return {{"rx_packets", c.rx_packets},
-          {"rx_bytes", c.rx_bytes},
-          {"tx_packets", c.tx_packets},
-          {"tx_bytes", c.tx_bytes},
-          {"rx_arp", c.rx_arp},
-          {"tx_arp", c.tx_arp},
-          {"rx_multiseg_dropped", c.rx_multiseg_dropped},
-          {"rx_injected_drops", c.rx_injected_drops},
-          {"tx_alloc_fail", c.tx_alloc_fail},
-          {"tx_full", c.tx_full},
-          {"tx_ip_csum_offloaded", c.tx_ip_csum_offloaded},
-          {"rx_ip_csum_good", c.rx_ip_csum_good},
-          {"rx_ip_csum_bad", c.rx_ip_csum_bad},
-          {"tx_prepare_refused", c.tx_prepare_refused},
-          {"mtu", p.mtu()}};
+  std::map<std::string, uint64_t> m = {{"rx_packets", c.rx_packets},
+                                       {"rx_bytes", c.rx_bytes},
+                                       {"tx_packets", c.tx_packets},
+                                       {"tx_bytes", c.tx_bytes},
+                                       {"rx_arp", c.rx_arp},
+                                       {"tx_arp", c.tx_arp},
+                                       {"rx_linearized", c.rx_linearized},
+                                       {"rx_multiseg_copied", c.rx_multiseg_copied},
+                                       {"rx_multiseg_dropped", c.rx_multiseg_dropped},
+                                       {"rx_injected_drops", c.rx_injected_drops},
+                                       {"tx_alloc_fail", c.tx_alloc_fail},
+                                       {"tx_full", c.tx_full},
+                                       {"tx_ip_csum_offloaded", c.tx_ip_csum_offloaded},
+                                       {"rx_ip_csum_good", c.rx_ip_csum_good},
+                                       {"rx_ip_csum_bad", c.rx_ip_csum_bad},
+                                       {"tx_prepare_refused", c.tx_prepare_refused},
+                                       {"mtu", p.mtu()},
+                                       {"queues", p.queues()}};
+  // Per RX/TX queue pair (one per engine): which queues carry the traffic.
+  // Read unsynchronised from the telemetry thread, as the sums above.
+  for (uint16_t q = 0; q < p.queues(); ++q) {
+    const PortCounters& qc = p.queue_counters(q);
+    const std::string k = "q" + std::to_string(q) + "_";
+    m[k + "rx_packets"] = qc.rx_packets;
+    m[k + "tx_packets"] = qc.tx_packets;
+    m[k + "tx_full"] = qc.tx_full;
+  }
+  return m;
 }
 
 std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {

@@ -108,14 +108,17 @@ void EngineRunner::loop() {
     const uint64_t now = clock_();
     const uint32_t work = engine_.poll(now);
     ctr_.polls++;
-    if (work != 0 || posted || has_pending_ || !engine_.idle_now()) {
+    if (work != 0 || posted || has_pending_) {
       empty = 0;
       sleep_us = 1;
       continue;
     }
     if (cfg_.policy == IdlePolicy::kBusyPoll || ++empty < cfg_.spin_polls) continue;
-    // Idle: sleep, but never past the next timer, and wake on a post.
-    uint64_t us = sleep_us;
+    // Nothing moved for spin_polls polls: sleep, but never past the next
+    // timer, and wake on a post.  Queue pairs still in flight (waiting for
+    // the peer's ACKs or responses) sleep shorter: the peer's engine may be
+    // the thread this one keeps from a CPU (more engine threads than CPUs).
+    uint64_t us = engine_.idle_now() ? sleep_us : std::min(sleep_us, cfg_.active_max_sleep_us);
     const uint64_t next = engine_.next_timer_deadline();
     if (next != 0) us = std::min<uint64_t>(us, next > now ? (next - now) / 1000 + 1 : 1);
     std::unique_lock<std::mutex> lk(mu_);

@@ -8,6 +8,7 @@
 
 #include "dpdk/eal.hpp"
 #include "dpdk/port.hpp"
+#include "dpdk/telemetry.hpp"
 #include "loopback.hpp"
 #include "rc/engine_group.hpp"
 #include "rc/engine_runner.hpp"
@@ -162,6 +163,18 @@ TEST_F(MultiEngine, QueuePairsOnEveryEngineCombinationInline) {
     }
   EXPECT_GT(handed, 0u);
   EXPECT_EQ(no_qp, 0u);
+  // Each engine sent and received on its own queue, as the per-queue
+  // counters (and their telemetry export) show.
+  for (auto& s : side_) {
+    const auto m = dpdk::port_counters(*s.port);
+    EXPECT_EQ(m.at("queues"), kEngines);
+    for (uint16_t q = 0; q < kEngines; ++q) {
+      EXPECT_GT(s.port->queue_counters(q).rx_packets, 0u) << "queue " << q;
+      EXPECT_GT(s.port->queue_counters(q).tx_packets, 0u) << "queue " << q;
+      EXPECT_EQ(m.at("q" + std::to_string(q) + "_rx_packets"),
+                s.port->queue_counters(q).rx_packets);
+    }
+  }
 }
 
 TEST_F(MultiEngine, OneThreadPerEngine) {

@@ -2,7 +2,8 @@
 # Two dpdat processes over a real DPDK PMD, byte-exact transfers checked by
 # dpdat-perf --verify (every WRITE read back over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-perf
-# MODE: memif | memif-loss | af_packet | af_packet-loss | tap | kill-peer
+# MODE: memif | memif-loss | memif-mq | af_packet | af_packet-loss | af_packet-jumbo |
+#       af_packet-mq | tap | kill-peer
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
 # 10.77.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -55,6 +56,27 @@ run_pair() {
   cat "$TMP/client.log" | grep -v "^EAL\|TELEMETRY\|mp action"
 }
 
+# run_mq: like run_ops for --engines 2 --qps 4 (WRITE and READ; SEND is
+# single-QP only), then each side's per-queue counters must show traffic in
+# both directions on both queues: that is what proves the multi-queue path.
+run_mq() {
+  for op in write read; do
+    echo "== $MODE: $op"
+    # --rto-us 20000: four engine threads and two consumers share this
+    # machine's two CPUs (with whatever else runs); at the default 1 ms RTO
+    # (budget ~127 ms over 7 retries) about 1 run in 40 lost a QP to
+    # retry-exceeded while the peer's engine waited for a CPU.
+    run_pair "$@" --engines 2 --qps 4 --rto-us 20000 --op "$op"
+    for log in client server; do
+      for q in 0 1; do
+        grep -Eq "^ queue $q: rx [1-9][0-9]* tx [1-9]" "$TMP/$log.log" ||
+          fail "$log: no traffic on queue $q"
+      done
+    done
+    grep "^ queue" "$TMP/server.log" | sed 's/^/ server/'
+  done
+}
+
 # A memif client needs the server's socket to exist before it starts.
 wait_memif_socket() {
   [ -n "${MEMIF:-}" ] || return 0
@@ -74,6 +96,20 @@ case "$MODE" in
     MEMIF=1
     run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
     ;;
+  memif-mq)
+    # Two RX/TX queue pairs each side (the memif client negotiates the ring
+    # count with the server), two engine threads with idle back-off each.
+    MEMIF=1
+    run_mq "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    ;;
+  af_packet-mq)
+    # qpairs=2: two AF_PACKET sockets in a fanout group; the kernel hashes
+    # flows onto them, dpdat hands frames to the owning engine in software.
+    veth_pair vd$ID
+    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=2"
+    run_mq "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+           "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF"
+    ;;
   af_packet|af_packet-loss)
     veth_pair vd$ID
     extra=()
@@ -89,6 +125,18 @@ case "$MODE" in
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
     run_ops "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
              "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF" "${extra[@]}"
+    ;;
+  af_packet-jumbo)
+    # PMTU 4096: veth MTU 9000, ring frames big enough for a 9000-byte MTU
+    # (blocksz a multiple of framesz); dpdat reads the kernel MTU, since
+    # DPDK 22.11's af_packet refuses rte_eth_dev_set_mtu above 1500.
+    veth_pair vd$ID
+    ip netns exec "$NSA" ip link set vd$ID-a mtu 9000 || fail "veth MTU 9000"
+    ip netns exec "$NSB" ip link set vd$ID-b mtu 9000 || fail "veth MTU 9000"
+    AF="blocksz=36864,framesz=9216,framecnt=512,qpairs=1"
+    run_ops "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+             "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF" --mtu 9000 --pmtu 4096
+    grep -q ", PMTU 4096, " "$TMP/client.log" || fail "PMTU 4096 not in use"
     ;;
   tap)
     ip netns add "$NS" || fail "cannot create namespace"
