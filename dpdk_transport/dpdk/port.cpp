@@ -149,6 +149,10 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   }
   const bool af_packet =
       info.driver_name != nullptr && std::strcmp(info.driver_name, "net_af_packet") == 0;
+  // net_memif unmaps its shared memory under a polling thread when the peer
+  // leaves (memif_guard.hpp): its bursts are marked, its munmap waits.
+  const bool memif = info.driver_name != nullptr && std::strcmp(info.driver_name, "net_memif") == 0;
+  if (memif) memif_guard::install();
   // Size the pool from the descriptor rings plus bursts in flight on the
   // engine (built frames, cache) with headroom for per-lcore caches.
   const uint16_t nq = std::max<uint16_t>(
@@ -206,6 +210,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   for (uint16_t q = 0; q < nq; ++q) {
     p->q_[q].rx_tmp.resize(64);
     p->q_[q].rng = (cfg.loss_seed + q) * 0x9E3779B97F4A7C15ull + 1;
+    if (memif) p->q_[q].guard = memif_guard::acquire_slot();
     if (q > 0) p->qio_[q] = std::make_unique<QueueIo>(*p, q);
   }
   // MTU: as asked where the PMD allows it, otherwise whatever it has (said
@@ -260,6 +265,7 @@ Port::~Port() {
     rte_eth_dev_stop(port_id_);
     rte_eth_dev_close(port_id_);
   }
+  for (auto& q : q_) memif_guard::release_slot(q.guard);
   if (pool_ != nullptr) rte_mempool_free(pool_);
 }
 
@@ -308,7 +314,11 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
   if (qs.rx_tmp.size() < max) qs.rx_tmp.resize(max);
   auto& rx_tmp_ = qs.rx_tmp;
   auto& rng_ = qs.rng;
-  const uint16_t n = rte_eth_rx_burst(port_id_, qi, rx_tmp_.data(), max);
+  uint16_t n;
+  {
+    memif_guard::Burst in(qs.guard);
+    n = rte_eth_rx_burst(port_id_, qi, rx_tmp_.data(), max);
+  }
   uint16_t kept = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_tmp_[i];
@@ -438,7 +448,11 @@ uint16_t Port::tx_burst_q(uint16_t qi, rc::Frame* frames, uint16_t n) {
       ctr_.tx_prepare_refused++;
     }
   }
-  const uint16_t sent = rte_eth_tx_burst(port_id_, qi, ms, n);
+  uint16_t sent;
+  {
+    memif_guard::Burst in(q_[qi].guard);
+    sent = rte_eth_tx_burst(port_id_, qi, ms, n);
+  }
   for (uint16_t i = 0; i < sent; ++i)
     if ((frames[i].flags & rc::kFrameTxIpCsum) != 0) ctr_.tx_ip_csum_offloaded++;
   for (uint16_t i = 0; i < sent; ++i) ctr_.tx_bytes += frames[i].len;
@@ -495,7 +509,12 @@ void Port::send_arp(uint16_t qi, uint16_t op, const wire::MacAddr& dst_mac, uint
               len - sizeof(wire::EthHdr) - sizeof(ArpPacket));
   m->data_len = len;
   m->pkt_len = len;
-  if (rte_eth_tx_burst(port_id_, qi, &m, 1) != 1) {
+  uint16_t sent;
+  {
+    memif_guard::Burst in(q_[qi].guard);
+    sent = rte_eth_tx_burst(port_id_, qi, &m, 1);
+  }
+  if (sent != 1) {
     rte_pktmbuf_free(m);
     ctr_.tx_full++;
     return;

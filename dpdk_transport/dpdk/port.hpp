@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memif_guard.hpp"
 #include "rc/packet_io.hpp"
 #include "wire/headers.hpp"
 
@@ -132,7 +133,8 @@ class Port final : public rc::PacketIo {
   struct QueueState {
     PortCounters ctr;
     std::vector<rte_mbuf*> rx_tmp;
-    uint64_t rng = 0;  // xorshift state for rx_loss
+    uint64_t rng = 0;                    // xorshift state for rx_loss
+    memif_guard::Slot* guard = nullptr;  // net_memif only: marks this queue's bursts
   };
   uint16_t rx_burst_q(uint16_t q, rc::Frame* out, uint16_t max);
   uint16_t tx_alloc_q(uint16_t q, rc::Frame* out, uint16_t n, uint32_t size);
