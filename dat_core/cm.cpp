@@ -417,6 +417,7 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
   }
   if (abrupt) {
     if (ep->cm != CmState::kDreqSent) send_dreq(ep, now);
+    keep_dreq(ep);  // repeated until the peer's DREP, the EP itself is done
     finish_disconnect(ep, EventNum::kDisconnected);
     return kOk;
   }
@@ -473,7 +474,46 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
     finish_disconnect(ep, EventNum::kDisconnected);
 }
 
+void Iface::keep_dreq(const Ep* ep) {
+  PendingDreq d;
+  d.comm = ep->local_comm;
+  d.mac = ep->peer_mac;
+  d.ip = ep->peer_ip;
+  d.dreq = ep->out_msg;
+  d.next_retx = ep->next_retx;
+  d.retx_interval = ep->retx_interval;
+  d.retries = ep->retries;
+  d.owner = ep->ia;
+  pending_dreqs.push_back(d);
+  next_housekeeping = std::min(next_housekeeping, d.next_retx);
+}
+
+bool Iface::dreq_pending(uint32_t comm) const {
+  return std::any_of(pending_dreqs.begin(), pending_dreqs.end(),
+                     [comm](const PendingDreq& d) { return d.comm == comm; });
+}
+
+// The DREQs of abrupt disconnects, on the schedule of a graceful one's:
+// repeated while unanswered, given up after kDreqRetries repetitions (the
+// peer is gone; it finds out by its own retries, as for a lost DREQ).
+void Iface::pending_dreq_timers(uint64_t now, uint64_t* next) {
+  for (auto it = pending_dreqs.begin(); it != pending_dreqs.end();) {
+    if (now >= it->next_retx) {
+      if (++it->retries > kDreqRetries) {
+        it = pending_dreqs.erase(it);
+        continue;
+      }
+      send_cm(it->mac, it->ip, it->dreq);
+      it->next_retx = now + it->retx_interval;
+      it->retx_interval = std::min(it->retx_interval * 2, kCmRetxMaxNs);
+    }
+    *next = std::min(*next, it->next_retx);
+    ++it;
+  }
+}
+
 void Iface::on_drep(const wire::CmMessage& m) {
+  std::erase_if(pending_dreqs, [&m](const PendingDreq& d) { return d.comm == m.remote_comm_id; });
   auto it = ep_by_comm.find(m.remote_comm_id);
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;
@@ -589,6 +629,7 @@ void Iface::cm_timers(uint64_t now) {
     }
     if (ep->cm != CmState::kEstablished) next = std::min(next, ep->next_retx);
   }
+  pending_dreq_timers(now, &next);
   for (auto it = passive.begin(); it != passive.end();) {
     if (it->second.cr == nullptr && now >= it->second.expires)
       it = passive.erase(it);

@@ -387,6 +387,22 @@ struct PassiveRec {
   uint64_t expires = 0;
 };
 
+// The DREQ of a connection this side left abruptly (dat_ep_disconnect with
+// DAT_CLOSE_ABRUPT_FLAG, dat_ep_free, dat_ia_close): the EP is DISCONNECTED
+// at once, but the DREQ (and the ACK sent ahead of it) is repeated until
+// the peer answers with a DREP, so that a peer whose first DREQ was lost
+// still learns of the disconnect, and dat_ia_close can wait (bounded) until
+// the peer has taken everything this side sent (see ia_close).
+struct PendingDreq {
+  uint32_t comm = 0;  // our communication ID (the DREP's remote_comm_id)
+  wire::MacAddr mac{};
+  uint32_t ip = 0;
+  wire::CmMessage dreq;
+  uint64_t next_retx = 0, retx_interval = 0;
+  uint32_t retries = 0;
+  const Ia* owner = nullptr;  // the IA whose EP sent it (compared, never read)
+};
+
 struct Iface {
   std::mutex mu;
   IfaceConfig cfg;
@@ -404,7 +420,8 @@ struct Iface {
   std::vector<Evd*> cq_evds;
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
-  std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
+  std::unordered_set<Ep*> watched;         // EPs with CM timers or a connection to watch
+  std::vector<PendingDreq> pending_dreqs;  // abrupt disconnects awaiting their DREP
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
   uint64_t last_consumer_progress = 0;
   uint64_t next_housekeeping = 0;
@@ -432,6 +449,8 @@ struct Iface {
   Status disconnect(Ep* ep, bool abrupt);
   void cm_timers(uint64_t now);
   void drop_ep(Ep* ep);  // forget an EP in every CM table (EP freed / reset)
+  // Whether a DREQ in pending_dreqs with this communication ID still waits.
+  bool dreq_pending(uint32_t comm) const;
   void drop_cr(Cr* cr);
 
   // SRQ watermark notifications (srq.cpp).
@@ -462,6 +481,9 @@ struct Iface {
   void send_dreq(Ep* ep, uint64_t now);
   // (Re)sends the EP's out_msg (REQ, REP or DREQ) and backs its timer off.
   void send_out(Ep* ep, uint64_t now);
+  // Moves the EP's DREQ (sent, unanswered) to pending_dreqs.
+  void keep_dreq(const Ep* ep);
+  void pending_dreq_timers(uint64_t now, uint64_t* next);
 };
 
 // CNO agent upcalls (DAT_OS_WAIT_PROXY_AGENT).  An agent may call back into

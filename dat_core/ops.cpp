@@ -12,6 +12,12 @@
 
 namespace dpdat::dat {
 
+namespace {
+// Longest dat_ia_close waits for the DREPs of its abrupt disconnects: the
+// first DREQ and its repetitions 50, 100 and 200 ms later (cm.cpp).
+constexpr uint64_t kCloseLingerUs = 250'000;
+}  // namespace
+
 // ------------------------------------------------------------- helpers
 
 Sub ep_state_sub(EpState s) {
@@ -312,7 +318,27 @@ Status ia_close(Ia* ia, bool graceful) {
   free_children(ia);
   f->ias--;
   unregister_handle(ia);
+  // Linger: the DREQs of this IA's abrupt disconnects (its EPs freed just
+  // now or earlier) went out behind the last ACKs of their connections.  A
+  // consumer typically exits right after dat_ia_close, and with it the
+  // link may go (a net_memif peer discards what it has not read yet when
+  // the other process's socket closes): wait, at most kCloseLingerUs, until
+  // every such DREQ is answered, which means the peer took everything sent
+  // before it.  A peer that never answers costs that much, once.
+  std::vector<uint32_t> waiting;
+  for (PendingDreq& d : f->pending_dreqs)
+    if (d.owner == ia) {
+      waiting.push_back(d.comm);
+      d.owner = nullptr;
+    }
   delete ia;
+  if (!waiting.empty()) {
+    std::condition_variable none;  // nothing signals it: wait_for polls and backs off
+    (void)wait_for(f, lk, none, kCloseLingerUs, [f, &waiting] {
+      return std::none_of(waiting.begin(), waiting.end(),
+                          [f](uint32_t c) { return f->dreq_pending(c); });
+    });
+  }
   return kOk;
 }
 
