@@ -691,6 +691,10 @@ Status ep_free(Ep* ep) {
   // CR is unanswered: the CR still points at it); the CR is rejected first.
   if (ep->state == EpState::kPassivePending && ep->cm != CmState::kRepSent)
     return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_PASSCONNPENDING);
+  // Nor a provider-created EP whose CR is unanswered: the CR owns it (and
+  // frees it when rejected).
+  if (ep->state == EpState::kTentativePending)
+    return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_TENTCONNPENDING);
   free_ep(ep);
   return kOk;
 }

@@ -360,6 +360,32 @@ TEST_F(api_cm, AbruptDuringGracefulDrainFlushesTheRest) {
   ASSERT_NO_FATAL_FAILURE(expect_conn(srv_, DAT_CONNECTION_EVENT_DISCONNECTED));
 }
 
+// A provider-created EP (DAT_PSP_PROVIDER_FLAG) belongs to its connection
+// request until the consumer accepts or rejects it: dat_ep_free is refused
+// in TENTATIVE_CONNECTION_PENDING (it once freed the EP under the CR, which
+// then touched and freed it again when rejected), and the request is still
+// the consumer's to answer.
+TEST_F(api_cm, FreeOfProviderEpWithUnansweredRequestIsInvalidState) {
+  ASSERT_EQ(dat_psp_create(srv_.ia, kQual, srv_.cr_evd, DAT_PSP_PROVIDER_FLAG, &psp_), DAT_SUCCESS);
+  ASSERT_EQ(connect(cli_, "192.168.77.2", kQual, kWaitUs), DAT_SUCCESS);
+  DAT_CR_HANDLE cr = wait_cr();
+  ASSERT_NE(cr, DAT_HANDLE_NULL);
+  DAT_CR_PARAM crp{};
+  ASSERT_EQ(dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+  DAT_EP_HANDLE ep = crp.local_ep_handle;
+  ASSERT_NE(ep, DAT_HANDLE_NULL);
+  DAT_EP_STATE st = DAT_EP_STATE_UNCONNECTED;
+  ASSERT_EQ(dat_ep_get_status(ep, &st, nullptr, nullptr), DAT_SUCCESS);
+  ASSERT_EQ(st, DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING);
+  const DAT_RETURN r = dat_ep_free(ep);
+  EXPECT_EQ(DAT_GET_TYPE(r), DAT_INVALID_STATE);
+  EXPECT_EQ(DAT_GET_SUBTYPE(r), DAT_INVALID_STATE_EP_TENTCONNPENDING);
+  ASSERT_EQ(dat_cr_reject(cr), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_conn(cli_, DAT_CONNECTION_EVENT_PEER_REJECTED));
+  // The rejected request took its EP with it.
+  EXPECT_EQ(DAT_GET_TYPE(dat_ep_get_status(ep, &st, nullptr, nullptr)), DAT_INVALID_HANDLE);
+}
+
 }  // namespace
 
 // dat_psp_free(3DAT) ends listening; connection requests that already arrived
