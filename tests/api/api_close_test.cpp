@@ -24,6 +24,8 @@
 #include <cstring>
 #include <vector>
 
+#include "conn_side.hpp"
+
 namespace {
 
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
@@ -32,11 +34,7 @@ constexpr int kConns = 2;     // connections, each with an SRQ EP on the active 
 constexpr int kBurst = 8;     // SENDs per connection from the passive side
 constexpr size_t kLen = 256;  // bytes per SEND
 
-DAT_DTO_COOKIE cookie(uint64_t v) {
-  DAT_DTO_COOKIE c;
-  c.as_64 = v;
-  return c;
-}
+using dpdat_test::cookie_of;
 
 DAT_RETURN wait(DAT_EVD_HANDLE e, DAT_EVENT* ev, DAT_TIMEOUT t = kWaitUs) {
   DAT_COUNT nmore = 0;
@@ -121,7 +119,7 @@ class api_close : public ::testing::Test {
     }
     for (uint64_t i = 0; i < kConns * kBurst; ++i) {
       DAT_LMR_TRIPLET t = act_mem_.iov(i * kLen, kLen);
-      ASSERT_EQ(dat_srq_post_recv(act_srq_, 1, &t, cookie(i)), DAT_SUCCESS);
+      ASSERT_EQ(dat_srq_post_recv(act_srq_, 1, &t, cookie_of(i)), DAT_SUCCESS);
     }
   }
 
@@ -171,7 +169,7 @@ class api_close : public ::testing::Test {
     for (uint64_t i = 0; i < kConns; ++i)
       for (size_t k = 0; k < kBurst; ++k) {
         DAT_LMR_TRIPLET t = pas_mem_.iov(k * kLen, kLen);
-        ASSERT_EQ(dat_ep_post_send(pas_ep_[i], 1, &t, cookie(100 + uint64_t{kBurst} * i + k),
+        ASSERT_EQ(dat_ep_post_send(pas_ep_[i], 1, &t, cookie_of(100 + uint64_t{kBurst} * i + k),
                                    DAT_COMPLETION_DEFAULT_FLAG),
                   DAT_SUCCESS);
       }
