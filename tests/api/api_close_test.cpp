@@ -8,11 +8,11 @@
 //
 // Why it matters: a consumer typically exits right after dat_ia_close, and
 // its link may go with it (a net_memif peer discards what it has not read
-// when the other process's socket closes, and its datapath can fault on the
-// rings being unmapped under it).  dat_ia_close therefore returns only once
-// the peer has answered the DREQs of the IA's abrupt disconnects, i.e. has
-// taken everything sent ahead of them, the last ACKs included; an abrupt
-// disconnect's DREQ is repeated until then.
+// when the other process's socket closes: the PMD unmaps the rings).
+// dat_ia_close therefore returns only once the peer has answered the DREQs
+// of the IA's abrupt disconnects, i.e. has taken everything sent ahead of
+// them, the last ACKs included; an abrupt disconnect's DREQ is repeated
+// until then.
 
 #include <arpa/inet.h>
 #include <dat/udat.h>
