@@ -202,6 +202,13 @@ link_sides() {
     *) die "unknown link $1 (LINKS: memif af_packet)" ;;
   esac
 }
+# The MAC of the client side's interface (af_packet: the kernel veth's).
+client_mac() { # link
+  case $1 in
+    af_packet) ip netns exec "$NSB" cat "/sys/class/net/$VETH-b/address" ;;
+    *) echo 02:00:00:00:00:02 ;;
+  esac
+}
 # memif's server creates the socket the client needs; af_packet has none.
 wait_link() { # link
   [ "$1" = memif ] || return 0
@@ -246,8 +253,21 @@ link_case() { # link name client-args...
 # txonly (server side, CPU A) -> rxonly (client side, CPU B) on the same link
 # and devargs; records the median Rx-pps of the per-second samples, the first
 # (partial) one dropped.
-testpmd_case() { # link name frame_bytes
-  local link=$1 name=$2 frame=$3
+# With "same" as 4th argument the frames carry dpdat's addresses (the
+# client side's MAC, 10.77.0.1 -> 10.77.0.2, UDP to 4791) instead of
+# testpmd's defaults: on net_af_packet the receiving kernel then runs the
+# same IP input path for them as for dpdat's frames (a frame for the
+# interface's own MAC is routed and dropped; testpmd's default destination
+# MAC is dropped at once, which is cheaper), so the link's rate for exactly
+# dpdat's frames is the fair base.  Results go under key <link>_testpmd or
+# <link>_testpmd_same.
+testpmd_case() { # link name frame_bytes [same]
+  local link=$1 name=$2 frame=$3 key=${1}_testpmd hdr=()
+  if [ "${4:-}" = same ]; then
+    key=${1}_testpmd_same
+    # shellcheck disable=SC2054 # commas belong to the option values
+    hdr=(--eth-peer="0,$(client_mac "$link")" --tx-ip=10.77.0.1,10.77.0.2 --tx-udp=49152,4791)
+  fi
   local mbuf=$((frame + 256 > 2176 ? frame + 256 : 2176))
   link_sides "$link"
   rm -f "$TMP/memif.sock"
@@ -256,7 +276,7 @@ testpmd_case() { # link name frame_bytes
   local app=(--total-num-mbufs=8192 --mbuf-size="$mbuf" --nb-cores=1 --stats-period=1)
   "${SRV_PRE[@]}" taskset -c "$CPU_A" "$TESTPMD" --lcores "0@$CPU_A,1@$CPU_A" "${common[@]}" \
     --file-prefix "$MARK-tx-$$" --vdev "$SRV_DEV" -- \
-    --forward-mode=txonly --txpkts="$frame" "${app[@]}" >"$TMP/$name.tx.log" 2>&1 &
+    --forward-mode=txonly --txpkts="$frame" "${hdr[@]}" "${app[@]}" >"$TMP/$name.tx.log" 2>&1 &
   local tpid=$!
   started "$tpid"
   wait_link "$link"
@@ -286,8 +306,8 @@ testpmd_case() { # link name frame_bytes
   local d
   d=$(cat "$TMP/$name.disturbed")
   grep -o 'Rx-pps: *[0-9]*' "$TMP/$name.rx.log" | awk '$2 > 0 {print $2}' | tail -n +2 >"$TMP/$name.pps"
-  echo "${link}_testpmd_pps $(median <"$TMP/$name.pps") $d" >>"$RES"
-  echo "${link}_testpmd_peak $(sort -g "$TMP/$name.pps" | tail -1) $d" >>"$RES"
+  echo "${key}_pps $(median <"$TMP/$name.pps") $d" >>"$RES"
+  echo "${key}_peak $(sort -g "$TMP/$name.pps" | tail -1) $d" >>"$RES"
 }
 
 # ---------------------------------------------------------------- run
@@ -317,6 +337,7 @@ for r in $(seq 1 "$REPS"); do
     p=$(grep -o 'PMTU [0-9]*' "$TMP/${l}_bw4k_$r.log" | head -1 | awk '{print $2}')
     [ -n "$p" ] && pmtu_seen=$p
     testpmd_case "$l" "${l}_testpmd_$r" $((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
+    [ "$l" = af_packet ] && testpmd_case "$l" "${l}_testpmd_same_$r" $((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4)) same
   done
   for c in ring $LINKS; do
     for s in 4k 64k; do
@@ -339,7 +360,7 @@ get() {
 }
 frame=$((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
 mpps() { awk -v mb="$1" -v p="$pmtu_seen" 'BEGIN {if (mb != "") printf "%.2f", mb / p; else print "-"}'; }
-pct() { awk -v mb="$1" -v p="$pmtu_seen" -v t="$2" 'BEGIN {if (t > 0 && mb != "") printf "%.0f %%", 100 * mb * 1e6 / p / t; else print "-"}'; }
+pct() { awk -v mb="$1" -v p="$pmtu_seen" -v t="$2" 'BEGIN {if (t ~ /^[0-9.]+$/ && t > 0 && mb != "") printf "%.0f %%", 100 * mb * 1e6 / p / t; else print "-"}'; }
 row() { printf '%-40s' "$1"; shift; for c in "$@"; do printf ' %-26s' "$c"; done; echo; }
 
 echo
@@ -349,6 +370,7 @@ row "${hdr[@]}"
 for s in 4k 64k; do
   avg=("$s: average MB/s (range)") pk=("$s: peak MB/s") pp=("$s: data packets Mpps, avg / peak")
   rt=("$s: ratio to testpmd, avg / peak")
+  rs=("$s:   .. testpmd with dpdat's headers")
   for c in ring $LINKS; do
     av=$(get "${c}_MBps_$s" | median)
     pv=$(get "${c}_peak_$s" | median)
@@ -357,27 +379,34 @@ for s in 4k 64k; do
     pp+=("$(mpps "$av") / $(mpps "$pv")")
     if [ "$c" = ring ]; then
       rt+=("-")
+      rs+=("-")
     else
       rt+=("$(pct "$av" "$(get "${c}_testpmd_pps" | median)") / $(pct "$pv" "$(get "${c}_testpmd_peak" | median)")")
+      rs+=("$(pct "$av" "$(get "${c}_testpmd_same_pps" | median)") / $(pct "$pv" "$(get "${c}_testpmd_same_peak" | median)")")
     fi
   done
   row "${avg[@]}"
   row "${pk[@]}"
   row "${pp[@]}"
   row "${rt[@]}"
+  row "${rs[@]}"
 done
 lat=("8 B half round trip, median us")
 tpr=("testpmd txonly->rxonly, $frame B, Mpps" "-")
 tps=("  (range of the round medians)" "")
+tsr=("  .. with dpdat's headers, Mpps" "-")
 for c in ring $LINKS; do lat+=("$(get "${c}_lat_us" | median) ($(get "${c}_lat_us" | span))"); done
 for l in $LINKS; do
   tpr+=("$(awk -v t="$(get "${l}_testpmd_pps" | median)" -v k="$(get "${l}_testpmd_peak" | median)" \
     'BEGIN {printf "%.3f / %.3f (typ./best s)", t / 1e6, k / 1e6}')")
   tps+=("$(get "${l}_testpmd_pps" | span)")
+  tsr+=("$(awk -v t="$(get "${l}_testpmd_same_pps" | median)" -v k="$(get "${l}_testpmd_same_peak" | median)" \
+    'BEGIN {if (t ~ /^[0-9.]+$/ && t > 0) printf "%.3f / %.3f (typ./best s)", t / 1e6, k / 1e6; else print "-"}')")
 done
 row "${lat[@]}"
 row "${tpr[@]}"
 row "${tps[@]}"
+row "${tsr[@]}"
 echo
 echo "Medians over $REPS rounds (disturbed rounds left out where an undisturbed one exists)."
 echo "average: dpdat-perf's whole-run rate; peak: its best 1/20 of the run.  testpmd: median /"
@@ -387,6 +416,9 @@ echo "at times runs both virtual CPUs on one physical CPU for seconds (testpmd o
 echo "from ~14 to ~2 Mpps, as two pollers on one CPU do); the probes below catch it only at the"
 echo "edges of a case, so the averages mix fast and slow periods: read the peak ratio first."
 echo "net_ring has no testpmd counterpart (pointer passing, ~1000 Mpps in ENVIRONMENT.md)."
+echo "testpmd with dpdat's headers (af_packet): the same frames as dpdat's to the kernel (the peer"
+echo "interface's MAC, IPv4, UDP to 4791), which the receiving kernel routes and drops like"
+echo "dpdat's; testpmd's default frames go to a foreign MAC and are dropped earlier, for less."
 echo "af_packet: veth pair $VETH-a/-b between namespaces the script made (and removes); devargs $AF_ARGS."
 echo "load: before each case, waited up to ${QUIET_WAIT} s for both CPUs >= 90 % idle over 1 s;"
 echo "'foreign' = % of 0.2 s samples during it with more runnable tasks than its own pollers;"
