@@ -378,6 +378,9 @@ Status Iface::make_qp(Ep* ep) {
   qc.rq_depth = ep->srq != nullptr ? 2 : std::max(ep->attr.max_recv_dtos, 1u);
   qc.pmtu = pmtu;
   qc.max_rd_atomic = std::max(1u, ep->attr.max_rdma_read_out);
+  // A dead peer is declared after 7 retries and at least 1 s (a peer process
+  // starved of CPU for a few hundred ms is not dead).
+  qc.min_retry_time_ns = 1'000'000'000;
   rc::CompletionQueue* scq = ep->req_evd != nullptr ? ep->req_evd->cq.get() : &sink_cq;
   rc::CompletionQueue* rcq = ep->recv_evd != nullptr ? ep->recv_evd->cq.get() : &sink_cq;
   ep->qp = engine->create_qp(ep->pz->id, qc, scq, rcq);

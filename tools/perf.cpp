@@ -321,38 +321,77 @@ struct Remote {
 // Byte i of the server's initial buffer (READ verification).
 uint8_t pattern_byte(size_t i) { return static_cast<uint8_t>(i * 131 + 7); }
 
-bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob) {
-  std::string err;
+// The DPDK port named by --vdev, opened with `queues` RX/TX queue pairs
+// (EAL first); says what the port did with the MTU asked for.
+std::unique_ptr<dpdk::Port> open_remote_port(const Options& o, uint16_t queues, uint32_t* my_ip) {
   const auto& eal = dpdk::eal_init({"--vdev=" + o.vdev});
   if (!eal.ok) {
     std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());
-    return false;
+    return nullptr;
   }
-  r->clock = tools::TscClock();
-  uint32_t my_ip = 0;
-  if (!parse_ip(o.ip, &my_ip)) {
+  if (!parse_ip(o.ip, my_ip)) {
     std::fprintf(stderr, "dpdat-perf: --ip needs this side's IPv4 address\n");
-    return false;
+    return nullptr;
   }
   const std::string devname = o.vdev.substr(0, o.vdev.find(','));
   uint16_t port_id = 0;
   if (!dpdk::Port::find(devname, &port_id)) {
     std::fprintf(stderr, "dpdat-perf: no DPDK port named %s\n", devname.c_str());
-    return false;
+    return nullptr;
   }
   dpdk::PortConfig pc;
   pc.name = "perf";
-  pc.ip = my_ip;
+  pc.ip = *my_ip;
   pc.rx_loss = o.loss;
-  pc.loss_seed = my_ip;
+  pc.loss_seed = *my_ip;
   pc.mtu = o.mtu;
-  r->ep.port = dpdk::Port::open(port_id, pc, &err);
-  if (!r->ep.port) {
+  pc.queues = queues;
+  std::string err;
+  auto port = dpdk::Port::open(port_id, pc, &err);
+  if (!port) {
     std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
-    return false;
+    return nullptr;
   }
+  if (!port->mtu_note().empty()) std::printf("dpdat-perf: %s\n", port->mtu_note().c_str());
+  return port;
+}
+
+// The queue pair settings the options ask for, at `pmtu`.
+rc::QpConfig qp_config(const Options& o, uint32_t pmtu) {
+  rc::QpConfig q;
+  q.pmtu = pmtu;
+  q.selective_repeat = !o.gbn;
+  q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
+  if (o.window != 0) q.window = o.window;
+  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
+  q.min_retry_time_ns = 1'000'000'000;  // as dat_core: a stalled peer host is not dead
+  return q;
+}
+
+// The peer's MAC by ARP within 5 s, progressing (and answering its ARP)
+// through `poll` meanwhile.
+template <typename Poll>
+bool resolve_peer(dpdk::Port& port, uint32_t ip, Poll poll, wire::MacAddr* mac) {
+  const uint64_t deadline = tools::now_ns() + 5'000'000'000ull;
+  uint64_t next_try = 0;
+  while (tools::now_ns() < deadline) {
+    poll();
+    if (tools::now_ns() >= next_try) {
+      if (port.resolve(ip, mac)) return true;
+      next_try = tools::now_ns() + 20'000'000;
+    }
+  }
+  std::fprintf(stderr, "dpdat-perf: no ARP answer from the peer within 5 s\n");
+  return false;
+}
+
+bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob) {
+  std::string err;
+  uint32_t my_ip = 0;
+  r->ep.port = open_remote_port(o, 1, &my_ip);
+  if (!r->ep.port) return false;
+  r->clock = tools::TscClock();  // the EAL knows the TSC rate now
   const dpdk::Port& port = *r->ep.port;
-  if (!port.mtu_note().empty()) std::printf("dpdat-perf: %s\n", port.mtu_note().c_str());
   if (o.pmtu > port.max_pmtu())
     std::printf("dpdat-perf: PMTU %u asked, port MTU %u allows %u: using %u\n", o.pmtu, port.mtu(),
                 port.max_pmtu(), port.max_pmtu());
@@ -364,12 +403,7 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   dpdk::telemetry_add_engine(r->ep.name, r->ep.engine.get());  // /dpdat/engine,<name>
   r->ep.scq = std::make_unique<rc::CompletionQueue>(8192);
   r->ep.rcq = std::make_unique<rc::CompletionQueue>(8192);
-  rc::QpConfig q;
-  q.pmtu = std::min(o.pmtu, r->ep.port->max_pmtu());
-  q.selective_repeat = !o.gbn;
-  q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
-  if (o.window != 0) q.window = o.window;
-  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
+  const rc::QpConfig q = qp_config(o, std::min(o.pmtu, r->ep.port->max_pmtu()));
   r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
   if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
     std::fprintf(stderr, "dpdat-perf: resource set-up failed\n");
@@ -396,22 +430,10 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
     std::fprintf(stderr, "dpdat-perf: the peer's PMTU %u is not usable\n", r->peer.pmtu);
     return false;
   }
-  // Resolve the peer's MAC by ARP (answering its ARP meanwhile).
   wire::MacAddr peer_mac{};
-  const uint64_t deadline = tools::now_ns() + 5'000'000'000ull;
-  uint64_t next_try = 0;
-  bool found = false;
-  while (!found && tools::now_ns() < deadline) {
-    r->poll();
-    if (tools::now_ns() >= next_try) {
-      found = r->ep.port->resolve(r->peer.ip, &peer_mac);
-      next_try = tools::now_ns() + 20'000'000;
-    }
-  }
-  if (!found) {
-    std::fprintf(stderr, "dpdat-perf: no ARP answer from the peer within 5 s\n");
+  if (!resolve_peer(
+          *r->ep.port, r->peer.ip, [r] { r->poll(); }, &peer_mac))
     return false;
-  }
   rc::PathInfo path;
   path.local_mac = r->ep.port->mac();
   path.peer_mac = peer_mac;
@@ -735,40 +757,15 @@ struct Multi {
 
 bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   std::string err;
-  const auto& eal = dpdk::eal_init({"--vdev=" + o.vdev});
-  if (!eal.ok) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());
-    return false;
-  }
   uint32_t my_ip = 0;
-  if (!parse_ip(o.ip, &my_ip)) {
-    std::fprintf(stderr, "dpdat-perf: --ip needs this side's IPv4 address\n");
-    return false;
-  }
+  m->port = open_remote_port(o, o.engines, &my_ip);
+  if (!m->port) return false;
   const std::string devname = o.vdev.substr(0, o.vdev.find(','));
-  uint16_t port_id = 0;
-  if (!dpdk::Port::find(devname, &port_id)) {
-    std::fprintf(stderr, "dpdat-perf: no DPDK port named %s\n", devname.c_str());
-    return false;
-  }
-  dpdk::PortConfig pc;
-  pc.name = "perf";
-  pc.ip = my_ip;
-  pc.rx_loss = o.loss;
-  pc.loss_seed = my_ip;
-  pc.mtu = o.mtu;
-  pc.queues = o.engines;
-  m->port = dpdk::Port::open(port_id, pc, &err);
-  if (!m->port) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
-    return false;
-  }
   if (m->port->queues() != o.engines) {
     std::fprintf(stderr, "dpdat-perf: %s offers %u RX/TX queue pairs, %u engines asked\n",
                  devname.c_str(), m->port->queues(), o.engines);
     return false;
   }
-  if (!m->port->mtu_note().empty()) std::printf("dpdat-perf: %s\n", m->port->mtu_note().c_str());
   const uint32_t pmtu = std::min(o.pmtu, m->port->max_pmtu());
   m->mr = std::make_unique<rc::MrTable>(64, 16);
   const size_t n_eng = o.engines;
@@ -784,12 +781,7 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
                        std::to_string(e));
     dpdk::telemetry_add_engine(m->names.back(), m->engines.back().get());
   }
-  rc::QpConfig q;
-  q.pmtu = pmtu;
-  q.selective_repeat = !o.gbn;
-  q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
-  if (o.window != 0) q.window = o.window;
-  if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
+  const rc::QpConfig q = qp_config(o, pmtu);
   for (size_t k = 0; k < o.qps; ++k) {
     m->scq.push_back(std::make_unique<rc::CompletionQueue>(8192));
     m->rcq.push_back(std::make_unique<rc::CompletionQueue>(8192));
@@ -830,20 +822,9 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   for (size_t k = 0; k < o.qps; ++k)
     if (!oob->recv(&peer_qpn[k])) return false;
   wire::MacAddr peer_mac{};
-  const uint64_t deadline = tools::now_ns() + 5'000'000'000ull;
-  uint64_t next_try = 0;
-  bool found = false;
-  while (!found && tools::now_ns() < deadline) {
-    m->poll_inline();
-    if (tools::now_ns() >= next_try) {
-      found = m->port->resolve(m->peer.ip, &peer_mac);
-      next_try = tools::now_ns() + 20'000'000;
-    }
-  }
-  if (!found) {
-    std::fprintf(stderr, "dpdat-perf: no ARP answer from the peer within 5 s\n");
+  if (!resolve_peer(
+          *m->port, m->peer.ip, [m] { m->poll_inline(); }, &peer_mac))
     return false;
-  }
   for (size_t k = 0; k < o.qps; ++k) {
     rc::Qp* qp = m->qps[k];
     if (m->peer.pmtu < pmtu && !qp->set_pmtu(m->peer.pmtu)) {

@@ -183,6 +183,7 @@ bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   acked_psn_ = sq_psn - 1;
   epsn_ = rq_psn;
   retries_left_ = cfg_.retry_count;
+  first_timeout_ns_ = 0;
   rnr_retries_left_ = cfg_.rnr_retry;
   state_ = QpState::kRts;
   engine_.activate(this);  // receives may already be posted
@@ -629,6 +630,7 @@ void Qp::note_acked(Psn psn, uint64_t now) {
   if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
   acked_psn_ = psn;
   retries_left_ = cfg_.retry_count;
+  first_timeout_ns_ = 0;
   backoff_ = 0;
   rnr_retries_left_ = cfg_.rnr_retry;
   // An ACK beyond a READ / atomic whose response is missing means the
@@ -778,6 +780,7 @@ void Qp::after_response(Psn psn, uint64_t now) {
     arm_retransmit(now);
   }
   retries_left_ = cfg_.retry_count;
+  first_timeout_ns_ = 0;
   backoff_ = 0;
   engine_.activate(this);
 }
@@ -1299,11 +1302,12 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
       if (!has_outstanding() || rnr_waiting_) return;
       ctr_.timeouts++;
       const Psn una = una_psn();
-      if (retries_left_ == 0) {
+      if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
+      if (retries_left_ == 0 && now - first_timeout_ns_ >= cfg_.min_retry_time_ns) {
         fail_wqe_at(una, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
         return;
       }
-      retries_left_--;
+      if (retries_left_ > 0) retries_left_--;
       ++backoff_;
       read_gap_pending_ = false;
       rewind_to(una, now);

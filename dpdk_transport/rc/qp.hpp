@@ -240,7 +240,8 @@ class Qp {
   wire::Psn next_psn_;    // PSN of the next WR that has never been started
   wire::Psn acked_psn_;   // every request PSN <= this was acknowledged
   uint32_t retries_left_ = 0;
-  uint32_t backoff_ = 0;  // consecutive retransmission timeouts
+  uint64_t first_timeout_ns_ = 0;  // first of the current run of timeouts (0: none)
+  uint32_t backoff_ = 0;           // consecutive retransmission timeouts
   uint32_t rnr_retries_left_ = 0;
   bool rnr_waiting_ = false;
   wire::Psn rnr_psn_;

@@ -122,6 +122,11 @@ struct QpConfig {
   uint32_t max_rd_atomic = 16;  // outstanding RDMA READ / atomic requests
   uint64_t retransmit_timeout_ns = 1'000'000;  // doubled per consecutive timeout, up to 64x
   uint32_t retry_count = 7;                    // transport retries before the QP breaks
+  // ... and not before this long since the first of those timeouts: a peer
+  // whose host stalls (no CPU for a while, as on a loaded 2-CPU machine)
+  // is not taken for dead after the ~190 ms the 7 backed-off retries take.
+  // Further timeouts keep the 64x interval.  0: the count alone decides.
+  uint64_t min_retry_time_ns = 0;
   uint64_t rnr_delay_ns = 100'000;
   uint32_t rnr_retry = 7;          // kRnrRetryInfinite (7): retry for as long as the peer says RNR
   uint64_t ack_delay_ns = 10'000;  // max time an ACK is held for coalescing

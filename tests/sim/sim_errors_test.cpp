@@ -316,6 +316,51 @@ TEST(Retry, PeerVanishesQpBreaksWithinBudget) {
   EXPECT_TRUE(p.settle());  // nothing keeps running afterwards
 }
 
+// With a minimum retry time, a silent peer is declared dead only once the
+// retries are spent AND that long has passed since the first timeout; a peer
+// that comes back within it (a stalled host) loses nothing.
+TEST(RetryBudget, MinimumRetryTimeOutlastsAStalledPeer) {
+  QpConfig c = cfg();
+  c.retry_count = 4;
+  c.retransmit_timeout_ns = 500'000;
+  c.min_retry_time_ns = 100'000'000;  // 100 ms, against 15.5 ms of retries
+  for (bool comes_back : {false, true}) {
+    Pair p(13, c);
+    Buffer src = p.reg(0, 5000, kLocal);
+    Buffer dst = p.reg(1, 5000, kLocal | priv::kRemoteWrite);
+    fill_pattern(src.bytes, 9);
+    bool silent = true;  // the peer's host stalls: nothing it sends arrives
+    p.link().set_filter(
+        [&](int from_end, const uint8_t*, uint32_t) { return from_end == 0 || !silent; });
+    SendWr wr;
+    wr.op = WrOp::kWrite;
+    wr.num_sge = 1;
+    wr.sge[0] = Sge{src.lmr, src.va(), 5000};
+    wr.remote_va = dst.va();
+    wr.rkey = dst.lmr;
+    ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
+    const uint64_t t0 = p.now();
+    if (comes_back) {
+      // Silent for 60 ms (four times the count-only budget), then back.
+      ASSERT_FALSE(p.run_until([&] { return p.a().scq->size() == 1; }, 60'000'000));
+      silent = false;
+      ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
+      EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kSuccess);
+      EXPECT_EQ(src.bytes, dst.bytes);
+      EXPECT_EQ(p.a().qp->state(), QpState::kRts);
+    } else {
+      ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
+      // The first timeout comes 0.5 ms after the send; the QP breaks 100 ms
+      // later at the earliest, and within one more 32 ms interval (the 64x
+      // back-off cap) after that.
+      EXPECT_GE(p.now() - t0, 100'500'000u);
+      EXPECT_LT(p.now() - t0, 100'500'000u + 32'000'000u + 1'000'000u);
+      EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kRetryExceeded);
+      EXPECT_EQ(p.a().qp->error(), QpError::kRetryExceeded);
+    }
+  }
+}
+
 TEST(PsnWrap, TransferCrossesZero) {
   Pair p(12, cfg());
   p.link().set_capture(true);
