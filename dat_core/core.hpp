@@ -471,6 +471,11 @@ struct Iface {
 
  private:
   bool drain_cq(Evd* evd);
+  // The event for RC completion `c` of `ep` on `evd` (a bind's also moves
+  // its RMR's FIFO of pending binds on).
+  Event cq_event(Evd* evd, const rc::Completion& c, Ep* ep);
+  // Before the EP's queue pair goes: its completions still queued by QPN.
+  void settle_completions(Ep* ep);
   void report_overflow(Evd* evd);
   void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
   void finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata = nullptr, uint32_t len = 0);
