@@ -96,14 +96,16 @@ void Iface::send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessag
 }
 
 void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
-  ep->peer_pdata.assign(pdata, pdata + len);
   if (ep->conn_evd == nullptr) return;
   Event ev;
   ev.num = n;
   ev.evd = ep->conn_evd;
   ev.ep = ep;
-  ev.pdata_len = len;
-  ev.pdata = ep->peer_pdata.data();
+  if (len > 0) {
+    ev.pdata_buf = std::make_shared<const std::vector<uint8_t>>(pdata, pdata + len);
+    ev.pdata_len = len;
+    ev.pdata = ev.pdata_buf->data();
+  }
   deliver(ep->conn_evd, ev);
 }
 
@@ -163,7 +165,6 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   ep->next_retx = now;
   ep->retx_interval = kArpRetryNs;
   ep->retries = 0;
-  ep->peer_pdata.clear();
   watched.insert(ep);
   next_housekeeping = 0;  // resolve / send at once
   return kOk;
@@ -345,7 +346,6 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   ep->retx_interval = kCmRetxNs;
   ep->next_retx = now + ep->retx_interval;
   ep->retries = 0;
-  ep->peer_pdata.clear();
   watched.insert(ep);
   next_housekeeping = std::min(next_housekeeping, ep->next_retx);
   const uint64_t key = (uint64_t{cr->peer_ip} << 32) | cr->req.local_comm_id;

@@ -124,9 +124,13 @@ struct Event {
   Sp* sp = nullptr;
   uint64_t conn_qual = 0;
   Cr* cr = nullptr;
-  // connection events: the peer's private data (kept alive by the EP)
+  // connection events: the peer's private data, a copy the event owns, so
+  // that it outlives the EP (the consumer may free the EP before it
+  // dequeues the event).  Once dequeued it is kept by the EVD until the
+  // next dequeue on that EVD or the EVD is freed (Evd::dequeued_pdata).
   uint32_t pdata_len = 0;
-  const uint8_t* pdata = nullptr;
+  const uint8_t* pdata = nullptr;  // into pdata_buf
+  std::shared_ptr<const std::vector<uint8_t>> pdata_buf;
   // async and software events: `handle` is the object the event concerns
   // (nullptr: the IA), `reason` the object's DAT_*_ASYNC_ERROR_REASON value
   Ia* ia = nullptr;
@@ -227,6 +231,10 @@ struct Evd : Object {
   bool waitable = true;
   std::deque<Event> q;
   std::deque<Event> overflow;  // events that arrived while q was full
+  // Private data of the event dequeued last: the consumer reads it through
+  // the DAT_EVENT it was given, until its next dequeue here (or the EVD's
+  // destruction), whatever became of the EP meanwhile.
+  std::shared_ptr<const std::vector<uint8_t>> dequeued_pdata;
   bool overflow_reported = false;
   std::unique_ptr<rc::CompletionQueue> cq;  // DTO / RMR bind EVDs
   bool waiter = false;
@@ -300,7 +308,6 @@ struct Ep : Object {
   uint64_t conn_qual = 0;
   uint32_t my_psn = 0;
   wire::CmMessage out_msg;  // REQ / REP / DREQ being retransmitted
-  std::vector<uint8_t> peer_pdata;
   uint64_t next_retx = 0, retx_interval = 0, deadline = 0;
   uint32_t retries = 0;
   Sp* sp = nullptr;                             // RSP that reserved it, or the PSP that created it
@@ -464,6 +471,11 @@ struct Iface {
 
  private:
   bool drain_cq(Evd* evd);
+  // The event for RC completion `c` of `ep` on `evd` (a bind's also moves
+  // its RMR's FIFO of pending binds on).
+  Event cq_event(Evd* evd, const rc::Completion& c, Ep* ep);
+  // Before the EP's queue pair goes: its completions still queued by QPN.
+  void settle_completions(Ep* ep);
   void report_overflow(Evd* evd);
   void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
   void finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata = nullptr, uint32_t len = 0);

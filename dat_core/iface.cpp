@@ -302,39 +302,8 @@ bool Iface::drain_cq(Evd* evd) {
   while (evd->q.size() < evd->qlen) {
     if (!evd->cq->pop(&c)) return moved;
     moved = true;
-    Event ev;
-    ev.evd = evd;
     auto it = ep_by_qpn.find(c.qpn);
-    ev.ep = it == ep_by_qpn.end() ? nullptr : it->second;
-    ev.cookie = c.cookie;
-    ev.status = dto_status(c.status);
-    ev.length = c.byte_len;
-    ev.op = c.op;
-    ev.imm = c.imm;
-    ev.has_imm = c.has_imm;
-    if (c.op == rc::WcOp::kBind) {
-      ev.num = EventNum::kRmrBind;
-      ev.rmr_context = c.rmr_context;
-      // A bind's RC cookie is its Rmr; the consumer's cookie waits in the
-      // Rmr's FIFO of pending binds (binds of one RMR complete in order).
-      Rmr* rmr = lookup<Rmr>(reinterpret_cast<const void*>(static_cast<uintptr_t>(c.cookie)),
-                             HandleType::kRmr);
-      ev.rmr = rmr;
-      ev.cookie = 0;
-      if (rmr != nullptr && !rmr->binds.empty()) {
-        const Rmr::PendingBind b = rmr->binds.front();
-        rmr->binds.pop_front();
-        ev.cookie = b.cookie;
-        if (c.status == rc::WcStatus::kSuccess) {
-          rmr->lmr = b.length == 0 ? nullptr : b.lmr;
-          rmr->va = b.va;
-          rmr->length = b.length;
-          rmr->privileges = b.privileges;
-        }
-      }
-    } else {
-      ev.num = EventNum::kDto;
-    }
+    const Event ev = cq_event(evd, c, it == ep_by_qpn.end() ? nullptr : it->second);
     deliver(evd, ev);
     // A failed DTO may mean the connection broke: the housekeeping pass
     // turns a queue pair in error into BROKEN.
@@ -342,6 +311,83 @@ bool Iface::drain_cq(Evd* evd) {
   }
   if (!evd->cq->empty()) report_overflow(evd);
   return moved;
+}
+
+Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
+  Event ev;
+  ev.evd = evd;
+  ev.ep = ep;
+  ev.cookie = c.cookie;
+  ev.status = dto_status(c.status);
+  ev.length = c.byte_len;
+  ev.op = c.op;
+  ev.imm = c.imm;
+  ev.has_imm = c.has_imm;
+  if (c.op == rc::WcOp::kBind) {
+    ev.num = EventNum::kRmrBind;
+    ev.rmr_context = c.rmr_context;
+    // A bind's RC cookie is its Rmr; the consumer's cookie waits in the
+    // Rmr's FIFO of pending binds (binds of one RMR complete in order).
+    Rmr* rmr = lookup<Rmr>(reinterpret_cast<const void*>(static_cast<uintptr_t>(c.cookie)),
+                           HandleType::kRmr);
+    ev.rmr = rmr;
+    ev.cookie = 0;
+    if (rmr != nullptr && !rmr->binds.empty()) {
+      const Rmr::PendingBind b = rmr->binds.front();
+      rmr->binds.pop_front();
+      ev.cookie = b.cookie;
+      if (c.status == rc::WcStatus::kSuccess) {
+        rmr->lmr = b.length == 0 ? nullptr : b.lmr;
+        rmr->va = b.va;
+        rmr->length = b.length;
+        rmr->privileges = b.privileges;
+      }
+    }
+  } else {
+    ev.num = EventNum::kDto;
+  }
+  return ev;
+}
+
+// The completions of the EP's queue pair that are still in its EVDs' RC
+// completion queues name it only by QPN, which the next queue pair created
+// may take over: they are settled while the QPN still means this EP.  An
+// EP that stays (reset, modify) gets them as events (past the EVD's length
+// if need be: they are in the overflow list, as deliver() keeps them); an EP
+// being freed loses them, together with its DTO and RMR bind events not yet
+// dequeued (dat_ep_free(3DAT): "the Consumer must be ready for all
+// completions that are not dequeued yet either still being on the Endpoint
+// recv_evd_handle and request_evd_handle or not being there"), so no
+// completion of a freed EP is ever reported (with its handle, which a new EP
+// may reuse, or with another EP's).  The RC queues are popped and refilled
+// here, which is safe because the engine only runs under `mu` (this
+// interface drives it inline: no other producer).
+void Iface::settle_completions(Ep* ep) {
+  const uint32_t qpn = ep->qp->qpn();
+  Evd* const evds[2] = {ep->recv_evd, ep->req_evd != ep->recv_evd ? ep->req_evd : nullptr};
+  for (Evd* evd : evds) {
+    if (evd == nullptr || !evd->cq) continue;
+    std::vector<rc::Completion> others;
+    std::vector<rc::Completion> mine;
+    rc::Completion c;
+    while (evd->cq->pop(&c)) (c.qpn == qpn ? mine : others).push_back(c);
+    for (const rc::Completion& x : others) (void)evd->cq->push(x);  // same room as before
+    for (const rc::Completion& x : mine) {
+      const Event ev = cq_event(evd, x, ep);  // a bind's RMR FIFO moves on either way
+      if (!ep->freeing) deliver(evd, ev);
+    }
+    if (ep->freeing) {
+      auto of_ep = [ep](const Event& e) {
+        return e.ep == ep && (e.num == EventNum::kDto || e.num == EventNum::kRmrBind);
+      };
+      std::erase_if(evd->q, of_ep);
+      std::erase_if(evd->overflow, of_ep);
+      while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
+        evd->q.push_back(std::move(evd->overflow.front()));
+        evd->overflow.pop_front();
+      }
+    }
+  }
 }
 
 // Tells the IA's async EVD, once per EVD, that events are waiting for room.
@@ -392,6 +438,7 @@ Status Iface::make_qp(Ep* ep) {
 
 void Iface::destroy_qp(Ep* ep) {
   if (ep->qp == nullptr) return;
+  settle_completions(ep);
   ep_by_qpn.erase(ep->qp->qpn());
   engine->destroy_qp(ep->qp);
   ep->qp = nullptr;

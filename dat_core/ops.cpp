@@ -78,8 +78,9 @@ Status check_ep_attr(const Iface* f, const EpAttr& a) {
 
 bool pop_event(Evd* evd, Event* out) {
   if (evd->q.empty()) return false;
-  *out = evd->q.front();
+  *out = std::move(evd->q.front());
   evd->q.pop_front();
+  evd->dequeued_pdata = out->pdata_buf;
   while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
     evd->q.push_back(evd->overflow.front());
     evd->overflow.pop_front();

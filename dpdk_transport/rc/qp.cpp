@@ -971,6 +971,18 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
   }
 
   if (is_send) {
+    // The message completes with this packet but the receive completion
+    // queue has no room: the packet is refused with an RNR NAK (not placed,
+    // not acknowledged) and the requester resends it after the RNR delay, so
+    // a full queue stalls the connection and no completion is lost
+    // (CompletionQueue, types.hpp).
+    if (last && !recv_cq_room()) {
+      ctr_.rnr_naks_tx++;
+      ctr_.cq_stalls++;
+      nak_sent_ = true;
+      send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
+      return;
+    }
     if (first) {
       if (!have_recv()) {
         ctr_.rnr_naks_tx++;
@@ -990,8 +1002,9 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
           c.qpn = qpn_;
           c.op = WcOp::kRecv;
           c.status = WcStatus::kLocalProtectionError;
-          if (recv_cq_ != nullptr) recv_cq_->push(c);
-          retire_recv();
+          // No room: the receive stays queued and is flushed (stalling
+          // until there is room) when the queue pair goes to error.
+          if (push_recv_completion(c)) retire_recv();
           responder_fatal(aeth::kNakRemoteOperationalError, psn, QpError::kLocalProtection, now);
           return;
         }
@@ -1007,8 +1020,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
       c.qpn = qpn_;
       c.op = WcOp::kRecv;
       c.status = WcStatus::kLocalLengthError;
-      if (recv_cq_ != nullptr) recv_cq_->push(c);
-      retire_recv();
+      if (push_recv_completion(c)) retire_recv();  // else flushed, as above
       recv_in_use_ = false;
       responder_fatal(aeth::kNakInvalidRequest, psn, QpError::kLocalLength, now);
       return;
@@ -1024,7 +1036,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
       c.has_imm = v.imm != nullptr;
       c.imm = v.imm != nullptr ? v.imm->imm.value() : 0;
       c.solicited = v.bth->se();
-      if (recv_cq_ != nullptr && !recv_cq_->push(c)) ctr_.cq_stalls++;
+      (void)push_recv_completion(c);  // room checked before this packet was taken
       retire_recv();
       recv_in_use_ = false;
       in_msg_ = InMsg::kNone;
@@ -1034,9 +1046,9 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
     }
   } else if (is_write) {
     const bool imm = info.is(wire::op::kImm);
-    if (imm && !have_recv()) {
-      // WRITE with immediate consumes a receive: none posted -> RNR, before
-      // anything of this packet is placed.
+    if (imm && (!recv_cq_room() || !have_recv())) {
+      // WRITE with immediate consumes a receive: none posted, or no room for
+      // its completion -> RNR, before anything of this packet is placed.
       ctr_.rnr_naks_tx++;
       nak_sent_ = true;
       send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
@@ -1074,7 +1086,7 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
         c.byte_len = static_cast<uint32_t>(write_len_);
         c.has_imm = true;
         c.imm = v.imm->imm.value();
-        if (recv_cq_ != nullptr && !recv_cq_->push(c)) ctr_.cq_stalls++;
+        (void)push_recv_completion(c);  // room checked before this packet was taken
         retire_recv();
       }
       in_msg_ = InMsg::kNone;

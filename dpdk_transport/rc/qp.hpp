@@ -207,7 +207,16 @@ class Qp {
   // A receive for the message starting now: the own queue's head, or one
   // taken from the SRQ into the own queue.  False: none (RNR).
   bool have_recv();
-  // The head receive completed (its completion was pushed or dropped).
+  // Whether the receive completion queue can take one more completion (the
+  // engine is its only producer: room seen here stays until it pushes).
+  bool recv_cq_room() const { return recv_cq_ == nullptr || !recv_cq_->full(); }
+  // Pushes a receive completion; false (counted) when the queue is full.
+  bool push_recv_completion(const Completion& c) {
+    if (recv_cq_ == nullptr || recv_cq_->push(c)) return true;
+    ctr_.cq_stalls++;
+    return false;
+  }
+  // The head receive completed (its completion was pushed).
   void retire_recv() {
     ++rq_head_;
     if (srq_ != nullptr) srq_->retire();
