@@ -55,11 +55,7 @@ struct Mem {
   DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
   DAT_LMR_CONTEXT lctx = 0;
   DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    DAT_LMR_TRIPLET t{};
-    t.lmr_context = lctx;
-    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
-    t.segment_length = len;
-    return t;
+    return dpdat_test::lmr_triplet(buf, lctx, off, len);
   }
 };
 

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <vector>
 
+#include "conn_side.hpp"
+
 namespace {
 
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
@@ -43,11 +45,7 @@ struct Side {
   DAT_LMR_CONTEXT lctx = 0;
   DAT_RMR_CONTEXT rctx = 0;
   DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    DAT_LMR_TRIPLET t{};
-    t.lmr_context = lctx;
-    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
-    t.segment_length = len;
-    return t;
+    return dpdat_test::lmr_triplet(buf, lctx, off, len);
   }
 };
 

@@ -11,6 +11,7 @@
 #include <dat/udat.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -94,6 +95,20 @@ struct Side {
   DAT_EVD_HANDLE cr_evd = DAT_HANDLE_NULL;
   DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
 };
+
+// Drives the EP's interface (dat_ep_get_status progresses it) until `done`
+// holds for its state / request-queue idleness, or 5 s pass.
+template <typename Pred>
+bool poll_ep(DAT_EP_HANDLE ep, Pred done) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < end) {
+    DAT_EP_STATE st = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+    DAT_BOOLEAN recv_idle = DAT_FALSE, req_idle = DAT_FALSE;
+    if (dat_ep_get_status(ep, &st, &recv_idle, &req_idle) != DAT_SUCCESS) return false;
+    if (done(st, req_idle == DAT_TRUE)) return true;
+  }
+  return false;
+}
 
 class api : public ::testing::Test {
  protected:

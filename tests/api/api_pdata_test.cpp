@@ -1,28 +1,12 @@
 // A connection event's private data outlives the EP it is about (fixture:
 // api_fixture.hpp).
 
-#include <chrono>
-
 #include "api_fixture.hpp"
 
 namespace {
 
 // Its own suite name: the fixture class differs per translation unit.
 class api_pdata : public api {};
-
-// Drives the EP's interface (dat_ep_get_status progresses it) until `done`
-// holds for its state / request-queue idleness, or 5 s pass.
-template <typename Pred>
-bool poll_ep(DAT_EP_HANDLE ep, Pred done) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < end) {
-    DAT_EP_STATE st = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
-    DAT_BOOLEAN recv_idle = DAT_FALSE, req_idle = DAT_FALSE;
-    if (dat_ep_get_status(ep, &st, &recv_idle, &req_idle) != DAT_SUCCESS) return false;
-    if (done(st, req_idle == DAT_TRUE)) return true;
-  }
-  return false;
-}
 
 // dat_evd_dequeue(3DAT): the provider owns an ESTABLISHED event's private
 // data.  Here the consumer frees the EP before it dequeues the event: the

@@ -13,6 +13,16 @@
 
 namespace dpdat_test {
 
+// The triplet naming bytes [off, off + len) of a buffer registered as `lctx`.
+inline DAT_LMR_TRIPLET lmr_triplet(const std::vector<uint8_t>& buf, DAT_LMR_CONTEXT lctx,
+                                   size_t off, size_t len) {
+  DAT_LMR_TRIPLET t{};
+  t.lmr_context = lctx;
+  t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
+  t.segment_length = len;
+  return t;
+}
+
 struct ConnSide {
   explicit ConnSide(size_t buf_len) : buf(buf_len) {}
   DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
@@ -24,13 +34,7 @@ struct ConnSide {
   DAT_LMR_CONTEXT lctx = 0;
   DAT_RMR_CONTEXT rctx = 0;
   const char* ip = nullptr;
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    DAT_LMR_TRIPLET t{};
-    t.lmr_context = lctx;
-    t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
-    t.segment_length = len;
-    return t;
-  }
+  DAT_LMR_TRIPLET iov(size_t off, size_t len) const { return lmr_triplet(buf, lctx, off, len); }
 };
 
 // Opens the IA `name` and creates everything ConnSide holds (ASSERTs).
