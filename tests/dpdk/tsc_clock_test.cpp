@@ -17,13 +17,14 @@ TEST(TscClock, AnchoredMonotonicAndAtSteadyRate) {
   ASSERT_TRUE(dpdat::dpdk::eal_init().ok) << dpdat::dpdk::eal_init().error;
   const TscClock clock;
   ASSERT_TRUE(clock.uses_tsc()) << "the EAL knows no TSC rate";
-  // Anchored: a reading lies between two steady_clock readings around it
-  // (with slack for the truncation of the fixed-point rate).
+  // Anchored: a reading lies between two steady_clock readings around it,
+  // up to the anchoring's own uncertainty (the tightest of its tries, which
+  // a loaded or sanitised run can stretch to microseconds): 50 us of slack.
   const uint64_t s0 = steady_now_ns();
   const uint64_t t0 = clock.now();
   const uint64_t s1 = steady_now_ns();
-  EXPECT_GE(t0 + 1000, s0);
-  EXPECT_LE(t0, s1 + 1000);
+  EXPECT_GE(t0 + 50'000, s0);
+  EXPECT_LE(t0, s1 + 50'000);
   // Monotonic over many reads.
   uint64_t prev = clock.now();
   for (int i = 0; i < 100000; ++i) {
