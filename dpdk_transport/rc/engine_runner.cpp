@@ -80,13 +80,26 @@ bool EngineRunner::drain_inbox() {
       has_pending_ = true;
     }
     Qp* qp = pending_.qp;
+    const uint64_t cookie = pending_.is_send ? pending_.send.cookie : pending_.recv.cookie;
+    if (pending_rejected_) {
+      // Refused earlier; its error completion waits for room in the CQ.
+      if (!qp->complete_rejected(pending_.is_send, cookie)) break;
+      pending_rejected_ = false;
+      has_pending_ = false;
+      did = true;
+      continue;
+    }
     const Qp::PostResult r =
         pending_.is_send ? qp->post_send(pending_.send) : qp->post_recv(pending_.recv);
     if (r == Qp::PostResult::kQueueFull) break;  // keep order: retry after progress
     if (r != Qp::PostResult::kOk) {
       ctr_.rejected_posts++;
-      qp->complete_rejected(pending_.is_send,
-                            pending_.is_send ? pending_.send.cookie : pending_.recv.cookie);
+      if (!qp->complete_rejected(pending_.is_send, cookie)) {
+        // CQ full: keep the error completion (and the order behind it) until
+        // the consumer makes room; nothing is dropped.
+        pending_rejected_ = true;
+        break;
+      }
     }
     has_pending_ = false;
     did = true;

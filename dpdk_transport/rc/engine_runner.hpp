@@ -91,6 +91,7 @@ class EngineRunner {
   SpscRing<Cmd> inbox_;
   Cmd pending_{};
   bool has_pending_ = false;
+  bool pending_rejected_ = false;  // pending_ was refused; its error completion waits for CQ room
   std::thread thread_;
   pthread_t tid_{};
   std::atomic<bool> stop_{false};

@@ -282,14 +282,17 @@ bool Qp::have_recv() {
   return true;
 }
 
-void Qp::complete_rejected(bool is_send, uint64_t cookie) {
+bool Qp::complete_rejected(bool is_send, uint64_t cookie) {
   Completion c;
   c.cookie = cookie;
   c.qpn = qpn_;
   c.op = is_send ? WcOp::kSend : WcOp::kRecv;
   c.status = WcStatus::kLocalQpOperationError;
   CompletionQueue* cq = is_send ? send_cq_ : recv_cq_;
-  if (cq == nullptr || !cq->push(c)) ctr_.cq_stalls++;
+  if (cq == nullptr) return true;  // nobody to tell
+  if (cq->push(c)) return true;
+  ctr_.cq_stalls++;
+  return false;
 }
 
 // ========================================================= shared helpers

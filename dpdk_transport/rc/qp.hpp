@@ -74,8 +74,9 @@ class Qp {
     rq_head_ = rq_tail_;
   }
   // Reports a work request refused after an asynchronous hand-off (engine
-  // thread mode) as a completion with kLocalQpOperationError.
-  void complete_rejected(bool is_send, uint64_t cookie);
+  // thread mode) as a completion with kLocalQpOperationError.  False when
+  // the completion queue is full: call again once the consumer made room.
+  bool complete_rejected(bool is_send, uint64_t cookie);
   size_t send_queue_used() const { return sq_tail_ - sq_head_; }
   size_t recv_queue_used() const { return rq_tail_ - rq_head_; }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <random>
+#include <chrono>
 #include <thread>
 
 #include "dpdk/eal.hpp"
@@ -149,6 +150,36 @@ TEST(Runner, RefusedWorkRequestCompletesInError) {
   bool ran = false;
   ra.call([&] { ran = true; });
   EXPECT_TRUE(ran);
+  ra.stop();
+}
+
+// Refused requests whose error completions find the completion queue full
+// wait for room: every one is reported, in order, none dropped.
+TEST(Runner, RefusedWorkRequestsWaitForCompletionQueueRoom) {
+  ASSERT_TRUE(dpdk::eal_init().ok);
+  tools::Loopback lo;
+  std::string err;
+  ASSERT_TRUE(lo.open(rc::QpConfig{}, &err, /*cq_depth=*/8)) << err;
+  rc::EngineRunner ra(*lo.a().engine, rc::RunnerConfig{}, &clock_ns);
+  ra.start();
+  constexpr uint64_t kPosts = 40;  // five times the queue
+  for (uint64_t i = 0; i < kPosts; ++i) {
+    rc::SendWr bad;
+    bad.cookie = 100 + i;
+    bad.num_sge = rc::kMaxSge + 1;  // malformed: refused by the queue pair
+    ASSERT_TRUE(ra.post_send(lo.a().qp, bad));
+  }
+  // Let the runner fill the queue and wait on it, then drain it in turns.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (uint64_t i = 0; i < kPosts; ++i) {
+    rc::Completion c;
+    ASSERT_TRUE(wait_pop(*lo.a().scq, &c)) << "completion " << i << " lost";
+    EXPECT_EQ(c.cookie, 100 + i);
+    EXPECT_EQ(c.status, rc::WcStatus::kLocalQpOperationError);
+  }
+  EXPECT_EQ(ra.counters().rejected_posts.load(), kPosts);
+  rc::Completion extra;
+  EXPECT_FALSE(lo.a().scq->pop(&extra));
   ra.stop();
 }
 
