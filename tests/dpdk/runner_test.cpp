@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <time.h>
 
-#include <random>
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include "dpdk/eal.hpp"
