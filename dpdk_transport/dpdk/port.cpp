@@ -147,11 +147,13 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     *err = errstr("rte_eth_dev_info_get", rc);
     return nullptr;
   }
-  const bool af_packet =
-      info.driver_name != nullptr && std::strcmp(info.driver_name, "net_af_packet") == 0;
+  auto driver_is = [&info](const char* name) {
+    return info.driver_name != nullptr && std::strcmp(info.driver_name, name) == 0;
+  };
+  const bool af_packet = driver_is("net_af_packet");
   // net_memif unmaps its shared memory under a polling thread when the peer
   // leaves (memif_guard.hpp): its bursts are marked, its munmap waits.
-  const bool memif = info.driver_name != nullptr && std::strcmp(info.driver_name, "net_memif") == 0;
+  const bool memif = driver_is("net_memif");
   if (memif) memif_guard::install();
   // Size the pool from the descriptor rings plus bursts in flight on the
   // engine (built frames, cache) with headroom for per-lcore caches.
@@ -453,9 +455,10 @@ uint16_t Port::tx_burst_q(uint16_t qi, rc::Frame* frames, uint16_t n) {
     memif_guard::Burst in(q_[qi].guard);
     sent = rte_eth_tx_burst(port_id_, qi, ms, n);
   }
-  for (uint16_t i = 0; i < sent; ++i)
+  for (uint16_t i = 0; i < sent; ++i) {
+    ctr_.tx_bytes += frames[i].len;
     if ((frames[i].flags & rc::kFrameTxIpCsum) != 0) ctr_.tx_ip_csum_offloaded++;
-  for (uint16_t i = 0; i < sent; ++i) ctr_.tx_bytes += frames[i].len;
+  }
   ctr_.tx_packets += sent;
   if (sent < n) ctr_.tx_full++;
   return sent;
