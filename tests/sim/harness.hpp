@@ -140,6 +140,20 @@ inline void fill_pattern(std::vector<uint8_t>& v, uint64_t seed) {
   for (auto& b : v) b = static_cast<uint8_t>(r());
 }
 
+// A one-segment RDMA WRITE / READ of `len` bytes between `local` and
+// `remote` (offset 0 in both).
+inline SendWr rdma_wr(WrOp op, const Buffer& local, const Buffer& remote, uint64_t len,
+                      uint64_t cookie = 0) {
+  SendWr w;
+  w.op = op;
+  w.cookie = cookie;
+  w.num_sge = 1;
+  w.sge[0] = Sge{local.lmr, local.va(), len};
+  w.remote_va = remote.va();
+  w.rkey = remote.lmr;
+  return w;
+}
+
 inline std::vector<Completion> drain(CompletionQueue& cq) {
   std::vector<Completion> out;
   Completion c;

@@ -71,17 +71,6 @@ struct Devices {
   }
 };
 
-SendWr write_wr(const Buffer& src, const Buffer& dst, uint64_t len) {
-  SendWr w;
-  w.op = WrOp::kWrite;
-  w.cookie = 1;
-  w.num_sge = 1;
-  w.sge[0] = Sge{src.lmr, src.va(), len};
-  w.remote_va = dst.va();
-  w.rkey = dst.lmr;
-  return w;
-}
-
 TEST(SimCsumOffload, FramesLeaveForTheDeviceAndItsVerdictIsUsed) {
   Devices d;
   Pair p(41, {}, 4096, d.wrap());
@@ -89,7 +78,7 @@ TEST(SimCsumOffload, FramesLeaveForTheDeviceAndItsVerdictIsUsed) {
   Buffer src = p.reg(0, n, kRw);
   Buffer dst = p.reg(1, n, kRw | priv::kRemoteWrite);
   fill_pattern(src.bytes, 5);
-  ASSERT_EQ(p.a().qp->post_send(write_wr(src, dst, n)), Qp::PostResult::kOk);
+  ASSERT_EQ(p.a().qp->post_send(rdma_wr(WrOp::kWrite, src, dst, n, 1)), Qp::PostResult::kOk);
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
   EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kSuccess);
   EXPECT_EQ(src.bytes, dst.bytes);
@@ -111,7 +100,7 @@ TEST(SimCsumOffload, FramesTheDeviceCallsBadAreDroppedAndResent) {
   Buffer src = p.reg(0, n, kRw);
   Buffer dst = p.reg(1, n, kRw | priv::kRemoteWrite);
   fill_pattern(src.bytes, 6);
-  ASSERT_EQ(p.a().qp->post_send(write_wr(src, dst, n)), Qp::PostResult::kOk);
+  ASSERT_EQ(p.a().qp->post_send(rdma_wr(WrOp::kWrite, src, dst, n, 1)), Qp::PostResult::kOk);
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
   EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kSuccess);
   EXPECT_EQ(src.bytes, dst.bytes);

@@ -291,16 +291,8 @@ TEST(Retry, PeerVanishesQpBreaksWithinBudget) {
   Buffer dst = p.reg(1, 5000, kLocal | priv::kRemoteWrite);
   // The peer is gone: nothing it would send arrives.
   p.link().set_filter([](int from_end, const uint8_t*, uint32_t) { return from_end == 0; });
-  for (uint64_t i = 0; i < 3; ++i) {
-    SendWr wr;
-    wr.op = WrOp::kWrite;
-    wr.cookie = i;
-    wr.num_sge = 1;
-    wr.sge[0] = Sge{src.lmr, src.va(), 5000};
-    wr.remote_va = dst.va();
-    wr.rkey = dst.lmr;
-    ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
-  }
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_EQ(p.a().qp->post_send(rdma_wr(WrOp::kWrite, src, dst, 5000, i)), Qp::PostResult::kOk);
   const uint64_t t0 = p.now();
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 3; }));
   // 1 original timeout + 4 retries, backing off 0.5, 1, 2, 4, 8 ms: broken
@@ -332,13 +324,7 @@ TEST(RetryBudget, MinimumRetryTimeOutlastsAStalledPeer) {
     bool silent = true;  // the peer's host stalls: nothing it sends arrives
     p.link().set_filter(
         [&](int from_end, const uint8_t*, uint32_t) { return from_end == 0 || !silent; });
-    SendWr wr;
-    wr.op = WrOp::kWrite;
-    wr.num_sge = 1;
-    wr.sge[0] = Sge{src.lmr, src.va(), 5000};
-    wr.remote_va = dst.va();
-    wr.rkey = dst.lmr;
-    ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
+    ASSERT_EQ(p.a().qp->post_send(rdma_wr(WrOp::kWrite, src, dst, 5000)), Qp::PostResult::kOk);
     const uint64_t t0 = p.now();
     if (comes_back) {
       // Silent for 60 ms (four times the count-only budget), then back.
