@@ -91,21 +91,32 @@ bool reg(rc::MrTable& mr, uint32_t pz, size_t n, Reg* r) {
 }
 bool reg(tools::Endpoint& e, size_t n, Reg* r) { return reg(*e.mr, e.pz, n, r); }
 
-rc::SendWr make_wr(const Options& o, const Reg& src, const Reg& dst, size_t n, bool signaled) {
-  rc::SendWr w;
-  w.op = o.op == "read" ? rc::WrOp::kRead : o.op == "send" ? rc::WrOp::kSend : rc::WrOp::kWrite;
-  w.flags = signaled ? rc::wr_flag::kSignaled : 0u;
-  w.num_sge = 1;
-  w.sge[0] = rc::Sge{src.lmr, src.va(), n};
-  w.remote_va = dst.va();
-  w.rkey = dst.lmr;
-  return w;
-}
-
 struct BwTarget {
   uint64_t va;
   uint32_t rkey;
 };
+
+// A one-segment RDMA WR: n bytes at `off` in `local` and in the peer's `remote`.
+rc::SendWr rdma_wr(rc::WrOp op, const Reg& local, BwTarget remote, size_t off, size_t n) {
+  rc::SendWr w;
+  w.op = op;
+  w.num_sge = 1;
+  w.sge[0] = rc::Sge{local.lmr, local.va() + off, n};
+  w.remote_va = remote.va + off;
+  w.rkey = remote.rkey;
+  return w;
+}
+
+// The operation --op names.
+rc::WrOp op_of(const Options& o) {
+  return o.op == "read" ? rc::WrOp::kRead : o.op == "send" ? rc::WrOp::kSend : rc::WrOp::kWrite;
+}
+
+rc::SendWr make_wr(const Options& o, const Reg& src, const Reg& dst, size_t n, bool signaled) {
+  rc::SendWr w = rdma_wr(op_of(o), src, {dst.va(), dst.lmr}, 0, n);
+  w.flags = signaled ? rc::wr_flag::kSignaled : 0u;
+  return w;
+}
 
 // Bandwidth: keep tx_depth WRs in flight, every 16th signalled.  `resp` is
 // the receiving endpoint when it lives in this process (SEND needs receives,
@@ -138,12 +149,7 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   stamps.reserve(iters / kSig + 2);
   const uint64_t t0 = tools::now_ns();
   const uint64_t deadline = t0 + 60'000'000'000ull;
-  rc::SendWr w;
-  w.op = o.op == "read" ? rc::WrOp::kRead : send ? rc::WrOp::kSend : rc::WrOp::kWrite;
-  w.num_sge = 1;
-  w.sge[0] = rc::Sge{src.lmr, src.va(), n};
-  w.remote_va = dst.va;
-  w.rkey = dst.rkey;
+  rc::SendWr w = rdma_wr(op_of(o), src, dst, 0, n);
   uint32_t spins = 0;
   while (completed < iters) {
     if (local_recvs) {
@@ -542,12 +548,7 @@ int run_server(const Options& o, size_t max_size) {
 
 // RDMA READ of the peer's [0, n) back into `into`, for --verify.
 bool read_back(Remote& r, Reg& into, size_t n) {
-  rc::SendWr w;
-  w.op = rc::WrOp::kRead;
-  w.num_sge = 1;
-  w.sge[0] = rc::Sge{into.lmr, into.va(), n};
-  w.remote_va = r.peer.buf_va;
-  w.rkey = r.peer.rkey;
+  const rc::SendWr w = rdma_wr(rc::WrOp::kRead, into, {r.peer.buf_va, r.peer.rkey}, 0, n);
   if (r.ep.qp->post_send(w) != rc::Qp::PostResult::kOk) return false;
   const uint64_t end = tools::now_ns() + 10'000'000'000ull;
   rc::Completion c;
@@ -904,12 +905,8 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
   while (done < iters) {
     bool progress = false;
     for (size_t k = 0; k < nq; ++k) {
-      rc::SendWr w;
-      w.op = read ? rc::WrOp::kRead : rc::WrOp::kWrite;
-      w.num_sge = 1;
-      w.sge[0] = rc::Sge{src.lmr, src.va() + k * n, n};
-      w.remote_va = m.peer.buf_va + k * n;
-      w.rkey = m.peer.rkey;
+      rc::SendWr w = rdma_wr(read ? rc::WrOp::kRead : rc::WrOp::kWrite, src,
+                             {m.peer.buf_va, m.peer.rkey}, k * n, n);
       const Poster p = m.poster(k);
       while (posted[k] < quota[k] && posted[k] - completed[k] < depth) {
         w.flags = ((posted[k] + 1) % kSig == 0 || posted[k] + 1 == quota[k])
@@ -954,13 +951,8 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
 
 // Reads slice k of the peer's buffer back through QP k into `into` (same offset).
 bool multi_read_back(Multi& m, Reg& into, size_t n, size_t k) {
-  rc::SendWr w;
-  w.op = rc::WrOp::kRead;
+  rc::SendWr w = rdma_wr(rc::WrOp::kRead, into, {m.peer.buf_va, m.peer.rkey}, k * n, n);
   w.flags = rc::wr_flag::kSignaled;
-  w.num_sge = 1;
-  w.sge[0] = rc::Sge{into.lmr, into.va() + k * n, n};
-  w.remote_va = m.peer.buf_va + k * n;
-  w.rkey = m.peer.rkey;
   const uint64_t end = tools::now_ns() + 10'000'000'000ull;
   while (!m.poster(k).send(m.qps[k], w)) {
     if (tools::now_ns() > end) return false;
