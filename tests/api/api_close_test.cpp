@@ -28,6 +28,9 @@
 
 namespace {
 
+using dpdat_test::Mem;
+using dpdat_test::reg;
+
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
 constexpr DAT_CONN_QUAL kQual = 4721;
 constexpr int kConns = 2;     // connections, each with an SRQ EP on the active side
@@ -50,15 +53,6 @@ DAT_EP_STATE queried_state(DAT_EP_HANDLE ep) {
   return p.ep_state;
 }
 
-struct Mem {
-  std::vector<uint8_t> buf;
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    return dpdat_test::lmr_triplet(buf, lctx, off, len);
-  }
-};
-
 class api_close : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -78,18 +72,6 @@ class api_close : public ::testing::Test {
     }
   }
 
-  static void reg(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, size_t len, Mem* m) {
-    m->buf.assign(len, 0);
-    DAT_REGION_DESCRIPTION r;
-    r.for_va = m->buf.data();
-    DAT_RMR_CONTEXT rctx = 0;
-    DAT_VLEN rs = 0;
-    DAT_VADDR ra = 0;
-    ASSERT_EQ(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, r, len, pz, DAT_MEM_PRIV_ALL_FLAG, &m->lmr,
-                             &m->lctx, &rctx, &rs, &ra),
-              DAT_SUCCESS);
-  }
-
   // The active side as dtestsrq's client has it: its EPs take their
   // receives from one SRQ, all buffers posted up front.
   void open_active() {
@@ -107,7 +89,8 @@ class api_close : public ::testing::Test {
     a.max_recv_iov = 1;
     a.low_watermark = 0;
     ASSERT_EQ(dat_srq_create(act_ia_, act_pz_, &a, &act_srq_), DAT_SUCCESS);
-    ASSERT_NO_FATAL_FAILURE(reg(act_ia_, act_pz_, kConns * kBurst * kLen, &act_mem_));
+    ASSERT_EQ(reg(act_ia_, act_pz_, kConns * kBurst * kLen, DAT_MEM_PRIV_ALL_FLAG, &act_mem_),
+              DAT_SUCCESS);
     for (auto& ep : act_ep_) {
       ASSERT_EQ(dat_ep_create_with_srq(act_ia_, act_pz_, act_recv_, act_req_, act_conn_, act_srq_,
                                        nullptr, &ep),
@@ -128,7 +111,7 @@ class api_close : public ::testing::Test {
     ASSERT_EQ(dat_evd_create(pas_ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &pas_conn_),
               DAT_SUCCESS);
     ASSERT_EQ(dat_evd_create(pas_ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &pas_cr_), DAT_SUCCESS);
-    ASSERT_NO_FATAL_FAILURE(reg(pas_ia_, pas_pz_, kBurst * kLen, &pas_mem_));
+    ASSERT_EQ(reg(pas_ia_, pas_pz_, kBurst * kLen, DAT_MEM_PRIV_ALL_FLAG, &pas_mem_), DAT_SUCCESS);
     for (size_t i = 0; i < pas_mem_.buf.size(); ++i)
       pas_mem_.buf[i] = static_cast<uint8_t>(i * 13 + 5);
     for (auto& ep : pas_ep_) {

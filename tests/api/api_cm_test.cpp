@@ -20,9 +20,12 @@
 #include <cstring>
 #include <vector>
 
-#include "conn_side.hpp"
+#include "api_mem.hpp"
 
 namespace {
+
+using dpdat_test::Mem;
+using dpdat_test::reg;
 
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;
 constexpr DAT_CONN_QUAL kQual = 4711;
@@ -34,19 +37,12 @@ DAT_DTO_COOKIE cookie(uint64_t v) {
   return c;
 }
 
-struct Side {
+struct Side : Mem {  // buf: 1 MiB, registered by make()
   DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
   DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE recv_evd = DAT_HANDLE_NULL, req_evd = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE conn_evd = DAT_HANDLE_NULL, cr_evd = DAT_HANDLE_NULL;
   DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 20);
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  DAT_RMR_CONTEXT rctx = 0;
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    return dpdat_test::lmr_triplet(buf, lctx, off, len);
-  }
 };
 
 class api_cm : public ::testing::Test {
@@ -79,13 +75,7 @@ class api_cm : public ::testing::Test {
     ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr_evd), DAT_SUCCESS);
     ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->recv_evd, s->req_evd, s->conn_evd, nullptr, &s->ep),
               DAT_SUCCESS);
-    DAT_REGION_DESCRIPTION r;
-    r.for_va = s->buf.data();
-    DAT_VLEN rs = 0;
-    DAT_VADDR ra = 0;
-    ASSERT_EQ(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, r, s->buf.size(), s->pz,
-                             DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lctx, &s->rctx, &rs, &ra),
-              DAT_SUCCESS);
+    ASSERT_EQ(reg(s->ia, s->pz, 1 << 20, DAT_MEM_PRIV_ALL_FLAG, s), DAT_SUCCESS);
   }
 
   static DAT_RETURN wait(DAT_EVD_HANDLE e, DAT_EVENT* ev, DAT_TIMEOUT t = kWaitUs) {

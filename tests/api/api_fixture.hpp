@@ -17,7 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "api_mem.hpp"
+
 namespace {
+
+using dpdat_test::Mem;
+using dpdat_test::reg;
 
 constexpr DAT_TIMEOUT kWaitUs = 5'000'000;  // generous: events normally take microseconds
 constexpr DAT_CONN_QUAL kQual = 1234;
@@ -56,33 +61,6 @@ inline DAT_DTO_COOKIE cookie(uint64_t v) {
 inline void fill(std::vector<uint8_t>& v, uint32_t seed) {
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 9)) & 0xFF);
-}
-
-// An LMR over a consumer buffer.
-struct Mem {
-  std::vector<uint8_t> buf;
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  DAT_RMR_CONTEXT rctx = 0;
-  DAT_VADDR va() const { return reinterpret_cast<DAT_VADDR>(buf.data()); }
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const {
-    DAT_LMR_TRIPLET t{};
-    t.lmr_context = lctx;
-    t.virtual_address = va() + off;
-    t.segment_length = len;
-    return t;
-  }
-};
-
-inline DAT_RETURN reg(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, size_t len, DAT_MEM_PRIV_FLAGS priv,
-                      Mem* m) {
-  m->buf.assign(len == 0 ? 1 : len, 0);
-  DAT_REGION_DESCRIPTION r;
-  r.for_va = m->buf.data();
-  DAT_VLEN rsize = 0;
-  DAT_VADDR raddr = 0;
-  return dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, r, m->buf.size(), pz, priv, &m->lmr, &m->lctx,
-                        &m->rctx, &rsize, &raddr);
 }
 
 // One end of a connection: PZ, EVDs (receive, request, connection, CR) and an EP.

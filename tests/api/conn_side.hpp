@@ -11,30 +11,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "api_mem.hpp"
+
 namespace dpdat_test {
 
-// The triplet naming bytes [off, off + len) of a buffer registered as `lctx`.
-inline DAT_LMR_TRIPLET lmr_triplet(const std::vector<uint8_t>& buf, DAT_LMR_CONTEXT lctx,
-                                   size_t off, size_t len) {
-  DAT_LMR_TRIPLET t{};
-  t.lmr_context = lctx;
-  t.virtual_address = reinterpret_cast<DAT_VADDR>(buf.data()) + off;
-  t.segment_length = len;
-  return t;
-}
-
-struct ConnSide {
-  explicit ConnSide(size_t buf_len) : buf(buf_len) {}
+struct ConnSide : Mem {
+  explicit ConnSide(size_t len) : buf_len(len) {}
+  size_t buf_len;  // registered by open_conn_side
   DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
   DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE dto = DAT_HANDLE_NULL, conn = DAT_HANDLE_NULL, cr = DAT_HANDLE_NULL;
   DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-  std::vector<uint8_t> buf;
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  DAT_RMR_CONTEXT rctx = 0;
   const char* ip = nullptr;
-  DAT_LMR_TRIPLET iov(size_t off, size_t len) const { return lmr_triplet(buf, lctx, off, len); }
 };
 
 // Opens the IA `name` and creates everything ConnSide holds (ASSERTs).
@@ -47,13 +35,7 @@ inline void open_conn_side(ConnSide* s, const char* name) {
             DAT_SUCCESS);
   ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr), DAT_SUCCESS);
   ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->dto, s->dto, s->conn, nullptr, &s->ep), DAT_SUCCESS);
-  DAT_REGION_DESCRIPTION r;
-  r.for_va = s->buf.data();
-  DAT_VLEN rs = 0;
-  DAT_VADDR ra = 0;
-  ASSERT_EQ(dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, r, s->buf.size(), s->pz,
-                           DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lctx, &s->rctx, &rs, &ra),
-            DAT_SUCCESS);
+  ASSERT_EQ(reg(s->ia, s->pz, s->buf_len, DAT_MEM_PRIV_ALL_FLAG, s), DAT_SUCCESS);
 }
 
 // Closes the IA (abruptly: everything in it goes) if it was opened.
