@@ -106,7 +106,7 @@ void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
     ev.pdata_len = len;
     ev.pdata = ev.pdata_buf->data();
   }
-  deliver(ep->conn_evd, ev);
+  deliver(ep->conn_evd, std::move(ev));
 }
 
 // The one way an EP leaves a connection or a connection attempt: its queue
@@ -166,7 +166,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   ep->retx_interval = kArpRetryNs;
   ep->retries = 0;
   watched.insert(ep);
-  next_housekeeping = 0;  // resolve / send at once
+  next_housekeeping.store(0);  // resolve / send at once
   return kOk;
 }
 
@@ -295,7 +295,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   ev.sp = sp;
   ev.conn_qual = m.service_id;
   ev.cr = cr;
-  deliver(sp->evd, ev);
+  deliver(sp->evd, std::move(ev));
 }
 
 Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
@@ -347,7 +347,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   ep->next_retx = now + ep->retx_interval;
   ep->retries = 0;
   watched.insert(ep);
-  next_housekeeping = std::min(next_housekeeping, ep->next_retx);
+  housekeep_by(ep->next_retx);
   const uint64_t key = (uint64_t{cr->peer_ip} << 32) | cr->req.local_comm_id;
   if (cr->ep == ep) cr->ep = nullptr;  // now owned by the connection, not the CR
   drop_cr(cr);
@@ -436,7 +436,7 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
   } else {
     send_dreq(ep, now);
   }
-  next_housekeeping = std::min(next_housekeeping, ep->next_retx);
+  housekeep_by(ep->next_retx);
   return kOk;
 }
 
@@ -485,7 +485,7 @@ void Iface::keep_dreq(const Ep* ep) {
   d.retries = ep->retries;
   d.owner = ep->ia;
   pending_dreqs.push_back(d);
-  next_housekeeping = std::min(next_housekeeping, d.next_retx);
+  housekeep_by(d.next_retx);
 }
 
 bool Iface::dreq_pending(uint32_t comm) const {
@@ -522,14 +522,29 @@ void Iface::on_drep(const wire::CmMessage& m) {
 
 // ------------------------------------------------------------------- dispatch
 
-void Iface::on_gsi(const wire::PacketView& v, uint64_t now) {
-  wire::CmMessage m;
-  if (wire::parse_cm(v.payload, m) != wire::CmError::kOk) return;
-  const uint32_t src_ip = v.ip->src.value();
-  wire::MacAddr src_mac = v.eth->src;
+void Iface::on_gsi(const wire::PacketView& v, uint64_t) {
+  CmIn in;
+  if (wire::parse_cm(v.payload, in.m) != wire::CmError::kOk) return;
+  in.ip = v.ip->src.value();
+  in.mac = v.eth->src;
+  in.udp_port = v.udp->src_port.value();
+  cm_in.push_back(in);
+}
+
+void Iface::process_cm_in(uint64_t now) {
+  // Handlers may send (the engine's TX) but never receive: cm_in does not
+  // grow while it is walked.
+  for (const CmIn& in : cm_in) on_cm(in, now);
+  cm_in.clear();
+}
+
+void Iface::on_cm(const CmIn& in, uint64_t now) {
+  const wire::CmMessage& m = in.m;
+  const uint32_t src_ip = in.ip;
+  const wire::MacAddr& src_mac = in.mac;
   switch (m.type) {
     case wire::CmMsg::kReq:
-      on_req(m, src_mac, src_ip, v.udp->src_port.value(), now);
+      on_req(m, src_mac, src_ip, in.udp_port, now);
       break;
     case wire::CmMsg::kRep:
       on_rep(m, now);
@@ -636,7 +651,7 @@ void Iface::cm_timers(uint64_t now) {
     else
       ++it;
   }
-  next_housekeeping = next;
+  next_housekeeping.store(next);
 }
 
 void Iface::drop_ep(Ep* ep) {

@@ -5,16 +5,26 @@
 // fronts over these objects; they convert their own structs and map Status
 // to their DAT_RETURN encoding.
 //
-// Threading: every object belongs to one interface, and everything mutable
-// on an interface — its engine, connection manager, and the state of the
-// objects on it — is guarded by that interface's mutex `Iface::mu`.  Inline
-// progress: a consumer thread that posts, dequeues or waits drives the
-// engine itself under that mutex (uncontended in the usual one-thread-per-IA
-// program).  A background progress thread per process keeps interfaces
-// moving when no consumer calls in (a passive RDMA target, a connection
-// request arriving while the consumer sleeps), backing off to `idle_us`
-// sleeps when there is nothing to do and staying out of the way while a
-// consumer is driving.
+// Threading: one execution model for every front.
+// - The data path (posting a work request, dequeuing or waiting for an
+//   event) takes no interface-wide lock.  The engine of an interface is
+//   driven by whoever holds its engine token (Iface::token, spin_lock.hpp),
+//   which the data path only ever tries: a consumer that gets it posts into
+//   the queue pair and progresses inline on its own thread; one that does not
+//   hands its work request to the holder through a lock-free ring
+//   (Iface::handoff) and returns.  Completions reach consumers through each
+//   EVD's event ring (event_queue.hpp), which the token holder fills.
+// - The control path (CM messages and timers, creating / modifying / freeing
+//   objects) holds the interface mutex `Iface::mu` and, while it touches
+//   objects the data path reads, the token too: IfaceLock takes both.  So a
+//   field the data path reads is written only under both (readers hold
+//   either); one the data path writes under the token alone is read under
+//   the token (or is atomic).
+// - Passive-side progress is a policy per interface (IfaceConfig::progress):
+//   `busy` and `adaptive` run a progress thread of the interface's own
+//   (progress.cpp); `inline` runs none.  A consumer that polls or waits
+//   drives the interface itself in every mode, and an adaptive thread steps
+//   aside while it does.
 //
 // Handles: every object starts with one pointer-sized word reserved for the
 // DAT 2.0 provider pointer (libdat2 dispatches through a handle's first
@@ -23,6 +33,7 @@
 // dereferenced.
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,9 +45,12 @@
 #include <vector>
 
 #include "config.hpp"
+#include "event_queue.hpp"
+#include "mpsc_ring.hpp"
 #include "rc/engine.hpp"
 #include "rc/mr_table.hpp"
 #include "rc/srq.hpp"
+#include "spin_lock.hpp"
 #include "status.hpp"
 #include "wire/cm.hpp"
 
@@ -214,8 +228,8 @@ struct Rmr : Object {
 };
 
 struct Cno : Object {
-  std::condition_variable cv;
-  Evd* triggered = nullptr;
+  std::condition_variable_any cv;        // waited on with an IfaceLock
+  std::atomic<Evd*> triggered{nullptr};  // set by event delivery (token held)
   bool waiter = false;
   uint32_t evds = 0;  // EVDs feeding it
   void* agent_instance = nullptr;
@@ -227,19 +241,22 @@ struct Evd : Object {
   uint32_t flags = 0;
   uint32_t qlen = 0;
   Cno* cno = nullptr;
-  bool enabled = true;
-  bool waitable = true;
-  std::deque<Event> q;
-  std::deque<Event> overflow;  // events that arrived while q was full
+  std::atomic<bool> enabled{true};
+  std::atomic<bool> waitable{true};
+  EventQueue<Event> q;  // qlen slots; see event_queue.hpp
   // Private data of the event dequeued last: the consumer reads it through
   // the DAT_EVENT it was given, until its next dequeue here (or the EVD's
   // destruction), whatever became of the EP meanwhile.
   std::shared_ptr<const std::vector<uint8_t>> dequeued_pdata;
-  bool overflow_reported = false;
+  std::atomic<bool> overflow_reported{false};
   std::unique_ptr<rc::CompletionQueue> cq;  // DTO / RMR bind EVDs
-  bool waiter = false;
-  uint32_t threshold = 1;
-  std::condition_variable cv;
+  // dat_evd_wait: one waiter at a time, asleep on wait_cv (under wait_mu)
+  // once its spin is over; event delivery wakes it when `threshold` events
+  // are queued.
+  std::atomic<bool> waiter{false};
+  std::atomic<uint32_t> threshold{1};
+  std::mutex wait_mu;
+  std::condition_variable wait_cv;
   uint32_t refs = 0;             // EPs / service points / other IAs using it
   std::vector<Ia*> async_users;  // IAs other than its own reporting to it
 
@@ -290,8 +307,17 @@ struct Ep : Object {
   Evd* req_evd = nullptr;
   Evd* conn_evd = nullptr;
   EpAttr attr;
-  EpState state = EpState::kUnconnected;
+  // Read by posting threads without a lock: qp is set before the state
+  // becomes CONNECTED and stays until the EP is reset or freed.
+  std::atomic<EpState> state{EpState::kUnconnected};
   rc::Qp* qp = nullptr;
+  // Work requests accepted for this EP (posting threads) and those retired
+  // from its queue pair as of the last completion delivered (token holder):
+  // a request handed over while another thread drives the engine is refused
+  // for a full queue on these counts (see ep_post).
+  std::atomic<uint64_t> sends_posted{0}, sends_retired{0};
+  std::atomic<uint64_t> recvs_posted{0}, recvs_retired{0};
+  uint64_t sends_into_qp = 0, recvs_into_qp = 0;  // token holder
   Srq* srq = nullptr;  // receives come from this SRQ (dat_ep_create_with_srq)
   // dat_ep_set_watermark: receives in progress from the SRQ at which the
   // soft mark raises an async event (once per setting) and the hard mark
@@ -410,8 +436,27 @@ struct PendingDreq {
   const Ia* owner = nullptr;  // the IA whose EP sent it (compared, never read)
 };
 
+// A work request handed to the engine-token holder (ep_post / ep_post_recv
+// while another thread drives the engine).
+struct Handoff {
+  Ep* ep = nullptr;
+  rc::Qp* qp = nullptr;
+  bool is_send = true;
+  rc::SendWr send;
+  rc::RecvWr recv;
+};
+
+// A CM MAD received by the engine (GSI), decoded, waiting for the CM.
+struct CmIn {
+  wire::CmMessage m;
+  wire::MacAddr mac{};
+  uint32_t ip = 0;
+  uint16_t udp_port = 0;
+};
+
 struct Iface {
-  std::mutex mu;
+  std::mutex mu;      // control path (IfaceLock: with the token)
+  EngineToken token;  // whoever drives the engine (see the top of this file)
   IfaceConfig cfg;
   Limits limits;
   dpdk::Port* port = nullptr;
@@ -430,8 +475,15 @@ struct Iface {
   std::unordered_set<Ep*> watched;         // EPs with CM timers or a connection to watch
   std::vector<PendingDreq> pending_dreqs;  // abrupt disconnects awaiting their DREP
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
-  uint64_t last_consumer_progress = 0;
-  uint64_t next_housekeeping = 0;
+  MpscRing<Handoff> handoff{1024};
+  std::vector<CmIn> cm_in;  // token held
+  // When a consumer last drove the interface (an adaptive progress thread
+  // stays out of its way meanwhile) and when traffic last moved.
+  std::atomic<uint64_t> last_consumer_progress{0};
+  std::atomic<uint64_t> last_traffic{0};
+  // CM timers due at (0: at the next progress); lowered by the data path when
+  // a failed completion may mean a broken connection.
+  std::atomic<uint64_t> next_housekeeping{0};
   uint32_t next_pz = 1;
   uint32_t next_comm = 1;
   uint64_t rng = 0;
@@ -440,15 +492,41 @@ struct Iface {
   // Opens (first use) or returns the process's interface for this IA name.
   static Status get(const IfaceConfig& cfg, Iface** out, std::string* why);
 
-  // All below: caller holds mu.
-  // One progress step: engine poll, completions to EVDs, CM timers.
+  // Drives the interface once if its engine token is free (the data path:
+  // no wait).  The control work that falls due (CM messages and timers) is
+  // done too when the interface mutex is free, else left to the next
+  // caller.  consumer: called on behalf of a consumer (post, poll, wait).
   // Returns true when anything moved.
+  bool drive(uint64_t now, bool consumer);
+
+  // All below: caller holds mu and the token (IfaceLock) unless noted.
+  // One progress step: hand-offs, engine poll, CM messages, completions to
+  // EVDs, CM timers.  Returns true when anything moved.
   bool progress(uint64_t now, bool consumer);
-  void deliver(Evd* evd, const Event& ev);
+  // Token held.  The data part of a step; the CM part only when `ctl`
+  // (mu held too).
+  bool step(uint64_t now, bool ctl);
+  // Token held: gives the handed-off work requests to their queue pairs.
+  bool drain_handoff();
+  // Token held: a send / receive straight into the EP's queue pair, behind
+  // what was handed off before it.
+  rc::Qp::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);
+  rc::Qp::PostResult post_recv_now(Ep* ep, const rc::RecvWr& wr);
+  void housekeep_by(uint64_t t) {
+    uint64_t cur = next_housekeeping.load(std::memory_order_relaxed);
+    while (t < cur && !next_housekeeping.compare_exchange_weak(cur, t)) {
+    }
+  }
+  // Token held (every producer holds it).
+  void deliver(Evd* evd, Event&& ev);
   uint32_t random32();
 
   // connection manager (cm.cpp)
+  // Engine's GSI handler (token held): decodes the MAD into cm_in.
   void on_gsi(const wire::PacketView& v, uint64_t now);
+  // Handles the queued MADs (mu and token held).
+  void process_cm_in(uint64_t now);
+  void on_cm(const CmIn& in, uint64_t now);
   Status connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us, const uint8_t* pdata,
                  uint32_t pdata_len);
   Status accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len);
@@ -515,36 +593,45 @@ void run_upcalls();
 void note_iface_locked();
 void note_iface_unlocked();
 
-// The interface lock as every DAT operation takes it (std::unique_lock on
-// Iface::mu, so condition variables wait on it): counts the interface locks
-// this thread holds and makes the queued agent upcalls when the last one is
-// released.
-class IfaceLock : public std::unique_lock<std::mutex> {
+// The control path's lock: the interface mutex, then the engine token
+// (BasicLockable, so condition_variable_any waits on it, releasing both).
+// Counts the interface locks this thread holds and makes the queued agent
+// upcalls when the last one is released.
+class IfaceLock {
  public:
-  explicit IfaceLock(std::mutex& m) : std::unique_lock<std::mutex>(m) { note_iface_locked(); }
-  IfaceLock(std::mutex& m, std::try_to_lock_t t) : std::unique_lock<std::mutex>(m, t) {
-    if (owns_lock()) note_iface_locked();
-  }
+  explicit IfaceLock(Iface* f) : f_(f) { lock(); }
   IfaceLock(const IfaceLock&) = delete;
   IfaceLock& operator=(const IfaceLock&) = delete;
   ~IfaceLock() {
-    if (owns_lock()) unlock();
+    if (owns_) unlock();
   }
   void lock() {
-    std::unique_lock<std::mutex>::lock();
+    f_->mu.lock();
+    f_->token.lock();
+    owns_ = true;
     note_iface_locked();
   }
   void unlock() {
-    std::unique_lock<std::mutex>::unlock();
+    owns_ = false;
+    f_->token.unlock();
+    f_->mu.unlock();
     note_iface_unlocked();
     run_upcalls();
   }
+  bool owns_lock() const { return owns_; }
+
+ private:
+  Iface* f_;
+  bool owns_ = false;
 };
 
 // Drives every other interface of the process once (try-lock: an interface
 // some other thread is driving is skipped).  For waits on one interface of
 // an in-process pair whose peer must move too.
 void progress_others(Iface* except);
+
+// Starts the interface's progress thread (busy / adaptive; progress.cpp).
+void start_progress(Iface* f);
 
 // Translates an RC completion status to the DAT DTO status.
 DtoStatus dto_status(rc::WcStatus s);

@@ -89,7 +89,7 @@ void run_upcalls() {
     void* instance = nullptr;
     {
       // Not an IfaceLock: this thread is making upcalls already.
-      std::lock_guard<std::mutex> g(u.f->mu);
+      std::lock_guard<std::mutex> g(u.f->mu);  // the CNO's agent fields change under mu
       if (Cno* c = lookup<Cno>(u.cno, HandleType::kCno); c != nullptr) {
         fn = c->agent_fn;
         instance = c->agent_instance;
@@ -163,45 +163,6 @@ bool ring_link(uint16_t ids[2], std::string* why) {
   return true;
 }
 
-// Background progress: keeps interfaces moving when no consumer drives
-// them.  Sleeps `idle_us` at most; never competes with a consumer that is
-// actively progressing (it skips interfaces progressed in the last 50 us).
-void progress_thread_main() {
-  pthread_setname_np(pthread_self(), "dpdat-progress");
-  uint64_t sleep_us = 1;
-  for (;;) {
-    bool moved = false;
-    uint32_t max_idle = 1;
-    const size_t n = g_iface_count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i) {
-      Iface* f = nullptr;
-      {
-        std::lock_guard<std::mutex> lk(g_ifaces_mu);
-        f = ifaces()[i];
-      }
-      if (!f->cfg.progress_thread) continue;
-      max_idle = std::max(max_idle, f->cfg.idle_us);
-      IfaceLock lk(f->mu, std::try_to_lock);
-      if (!lk.owns_lock()) continue;
-      const uint64_t now = now_ns();
-      if (now - f->last_consumer_progress < 50'000) continue;
-      moved |= f->progress(now, false);
-    }
-    if (moved) {
-      sleep_us = 1;
-      std::this_thread::yield();
-      continue;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    sleep_us = std::min<uint64_t>(sleep_us * 2, max_idle);
-  }
-}
-
-void start_progress_thread() {
-  static std::once_flag once;
-  std::call_once(once, [] { std::thread(progress_thread_main).detach(); });
-}
-
 }  // namespace
 
 Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
@@ -249,6 +210,7 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   ec.pmtu = f->pmtu;
   f->engine = std::make_unique<rc::Engine>(*f->port, *f->mr, ec);
   Iface* raw = f.get();
+  f->cm_in.reserve(64);
   f->engine->set_gsi_handler(
       [raw](const wire::PacketView& v, uint64_t now) { raw->on_gsi(v, now); });
   dpdk::telemetry_add_engine(pc.name, f->engine.get());
@@ -256,7 +218,7 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   f->next_comm = f->random32() | 1u;
   ifaces().push_back(f.release());
   g_iface_count.store(ifaces().size(), std::memory_order_release);
-  if (cfg.progress_thread) start_progress_thread();
+  start_progress(raw);
   *out = raw;
   return kOk;
 }
@@ -269,9 +231,7 @@ void progress_others(Iface* except) {
       std::lock_guard<std::mutex> lk(g_ifaces_mu);
       f = ifaces()[i];
     }
-    if (f == except) continue;
-    IfaceLock lk(f->mu, std::try_to_lock);
-    if (lk.owns_lock()) f->progress(now_ns(), true);
+    if (f != except) f->drive(now_ns(), true);
   }
 }
 
@@ -282,15 +242,133 @@ uint32_t Iface::random32() {
   return static_cast<uint32_t>(rng >> 16);
 }
 
-bool Iface::progress(uint64_t now, bool consumer) {
-  if (consumer) last_consumer_progress = now;
-  bool moved = engine->poll(now) != 0;
-  if (!srqs.empty()) check_srqs();
-  for (Evd* e : cq_evds) moved |= drain_cq(e);
-  rc::Completion c;
-  while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
-  if (now >= next_housekeeping) cm_timers(now);
+bool Iface::drive(uint64_t now, bool consumer) {
+  if (consumer) last_consumer_progress.store(now, std::memory_order_relaxed);
+  bool moved = false;
+  // A work request handed off while the holder was finishing its step is
+  // taken by the next try (the holder checks after releasing, as the poster
+  // tries after publishing: one of the two sees the other).
+  for (int round = 0; round < 2; ++round) {
+    if (!token.try_lock()) break;
+    moved |= step(now, false);
+    token.unlock();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!handoff.pending()) break;
+  }
+  run_upcalls();
   return moved;
+}
+
+bool Iface::progress(uint64_t now, bool consumer) {
+  if (consumer) last_consumer_progress.store(now, std::memory_order_relaxed);
+  return step(now, true);
+}
+
+bool Iface::step(uint64_t now, bool have_mu) {
+  bool moved = drain_handoff();
+  moved |= engine->poll(now) != 0;
+  // The CM runs under mu, which the token holder only tries (the control
+  // path takes mu before the token).
+  bool locked_here = false;
+  if (!have_mu && (!cm_in.empty() || now >= next_housekeeping.load(std::memory_order_relaxed))) {
+    locked_here = mu.try_lock();
+    if (locked_here) note_iface_locked();
+  }
+  const bool ctl = have_mu || locked_here;
+  if (ctl && !cm_in.empty()) {
+    process_cm_in(now);
+    moved = true;
+  }
+  // Completions wait while CM messages of the same burst do, so that a
+  // connection's events come before the completions that follow them.
+  if (ctl || cm_in.empty()) {
+    if (!srqs.empty()) check_srqs();
+    for (Evd* e : cq_evds) moved |= drain_cq(e);
+    rc::Completion c;
+    while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
+  }
+  if (ctl && now >= next_housekeeping.load(std::memory_order_relaxed)) cm_timers(now);
+  if (locked_here) {
+    mu.unlock();
+    note_iface_unlocked();
+  }
+  if (moved) last_traffic.store(now, std::memory_order_relaxed);
+  return moved;
+}
+
+namespace {
+rc::WcOp wc_op_of(rc::WrOp op) {
+  switch (op) {
+    case rc::WrOp::kSend:
+    case rc::WrOp::kSendImm:
+      return rc::WcOp::kSend;
+    case rc::WrOp::kWrite:
+    case rc::WrOp::kWriteImm:
+      return rc::WcOp::kWrite;
+    case rc::WrOp::kRead:
+      return rc::WcOp::kRead;
+    case rc::WrOp::kCompareSwap:
+      return rc::WcOp::kCompareSwap;
+    case rc::WrOp::kFetchAdd:
+      return rc::WcOp::kFetchAdd;
+    case rc::WrOp::kBind:
+      return rc::WcOp::kBind;
+  }
+  return rc::WcOp::kSend;
+}
+}  // namespace
+
+// A handed-off request the queue pair refused after ep_post accepted it
+// (the connection broke meanwhile): it completes as flushed (QP in error) or
+// as a local EP error, in order; false while the completion queue is full.
+bool Iface::drain_handoff() {
+  bool did = false;
+  while (Handoff* h = handoff.front()) {
+    Ep* ep = h->ep;
+    if (h->qp == nullptr) {  // its queue pair was destroyed meanwhile
+      handoff.pop_front();
+      continue;
+    }
+    const rc::Qp::PostResult r = h->is_send ? h->qp->post_send(h->send) : h->qp->post_recv(h->recv);
+    if (r == rc::Qp::PostResult::kQueueFull) break;  // after progress, in order
+    if (r != rc::Qp::PostResult::kOk) {
+      rc::Completion c;
+      c.cookie = h->is_send ? h->send.cookie : h->recv.cookie;
+      c.qpn = h->qp->qpn();
+      c.op = h->is_send ? wc_op_of(h->send.op) : rc::WcOp::kRecv;
+      c.status = h->qp->state() == rc::QpState::kError ? rc::WcStatus::kFlushed
+                                                       : rc::WcStatus::kLocalQpOperationError;
+      Evd* evd = h->is_send ? ep->req_evd : ep->recv_evd;
+      rc::CompletionQueue* cq = evd != nullptr ? evd->cq.get() : &sink_cq;
+      if (!cq->push(c)) break;  // full: the consumer makes room first
+    }
+    (h->is_send ? ep->sends_into_qp : ep->recvs_into_qp)++;
+    handoff.pop_front();
+    did = true;
+  }
+  return did;
+}
+
+rc::Qp::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
+  drain_handoff();
+  if (handoff.pending()) return rc::Qp::PostResult::kQueueFull;  // would pass older requests
+  const rc::Qp::PostResult r = ep->qp->post_send(wr);
+  if (r == rc::Qp::PostResult::kOk) {
+    ep->sends_into_qp++;
+    ep->sends_posted.fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+rc::Qp::PostResult Iface::post_recv_now(Ep* ep, const rc::RecvWr& wr) {
+  drain_handoff();
+  if (handoff.pending()) return rc::Qp::PostResult::kQueueFull;
+  const rc::Qp::PostResult r = ep->qp->post_recv(wr);
+  if (r == rc::Qp::PostResult::kOk) {
+    ep->recvs_into_qp++;
+    ep->recvs_posted.fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
 }
 
 // Moves completions from the EVD's RC completion queue into its event queue
@@ -303,11 +381,23 @@ bool Iface::drain_cq(Evd* evd) {
     if (!evd->cq->pop(&c)) return moved;
     moved = true;
     auto it = ep_by_qpn.find(c.qpn);
-    const Event ev = cq_event(evd, c, it == ep_by_qpn.end() ? nullptr : it->second);
-    deliver(evd, ev);
+    Ep* ep = it == ep_by_qpn.end() ? nullptr : it->second;
+    if (ep != nullptr && ep->qp != nullptr) {
+      // What the queue pair retired, for posters that hand off (ep_post):
+      // published before the completion can be seen.
+      if (c.op == rc::WcOp::kRecv || c.op == rc::WcOp::kRecvWriteImm) {
+        ep->recvs_retired.store(ep->recvs_into_qp - ep->qp->recv_queue_used(),
+                                std::memory_order_release);
+      } else {
+        ep->sends_retired.store(ep->sends_into_qp - ep->qp->send_queue_used(),
+                                std::memory_order_release);
+      }
+    }
+    deliver(evd, cq_event(evd, c, ep));
     // A failed DTO may mean the connection broke: the housekeeping pass
     // turns a queue pair in error into BROKEN.
-    if (c.status != rc::WcStatus::kSuccess && ev.ep != nullptr) next_housekeeping = 0;
+    if (c.status != rc::WcStatus::kSuccess && ep != nullptr)
+      next_housekeeping.store(0, std::memory_order_relaxed);
   }
   if (!evd->cq->empty()) report_overflow(evd);
   return moved;
@@ -373,44 +463,38 @@ void Iface::settle_completions(Ep* ep) {
     while (evd->cq->pop(&c)) (c.qpn == qpn ? mine : others).push_back(c);
     for (const rc::Completion& x : others) (void)evd->cq->push(x);  // same room as before
     for (const rc::Completion& x : mine) {
-      const Event ev = cq_event(evd, x, ep);  // a bind's RMR FIFO moves on either way
-      if (!ep->freeing) deliver(evd, ev);
+      Event ev = cq_event(evd, x, ep);  // a bind's RMR FIFO moves on either way
+      if (!ep->freeing) deliver(evd, std::move(ev));
     }
     if (ep->freeing) {
-      auto of_ep = [ep](const Event& e) {
+      evd->q.erase_if([ep](const Event& e) {
         return e.ep == ep && (e.num == EventNum::kDto || e.num == EventNum::kRmrBind);
-      };
-      std::erase_if(evd->q, of_ep);
-      std::erase_if(evd->overflow, of_ep);
-      while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
-        evd->q.push_back(std::move(evd->overflow.front()));
-        evd->overflow.pop_front();
-      }
+      });
     }
   }
 }
 
 // Tells the IA's async EVD, once per EVD, that events are waiting for room.
 void Iface::report_overflow(Evd* evd) {
-  if (evd->overflow_reported) return;
-  evd->overflow_reported = true;
+  if (evd->overflow_reported.exchange(true)) return;
   Evd* async = evd->ia->async_evd;
   if (async == nullptr || async == evd) return;
   async_event(evd->ia, EventNum::kEvdOverflow, evd, kEvdOverflowReason);
 }
 
-void Iface::deliver(Evd* evd, const Event& ev) {
-  if (evd->q.size() >= evd->qlen) {
-    evd->overflow.push_back(ev);
-    report_overflow(evd);
-    return;
-  }
-  evd->q.push_back(ev);
-  if (evd->waiter) {
-    if (evd->q.size() >= evd->threshold) evd->cv.notify_all();
-  } else if (evd->cno != nullptr && evd->enabled) {
+void Iface::deliver(Evd* evd, Event&& ev) {
+  if (!evd->q.push(std::move(ev))) report_overflow(evd);  // kept in order, past qlen
+  // Pairs with the fence of a waiter between raising `waiter` and looking at
+  // the queue: either it sees this event or this sees it waiting.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (evd->waiter.load(std::memory_order_relaxed)) {
+    if (evd->q.size() >= evd->threshold.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> g(evd->wait_mu);
+      evd->wait_cv.notify_all();
+    }
+  } else if (evd->cno != nullptr && evd->enabled.load(std::memory_order_relaxed)) {
     Cno* cno = evd->cno;
-    cno->triggered = evd;
+    cno->triggered.store(evd);
     cno->cv.notify_all();
     if (cno->agent_fn != nullptr) queue_upcall(this, cno, evd);  // made once mu is released
   }
@@ -438,10 +522,23 @@ Status Iface::make_qp(Ep* ep) {
 
 void Iface::destroy_qp(Ep* ep) {
   if (ep->qp == nullptr) return;
+  // Requests handed off for it reach it first (and are flushed with it);
+  // those that cannot (a full queue) go with it.
+  drain_handoff();
+  handoff.for_each([ep](Handoff& h) {
+    if (h.ep == ep) h.qp = nullptr;
+  });
   settle_completions(ep);
   ep_by_qpn.erase(ep->qp->qpn());
   engine->destroy_qp(ep->qp);
   ep->qp = nullptr;
+  // Everything it held is settled: a later queue pair starts from a full
+  // send / receive queue on these counts.
+  ep->sends_into_qp = ep->recvs_into_qp = 0;
+  ep->sends_posted.store(0);
+  ep->sends_retired.store(0);
+  ep->recvs_posted.store(0);
+  ep->recvs_retired.store(0);
 }
 
 }  // namespace dpdat::dat

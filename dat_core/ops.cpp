@@ -77,13 +77,12 @@ Status check_ep_attr(const Iface* f, const EpAttr& a) {
 }
 
 bool pop_event(Evd* evd, Event* out) {
-  if (evd->q.empty()) return false;
-  *out = std::move(evd->q.front());
-  evd->q.pop_front();
-  evd->dequeued_pdata = out->pdata_buf;
-  while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
-    evd->q.push_back(evd->overflow.front());
-    evd->overflow.pop_front();
+  if (!evd->q.pop(out)) return false;
+  // Connection events' private data stays valid until the next dequeue of
+  // such an event here (DTO events carry none and leave it alone).
+  if (out->pdata_buf) {
+    std::lock_guard<std::mutex> g(evd->wait_mu);
+    evd->dequeued_pdata = out->pdata_buf;
   }
   return true;
 }
@@ -95,6 +94,7 @@ Status make_evd(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
   if (flags == 0 || (flags & ~0x1F1u) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
   auto* e = new Evd(ia);
   e->qlen = static_cast<uint32_t>(qlen);
+  (void)e->q.resize(e->qlen);  // empty: always fits
   e->flags = flags;
   e->cno = cno;
   if (cno != nullptr) cno->evds++;
@@ -208,10 +208,9 @@ Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags) {
   return kOk;
 }
 
-Status post_result(Iface* f, rc::Qp::PostResult r, const Ep* ep) {
+Status post_result(rc::Qp::PostResult r, const Ep* ep) {
   switch (r) {
     case rc::Qp::PostResult::kOk:
-      f->progress(now_ns(), true);  // inline progress: the request leaves now
       return kOk;
     case rc::Qp::PostResult::kQueueFull:
       return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
@@ -221,6 +220,44 @@ Status post_result(Iface* f, rc::Qp::PostResult r, const Ep* ep) {
       return fail(Type::INVALID_PARAMETER);
   }
   return fail(Type::INTERNAL_ERROR);
+}
+
+// The data path of a post: straight into the queue pair when this thread
+// can take the engine token (then it progresses the interface inline, so the
+// request leaves now), else handed to the token's holder.  A hand-off is
+// refused for a full queue on the EP's own counts of what it posted and what
+// its queue pair retired (as of the completions delivered), and for a full
+// hand-off ring (back-pressure).
+Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::RecvWr* rwr) {
+  const uint64_t now = now_ns();
+  if (f->token.try_lock()) {
+    const rc::Qp::PostResult r = is_send ? f->post_send_now(ep, *swr) : f->post_recv_now(ep, *rwr);
+    f->last_consumer_progress.store(now, std::memory_order_relaxed);
+    if (r == rc::Qp::PostResult::kOk) f->step(now, false);
+    f->token.unlock();
+    run_upcalls();
+    return post_result(r, ep);
+  }
+  rc::Qp* qp = ep->qp;
+  const uint64_t cap = is_send ? qp->config().sq_depth : qp->config().rq_depth;
+  std::atomic<uint64_t>& posted = is_send ? ep->sends_posted : ep->recvs_posted;
+  const std::atomic<uint64_t>& retired = is_send ? ep->sends_retired : ep->recvs_retired;
+  if (posted.load(std::memory_order_relaxed) - retired.load(std::memory_order_acquire) >= cap)
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  Handoff h;
+  h.ep = ep;
+  h.qp = qp;
+  h.is_send = is_send;
+  if (is_send) {
+    h.send = *swr;
+  } else {
+    h.recv = *rwr;
+  }
+  if (!f->handoff.push(h)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  posted.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  f->drive(now, true);  // the holder may have let go meanwhile
+  return kOk;
 }
 
 Status fill_sges(const Ep* ep, const rc::Sge* in, uint32_t n, uint32_t max_iov, rc::Sge* sge,
@@ -274,7 +311,7 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* pro
   Status st = Iface::get(cfg, &f, &why);
   if (!st.ok()) return st;
   if (given == nullptr && async_qlen <= 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Lock lk(f->mu);
+  Lock lk(f);
   // A consumer's async EVD belongs to another IA of this same interface (its
   // events are delivered under this interface's lock).
   if (given != nullptr && given->ia->iface != f)
@@ -306,7 +343,7 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* pro
 
 Status ia_close(Ia* ia, bool graceful) {
   Iface* f = ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (graceful) {
     for (Object* o : ia->children)
       if (!(ia->async_evd_created && o == ia->async_evd))
@@ -334,7 +371,7 @@ Status ia_close(Ia* ia, bool graceful) {
     }
   delete ia;
   if (!waiting.empty()) {
-    std::condition_variable none;  // nothing signals it: wait_for polls and backs off
+    std::condition_variable_any none;  // nothing signals it: wait_for polls and backs off
     (void)wait_for(f, lk, none, kCloseLingerUs, [f, &waiting] {
       return std::none_of(waiting.begin(), waiting.end(),
                           [f](uint32_t c) { return f->dreq_pending(c); });
@@ -344,7 +381,7 @@ Status ia_close(Ia* ia, bool graceful) {
 }
 
 Status pz_create(Ia* ia, Pz** out) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   auto* pz = new Pz(ia);
   pz->id = ia->iface->next_pz++;
   adopt(ia, pz);
@@ -353,7 +390,7 @@ Status pz_create(Ia* ia, Pz** out) {
 }
 
 Status pz_free(Pz* pz) {
-  Lock lk(pz->ia->iface->mu);
+  Lock lk(pz->ia->iface);
   if (pz->refs > 0) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_PZ_IN_USE);
   destroy(pz);
   return kOk;
@@ -362,12 +399,12 @@ Status pz_free(Pz* pz) {
 // ------------------------------------------------------------- EVD / CNO
 
 Status evd_create(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   return make_evd(ia, qlen, cno, flags, out);
 }
 
 Status evd_modify_cno(Evd* e, Cno* cno) {
-  Lock lk(e->ia->iface->mu);
+  Lock lk(e->ia->iface);
   if (e->cno != nullptr) e->cno->evds--;
   e->cno = cno;
   if (cno != nullptr) cno->evds++;
@@ -375,55 +412,103 @@ Status evd_modify_cno(Evd* e, Cno* cno) {
 }
 
 Status evd_set_enabled(Evd* e, bool enabled) {
-  Lock lk(e->ia->iface->mu);
+  Lock lk(e->ia->iface);
   e->enabled = enabled;
   return kOk;
 }
 
 Status evd_set_waitable(Evd* e, bool waitable) {
-  Lock lk(e->ia->iface->mu);
+  Lock lk(e->ia->iface);
   e->waitable = waitable;
-  if (!waitable) e->cv.notify_all();  // a waiter returns DAT_INVALID_STATE
+  if (!waitable) {  // a waiter returns DAT_INVALID_STATE
+    std::lock_guard<std::mutex> g(e->wait_mu);
+    e->wait_cv.notify_all();
+  }
   return kOk;
 }
 
+namespace {
+// How long a waiter spins, driving the interface, before it sleeps: a
+// completion due within a few round trips is taken without a wake-up
+// (~30 us here).
+constexpr uint64_t kWaitSpinNs = 50'000;
+// Longest sleep of a waiter whose interface has a progress thread (which
+// wakes it on delivery; this only bounds a missed wake-up).
+constexpr uint64_t kThreadedWaitMaxUs = 10'000;
+
+// Waits until the EVD holds `threshold` events, it stops being waitable, or
+// `deadline` passes.  No lock: it drives the interface while spinning (and
+// on every wake-up when no progress thread will), then sleeps on the EVD's
+// own condition variable, which delivery signals.
+bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
+  const bool threaded = f->cfg.progress != ProgressMode::kInline;
+  const uint64_t start = now_ns();
+  uint64_t sleep_us = 1;
+  auto ready = [e, threshold] { return !e->waitable.load() || e->q.size() >= threshold; };
+  for (;;) {
+    uint64_t now = now_ns();
+    f->drive(now, true);
+    if (ready()) return true;
+    now = now_ns();
+    if (now >= deadline) return false;
+    if (now - start < kWaitSpinNs) {
+      progress_others(f);
+      cpu_relax();
+      continue;
+    }
+    // Sleeping: the progress thread (if any) takes over the interface.
+    const uint64_t cap_us = threaded ? kThreadedWaitMaxUs : f->cfg.idle_us;
+    const uint64_t left_us = (deadline - now) / 1000 + 1;
+    {
+      std::unique_lock<std::mutex> lk(e->wait_mu);
+      e->wait_cv.wait_for(lk, std::chrono::microseconds(std::min(sleep_us, left_us)), ready);
+    }
+    sleep_us = std::min<uint64_t>(sleep_us * 2, cap_us);
+    if (!threaded) progress_others(f);
+  }
+}
+}  // namespace
+
 Status evd_wait(Evd* e, uint64_t timeout_us, int64_t threshold, Event* ev, uint32_t* nmore) {
   Iface* f = e->ia->iface;
-  Lock lk(f->mu);
   if (threshold <= 0 || static_cast<uint64_t>(threshold) > e->qlen)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   if (!e->waitable) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_UNWAITABLE);
   if (!e->enabled) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_DISABLED);
-  if (e->waiter) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_WAITER);
-  e->waiter = true;
+  bool expected = false;
+  if (!e->waiter.compare_exchange_strong(expected, true))
+    return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_WAITER);
   e->threshold = static_cast<uint32_t>(threshold);
-  const bool got = wait_for(f, lk, e->cv, timeout_us,
-                            [e] { return !e->waitable || e->q.size() >= e->threshold; });
+  // Pairs with the fence in Iface::deliver (see there).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint64_t start = now_ns();
+  const uint64_t deadline = timeout_us == kInfinite || timeout_us > UINT64_MAX / 2000
+                                ? UINT64_MAX
+                                : start + timeout_us * 1000;
+  const bool got = wait_events(f, e, static_cast<uint32_t>(threshold), deadline);
   e->waiter = false;
   if (!e->waitable) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_UNWAITABLE);
   if (!got) {
-    if (nmore != nullptr) *nmore = static_cast<uint32_t>(e->q.size());
+    if (nmore != nullptr) *nmore = e->q.size();
     return fail(Type::TIMEOUT_EXPIRED);
   }
   pop_event(e, ev);
-  if (nmore != nullptr) *nmore = static_cast<uint32_t>(e->q.size());
+  if (nmore != nullptr) *nmore = e->q.size();
   return kOk;
 }
 
 Status evd_dequeue(Evd* e, Event* ev) {
-  Iface* f = e->ia->iface;
-  Lock lk(f->mu);
-  if (e->q.empty()) f->progress(now_ns(), true);
+  if (pop_event(e, ev)) return kOk;
+  e->ia->iface->drive(now_ns(), true);
   if (!pop_event(e, ev)) return fail(Type::QUEUE_EMPTY);
   return kOk;
 }
 
 Status evd_resize(Evd* e, int64_t qlen) {
-  Lock lk(e->ia->iface->mu);
+  Lock lk(e->ia->iface);
   if (qlen <= 0 || static_cast<uint64_t>(qlen) > e->ia->iface->limits.max_evd_qlen)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  if (static_cast<size_t>(qlen) < e->q.size() + e->overflow.size())
-    return fail(Type::INVALID_STATE);
+  if (!e->q.resize(static_cast<uint32_t>(qlen))) return fail(Type::INVALID_STATE);
   // The RC completion queue only stages completions before they become
   // events (drained while the EVD has room), so the EVD's length changes
   // without it.  Queue pairs point at it: it is re-sized only when no
@@ -444,7 +529,7 @@ Status evd_resize(Evd* e, int64_t qlen) {
 }
 
 Status evd_post_se(Evd* e, const void* pointer) {
-  Lock lk(e->ia->iface->mu);
+  Lock lk(e->ia->iface);
   if ((e->flags & evd_flag::kSoftware) == 0)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG1);
   if (e->q.size() >= e->qlen) return fail(Type::QUEUE_FULL);
@@ -452,12 +537,12 @@ Status evd_post_se(Evd* e, const void* pointer) {
   ev.num = EventNum::kSoftware;
   ev.evd = e;
   ev.sw_pointer = pointer;
-  e->ia->iface->deliver(e, ev);
+  e->ia->iface->deliver(e, std::move(ev));
   return kOk;
 }
 
 Status evd_free(Evd* e) {
-  Lock lk(e->ia->iface->mu);
+  Lock lk(e->ia->iface);
   if (e->refs > 0 || e->waiter) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_IN_USE);
   if (e->ia->async_evd == e) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_IN_USE);
   free_evd(e);
@@ -465,7 +550,7 @@ Status evd_free(Evd* e) {
 }
 
 Status cno_create(Ia* ia, void* instance, AgentFn fn, Cno** out) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   auto* c = new Cno(ia);
   c->agent_instance = instance;
   c->agent_fn = fn;
@@ -475,7 +560,7 @@ Status cno_create(Ia* ia, void* instance, AgentFn fn, Cno** out) {
 }
 
 Status cno_modify_agent(Cno* c, void* instance, AgentFn fn) {
-  Lock lk(c->ia->iface->mu);
+  Lock lk(c->ia->iface);
   c->agent_instance = instance;
   c->agent_fn = fn;
   return kOk;
@@ -483,7 +568,7 @@ Status cno_modify_agent(Cno* c, void* instance, AgentFn fn) {
 
 Status cno_wait(Cno* c, uint64_t timeout_us, Evd** out) {
   Iface* f = c->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (c->waiter) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_CNO_IN_USE);
   // An EVD of this CNO that already holds events triggers it at once.
   if (c->triggered == nullptr)
@@ -499,13 +584,12 @@ Status cno_wait(Cno* c, uint64_t timeout_us, Evd** out) {
   const bool got = wait_for(f, lk, c->cv, timeout_us, [c] { return c->triggered != nullptr; });
   c->waiter = false;
   if (!got) return fail(Type::TIMEOUT_EXPIRED);
-  *out = c->triggered;
-  c->triggered = nullptr;
+  *out = c->triggered.exchange(nullptr);
   return kOk;
 }
 
 Status cno_free(Cno* c) {
-  Lock lk(c->ia->iface->mu);
+  Lock lk(c->ia->iface);
   if (c->evds > 0 || c->waiter) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_CNO_IN_USE);
   destroy(c);
   return kOk;
@@ -516,7 +600,7 @@ Status cno_free(Cno* c) {
 Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* attr, Ep** out,
                  Srq* srq) {
   Iface* f = ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   auto ep = std::make_unique<Ep>(ia);
   if (attr != nullptr) {
     Status st = check_ep_attr(f, *attr);
@@ -545,7 +629,7 @@ Status ep_create(Ia* ia, Pz* pz, Evd* recv, Evd* req, Evd* conn, const EpAttr* a
 
 Status ep_modify(Ep* ep, const std::function<Status(Ep*, EpSettings*)>& resolve) {
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (ep->state != EpState::kUnconnected && ep->state != EpState::kTentativePending &&
       ep->state != EpState::kReserved)
     return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
@@ -586,7 +670,7 @@ Status ep_connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us,
   if (ip == 0 || ip == 0xFFFFFFFFu)
     return fail(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNSUPPORTED);
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (ep->state != EpState::kUnconnected) return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
   if (ep->conn_evd == nullptr) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
   Status st = f->connect(ep, ip, conn_qual, timeout_us, pdata, pdata_len);
@@ -595,7 +679,7 @@ Status ep_connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us,
 }
 
 Status ep_peer(Ep* src, uint32_t* ip, uint64_t* conn_qual) {
-  Lock lk(src->ia->iface->mu);
+  Lock lk(src->ia->iface);
   if (src->state != EpState::kConnected) return fail(Type::INVALID_STATE, ep_state_sub(src->state));
   *ip = src->peer_ip;
   *conn_qual = src->conn_qual;
@@ -604,17 +688,18 @@ Status ep_peer(Ep* src, uint32_t* ip, uint64_t* conn_qual) {
 
 Status ep_disconnect(Ep* ep, bool abrupt) {
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   Status st = f->disconnect(ep, abrupt);
   if (st.ok()) f->progress(now_ns(), true);
   return st;
 }
 
+// Data path: no interface lock (see submit()).
 Status ep_post(Ep* ep, const PostArgs& a) {
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->state != EpState::kConnected || ep->qp == nullptr)
-    return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+  const EpState state = ep->state.load(std::memory_order_acquire);
+  if (state != EpState::kConnected || ep->qp == nullptr)
+    return fail(Type::INVALID_STATE, ep_state_sub(state));
   rc::SendWr wr;
   wr.cookie = a.cookie;
   wr.op = a.op;
@@ -641,27 +726,27 @@ Status ep_post(Ep* ep, const PostArgs& a) {
   wr.imm = a.imm;
   wr.compare = a.compare;
   wr.swap_add = a.swap_add;
-  return post_result(f, ep->qp->post_send(wr), ep);
+  return submit(f, ep, true, &wr, nullptr);
 }
 
 Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags) {
   if ((cflags & ~0x1Fu) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
-  if (ep->qp == nullptr || ep->state == EpState::kDisconnected)
-    return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+  const EpState state = ep->state.load(std::memory_order_acquire);
+  if (ep->qp == nullptr || state == EpState::kDisconnected)
+    return fail(Type::INVALID_STATE, ep_state_sub(state));
   if (ep->srq != nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // post to its SRQ instead
   rc::RecvWr wr;
   wr.cookie = cookie;
   uint64_t total = 0;
   Status st = fill_sges(ep, sge, nsge, ep->attr.max_recv_iov, wr.sge, &wr.num_sge, &total);
   if (!st.ok()) return st;
-  return post_result(f, ep->qp->post_recv(wr), ep);
+  return submit(f, ep, false, nullptr, &wr);
 }
 
 Status ep_get_status(Ep* ep, EpStatus* out) {
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   f->progress(now_ns(), true);
   out->state = ep->state;
   out->recv_idle = ep->qp == nullptr || ep->qp->recv_queue_used() == 0;
@@ -671,7 +756,7 @@ Status ep_get_status(Ep* ep, EpStatus* out) {
 
 Status ep_reset(Ep* ep) {
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (ep->state == EpState::kUnconnected) return kOk;
   if (ep->state != EpState::kDisconnected)
     return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
@@ -685,7 +770,7 @@ Status ep_reset(Ep* ep) {
 }
 
 Status ep_free(Ep* ep) {
-  Lock lk(ep->ia->iface->mu);
+  Lock lk(ep->ia->iface);
   if (ep->state == EpState::kReserved)
     return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_RESERVED);
   // dat_ep_free(3DAT): not in Passive Connection Pending (an RSP's EP whose
@@ -701,7 +786,7 @@ Status ep_free(Ep* ep) {
 }
 
 Status ep_recv_query(Ep* ep, uint32_t* nbufs) {
-  Lock lk(ep->ia->iface->mu);
+  Lock lk(ep->ia->iface);
   *nbufs = ep->qp == nullptr ? 0 : static_cast<uint32_t>(ep->qp->recv_queue_used());
   return kOk;
 }
@@ -710,7 +795,7 @@ Status ep_set_watermark(Ep* ep, int64_t soft_hw, int64_t hard_hw) {
   if (soft_hw < -1 || soft_hw > UINT32_MAX) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   if (hard_hw < -1 || hard_hw > UINT32_MAX) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   Iface* f = ep->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (ep->srq == nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // marks count SRQ receives
   ep->soft_hw = static_cast<uint32_t>(soft_hw);                    // -1 -> UINT32_MAX: not set
   ep->hard_hw = static_cast<uint32_t>(hard_hw);
@@ -721,12 +806,12 @@ Status ep_set_watermark(Ep* ep, int64_t soft_hw, int64_t hard_hw) {
 // ------------------------------------------------------------- PSP / RSP / CR
 
 Status psp_create(Ia* ia, uint64_t qual, const void* evd_h, uint32_t flags, Sp** out) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   return sp_listen(ia, qual, evd_h, HandleType::kPsp, flags, nullptr, out);
 }
 
 Status psp_create_any(Ia* ia, uint64_t* qual, const void* evd_h, uint32_t flags, Sp** out) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   uint64_t q = 0x10000;  // above the range consumers usually pick by hand
   while (ia->iface->listeners.count(q) != 0) ++q;
   Status st = sp_listen(ia, q, evd_h, HandleType::kPsp, flags, nullptr, out);
@@ -735,7 +820,7 @@ Status psp_create_any(Ia* ia, uint64_t* qual, const void* evd_h, uint32_t flags,
 }
 
 Status rsp_create(Ia* ia, uint64_t qual, Ep* ep, const void* evd_h, Sp** out) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   if (ep->state != EpState::kUnconnected) return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
   Sp* sp = nullptr;
   Status st = sp_listen(ia, qual, evd_h, HandleType::kRsp, 0, ep, &sp);
@@ -747,14 +832,14 @@ Status rsp_create(Ia* ia, uint64_t qual, Ep* ep, const void* evd_h, Sp** out) {
 }
 
 Status sp_free(Sp* sp) {
-  Lock lk(sp->ia->iface->mu);
+  Lock lk(sp->ia->iface);
   free_sp(sp);
   return kOk;
 }
 
 Status cr_accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   Iface* f = cr->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (ep == nullptr) ep = cr->ep;
   if (ep == nullptr) return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   const bool own = ep == cr->ep;
@@ -771,7 +856,7 @@ Status cr_accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
 
 Status cr_reject(Cr* cr, const uint8_t* pdata, uint32_t pdata_len) {
   Iface* f = cr->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   Status st = f->reject(cr, pdata, pdata_len);
   if (st.ok()) f->progress(now_ns(), true);
   return st;
@@ -779,7 +864,7 @@ Status cr_reject(Cr* cr, const uint8_t* pdata, uint32_t pdata_len) {
 
 Status cr_handoff(Cr* cr, uint64_t qual) {
   Iface* f = cr->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   auto it = f->listeners.find(qual);
   if (it == f->listeners.end() || it->second->type != HandleType::kPsp)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
@@ -794,7 +879,7 @@ Status cr_handoff(Cr* cr, uint64_t qual) {
   ev.sp = to;
   ev.conn_qual = qual;
   ev.cr = cr;
-  f->deliver(to->evd, ev);
+  f->deliver(to->evd, std::move(ev));
   return kOk;
 }
 
@@ -802,7 +887,7 @@ Status cr_handoff(Cr* cr, uint64_t qual) {
 
 Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr** out) {
   Iface* f = ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   auto l = std::make_unique<Lmr>(ia);
   l->pz = pz;
   l->privileges = privileges;
@@ -839,12 +924,12 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
 }
 
 Status lmr_free(Lmr* l) {
-  Lock lk(l->ia->iface->mu);
+  Lock lk(l->ia->iface);
   return free_lmr(l);
 }
 
 Status lmr_sync(Ia* ia, uint64_t n, const std::function<rc::Sge(uint64_t)>& seg) {
-  Lock lk(ia->iface->mu);
+  Lock lk(ia->iface);
   for (uint64_t i = 0; i < n; ++i) {
     const rc::Sge g = seg(i);
     rc::LmrInfo l;
@@ -862,7 +947,7 @@ Status lmr_sync(Ia* ia, uint64_t n, const std::function<rc::Sge(uint64_t)>& seg)
 
 Status rmr_create(Pz* pz, Rmr** out) {
   Iface* f = pz->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   auto* r = new Rmr(pz->ia);
   r->pz = pz;
   if (!f->mr->rmr_alloc(pz->id, &r->slot)) {
@@ -878,7 +963,7 @@ Status rmr_create(Pz* pz, Rmr** out) {
 Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t length,
                 uint32_t privileges, uint64_t cookie, uint32_t cflags, uint32_t* ctx_out) {
   Iface* f = r->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (ep->state != EpState::kConnected || ep->qp == nullptr)
     return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
   if (ep->pz != r->pz) return fail(Type::PROTECTION_VIOLATION);
@@ -918,8 +1003,8 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
   wr.bind_len = length;
   wr.bind_privileges = privileges;
   const uint32_t ctx = f->mr->rmr_predict_context(r->slot, static_cast<uint32_t>(r->binds.size()));
-  const auto pr = ep->qp->post_send(wr);
-  if (pr != rc::Qp::PostResult::kOk) return post_result(f, pr, ep);
+  const auto pr = f->post_send_now(ep, wr);
+  if (pr != rc::Qp::PostResult::kOk) return post_result(pr, ep);
   r->binds.push_back(Rmr::PendingBind{cookie, lmr, va, length, privileges});
   r->bind_qpn = ep->qp->qpn();
   r->context = ctx;
@@ -929,7 +1014,7 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
 }
 
 Status rmr_free(Rmr* r) {
-  Lock lk(r->ia->iface->mu);
+  Lock lk(r->ia->iface);
   if (!r->binds.empty()) return fail(Type::INVALID_STATE);
   free_rmr(r);
   return kOk;

@@ -1,0 +1,66 @@
+// Passive-side progress: the progress thread of an interface in `busy` or
+// `adaptive` mode (IfaceConfig::progress; `inline` has none).
+//
+// busy      polls without pause: a passive RDMA target is served within a
+//           poll, at the price of a core.
+// adaptive  steps aside while a consumer drives the interface (it polled,
+//           posted or waited within the last idle_us), spins while traffic
+//           moved within the last spin_us, and otherwise sleeps with a
+//           doubling back-off capped at idle_us, so an idle connected process
+//           costs a few per cent of a core and a packet arriving while it
+//           sleeps waits at most about idle_us (plus the timer slack).
+//
+// The thread only ever tries the engine token (Iface::drive): a consumer
+// driving the interface itself is never waited for.
+
+#include <pthread.h>
+
+#include <ctime>
+#include <thread>
+
+#include "core.hpp"
+
+namespace dpdat::dat {
+namespace {
+
+void sleep_us(uint64_t us) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(us / 1'000'000);
+  ts.tv_nsec = static_cast<long>((us % 1'000'000) * 1000);
+  nanosleep(&ts, nullptr);
+}
+
+void progress_main(Iface* f) {
+  pthread_setname_np(pthread_self(), "dpdat-progress");
+  const bool busy = f->cfg.progress == ProgressMode::kBusy;
+  const uint64_t idle_us = f->cfg.idle_us;
+  const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;
+  const uint64_t grace_ns = idle_us * 1000;
+  uint64_t backoff_us = 1;
+  for (;;) {
+    const uint64_t now = now_ns();
+    if (!busy && now - f->last_consumer_progress.load(std::memory_order_relaxed) < grace_ns) {
+      sleep_us(idle_us);  // a consumer drives: out of its way
+      continue;
+    }
+    if (f->drive(now, false) || busy) {
+      backoff_us = 1;
+      continue;
+    }
+    if (now - f->last_traffic.load(std::memory_order_relaxed) < spin_ns) {
+      cpu_relax();
+      continue;
+    }
+    sleep_us(backoff_us);
+    backoff_us = std::min<uint64_t>(backoff_us * 2, idle_us);
+  }
+}
+
+}  // namespace
+
+void start_progress(Iface* f) {
+  if (f->cfg.progress == ProgressMode::kInline) return;
+  std::thread(progress_main, f).detach();  // interfaces live for the process
+}
+
+}  // namespace dpdat::dat
