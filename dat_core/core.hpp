@@ -630,6 +630,10 @@ class IfaceLock {
 // an in-process pair whose peer must move too.
 void progress_others(Iface* except);
 
+// Whether the process has an interface without a progress thread (its
+// waiters then drive the others: an in-process peer may be inline).
+bool any_inline_iface();
+
 // Starts the interface's progress thread (busy / adaptive; progress.cpp).
 void start_progress(Iface* f);
 

@@ -39,7 +39,7 @@ class EventQueue {
     }
     slots_[(head_ + n_) % slots_.size()] = std::move(ev);
     ++n_;
-    count_.store(n_, std::memory_order_release);
+    count_.store(static_cast<uint32_t>(n_), std::memory_order_release);
     return true;
   }
 
@@ -56,7 +56,7 @@ class EventQueue {
       overflow_.pop_front();
       ++n_;
     }
-    count_.store(n_, std::memory_order_release);
+    count_.store(static_cast<uint32_t>(n_), std::memory_order_release);
     return true;
   }
 

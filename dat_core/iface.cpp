@@ -145,6 +145,7 @@ std::vector<Iface*>& ifaces() {
   return *v;
 }
 std::atomic<size_t> g_iface_count{0};
+std::atomic<size_t> g_inline_ifaces{0};
 
 // The built-in in-process link: two net_ring ports, made once.
 bool ring_link(uint16_t ids[2], std::string* why) {
@@ -218,10 +219,13 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   f->next_comm = f->random32() | 1u;
   ifaces().push_back(f.release());
   g_iface_count.store(ifaces().size(), std::memory_order_release);
+  if (cfg.progress == ProgressMode::kInline) g_inline_ifaces.fetch_add(1);
   start_progress(raw);
   *out = raw;
   return kOk;
 }
+
+bool any_inline_iface() { return g_inline_ifaces.load(std::memory_order_relaxed) != 0; }
 
 void progress_others(Iface* except) {
   const size_t n = g_iface_count.load(std::memory_order_acquire);

@@ -456,15 +456,18 @@ bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
       cpu_relax();
       continue;
     }
-    // Sleeping: the progress thread (if any) takes over the interface.
-    const uint64_t cap_us = threaded ? kThreadedWaitMaxUs : f->cfg.idle_us;
+    // Sleeping: the progress thread (if any) takes over the interface; an
+    // interface of the process without one (inline) is driven here, at every
+    // wake-up.
+    const bool others = any_inline_iface();
+    const uint64_t cap_us = threaded && !others ? kThreadedWaitMaxUs : f->cfg.idle_us;
     const uint64_t left_us = (deadline - now) / 1000 + 1;
     {
       std::unique_lock<std::mutex> lk(e->wait_mu);
       e->wait_cv.wait_for(lk, std::chrono::microseconds(std::min(sleep_us, left_us)), ready);
     }
     sleep_us = std::min<uint64_t>(sleep_us * 2, cap_us);
-    if (!threaded) progress_others(f);
+    if (!threaded || others) progress_others(f);
   }
 }
 }  // namespace
