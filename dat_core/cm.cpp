@@ -17,7 +17,6 @@
 #include <cstring>
 
 #include "core.hpp"
-#include "dpdk/port.hpp"
 
 namespace dpdat::dat {
 namespace {
@@ -65,7 +64,7 @@ void Iface::send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage
       return;
     }
   wire::CmPath path;
-  path.src_mac = port->mac();
+  path.src_mac = link->mac();
   path.dst_mac = mac;
   path.src_ip = cfg.ip;
   path.dst_ip = ip;
@@ -150,7 +149,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   m.tid = (uint64_t{cfg.ip} << 32) | ep->local_comm;
   m.local_comm_id = ep->local_comm;
   m.service_id = conn_qual;
-  m.ca_guid = guid_of(port->mac());
+  m.ca_guid = guid_of(link->mac());
   m.qpn = ep->qp->qpn();
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
@@ -187,7 +186,7 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
   rtu.remote_comm_id = m.local_comm_id;
   if (ep->cm == CmState::kReqSent) {
     rc::PathInfo path;
-    path.local_mac = port->mac();
+    path.local_mac = link->mac();
     path.peer_mac = ep->peer_mac;
     path.local_ip = cfg.ip;
     path.peer_ip = ep->peer_ip;
@@ -309,7 +308,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   }
   const uint64_t now = now_ns();
   rc::PathInfo path;
-  path.local_mac = port->mac();
+  path.local_mac = link->mac();
   path.peer_mac = cr->peer_mac;
   path.local_ip = cfg.ip;
   path.peer_ip = cr->peer_ip;
@@ -333,7 +332,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   m.tid = cr->req.tid;
   m.local_comm_id = ep->local_comm;
   m.remote_comm_id = ep->remote_comm;
-  m.ca_guid = guid_of(port->mac());
+  m.ca_guid = guid_of(link->mac());
   m.qpn = ep->qp->qpn();
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
@@ -573,7 +572,7 @@ void Iface::cm_timers(uint64_t now) {
     switch (ep->cm) {
       case CmState::kResolving:
         if (now < ep->next_retx) break;
-        if (port->resolve(ep->peer_ip, &ep->peer_mac)) {
+        if (link->resolve(ep->peer_ip, &ep->peer_mac)) {
           ep->cm = CmState::kReqSent;
           ep->retx_interval = kCmRetxNs;
           ep->retries = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // dat_core: the DAT objects (IA, PZ, EVD, CNO, EP, PSP/RSP/CR, LMR, RMR) over
-// one dpdat interface (port + memory tables + RC engine + connection
+// one dpdat interface (link + memory tables + RC engine + connection
 // manager).  The uDAPL 1.2 C API (api/) and the DAT 2.0 plug-in are thin
 // fronts over these objects; they convert their own structs and map Status
 // to their DAT_RETURN encoding.
@@ -46,6 +46,7 @@
 
 #include "config.hpp"
 #include "event_queue.hpp"
+#include "link.hpp"
 #include "mpsc_ring.hpp"
 #include "rc/engine.hpp"
 #include "rc/mr_table.hpp"
@@ -53,10 +54,6 @@
 #include "spin_lock.hpp"
 #include "status.hpp"
 #include "wire/cm.hpp"
-
-namespace dpdat::dpdk {
-class Port;
-}
 
 namespace dpdat::dat {
 
@@ -459,8 +456,7 @@ struct Iface {
   EngineToken token;  // whoever drives the engine (see the top of this file)
   IfaceConfig cfg;
   Limits limits;
-  dpdk::Port* port = nullptr;
-  std::unique_ptr<dpdk::Port> owned_port;
+  std::unique_ptr<Link> link;  // the engine's packet I/O: destroyed after the engine
   std::unique_ptr<rc::MrTable> mr;
   std::unique_ptr<rc::Engine> engine;
   uint32_t pmtu = 1024;

@@ -1,4 +1,4 @@
-// Interfaces (port + memory tables + engine), the handle registry, inline
+// Interfaces (link + memory tables + engine), the handle registry, inline
 // and background progress, and completion delivery to EVDs.
 
 #include <pthread.h>
@@ -10,10 +10,7 @@
 #include <thread>
 
 #include "core.hpp"
-#include "dpdk/eal.hpp"
-#include "dpdk/port.hpp"
-#include "dpdk/telemetry.hpp"
-#include "dpdk/tsc_clock.hpp"
+#include "link.hpp"
 
 namespace dpdat::dat {
 
@@ -44,22 +41,6 @@ Object* lookup_any(const void* h) {
   if (handles().count(h) == 0) return nullptr;
   return static_cast<Object*>(const_cast<void*>(h));
 }
-
-namespace {
-// Once the EAL knows the TSC rate (the first interface opened), the clock of
-// every poll is read from the TSC: ~15 ns against ~50 ns for steady_clock in
-// this VM, and every consumer call that progresses reads it.  Anchored to
-// steady_clock, so times taken before the switch stay comparable.
-std::atomic<const dpdk::TscClock*> g_tsc{nullptr};
-
-void use_tsc_clock() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    static const dpdk::TscClock clock;
-    if (clock.uses_tsc()) g_tsc.store(&clock, std::memory_order_release);
-  });
-}
-}  // namespace
 
 // ------------------------------------------------------------ agent upcalls
 
@@ -98,11 +79,6 @@ void run_upcalls() {
     if (fn != nullptr) fn(instance, u.evd);
   }
   t_running_upcalls = false;
-}
-
-uint64_t now_ns() {
-  const dpdk::TscClock* c = g_tsc.load(std::memory_order_acquire);
-  return c != nullptr ? c->now() : dpdk::steady_now_ns();
 }
 
 DtoStatus dto_status(rc::WcStatus s) {
@@ -147,22 +123,6 @@ std::vector<Iface*>& ifaces() {
 std::atomic<size_t> g_iface_count{0};
 std::atomic<size_t> g_inline_ifaces{0};
 
-// The built-in in-process link: two net_ring ports, made once.
-bool ring_link(uint16_t ids[2], std::string* why) {
-  static bool made = false;
-  static uint16_t a = 0, b = 0;
-  static std::string err;
-  if (!made) {
-    if (!dpdk::Port::make_ring_link("dpdat_ia", &a, &b, &err)) {
-      *why = err;
-      return false;
-    }
-    made = true;
-  }
-  ids[0] = a;
-  ids[1] = b;
-  return true;
-}
 
 }  // namespace
 
@@ -173,48 +133,31 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
       *out = f;
       return kOk;
     }
-  const dpdk::EalStatus& eal = dpdk::eal_init();
-  if (!eal.ok) {
-    *why = eal.error;
-    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-  }
-  use_tsc_clock();
-  auto f = std::make_unique<Iface>();
-  f->cfg = cfg;
-  uint16_t port_id = 0;
-  if (cfg.ring_end >= 0) {
-    uint16_t ids[2];
-    if (!ring_link(ids, why)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-    port_id = ids[cfg.ring_end];
-  } else if (!cfg.vdev.empty()) {
-    if (!dpdk::probe_vdev(cfg.vdev, &port_id, why))
-      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-  } else if (!dpdk::Port::find(cfg.port, &port_id)) {
-    *why = "no ethdev port named " + cfg.port;
+  const LinkFactory* lf = link_factory();
+  if (lf == nullptr) {
+    *why = "no link factory installed in this process";
     return fail(Type::PROVIDER_NOT_FOUND);
   }
-  dpdk::PortConfig pc;
-  pc.name = "dpdat_" + cfg.name;
-  pc.ip = cfg.ip;
-  pc.mtu = cfg.mtu;
-  pc.rx_loss = cfg.loss;
-  pc.loss_seed = cfg.ip;
-  f->owned_port = dpdk::Port::open(port_id, pc, why);
-  if (!f->owned_port) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-  f->port = f->owned_port.get();
+  auto f = std::make_unique<Iface>();
+  f->cfg = cfg;
+  LinkError le = LinkError::kNone;
+  f->link = lf->open(cfg, &le, why);
+  if (!f->link)
+    return le == LinkError::kNotFound ? fail(Type::PROVIDER_NOT_FOUND)
+                                      : fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
   f->cm_drops = cfg.cm_drops;
-  for (const auto& [ip, mac] : cfg.neighbors) f->port->add_neighbor(ip, mac);
-  f->pmtu = std::min(cfg.pmtu, f->port->max_pmtu());
+  for (const auto& [ip, mac] : cfg.neighbors) f->link->add_neighbor(ip, mac);
+  f->pmtu = std::min(cfg.pmtu, f->link->max_pmtu());
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
   rc::EngineConfig ec;
   ec.max_qps = f->limits.max_eps;
   ec.pmtu = f->pmtu;
-  f->engine = std::make_unique<rc::Engine>(*f->port, *f->mr, ec);
+  f->engine = std::make_unique<rc::Engine>(f->link->io(), *f->mr, ec);
   Iface* raw = f.get();
   f->cm_in.reserve(64);
   f->engine->set_gsi_handler(
       [raw](const wire::PacketView& v, uint64_t now) { raw->on_gsi(v, now); });
-  dpdk::telemetry_add_engine(pc.name, f->engine.get());
+  f->link->engine_created(*f->engine);
   f->rng = now_ns() ^ (uint64_t{cfg.ip} << 32) ^ 0x9E3779B97F4A7C15ull;
   f->next_comm = f->random32() | 1u;
   ifaces().push_back(f.release());

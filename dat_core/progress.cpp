@@ -31,7 +31,6 @@ void sleep_us(uint64_t us) {
 }
 
 void progress_main(Iface* f) {
-  pthread_setname_np(pthread_self(), "dpdat-progress");
   const bool busy = f->cfg.progress == ProgressMode::kBusy;
   const uint64_t idle_us = f->cfg.idle_us;
   const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;
@@ -60,7 +59,10 @@ void progress_main(Iface* f) {
 
 void start_progress(Iface* f) {
   if (f->cfg.progress == ProgressMode::kInline) return;
-  std::thread(progress_main, f).detach();  // interfaces live for the process
+  std::thread t(progress_main, f);
+  // Named before the interface is handed out, so it is seen by that name.
+  pthread_setname_np(t.native_handle(), "dpdat-progress");
+  t.detach();  // interfaces live for the process
 }
 
 }  // namespace dpdat::dat
