@@ -83,6 +83,14 @@ void fill_sa(unsigned char* out, uint32_t ip);
 // same interface with the stream's flag.
 bool evd_ok(Ia* ia, const void* h, uint32_t flag, Evd** out);
 
+// The sizes an EP is granted (the interface's limits; ops_ep.cpp).
+void grant_sizes(const Iface* f, EpAttr* a);
+
+// A DAT completion-flags word as RC work-request flags; the status of a
+// post into a queue pair as the DAT status (ops_post.cpp).
+Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags);
+Status post_result(rc::Qp::PostResult r, const Ep* ep);
+
 // Limits of an EP's attributes against the interface (negative counts of a
 // front arrive here as huge values and fail the same checks).
 Status check_ep_attr(const Iface* f, const EpAttr& a);

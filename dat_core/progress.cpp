@@ -8,7 +8,10 @@
 //           moved within the last spin_us, and otherwise sleeps with a
 //           doubling back-off capped at idle_us, so an idle connected process
 //           costs a few per cent of a core and a packet arriving while it
-//           sleeps waits at most about idle_us (plus the timer slack).
+//           sleeps waits at most about idle_us (plus the timer slack).  On a
+//           link that wakes it on RX (Link::rx_wakeups: RX interrupts, the
+//           simulated link) it sleeps until a frame arrives instead, at most
+//           1 ms (timers).
 //
 // The thread only ever tries the engine token (Iface::drive): a consumer
 // driving the interface itself is never waited for.
@@ -22,6 +25,9 @@
 
 namespace dpdat::dat {
 namespace {
+
+// Longest sleep of an adaptive thread on a link that wakes it on RX.
+constexpr uint64_t kRxWaitNs = 1'000'000;
 
 void sleep_us(uint64_t us) {
   timespec ts{};
@@ -50,8 +56,14 @@ void progress_main(Iface* f) {
       cpu_relax();
       continue;
     }
-    sleep_us(backoff_us);
-    backoff_us = std::min<uint64_t>(backoff_us * 2, idle_us);
+    if (f->link->rx_wakeups()) {
+      // A frame ends the sleep (RX interrupt): the timer only bounds it, for
+      // the engine's and the CM's timers.
+      f->link->wait_rx(kRxWaitNs);
+    } else {
+      sleep_us(backoff_us);
+      backoff_us = std::min<uint64_t>(backoff_us * 2, idle_us);
+    }
   }
 }
 
