@@ -94,31 +94,39 @@ constexpr uint64_t kThreadedWaitMaxUs = 10'000;
 bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
   const bool threaded = f->cfg.progress != ProgressMode::kInline;
   const uint64_t start = now_ns();
-  uint64_t sleep_us = 1;
   auto ready = [e, threshold] { return !e->waitable.load() || e->q.size() >= threshold; };
+  // Spinning: this thread drives the interface (and the process's others).
   for (;;) {
     uint64_t now = now_ns();
     f->drive(now, true);
     if (ready()) return true;
     now = now_ns();
     if (now >= deadline) return false;
-    if (now - start < kWaitSpinNs) {
-      progress_others(f);
-      cpu_relax();
-      continue;
-    }
-    // Sleeping: the progress thread (if any) takes over the interface; an
-    // interface of the process without one (inline) is driven here, at every
-    // wake-up.
+    if (now - start >= kWaitSpinNs) break;
+    progress_others(f);
+    cpu_relax();
+  }
+  // Sleeping: the interface's progress thread, if it has one, takes over at
+  // once (this thread no longer counts as driving it) and wakes this one on
+  // delivery; without one, this thread drives it at every wake-up.  The
+  // process's interfaces without a thread are driven here too.
+  if (threaded) f->last_consumer_progress.store(0, std::memory_order_relaxed);
+  uint64_t sleep_us = 1;
+  for (;;) {
     const bool others = any_inline_iface();
     const uint64_t cap_us = threaded && !others ? kThreadedWaitMaxUs : f->cfg.idle_us;
+    const uint64_t now = now_ns();
+    if (now >= deadline) return ready();
     const uint64_t left_us = (deadline - now) / 1000 + 1;
     {
       std::unique_lock<std::mutex> lk(e->wait_mu);
-      e->wait_cv.wait_for(lk, std::chrono::microseconds(std::min(sleep_us, left_us)), ready);
+      if (e->wait_cv.wait_for(lk, std::chrono::microseconds(std::min(sleep_us, left_us)), ready))
+        return true;
     }
     sleep_us = std::min<uint64_t>(sleep_us * 2, cap_us);
+    if (!threaded) f->drive(now_ns(), true);
     if (!threaded || others) progress_others(f);
+    if (ready()) return true;
   }
 }
 }  // namespace
