@@ -51,7 +51,7 @@ void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
   ev.evd = ep->conn_evd;
   ev.ep = ep;
   if (len > 0) {
-    ev.pdata_buf = std::make_shared<const std::vector<uint8_t>>(pdata, pdata + len);
+    ev.pdata_buf = std::make_unique<const std::vector<uint8_t>>(pdata, pdata + len);
     ev.pdata_len = len;
     ev.pdata = ev.pdata_buf->data();
   }

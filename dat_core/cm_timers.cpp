@@ -10,7 +10,10 @@ using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own const
 
 void Iface::cm_timers(uint64_t now) {
   uint64_t next = now + kHousekeepingNs;
-  std::vector<Ep*> eps(watched.begin(), watched.end());
+  // A pass may end EPs (and take them off `watched`): it walks a copy, in a
+  // vector kept for the purpose (no allocation once it has grown).
+  std::vector<Ep*>& eps = watched_pass;
+  eps.assign(watched.begin(), watched.end());
   for (Ep* ep : eps) {
     switch (ep->cm) {
       case CmState::kResolving:

@@ -86,6 +86,7 @@ struct Iface {
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;         // EPs with CM timers or a connection to watch
+  std::vector<Ep*> watched_pass;           // cm_timers()'s copy of `watched`
   std::vector<PendingDreq> pending_dreqs;  // abrupt disconnects awaiting their DREP
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
   MpscRing<Handoff> handoff{1024};

@@ -111,7 +111,7 @@ struct Event {
   // next dequeue on that EVD or the EVD is freed (Evd::dequeued_pdata).
   uint32_t pdata_len = 0;
   const uint8_t* pdata = nullptr;  // into pdata_buf
-  std::shared_ptr<const std::vector<uint8_t>> pdata_buf;
+  std::unique_ptr<const std::vector<uint8_t>> pdata_buf;
   // async and software events: `handle` is the object the event concerns
   // (nullptr: the IA), `reason` the object's DAT_*_ASYNC_ERROR_REASON value
   Ia* ia = nullptr;
@@ -214,7 +214,7 @@ struct Evd : Object {
   // Private data of the event dequeued last: the consumer reads it through
   // the DAT_EVENT it was given, until its next dequeue here (or the EVD's
   // destruction), whatever became of the EP meanwhile.
-  std::shared_ptr<const std::vector<uint8_t>> dequeued_pdata;
+  std::unique_ptr<const std::vector<uint8_t>> dequeued_pdata;
   std::atomic<bool> overflow_reported{false};
   std::unique_ptr<rc::CompletionQueue> cq;  // DTO / RMR bind EVDs
   // dat_evd_wait: one waiter at a time, asleep on wait_cv (under wait_mu)

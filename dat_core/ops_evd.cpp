@@ -15,7 +15,7 @@ bool pop_event(Evd* evd, Event* out) {
   // such an event here (DTO events carry none and leave it alone).
   if (out->pdata_buf) {
     std::lock_guard<std::mutex> g(evd->wait_mu);
-    evd->dequeued_pdata = out->pdata_buf;
+    evd->dequeued_pdata = std::move(out->pdata_buf);  // out->pdata still points into it
   }
   return true;
 }
