@@ -94,6 +94,15 @@ struct Iface {
   // When a consumer last drove the interface (an adaptive progress thread
   // stays out of its way meanwhile) and when traffic last moved.
   std::atomic<uint64_t> last_consumer_progress{0};
+  // A progress thread stepping aside for a consumer sleeps on prog_cv; a
+  // consumer that stops driving (a waiter going to sleep) wakes it.
+  std::mutex prog_mu;
+  std::condition_variable prog_cv;
+  void consumer_stopped() {
+    last_consumer_progress.store(0, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> g(prog_mu);
+    prog_cv.notify_all();
+  }
   std::atomic<uint64_t> last_traffic{0};
   // CM timers due at (0: at the next progress); lowered by the data path when
   // a failed completion may mean a broken connection.

@@ -79,9 +79,9 @@ Status evd_set_waitable(Evd* e, bool waitable) {
 }
 
 namespace {
-// How long a waiter spins, driving the interface, before it sleeps: a
-// completion due within a few round trips is taken without a wake-up
-// (~30 us here).
+// How long a waiter spins, driving the interface, before it sleeps once
+// traffic has stopped: a completion due within a few round trips is taken
+// without a wake-up (~30 us here).
 constexpr uint64_t kWaitSpinNs = 50'000;
 // Longest sleep of a waiter whose interface has a progress thread (which
 // wakes it on delivery; this only bounds a missed wake-up).
@@ -102,7 +102,11 @@ bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
     if (ready()) return true;
     now = now_ns();
     if (now >= deadline) return false;
-    if (now - start >= kWaitSpinNs) break;
+    // Spin while traffic moves (a transfer in flight is driven here, not
+    // handed to a thread and woken from), and kWaitSpinNs at least.
+    if (now - start >= kWaitSpinNs &&
+        now - f->last_traffic.load(std::memory_order_relaxed) >= kWaitSpinNs)
+      break;
     progress_others(f);
     cpu_relax();
   }
@@ -110,7 +114,7 @@ bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
   // once (this thread no longer counts as driving it) and wakes this one on
   // delivery; without one, this thread drives it at every wake-up.  The
   // process's interfaces without a thread are driven here too.
-  if (threaded) f->last_consumer_progress.store(0, std::memory_order_relaxed);
+  if (threaded) f->consumer_stopped();
   uint64_t sleep_us = 1;
   for (;;) {
     const bool others = any_inline_iface();

@@ -17,8 +17,11 @@
 // driving the interface itself is never waited for.
 
 #include <pthread.h>
+#include <sys/prctl.h>
 
+#include <chrono>
 #include <ctime>
+#include <mutex>
 #include <thread>
 
 #include "core.hpp"
@@ -37,6 +40,9 @@ void sleep_us(uint64_t us) {
 }
 
 void progress_main(Iface* f) {
+  // Sleeps as short as asked: the default slack (50 us) would stretch every
+  // back-off step and the wake-ups of a thread stepping aside.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   const bool busy = f->cfg.progress == ProgressMode::kBusy;
   const uint64_t idle_us = f->cfg.idle_us;
   const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;
@@ -45,7 +51,12 @@ void progress_main(Iface* f) {
   for (;;) {
     const uint64_t now = now_ns();
     if (!busy && now - f->last_consumer_progress.load(std::memory_order_relaxed) < grace_ns) {
-      sleep_us(idle_us);  // a consumer drives: out of its way
+      // A consumer drives: out of its way until it has not for idle_us, or
+      // says it stopped (Iface::consumer_stopped).
+      std::unique_lock<std::mutex> lk(f->prog_mu);
+      f->prog_cv.wait_for(lk, std::chrono::microseconds(idle_us), [f, grace_ns] {
+        return now_ns() - f->last_consumer_progress.load(std::memory_order_relaxed) >= grace_ns;
+      });
       continue;
     }
     if (f->drive(now, false) || busy) {
