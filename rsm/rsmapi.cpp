@@ -415,7 +415,9 @@ bool send_signal(Conn* k, rsm_memseg_id_t segid, unsigned flags) {
 
 // ---------------------------------------------------------- service thread
 
-bool perm_digit_ok(unsigned d) { return d == 2 || d == 4 || d == 6; }
+// A permission digit: 0 (nothing), 2 (write), 4 (read) or 6 (both); the
+// execute bit (1, 3, 5, 7) has no meaning for a segment and is refused.
+bool perm_digit_ok(unsigned d) { return (d & 1u) == 0 && d <= 6; }
 
 // The digit of an ACL permission (or of the default mode) that applies to an
 // importer running as uid/gid.
@@ -460,7 +462,8 @@ void evaluate(Controller* c, const ReqPdata& rq, rsm_node_id_t node, RepPdata* r
   }
   const unsigned allowed = applicable_digit(mode, rq.uid, rq.gid);  // 4 read, 2 write
   const unsigned wanted = (rq.perm >> 6) & 6u;
-  if ((wanted & ~allowed) != 0) {
+  // A 0 digit grants nothing, not even a connection without access.
+  if (allowed == 0 || (wanted & ~allowed) != 0) {
     rep->status = RSMERR_PERM_DENIED;
     return;
   }

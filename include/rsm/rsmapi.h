@@ -108,11 +108,13 @@ extern "C" {
 
 /* ---------------------------------------------------------- permissions
  * An ACL entry's permission is three octal digits, owner / group / other,
- * each 2 (write), 4 (read) or 6 (read and write).  An importer counts as the
- * owner when its process runs under the exporter's uid, else as group when it
- * runs under the exporter's gid, else as other (the uid/gid are the ones the
- * importing library reports; the node ID is never taken from the importer).
- * Requested import permissions use the owner-digit bits below. */
+ * each 0 (nothing: such an importer is refused with RSMERR_PERM_DENIED, even
+ * for an import asking no access), 2 (write), 4 (read) or 6 (read and
+ * write); so RSM_PERM_READ (0400) lets only the exporter's own user read.  An importer counts as
+ * the owner when its process runs under the exporter's uid, else as group when it runs under the
+ * exporter's gid, else as other (the uid/gid are the ones the importing library reports; the node
+ * ID is never taken from the importer). Requested import permissions use the owner-digit bits
+ * below. */
 #define RSM_PERM_NONE 0
 #define RSM_PERM_READ 0400
 #define RSM_PERM_WRITE 0200
@@ -178,7 +180,7 @@ typedef struct {
 /* Field name as in the spec text (Solaris spells it ae_permission). */
 typedef struct {
   rsm_node_id_t ae_node;           /* remote node allowed to import */
-  rsm_permission_t ae_permissions; /* octal owner/group/other, digits 2, 4 or 6 */
+  rsm_permission_t ae_permissions; /* octal owner/group/other, digits 0, 2, 4 or 6 */
 } rsmapi_access_entry_t;
 
 typedef struct {
@@ -278,7 +280,7 @@ int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void* vaddr, off
  *   RSMERR_NOT_CREATOR       called from a process other than the creator's
  *   RSMERR_SEG_ALREADY_PUBLISHED / RSMERR_SEG_NOT_PUBLISHED
  *   RSMERR_BAD_ADDR          segment_id is NULL
- *   RSMERR_BAD_ACL           NULL list with a length, a digit not 2/4/6, bits
+ *   RSMERR_BAD_ACL           NULL list with a length, an odd digit (1/3/5/7), bits
  *                            above 0777, or a node listed twice
  *   RSMERR_RESERVED_SEGID / RSMERR_BAD_SEGID / RSMERR_SEGID_IN_USE (see above)
  *   RSMERR_INSUFFICIENT_MEM  the ACL copy could not be allocated
