@@ -48,218 +48,10 @@
 #include <vector>
 
 #include "config.hpp"
+#include "objects.hpp"
 
-namespace {
+namespace dpdat::rsm {
 
-constexpr DAT_CONN_QUAL kRsmQual = 0x52534D31;  // "RSM1": the controller's PSP
-constexpr uint32_t kMagic = 0x52534D31;
-constexpr uint32_t kSlots = 8;               // receive slots per endpoint (signals)
-constexpr size_t kSlotBytes = 64;            // one slot; slot kSlots is the send slot
-constexpr size_t kBounceBytes = 256 * 1024;  // staging for synchronous accesses
-constexpr size_t kRingBytes = 1024 * 1024;   // staging for puts in flight (explicit mode)
-constexpr size_t kMaxInFlight = 64;          // puts in flight per import
-constexpr size_t kDirectChunk = size_t{1} << 24;
-constexpr unsigned kMaxAcl = 1u << 20;  // longest ACL a segment may carry
-constexpr DAT_TIMEOUT kConnectUs = 10'000'000;
-constexpr DAT_TIMEOUT kDtoUs = 30'000'000;
-constexpr auto kClosingWait = std::chrono::seconds(60);
-constexpr auto kEstablishWait = std::chrono::seconds(5);
-constexpr uint32_t kHpcEnd = RSM_HPC_ID_END;
-
-// Connection request private data (importer -> exporter), <= 92 bytes.
-struct ReqPdata {
-  uint32_t magic;
-  uint32_t segid;
-  uint32_t perm;  // RSM_PERM_* bits
-  uint32_t uid;   // selects the owner / group / other digit
-  uint32_t gid;
-};
-// Accept private data (exporter -> importer), <= 196 bytes.
-struct RepPdata {
-  uint32_t magic;
-  int32_t status;  // RSM_SUCCESS or the RSMERR_* refusing the import
-  uint32_t perm;   // granted RSM_PERM_* bits
-  uint32_t rmr_context;
-  uint64_t addr;
-  uint64_t len;
-};
-// A SEND carrying one RSM signal.
-struct SigMsg {
-  uint32_t magic;
-  uint32_t segid;
-  uint32_t flags;
-  uint32_t pad;
-};
-
-// ACL storage allocated with malloc, so a failed allocation is an ordinary
-// std::bad_alloc (RSMERR_INSUFFICIENT_MEM) under sanitizers as well, whose
-// operator new reports and aborts instead.
-template <typename T>
-struct MallocAlloc {
-  using value_type = T;
-  MallocAlloc() = default;
-  template <typename U>
-  explicit MallocAlloc(const MallocAlloc<U>&) {}
-  T* allocate(size_t n) {
-    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
-    void* p = std::malloc(n * sizeof(T));
-    if (p == nullptr) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { std::free(p); }
-  bool operator==(const MallocAlloc&) const { return true; }
-};
-using Acl = std::vector<rsmapi_access_entry_t, MallocAlloc<rsmapi_access_entry_t>>;
-
-enum class Tag : uint32_t { kCtl = 0x43544c31, kExport, kImport, kLocal, kBarrier };
-
-struct Controller;
-struct ExportSeg;
-struct ImportSeg;
-
-// Pending-signal count mirrored by a non-semaphore eventfd holding 1 while
-// count > 0.  Guarded by Controller::mu.
-struct Signals {
-  int efd = -1;
-  uint64_t pending = 0;
-  int pollfd_refs = 0;
-  void add(bool accumulate) {
-    const bool was_empty = pending == 0;
-    pending = accumulate ? pending + 1 : std::max<uint64_t>(pending, 1);
-    if (was_empty) {
-      const uint64_t one = 1;
-      (void)!write(efd, &one, sizeof(one));
-    }
-  }
-  bool take() {
-    if (pending == 0) return false;
-    if (--pending == 0) {
-      uint64_t v = 0;
-      (void)!read(efd, &v, sizeof(v));
-    }
-    return true;
-  }
-};
-
-// One RC endpoint of either side, with its control slots (receives for
-// signals and one send slot).
-struct Conn {
-  bool exporter = false;
-  Controller* ctl = nullptr;
-  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-  DAT_EVD_HANDLE req_evd = DAT_HANDLE_NULL;
-  uint8_t* buf = nullptr;
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-  ExportSeg* seg = nullptr;  // exporter side; null for a refused request
-  ImportSeg* imp = nullptr;  // importer side
-  rsm_node_id_t peer_node = 0;
-  bool established = false;
-  bool closed = false;
-  std::mutex send_mu;  // one SEND in flight from the send slot
-  int users = 0;       // signal posts using it outside Controller::mu
-  bool dead = false;   // closed while in use: the last user frees it
-};
-
-struct Lmr {
-  DAT_LMR_HANDLE h = DAT_HANDLE_NULL;
-  DAT_RMR_CONTEXT rctx = 0;
-};
-
-struct ExportSeg {
-  Tag tag = Tag::kExport;
-  Controller* ctl = nullptr;
-  pid_t creator = 0;
-  uint8_t* vaddr = nullptr;
-  size_t size = 0;
-  unsigned flags = 0;
-  bool published = false;
-  rsm_memseg_id_t segid = 0;
-  Acl acl;                     // sorted by node; empty = every node
-  Lmr lmr[3];                  // read, write, read+write
-  std::vector<Conn*> conns;    // granted importers
-  std::vector<Conn*> closing;  // being disconnected by unpublish
-  int wake_efd = -1;           // written when closing shrinks
-  Signals sig;
-};
-
-struct ImportSeg {
-  Tag tag = Tag::kImport;
-  Controller* ctl = nullptr;
-  std::mutex op_mu;  // one access at a time on this handle
-  Conn* conn = nullptr;
-  rsm_node_id_t node = 0;
-  rsm_memseg_id_t segid = 0;
-  uint32_t perm = 0;
-  uint32_t rctx = 0;
-  uint64_t raddr = 0;
-  uint64_t size = 0;
-  int conn_result = 0;  // set by the service thread: 1 established, <0 failed
-  DAT_EVENT_NUMBER conn_event = DAT_CONNECTION_EVENT_ESTABLISHED;
-  RepPdata rep{};
-  bool aborted = false;  // the exporter went away / unpublished
-  uint64_t errors = 0;   // failed accesses (barriers compare)
-  rsm_barrier_mode_t mode = RSM_BARRIER_MODE_IMPLICIT;
-  // bounce: kBounceBytes of synchronous staging, then the kRingBytes ring
-  // holding puts in flight (explicit barrier mode), in posting order.
-  uint8_t* bounce = nullptr;
-  DAT_LMR_HANDLE bounce_lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT bounce_lctx = 0;
-  struct InFlight {
-    uint64_t cookie;
-    size_t off, len;
-  };
-  std::deque<InFlight> in_flight;  // under op_mu
-  size_t ring_tail = 0;
-  uint64_t next_cookie = 1;
-  Signals sig;
-};
-
-struct LocalMem {
-  Tag tag = Tag::kLocal;
-  Controller* ctl = nullptr;
-  char* vaddr = nullptr;
-  size_t len = 0;
-  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
-  DAT_LMR_CONTEXT lctx = 0;
-};
-
-struct Barrier {
-  Tag tag = Tag::kBarrier;
-  ImportSeg* imp = nullptr;
-  rsm_barrier_type_t type = RSM_BARRIER_SEGMENT;
-  bool open = false;
-  uint64_t snap = 0;
-};
-
-struct Controller {
-  Tag tag = Tag::kCtl;
-  std::string name;
-  dpdat::dat::IfaceConfig cfg;
-  rsm_node_id_t node = 0;
-  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
-  DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL;
-  DAT_EVD_HANDLE sevd = DAT_HANDLE_NULL;
-  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
-  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
-  DAT_IA_ATTR attr{};
-  std::thread service;
-  bool stopping = false;
-  std::mutex mu;
-  std::condition_variable cv;
-  int user_refs = 0;
-  int seg_refs = 0;  // export, import and local-memory handles alive
-  std::map<rsm_memseg_id_t, ExportSeg*> published;
-  std::unordered_map<DAT_EP_HANDLE, Conn*> conns;
-  std::vector<ImportSeg*> imports;  // connected imports (node barriers)
-  std::map<rsm_node_id_t, uint64_t> node_errors;
-  unsigned long max_export = 1024;
-  uint32_t next_id = RSM_USER_APP_ID_BASE;
-  size_t page = 4096;
-  unsigned default_mode = 0644;
-};
-
-// Live handles of every kind, so a stale or foreign pointer is refused.
 std::mutex g_mu;
 std::map<std::string, Controller*> g_ctls;
 // Names whose controller one thread is setting up or tearing down outside
@@ -277,16 +69,7 @@ void live_del(const void* p) {
   std::lock_guard<std::mutex> lk(g_mu);
   g_live.erase(p);
 }
-template <typename T>
-T* live(const void* p, Tag t) {
-  if (p == nullptr) return nullptr;
-  std::lock_guard<std::mutex> lk(g_mu);
-  auto it = g_live.find(p);
-  if (it == g_live.end() || it->second != t) return nullptr;
-  return static_cast<T*>(const_cast<void*>(p));
-}
 
-bool dat_ok(DAT_RETURN r) { return r == DAT_SUCCESS; }
 // Every DAT failure while setting up an object is a shortage of the
 // interface's objects or keys as far as an RSM caller can tell.
 int resource_err(DAT_RETURN) { return RSMERR_INSUFFICIENT_RESOURCES; }
@@ -1085,39 +868,122 @@ Signals* signals_of(void* memseg, Controller** ctl) {
   return nullptr;
 }
 
-Barrier* barrier_of(rsmapi_barrier_t* b) {
-  if (b == nullptr) return nullptr;
-  return live<Barrier>(b->privdata, Tag::kBarrier);
+// Takes over the caller's controller reference (dropped on failure).
+int connect_import(Controller* c, rsm_node_id_t node_id, rsm_memseg_id_t segment_id,
+                   rsm_permission_t perm, bool hidden, ImportSeg** out) {
+  uint32_t ip = 0;
+  if (!ip_of_node(c, node_id, &ip)) {
+    unref(c, false);
+    return RSMERR_REMOTE_NODE_UNREACHABLE;
+  }
+  auto* im = new (std::nothrow) ImportSeg;
+  if (im == nullptr) {
+    unref(c, false);
+    return RSMERR_INSUFFICIENT_MEM;
+  }
+  im->ctl = c;
+  im->hidden = hidden;
+  im->node = node_id;
+  im->segid = segment_id;
+  im->sig.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  im->bounce = static_cast<uint8_t*>(std::aligned_alloc(4096, kBounceBytes + kRingBytes));
+  if (im->sig.efd < 0 || im->bounce == nullptr) {
+    free_import(im);
+    return RSMERR_INSUFFICIENT_RESOURCES;
+  }
+  DAT_REGION_DESCRIPTION reg{};
+  reg.for_va = im->bounce;
+  DAT_RMR_CONTEXT rc = 0;
+  DAT_VLEN rs = 0;
+  DAT_VADDR ra = 0;
+  if (!dat_ok(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, reg, kBounceBytes + kRingBytes, c->pz,
+                             static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
+                                                             DAT_MEM_PRIV_LOCAL_WRITE_FLAG),
+                             &im->bounce_lmr, &im->bounce_lctx, &rc, &rs, &ra))) {
+    im->bounce_lmr = DAT_HANDLE_NULL;
+    free_import(im);
+    return RSMERR_INSUFFICIENT_RESOURCES;
+  }
+  Conn* k = nullptr;
+  if (int e = make_conn(c, &k); e != RSM_SUCCESS) {
+    free_import(im);
+    return e;
+  }
+  k->imp = im;
+  k->peer_node = node_id;
+  im->conn = k;
+  {
+    std::lock_guard<std::mutex> lk(c->mu);
+    c->conns[k->ep] = k;
+  }
+  ReqPdata rq{kMagic, segment_id, perm, static_cast<uint32_t>(geteuid()),
+              static_cast<uint32_t>(getegid())};
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(ip);
+  if (!dat_ok(dat_ep_connect(k->ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), kRsmQual,
+                             kConnectUs, sizeof(rq), &rq, DAT_QOS_BEST_EFFORT,
+                             DAT_CONNECT_DEFAULT_FLAG))) {
+    free_import(im);
+    return RSMERR_REMOTE_NODE_UNREACHABLE;
+  }
+  int result = 0;
+  {
+    std::unique_lock<std::mutex> lk(c->mu);
+    // The CM reports within kConnectUs (timeout event); the cap is a backstop.
+    c->cv.wait_for(lk, std::chrono::microseconds(kConnectUs) * 2,
+                   [im] { return im->conn_result != 0; });
+    result = im->conn_result;
+  }
+  int status = RSM_SUCCESS;
+  if (result == 0) {
+    status = RSMERR_REMOTE_NODE_UNREACHABLE;
+  } else if (result < 0) {
+    status = map_conn_failure(im->conn_event);
+  } else if (im->rep.magic != kMagic) {
+    status = RSMERR_REMOTE_NODE_UNREACHABLE;
+  } else if (im->rep.status != RSM_SUCCESS) {
+    status = im->rep.status;
+  }
+  if (status != RSM_SUCCESS) {
+    if (result > 0) {
+      (void)dat_ep_disconnect(k->ep, DAT_CLOSE_GRACEFUL_FLAG);
+      std::unique_lock<std::mutex> lk(c->mu);
+      c->cv.wait_for(lk, std::chrono::seconds(20), [k] { return k->closed; });
+    }
+    free_import(im);
+    return status;
+  }
+  im->perm = im->rep.perm;
+  im->rctx = im->rep.rmr_context;
+  im->raddr = im->rep.addr;
+  im->size = im->rep.len;
+  if (!hidden) {
+    std::lock_guard<std::mutex> lk(c->mu);
+    c->imports.push_back(im);
+  }
+  *out = im;
+  return RSM_SUCCESS;
 }
 
-// Completes the puts a barrier covers: its import's, or for a node barrier
-// those of every import from the same node through the same controller.
-void barrier_drain(Barrier* b) {
-  Controller* c = b->imp->ctl;
-  std::vector<ImportSeg*> covered;
-  if (b->type == RSM_BARRIER_NODE || b->type == RSM_BARRIER_NODE_THREAD) {
-    std::lock_guard<std::mutex> lk(c->mu);
-    for (ImportSeg* im : c->imports)
-      if (im->node == b->imp->node) covered.push_back(im);
-  } else {
-    covered.push_back(b->imp);
-  }
-  for (ImportSeg* im : covered) {
-    if (live<ImportSeg>(im, Tag::kImport) == nullptr) continue;
+void disconnect_import(ImportSeg* im) {
+  Controller* c = im->ctl;
+  {
     std::lock_guard<std::mutex> op(im->op_mu);
     drain(im);
+    std::unique_lock<std::mutex> lk(c->mu);
+    if (!im->conn->closed) {
+      (void)dat_ep_disconnect(im->conn->ep, DAT_CLOSE_GRACEFUL_FLAG);
+      Conn* k = im->conn;
+      c->cv.wait_for(lk, std::chrono::seconds(20), [k] { return k->closed; });
+    }
   }
+  free_import(im);
 }
 
-uint64_t barrier_count(Barrier* b) {
-  Controller* c = b->imp->ctl;
-  std::lock_guard<std::mutex> lk(c->mu);
-  if (b->type == RSM_BARRIER_NODE || b->type == RSM_BARRIER_NODE_THREAD)
-    return c->node_errors[b->imp->node];
-  return b->imp->errors;
-}
+}  // namespace dpdat::rsm
 
-}  // namespace
+using namespace dpdat::rsm;
 
 // =============================================================== C entry points
 extern "C" {
@@ -1162,8 +1028,8 @@ int rsm_get_controller_attr(rsmapi_controller_handle_t h, rsmapi_controller_attr
   attr->attr_max_export_segment_size = static_cast<size_t>(c->attr.max_lmr_block_size);
   attr->attr_tot_export_segment_size = static_cast<size_t>(c->attr.max_lmr_block_size);
   attr->attr_max_export_segments = c->max_export;
-  attr->attr_max_import_map_size = 0;
-  attr->attr_tot_import_map_size = 0;
+  attr->attr_max_import_map_size = map_max_size(c);
+  attr->attr_tot_import_map_size = attr->attr_max_import_map_size == 0 ? 0 : SIZE_MAX;
   attr->attr_max_import_segments = static_cast<unsigned long>(c->attr.max_eps);
   return RSM_SUCCESS;
 }
@@ -1395,96 +1261,8 @@ int rsm_memseg_import_connect(rsmapi_controller_handle_t h, rsm_node_id_t node_i
   if ((perm & ~static_cast<rsm_permission_t>(RSM_PERM_RDWR)) != 0) return RSMERR_PERM_DENIED;
   Controller* c = ctl_ref(h);
   if (c == nullptr) return RSMERR_BAD_CTLR_HNDL;
-  uint32_t ip = 0;
-  if (!ip_of_node(c, node_id, &ip)) {
-    unref(c, false);
-    return RSMERR_REMOTE_NODE_UNREACHABLE;
-  }
-  auto* im = new (std::nothrow) ImportSeg;
-  if (im == nullptr) {
-    unref(c, false);
-    return RSMERR_INSUFFICIENT_MEM;
-  }
-  im->ctl = c;
-  im->node = node_id;
-  im->segid = segment_id;
-  im->sig.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  im->bounce = static_cast<uint8_t*>(std::aligned_alloc(4096, kBounceBytes + kRingBytes));
-  if (im->sig.efd < 0 || im->bounce == nullptr) {
-    free_import(im);
-    return RSMERR_INSUFFICIENT_RESOURCES;
-  }
-  DAT_REGION_DESCRIPTION reg{};
-  reg.for_va = im->bounce;
-  DAT_RMR_CONTEXT rc = 0;
-  DAT_VLEN rs = 0;
-  DAT_VADDR ra = 0;
-  if (!dat_ok(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, reg, kBounceBytes + kRingBytes, c->pz,
-                             static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_READ_FLAG |
-                                                             DAT_MEM_PRIV_LOCAL_WRITE_FLAG),
-                             &im->bounce_lmr, &im->bounce_lctx, &rc, &rs, &ra))) {
-    im->bounce_lmr = DAT_HANDLE_NULL;
-    free_import(im);
-    return RSMERR_INSUFFICIENT_RESOURCES;
-  }
-  Conn* k = nullptr;
-  if (int e = make_conn(c, &k); e != RSM_SUCCESS) {
-    free_import(im);
-    return e;
-  }
-  k->imp = im;
-  k->peer_node = node_id;
-  im->conn = k;
-  {
-    std::lock_guard<std::mutex> lk(c->mu);
-    c->conns[k->ep] = k;
-  }
-  ReqPdata rq{kMagic, segment_id, perm, static_cast<uint32_t>(geteuid()),
-              static_cast<uint32_t>(getegid())};
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(ip);
-  if (!dat_ok(dat_ep_connect(k->ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), kRsmQual,
-                             kConnectUs, sizeof(rq), &rq, DAT_QOS_BEST_EFFORT,
-                             DAT_CONNECT_DEFAULT_FLAG))) {
-    free_import(im);
-    return RSMERR_REMOTE_NODE_UNREACHABLE;
-  }
-  int result = 0;
-  {
-    std::unique_lock<std::mutex> lk(c->mu);
-    // The CM reports within kConnectUs (timeout event); the cap is a backstop.
-    c->cv.wait_for(lk, std::chrono::microseconds(kConnectUs) * 2,
-                   [im] { return im->conn_result != 0; });
-    result = im->conn_result;
-  }
-  int status = RSM_SUCCESS;
-  if (result == 0) {
-    status = RSMERR_REMOTE_NODE_UNREACHABLE;
-  } else if (result < 0) {
-    status = map_conn_failure(im->conn_event);
-  } else if (im->rep.magic != kMagic) {
-    status = RSMERR_REMOTE_NODE_UNREACHABLE;
-  } else if (im->rep.status != RSM_SUCCESS) {
-    status = im->rep.status;
-  }
-  if (status != RSM_SUCCESS) {
-    if (result > 0) {
-      (void)dat_ep_disconnect(k->ep, DAT_CLOSE_GRACEFUL_FLAG);
-      std::unique_lock<std::mutex> lk(c->mu);
-      c->cv.wait_for(lk, std::chrono::seconds(20), [k] { return k->closed; });
-    }
-    free_import(im);
-    return status;
-  }
-  im->perm = im->rep.perm;
-  im->rctx = im->rep.rmr_context;
-  im->raddr = im->rep.addr;
-  im->size = im->rep.len;
-  {
-    std::lock_guard<std::mutex> lk(c->mu);
-    c->imports.push_back(im);
-  }
+  ImportSeg* im = nullptr;
+  if (int e = connect_import(c, node_id, segment_id, perm, false, &im); e != RSM_SUCCESS) return e;
   live_add(im, Tag::kImport);
   *im_memseg = reinterpret_cast<rsm_memseg_import_handle_t>(im);
   return RSM_SUCCESS;
@@ -1493,19 +1271,13 @@ int rsm_memseg_import_connect(rsmapi_controller_handle_t h, rsm_node_id_t node_i
 int rsm_memseg_import_disconnect(rsm_memseg_import_handle_t h) {
   ImportSeg* im = nullptr;
   if (int e = check_import(h, &im); e != RSM_SUCCESS) return e;
-  Controller* c = im->ctl;
   {
     std::lock_guard<std::mutex> op(im->op_mu);
-    drain(im);
-    std::unique_lock<std::mutex> lk(c->mu);
+    if (im->map != nullptr) return RSMERR_SEG_STILL_MAPPED;
+    std::lock_guard<std::mutex> lk(im->ctl->mu);
     if (im->sig.pollfd_refs > 0) return RSMERR_POLLFD_IN_USE;
-    if (!im->conn->closed) {
-      (void)dat_ep_disconnect(im->conn->ep, DAT_CLOSE_GRACEFUL_FLAG);
-      Conn* k = im->conn;
-      c->cv.wait_for(lk, std::chrono::seconds(20), [k] { return k->closed; });
-    }
   }
-  free_import(im);
+  disconnect_import(im);
   return RSM_SUCCESS;
 }
 
@@ -1542,74 +1314,23 @@ int rsm_memseg_import_put64(rsm_memseg_import_handle_t h, off_t o, uint64_t* d, 
 int rsm_memseg_import_getv(rsm_scat_gath_t* sg) { return access_sg(sg, false); }
 int rsm_memseg_import_putv(rsm_scat_gath_t* sg) { return access_sg(sg, true); }
 
-int rsm_memseg_import_map(rsm_memseg_import_handle_t h, void** address, rsm_attribute_t,
-                          rsm_permission_t, off_t, size_t) {
+int rsm_memseg_import_map(rsm_memseg_import_handle_t h, void** address, rsm_attribute_t attr,
+                          rsm_permission_t perm, off_t offset, size_t length) {
   ImportSeg* im = nullptr;
   if (int e = check_import(h, &im); e != RSM_SUCCESS) return e;
   if (address == nullptr) return RSMERR_BAD_ADDR;
-  return RSMERR_MAP_FAILED;  // no load/store mapping across the network
+  std::lock_guard<std::mutex> op(im->op_mu);
+  if (im->map != nullptr) return RSMERR_SEG_ALREADY_MAPPED;
+  drain(im);
+  return map_create(im, address, attr, perm, offset, length);
 }
 
 int rsm_memseg_import_unmap(rsm_memseg_import_handle_t h) {
   ImportSeg* im = nullptr;
   if (int e = check_import(h, &im); e != RSM_SUCCESS) return e;
-  return RSMERR_SEG_NOT_MAPPED;
-}
-
-int rsm_memseg_import_init_barrier(rsm_memseg_import_handle_t h, rsm_barrier_type_t type,
-                                   rsmapi_barrier_t* barrier) {
-  ImportSeg* im = nullptr;
-  if (int e = check_import(h, &im); e != RSM_SUCCESS) return e;
-  if (barrier == nullptr) return RSMERR_BAD_BARRIER_PTR;
-  if (type != RSM_BARRIER_SEGMENT && type != RSM_BARRIER_NODE &&
-      type != RSM_BARRIER_SEGMENT_THREAD && type != RSM_BARRIER_NODE_THREAD)
-    return RSMERR_BAD_MODE;
-  auto* b = new (std::nothrow) Barrier;
-  if (b == nullptr) return RSMERR_INSUFFICIENT_MEM;
-  b->imp = im;
-  b->type = type;
-  live_add(b, Tag::kBarrier);
-  barrier->seg = im;
-  barrier->gnum = 0;
-  barrier->privdata = b;
-  return RSM_SUCCESS;
-}
-
-int rsm_memseg_import_open_barrier(rsmapi_barrier_t* barrier) {
-  if (barrier == nullptr) return RSMERR_BAD_BARRIER_PTR;
-  Barrier* b = barrier_of(barrier);
-  if (b == nullptr) return RSMERR_BARRIER_UNINITIALIZED;
-  if (live<ImportSeg>(b->imp, Tag::kImport) == nullptr) return RSMERR_BAD_SEG_HNDL;
-  b->snap = barrier_count(b);
-  b->open = true;
-  return RSM_SUCCESS;
-}
-
-int rsm_memseg_import_order_barrier(rsmapi_barrier_t* barrier) {
-  if (barrier == nullptr) return RSMERR_BAD_BARRIER_PTR;
-  Barrier* b = barrier_of(barrier);
-  if (b == nullptr) return RSMERR_BARRIER_UNINITIALIZED;
-  if (!b->open) return RSMERR_BARRIER_NOT_OPENED;
-  if (live<ImportSeg>(b->imp, Tag::kImport) == nullptr) return RSMERR_BAD_SEG_HNDL;
-  // Every access since open has completed once the puts in flight have.
-  barrier_drain(b);
-  return barrier_count(b) == b->snap ? RSM_SUCCESS : RSMERR_BARRIER_FAILURE;
-}
-
-int rsm_memseg_import_close_barrier(rsmapi_barrier_t* barrier) {
-  const int e = rsm_memseg_import_order_barrier(barrier);
-  if (e == RSM_SUCCESS || e == RSMERR_BARRIER_FAILURE) barrier_of(barrier)->open = false;
-  return e;
-}
-
-int rsm_memseg_import_destroy_barrier(rsmapi_barrier_t* barrier) {
-  if (barrier == nullptr) return RSMERR_BAD_BARRIER_PTR;
-  Barrier* b = barrier_of(barrier);
-  if (b == nullptr) return RSMERR_BARRIER_UNINITIALIZED;
-  live_del(b);
-  delete b;
-  barrier->privdata = nullptr;
-  return RSM_SUCCESS;
+  std::lock_guard<std::mutex> op(im->op_mu);
+  if (im->map == nullptr) return RSMERR_SEG_NOT_MAPPED;
+  return map_destroy(im);
 }
 
 int rsm_memseg_import_get_mode(rsm_memseg_import_handle_t h, rsm_barrier_mode_t* mode) {
