@@ -6,7 +6,10 @@
 //     buffer, installed with UFFDIO_COPY, write-protected when the mapping is
 //     writable so the first store to the page faults again;
 //   - a write-protect fault by keeping a twin (the page as fetched), marking
-//     the page dirty and lifting the protection.
+//     the page dirty and lifting the protection, for the faulting page and
+//     the clean pages after it (up to kFetchPages in all);
+//   - a store to a missing page as a load followed by that write-protect
+//     fault, in one step.
 // A barrier's order/close and unmap write the dirty pages back: each is
 // write-protected again, compared with its twin, and the changed byte ranges
 // are RDMA WRITEs (merged across adjacent pages up to kMaxWrite).  A
@@ -155,11 +158,16 @@ void on_fault(Mapping* m, uintptr_t addr, uint64_t flags) {
     return;
   }
   if ((flags & UFFD_PAGEFAULT_FLAG_WP) != 0) {
-    if (m->state[i] == Page::kClean) {
-      std::memcpy(m->twin + i * m->page, page_at(m, i), m->page);
-      m->state[i] = Page::kDirty;
+    // Stores come in runs: the clean pages that follow are opened for
+    // writing too (twin and all), so a streaming store takes one fault per
+    // kFetchPages pages; a page opened but never stored to diffs empty.
+    size_t n = 0;
+    while (n < kFetchPages && i + n < m->state.size() && m->state[i + n] == Page::kClean) {
+      std::memcpy(m->twin + (i + n) * m->page, page_at(m, i + n), m->page);
+      m->state[i + n] = Page::kDirty;
+      ++n;
     }
-    if (!protect(m, i, 1, false)) poison(m);
+    if (!protect(m, i, std::max<size_t>(n, 1), false)) poison(m);
     return;
   }
   if (m->state[i] != Page::kMissing) {
@@ -177,24 +185,15 @@ void on_fault(Mapping* m, uintptr_t addr, uint64_t flags) {
     poison(m);
     return;
   }
-  size_t first_clean = 0;
-  if ((flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0) {
-    std::memcpy(m->twin + i * m->page, io->bounce, m->page);
-    if (!install(m, i, 1, io->bounce, false)) {
-      poison(m);
-      return;
-    }
-    m->state[i] = Page::kDirty;
-    first_clean = 1;
+  // A store installs the whole read-ahead writable and dirty (as a
+  // write-protect fault does), a load installs it clean and write-protected.
+  const bool store = (flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
+  if (store) std::memcpy(m->twin + i * m->page, io->bounce, n * m->page);
+  if (!install(m, i, n, io->bounce, m->writable && !store)) {
+    poison(m);
+    return;
   }
-  if (n > first_clean) {
-    if (!install(m, i + first_clean, n - first_clean, io->bounce + first_clean * m->page,
-                 m->writable)) {
-      poison(m);
-      return;
-    }
-    for (size_t j = first_clean; j < n; ++j) m->state[i + j] = Page::kClean;
-  }
+  for (size_t j = 0; j < n; ++j) m->state[i + j] = store ? Page::kDirty : Page::kClean;
 }
 
 void fault_loop(Mapping* m) {
