@@ -981,6 +981,36 @@ void disconnect_import(ImportSeg* im) {
   free_import(im);
 }
 
+// Publishes s under *idp (0: a generated ID, stored back) with acl.
+int publish_locked(Controller* c, ExportSeg* s, Acl* acl, rsm_memseg_id_t* idp) {
+  std::lock_guard<std::mutex> lk(c->mu);
+  if (s->published) return RSMERR_SEG_ALREADY_PUBLISHED;
+  rsm_memseg_id_t id = *idp;
+  if (id != 0) {
+    if (id <= RSM_DRIVER_PRIVATE_ID_END || id >= RSM_USER_APP_ID_BASE) return RSMERR_RESERVED_SEGID;
+    if (id > kHpcEnd) return RSMERR_BAD_SEGID;
+    if (c->published.count(id) != 0) return RSMERR_SEGID_IN_USE;
+  }
+  if (c->published.size() >= c->max_export) return RSMERR_INSUFFICIENT_RESOURCES;
+  if (id == 0) {
+    // Next free ID of the user-application range, wrapping within it.
+    const uint64_t span = uint64_t{RSM_USER_APP_ID_END} - RSM_USER_APP_ID_BASE + 1;
+    for (uint64_t tries = 0; tries < span && id == 0; ++tries) {
+      const rsm_memseg_id_t cand = c->next_id;
+      c->next_id = cand == RSM_USER_APP_ID_END ? RSM_USER_APP_ID_BASE : cand + 1;
+      if (c->published.count(cand) == 0) id = cand;
+    }
+    if (id == 0) return RSMERR_INSUFFICIENT_RESOURCES;
+  }
+  if (int e = register_export(c, s); e != RSM_SUCCESS) return e;
+  s->acl = std::move(*acl);
+  s->segid = id;
+  s->published = true;
+  c->published[id] = s;
+  *idp = id;
+  return RSM_SUCCESS;
+}
+
 }  // namespace dpdat::rsm
 
 using namespace dpdat::rsm;
@@ -1192,32 +1222,10 @@ int rsm_memseg_export_publish(rsm_memseg_export_handle_t h, rsm_memseg_id_t* seg
   Acl acl;
   if (int e = copy_acl(access_list, access_list_length, &acl); e != RSM_SUCCESS) return e;
   Controller* c = s->ctl;
-  std::lock_guard<std::mutex> lk(c->mu);
-  if (s->published) return RSMERR_SEG_ALREADY_PUBLISHED;
-  rsm_memseg_id_t id = *segment_id;
-  if (id != 0) {
-    if (id <= RSM_DRIVER_PRIVATE_ID_END || id >= RSM_USER_APP_ID_BASE) return RSMERR_RESERVED_SEGID;
-    if (id > kHpcEnd) return RSMERR_BAD_SEGID;
-    if (c->published.count(id) != 0) return RSMERR_SEGID_IN_USE;
-  }
-  if (c->published.size() >= c->max_export) return RSMERR_INSUFFICIENT_RESOURCES;
-  if (id == 0) {
-    // Next free ID of the user-application range, wrapping within it.
-    const uint64_t span = uint64_t{RSM_USER_APP_ID_END} - RSM_USER_APP_ID_BASE + 1;
-    for (uint64_t tries = 0; tries < span && id == 0; ++tries) {
-      const rsm_memseg_id_t cand = c->next_id;
-      c->next_id = cand == RSM_USER_APP_ID_END ? RSM_USER_APP_ID_BASE : cand + 1;
-      if (c->published.count(cand) == 0) id = cand;
-    }
-    if (id == 0) return RSMERR_INSUFFICIENT_RESOURCES;
-  }
-  if (int e = register_export(c, s); e != RSM_SUCCESS) return e;
-  s->acl = std::move(acl);
-  s->segid = id;
-  s->published = true;
-  c->published[id] = s;
-  *segment_id = id;
-  return RSM_SUCCESS;
+  rsm_memseg_id_t id = *segment_id;  // user memory: read and written without c->mu
+  const int e = publish_locked(c, s, &acl, &id);
+  if (e == RSM_SUCCESS) *segment_id = id;
+  return e;
 }
 
 int rsm_memseg_export_republish(rsm_memseg_export_handle_t h, rsmapi_access_entry_t access_list[],
@@ -1337,8 +1345,12 @@ int rsm_memseg_import_get_mode(rsm_memseg_import_handle_t h, rsm_barrier_mode_t*
   ImportSeg* im = nullptr;
   if (int e = check_import(h, &im); e != RSM_SUCCESS) return e;
   if (mode == nullptr) return RSMERR_BAD_ADDR;
-  std::lock_guard<std::mutex> lk(im->ctl->mu);
-  *mode = im->mode;
+  rsm_barrier_mode_t m = RSM_BARRIER_MODE_IMPLICIT;
+  {
+    std::lock_guard<std::mutex> lk(im->ctl->mu);
+    m = im->mode;
+  }
+  *mode = m;  // user memory (perhaps a mapping's page) is touched without a lock held
   return RSM_SUCCESS;
 }
 
@@ -1427,9 +1439,13 @@ int rsm_memseg_get_pollfd(void* memseg, struct pollfd* fd) {
   Signals* sg = signals_of(memseg, &c);
   if (sg == nullptr) return RSMERR_BAD_SEG_HNDL;
   if (fd == nullptr) return RSMERR_BAD_ADDR;
-  std::lock_guard<std::mutex> lk(c->mu);
-  sg->pollfd_refs++;
-  fd->fd = sg->efd;
+  int efd = -1;
+  {
+    std::lock_guard<std::mutex> lk(c->mu);
+    sg->pollfd_refs++;
+    efd = sg->efd;
+  }
+  fd->fd = efd;
   fd->events = POLLIN | POLLRDNORM;  // an eventfd reports POLLIN
   fd->revents = 0;
   return RSM_SUCCESS;
