@@ -1,7 +1,29 @@
-// Objects of librsm shared by its files (controller, service, export,
-// import, import_io, import_map, barrier, signals): the handle kinds, the
-// wire formats of the CM private data and signals, and the registry of live
-// handles.  Internal; the public API is include/rsm/rsmapi.h.
+// librsm: the RSMAPI of include/rsm/rsmapi.h, built on dpdat's public uDAPL
+// 1.2 API (libdat.so.1), so segments, imports and DAT programs share one IA
+// registry, one set of interfaces and one memory table per interface.
+//
+// Per controller (= one DAT IA): a PZ, a public service point on kRsmQual and
+// one service EVD (CR + connection + DTO + software events) on which a
+// service thread blocks in dat_evd_wait.  That thread evaluates every
+// connection request against the segment's ACL in force at that moment,
+// accepts with a reply {status, granted permission, rmr_context, address,
+// length}, turns connection events into import/export state, and turns
+// received SENDs into RSM signals.
+//
+// An import is one RC endpoint.  get/put are RDMA READ/WRITE against the
+// registration the exporter chose for the granted permission (one LMR per
+// permission kind, so the exporter's transport refuses an access the grant
+// does not cover), staged through a registered bounce buffer, or moved
+// directly for rsm_localmemory handles.  Unpublish disconnects every importer
+// and frees those registrations: a stale key fails at the exporter.
+//
+// Node IDs: an interface's node= setting, else the low 16 bits of its IPv4
+// address.  The exporter learns an importer's node from the source address
+// of the connection request (the CM exchange), mapped through the IA
+// registry; nothing in the request's private data names the node.
+//
+// Files: controller, service (ACL decisions), export, import, import_io,
+// import_map, barrier, signals; this header holds what they share.
 #pragma once
 
 #include <dat/udat.h>
@@ -260,20 +282,72 @@ T* live(const void* p, Tag t) {
 
 inline bool dat_ok(DAT_RETURN r) { return r == DAT_SUCCESS; }
 
-// import / import_io (rsmapi.cpp)
+// controller.cpp
+// Every DAT failure while setting up an object is a shortage of the
+// interface's objects or keys as far as an RSM caller can tell.
+int resource_err(DAT_RETURN r);
+unsigned creation_mode();
+rsm_node_id_t node_of_ip(uint32_t ip);
+bool ip_of_node(const Controller* ctl, rsm_node_id_t node, uint32_t* ip);
+void teardown(Controller* c);
+void unref(Controller* c, bool user);
+int open_controller(const std::string& name, Controller** out);
+Controller* ctl_ref(rsmapi_controller_handle_t h);
+
+// service.cpp
+void free_conn_resources(Conn* k);
+int post_slot_recv(Conn* k, uint32_t slot);
+int make_conn(Controller* c, Conn** out);
+bool wait_req(Conn* k);
+bool send_signal(Conn* k, rsm_memseg_id_t segid, unsigned flags);
+// An ACL digit: 0, 2, 4 or 6.
+bool perm_digit_ok(unsigned d);
+unsigned applicable_digit(unsigned mode, uint32_t uid, uint32_t gid);
+void evaluate(Controller* c, const ReqPdata& rq, rsm_node_id_t node, RepPdata* rep,
+              ExportSeg** seg_out);
+void on_cr(Controller* c, DAT_CR_HANDLE cr);
+void close_export_conn(Controller* c, Conn* k);
+void on_conn_event(Controller* c, const DAT_EVENT& ev);
+void on_dto(Controller* c, const DAT_EVENT& ev);
+void service_loop(Controller* c);
+
+// export.cpp
+void free_export_lmrs(ExportSeg* s);
+int check_export(rsm_memseg_export_handle_t h, ExportSeg** out);
+int copy_acl(const rsmapi_access_entry_t* acl, unsigned n, Acl* out);
+int register_export(Controller* c, ExportSeg* s);
+void do_unpublish(Controller* c, ExportSeg* s);
+int wait_closing(ExportSeg* s, bool interruptible);
+int publish_locked(Controller* c, ExportSeg* s, Acl* acl, rsm_memseg_id_t* idp);
+
+// import.cpp
 int check_import(rsm_memseg_import_handle_t h, ImportSeg** out);
-// Connects an import of segid at node with perm; *out is not registered as
-// a live handle (the caller does that, or keeps it private).
-int connect_import(Controller* c, rsm_node_id_t node_id, rsm_memseg_id_t segid,
+void free_import(ImportSeg* im);
+int map_conn_failure(DAT_EVENT_NUMBER n);
+// Connects an import of segment_id at node_id with perm, taking over the
+// caller's controller reference; *out is not yet a live handle (hidden: a
+// mapping's own connection, never one).
+int connect_import(Controller* c, rsm_node_id_t node_id, rsm_memseg_id_t segment_id,
                    rsm_permission_t perm, bool hidden, ImportSeg** out);
-// Disconnects (bounded wait) and frees an import; the caller holds no lock.
+// Drains, disconnects (bounded wait) and frees an import; no lock held.
 void disconnect_import(ImportSeg* im);
+
+// import_io.cpp
+int check_access(ImportSeg* im, off_t offset, size_t len, uint32_t need);
 void access_failed(ImportSeg* im);
 bool is_aborted(ImportSeg* im);
+void reap_one(ImportSeg* im);
 void drain(ImportSeg* im);
 int rdma(ImportSeg* im, bool write, uint64_t offset, DAT_LMR_CONTEXT lctx, uint8_t* local,
          size_t len);
 int put_async(ImportSeg* im, uint64_t offset, const uint8_t* user, size_t len);
+int access_va(ImportSeg* im, bool write, uint64_t offset, uint8_t* user, size_t len);
+int access_elems(rsm_memseg_import_handle_t h, off_t offset, void* datap, unsigned long count,
+                 size_t width, bool write);
+int access_sg(rsm_scat_gath_t* sg, bool write);
+
+// signals.cpp
+Signals* signals_of(void* memseg, Controller** ctl);
 
 // import_map.cpp.  map_* are called with the import's op_mu held.
 int map_create(ImportSeg* im, void** address, rsm_attribute_t attr, rsm_permission_t perm,
