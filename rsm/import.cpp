@@ -102,8 +102,12 @@ int connect_import(Controller* c, rsm_node_id_t node_id, rsm_memseg_id_t segment
     std::lock_guard<std::mutex> lk(c->mu);
     c->conns[k->ep] = k;
   }
-  ReqPdata rq{kMagic, segment_id, perm, static_cast<uint32_t>(geteuid()),
-              static_cast<uint32_t>(getegid())};
+  ReqPdata rq{kMagic,
+              segment_id,
+              perm,
+              static_cast<uint32_t>(geteuid()),
+              static_cast<uint32_t>(getegid()),
+              hidden ? kReqMapping : 0u};
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl(ip);

@@ -1,8 +1,9 @@
 // rsm_memseg_import_map: load/store access to an imported segment without
 // remote load/store hardware.  The mapping is private anonymous memory
 // registered with userfaultfd; a fault thread per mapping resolves
-//   - a missing-page fault by an RDMA READ of the page (and up to
-//     kFetchPages - 1 following missing pages) into the mapping's staging
+//   - a missing-page fault by an RDMA READ of the page (and following
+//     missing pages: kFetchPages, doubling while faults continue the last
+//     fetch, up to the staging buffer's 64) into the mapping's staging
 //     buffer, installed with UFFDIO_COPY, write-protected when the mapping is
 //     writable so the first store to the page faults again;
 //   - a write-protect fault by keeping a twin (the page as fetched), marking
@@ -64,9 +65,11 @@ struct Mapping {
   bool reserved = false;  // RSM_MAP_RESERVED: unmap leaves the range reserved
   int uffd = -1;
   int stop_efd = -1;
-  uint8_t* twin = nullptr;  // each dirty page as fetched (writable mappings)
-  std::vector<Page> state;  // under io->op_mu
-  bool poisoned = false;    // under io->op_mu
+  uint8_t* twin = nullptr;       // each dirty page as fetched (writable mappings)
+  std::vector<Page> state;       // under io->op_mu
+  bool poisoned = false;         // under io->op_mu
+  size_t next_fetch = SIZE_MAX;  // page after the last fetch (sequential detection)
+  size_t window = 0;             // pages of the last fetch
   std::thread thread;
 };
 
@@ -178,8 +181,14 @@ void on_fault(Mapping* m, uintptr_t addr, uint64_t flags) {
     poison(m);
     return;
   }
+  // Read-ahead: kFetchPages, doubled for each fault that continues the last
+  // fetch, up to the staging buffer.
+  const size_t want = i == m->next_fetch ? std::min(m->window * 2, kBounceBytes / m->page)
+                                         : std::min(kFetchPages, kBounceBytes / m->page);
   size_t n = 1;
-  while (n < kFetchPages && i + n < m->state.size() && m->state[i + n] == Page::kMissing) ++n;
+  while (n < want && i + n < m->state.size() && m->state[i + n] == Page::kMissing) ++n;
+  m->window = want;
+  m->next_fetch = i + n;
   if (rdma(io, false, m->off + i * m->page, io->bounce_lctx, io->bounce, n * m->page) !=
       RSM_SUCCESS) {
     poison(m);

@@ -74,7 +74,11 @@ struct ReqPdata {
   uint32_t perm;  // RSM_PERM_* bits
   uint32_t uid;   // selects the owner / group / other digit
   uint32_t gid;
+  uint32_t flags;  // kReqMapping
 };
+// ReqPdata::flags: the connection of a mapping (import_map.cpp), which
+// takes no signals.
+constexpr uint32_t kReqMapping = 1;
 // Accept private data (exporter -> importer), <= 196 bytes.
 struct RepPdata {
   uint32_t magic;
@@ -156,6 +160,7 @@ struct Conn {
   ImportSeg* imp = nullptr;  // importer side
   rsm_node_id_t peer_node = 0;
   bool established = false;
+  bool mapping = false;  // exporter side: a mapping's connection (no signals)
   bool closed = false;
   std::mutex send_mu;  // one SEND in flight from the send slot
   int users = 0;       // signal posts using it outside Controller::mu

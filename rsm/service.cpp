@@ -183,6 +183,7 @@ void on_cr(Controller* c, DAT_CR_HANDLE cr) {
   }
   k->exporter = true;
   k->peer_node = node;
+  k->mapping = (rq.flags & kReqMapping) != 0;
   std::lock_guard<std::mutex> lk(c->mu);
   RepPdata rep{};
   ExportSeg* s = nullptr;

@@ -54,10 +54,10 @@ int rsm_intr_signal_post(void* memseg, unsigned int flags) {
       if (!s->published) return RSMERR_SEG_NOT_PUBLISHED;
       c->cv.wait_for(lk, kEstablishWait, [s] {
         return std::all_of(s->conns.begin(), s->conns.end(),
-                           [](const Conn* k) { return k->established; });
+                           [](const Conn* k) { return k->established || k->mapping; });
       });
       for (Conn* k : s->conns) {
-        if (!k->established) continue;
+        if (!k->established || k->mapping) continue;
         k->users++;
         to.push_back(k);
       }

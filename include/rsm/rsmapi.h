@@ -351,8 +351,9 @@ int rsm_memseg_import_putv(rsm_scat_gath_t* sg);
 /* Load/store mappings.  dpdat has no remote load/store hardware: a mapping
  * is local memory of the importer whose pages are copies of the segment's,
  * kept coherent at barriers (userfaultfd; see rsm/import_map.cpp):
- *   - a page is fetched (RDMA READ, with up to 15 following untouched pages)
- *     on its first load or store, and again after a barrier dropped it;
+ *   - a page is fetched (RDMA READ, with following untouched pages: 16 pages
+ *     in all, doubling up to 64 while faults continue the last fetch) on its
+ *     first load or store, and again after a barrier dropped it;
  *   - stores are tracked per page; a dirty page is written back (RDMA WRITE
  *     of the byte ranges that differ from the page as fetched: runs of
  *     changed aligned 8-byte words trimmed to the first and last changed

@@ -255,6 +255,36 @@ TEST_F(RsmMap, LostSegmentFaultsWithSigbus) {
   EXPECT_EQ(rsm_memseg_import_close_barrier(&bar), RSMERR_BARRIER_FAILURE);
   EXPECT_EQ(rsm_memseg_import_destroy_barrier(&bar), RSM_SUCCESS);
   EXPECT_EQ(rsm_memseg_import_unmap(im), RSMERR_CONN_ABORTED);
+  void* a = nullptr;
+  EXPECT_EQ(rsm_memseg_import_map(im, &a, RSM_MAP_NONE, RSM_PERM_READ, 0, page_),
+            RSMERR_CONN_ABORTED);
+}
+
+// A node barrier covers the mappings of every import from that node: its
+// close writes back a mapping of another import, its open drops that
+// mapping's clean pages.
+TEST_F(RsmMap, NodeBarrierCoversOtherImportsMappings) {
+  rsm_memseg_import_handle_t a = import(), b = import();
+  uint8_t* pb = map(b, RSM_PERM_RDWR, 0, 8 * page_);
+  rsmapi_barrier_t bar{};
+  ASSERT_EQ(rsm_memseg_import_init_barrier(a, RSM_BARRIER_NODE, &bar), RSM_SUCCESS);
+  ASSERT_EQ(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS);
+  pb[5 * page_ + 3] = 0x77;
+  ASSERT_EQ(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS);
+  EXPECT_EQ(mem_[5 * page_ + 3], 0x77);
+  mem_[5 * page_ + 4] = 0x78;
+  ASSERT_EQ(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS);
+  EXPECT_EQ(static_cast<volatile uint8_t*>(pb)[5 * page_ + 4], 0x78);
+  ASSERT_EQ(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS);
+  EXPECT_EQ(rsm_memseg_import_destroy_barrier(&bar), RSM_SUCCESS);
+  EXPECT_EQ(rsm_memseg_import_unmap(b), RSM_SUCCESS);
+  // The exporter's signals reach the imports, not the mappings' connections.
+  uint8_t* pa = map(a, RSM_PERM_RDWR, 0, page_);
+  ASSERT_NE(pa, nullptr);
+  ASSERT_EQ(rsm_intr_signal_post(seg_, 0), RSM_SUCCESS);
+  EXPECT_EQ(rsm_intr_signal_wait(a, 5000), RSM_SUCCESS);
+  EXPECT_EQ(rsm_intr_signal_wait(b, 5000), RSM_SUCCESS);
+  EXPECT_EQ(rsm_memseg_import_unmap(a), RSM_SUCCESS);
 }
 
 // Two imports of one segment, each mapped, stored into by its own thread
