@@ -295,6 +295,7 @@ int rsm_create_localmemory_handle(rsmapi_controller_handle_t h, rsm_localmemory_
   if (live<Controller>(h, Tag::kCtl) == nullptr) return RSMERR_BAD_CTLR_HNDL;
   if (handle == nullptr || vaddr == nullptr) return RSMERR_BAD_ADDR;
   if (length == 0) return RSMERR_BAD_LENGTH;
+  if (map_overlaps(vaddr, length)) return RSMERR_BAD_ADDR;
   Controller* c = ctl_ref(h);
   if (c == nullptr) return RSMERR_BAD_CTLR_HNDL;
   auto* m = new (std::nothrow) LocalMem;

@@ -156,7 +156,7 @@ extern "C" {
 int rsm_memseg_export_create(rsmapi_controller_handle_t h, rsm_memseg_export_handle_t* memseg,
                              void* vaddr, size_t size, unsigned int flags) {
   if (live<Controller>(h, Tag::kCtl) == nullptr) return RSMERR_BAD_CTLR_HNDL;
-  if (memseg == nullptr || vaddr == nullptr) return RSMERR_BAD_ADDR;
+  if (memseg == nullptr || vaddr == nullptr || map_overlaps(vaddr, size)) return RSMERR_BAD_ADDR;
   if ((flags & ~static_cast<unsigned>(RSM_ALLOW_REBIND | RSM_CREATE_SEG_DONTWAIT)) != 0)
     return RSMERR_BAD_MODE;
   Controller* c = ctl_ref(h);
@@ -214,7 +214,7 @@ int rsm_memseg_export_destroy(rsm_memseg_export_handle_t h) {
 int rsm_memseg_export_rebind(rsm_memseg_export_handle_t h, void* vaddr, off_t off, size_t size) {
   ExportSeg* s = nullptr;
   if (int e = check_export(h, &s); e != RSM_SUCCESS) return e;
-  if (vaddr == nullptr) return RSMERR_BAD_ADDR;
+  if (vaddr == nullptr || map_overlaps(vaddr, s->size)) return RSMERR_BAD_ADDR;
   Controller* c = s->ctl;
   if ((s->flags & RSM_ALLOW_REBIND) == 0) return RSMERR_REBIND_NOT_ALLOWED;
   if ((reinterpret_cast<uintptr_t>(vaddr) & (c->page - 1)) != 0) return RSMERR_BAD_MEM_ALIGNMENT;

@@ -75,6 +75,21 @@ struct Mapping {
 
 namespace {
 
+// Address ranges of every mapping of the process: memory the transport must
+// never be handed (its engine would fault on a page only it can fetch).
+std::mutex g_ranges_mu;
+std::vector<std::pair<uintptr_t, size_t>> g_ranges;
+
+void ranges_add(const Mapping* m) {
+  std::lock_guard<std::mutex> lk(g_ranges_mu);
+  g_ranges.emplace_back(reinterpret_cast<uintptr_t>(m->base), m->len);
+}
+
+void ranges_del(const Mapping* m) {
+  std::lock_guard<std::mutex> lk(g_ranges_mu);
+  std::erase(g_ranges, std::pair<uintptr_t, size_t>(reinterpret_cast<uintptr_t>(m->base), m->len));
+}
+
 int open_uffd() {
   int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
   if (fd < 0)  // without CAP_SYS_PTRACE and vm.unprivileged_userfaultfd
@@ -308,6 +323,14 @@ int flush_locked(Mapping* m) {
 
 }  // namespace
 
+bool map_overlaps(const void* p, size_t len) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lk(g_ranges_mu);
+  for (const auto& [b, n] : g_ranges)
+    if (a < b + n && b < a + len) return true;
+  return false;
+}
+
 size_t map_max_size(const Controller* c) {
   return uffd_usable() ? static_cast<size_t>(c->attr.max_lmr_block_size) : 0;
 }
@@ -398,6 +421,7 @@ int map_create(ImportSeg* im, void** address, rsm_attribute_t attr, rsm_permissi
     munmap(p, len);
     return fail(RSMERR_INSUFFICIENT_RESOURCES);
   }
+  ranges_add(m);
   im->map = m;
   *address = p;
   return RSM_SUCCESS;
@@ -445,6 +469,7 @@ int map_destroy(ImportSeg* im) {
   const uint64_t one = 1;
   (void)!write(m->stop_efd, &one, sizeof(one));
   m->thread.join();
+  ranges_del(m);
   if (m->reserved)
     (void)mmap(m->base, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
                -1, 0);

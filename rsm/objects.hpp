@@ -360,6 +360,9 @@ int map_create(ImportSeg* im, void** address, rsm_attribute_t attr, rsm_permissi
 int map_destroy(ImportSeg* im);
 int map_flush(ImportSeg* im);
 int map_invalidate(ImportSeg* im);
+// Whether [p, p+len) overlaps a mapping: such memory is refused for
+// registration (export segments, local memory handles).
+bool map_overlaps(const void* p, size_t len);
 // Largest mapping this process can make (0 when userfaultfd with
 // write-protect faults is not available).
 size_t map_max_size(const Controller* c);

@@ -260,7 +260,8 @@ void rsm_free_interconnect_topology(rsm_topology_t* topology);
 
 /* ---------------------------------------------------------- export side
  * rsm_memseg_export_create: vaddr and size must be multiples of the page size
- * (RSMERR_BAD_MEM_ALIGNMENT / RSMERR_BAD_LENGTH; RSMERR_BAD_ADDR for NULL).
+ * (RSMERR_BAD_MEM_ALIGNMENT / RSMERR_BAD_LENGTH; RSMERR_BAD_ADDR for NULL or
+ * memory of an import mapping).
  * Flags other than RSM_ALLOW_REBIND | RSM_CREATE_SEG_DONTWAIT: RSMERR_BAD_MODE.
  * dpdat never waits for resources, so DONTWAIT changes nothing. */
 int rsm_memseg_export_create(rsmapi_controller_handle_t controller,
@@ -397,6 +398,10 @@ int rsm_memseg_import_putv(rsm_scat_gath_t* sg);
  * rsm_memseg_import_unmap writes back and unmaps: RSMERR_SEG_NOT_MAPPED when
  * not mapped, RSMERR_CONN_ABORTED when the write-back failed.
  * rsm_memseg_import_disconnect of a mapped import: RSMERR_SEG_STILL_MAPPED.
+ * A mapping's memory cannot be exported or made a local memory handle
+ * (RSMERR_BAD_ADDR): the transport never touches it.  A writable mapping
+ * keeps a copy of each page it dirtied, so it may use twice its size.  A
+ * forked child's copy of a mapping is plain memory, not kept coherent.
  * Threads: any thread may load and store; faults are served by a thread of
  * the mapping, so a get/put whose buffer lies in a mapping works, and a store
  * made while a barrier writes back waits for it (then dirties the page for

@@ -167,6 +167,15 @@ TEST_F(RsmMap, Errors) {
   EXPECT_EQ(rsm_memseg_import_disconnect(rw), RSMERR_SEG_STILL_MAPPED);
   EXPECT_EQ(rsm_memseg_import_unmap(rw), RSM_SUCCESS);
   EXPECT_EQ(rsm_memseg_import_unmap(rw), RSMERR_SEG_NOT_MAPPED);
+  // A mapping's memory is never handed to the transport.
+  ASSERT_EQ(rsm_memseg_import_map(rw, &a, RSM_MAP_NONE, RSM_PERM_RDWR, 0, 2 * page_), RSM_SUCCESS);
+  rsm_localmemory_handle_t lm = nullptr;
+  EXPECT_EQ(rsm_create_localmemory_handle(imp_, &lm, static_cast<char*>(a) + page_, 100),
+            RSMERR_BAD_ADDR);
+  rsm_memseg_export_handle_t ex = nullptr;
+  EXPECT_EQ(rsm_memseg_export_create(exp_, &ex, a, page_, 0), RSMERR_BAD_ADDR);
+  EXPECT_EQ(rsm_memseg_export_rebind(seg_, a, 0, kSegBytes), RSMERR_BAD_ADDR);
+  EXPECT_EQ(rsm_memseg_import_unmap(rw), RSM_SUCCESS);
   // A read-only mapping of a read grant loads.
   mem_[3] = 0x33;
   ASSERT_EQ(rsm_memseg_import_map(ro, &a, RSM_MAP_NONE, RSM_PERM_READ, 0, page_), RSM_SUCCESS);
