@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -163,12 +164,13 @@ void on_cr(Controller* c, DAT_CR_HANDLE cr) {
   DAT_CR_PARAM p{};
   if (!dat_ok(dat_cr_query(cr, DAT_CR_FIELD_ALL, &p))) return;
   ReqPdata rq{};
-  if (p.private_data_size < static_cast<DAT_COUNT>(sizeof(rq)) || p.private_data == nullptr ||
-      p.remote_ia_address_ptr == nullptr) {
+  // flags, the last word, is optional (a request without it asks for none).
+  if (p.private_data_size < static_cast<DAT_COUNT>(offsetof(ReqPdata, flags)) ||
+      p.private_data == nullptr || p.remote_ia_address_ptr == nullptr) {
     (void)dat_cr_reject(cr);
     return;
   }
-  std::memcpy(&rq, p.private_data, sizeof(rq));
+  std::memcpy(&rq, p.private_data, std::min(sizeof(rq), static_cast<size_t>(p.private_data_size)));
   if (rq.magic != kMagic) {
     (void)dat_cr_reject(cr);
     return;

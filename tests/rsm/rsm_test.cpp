@@ -830,7 +830,7 @@ TEST_F(Rsm, ConnectToUnknownNodeOrUnpublishedId) {
 // client speaking the RSM connect protocol over plain uDAPL, granted read
 // only, can RDMA READ the segment but its RDMA WRITE with the same key fails
 // and leaves the memory alone.  (The request layout is librsm's wire format:
-// magic "RSM1", segment ID, permission, uid, gid.)
+// magic "RSM1", segment ID, permission, uid, gid, and optional flags.)
 TEST_F(Rsm, ExporterTransportEnforcesTheGrant) {
   rsmapi_access_entry_t acl[1] = {{kImpNode, 0444}};
   rsm_memseg_id_t id = 0x400321;
