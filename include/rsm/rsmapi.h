@@ -369,7 +369,11 @@ int rsm_memseg_import_putv(rsm_scat_gath_t* sg);
  * RSM_SUCCESS; a load sees the exporter's data as of the last init/open
  * barrier covering the mapping or, for a page not loaded since, as of its
  * first touch after that.  Without barriers, stores reach the exporter at
- * unmap only.  Importers storing concurrently into the same segment must keep
+ * unmap only.  get/put on the import and loads/stores through its mapping
+ * are two paths to the exporter, ordered only by barriers: a put into a
+ * range the mapping holds is seen by the mapping after the next open
+ * barrier, and a dirty page written back at a barrier overwrites the bytes
+ * it changed.  Importers storing concurrently into the same segment must keep
  * to disjoint ranges that share no aligned 8-byte word (and no page with more
  * than 16 changed runs); the exporter's own stores to a page an importer
  * dirtied survive outside the ranges written back.
