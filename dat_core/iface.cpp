@@ -296,9 +296,27 @@ bool Iface::drain_handoff() {
   return did;
 }
 
+// Gives the handed-off requests to their queue pairs; false when some are
+// left: one stalls on a full queue, or its poster has claimed its slot and
+// not yet written it (that takes nanoseconds unless the poster is
+// preempted: waited for, 10 ms at most).
+bool Iface::drain_handoff_all() {
+  const uint64_t give_up = now_ns() + 10'000'000;
+  for (uint32_t spins = 0;; ++spins) {
+    drain_handoff();
+    if (!handoff.pending()) return true;
+    if (handoff.front() != nullptr || now_ns() >= give_up) return false;  // stalled
+    if (spins < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 rc::Qp::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
-  drain_handoff();
-  if (handoff.pending()) return rc::Qp::PostResult::kQueueFull;  // would pass older requests
+  // Never past older requests: with some left, report a full queue.
+  if (!drain_handoff_all()) return rc::Qp::PostResult::kQueueFull;
   const rc::Qp::PostResult r = ep->qp->post_send(wr);
   if (r == rc::Qp::PostResult::kOk) {
     ep->sends_into_qp++;
@@ -308,8 +326,7 @@ rc::Qp::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
 }
 
 rc::Qp::PostResult Iface::post_recv_now(Ep* ep, const rc::RecvWr& wr) {
-  drain_handoff();
-  if (handoff.pending()) return rc::Qp::PostResult::kQueueFull;
+  if (!drain_handoff_all()) return rc::Qp::PostResult::kQueueFull;
   const rc::Qp::PostResult r = ep->qp->post_recv(wr);
   if (r == rc::Qp::PostResult::kOk) {
     ep->recvs_into_qp++;

@@ -131,6 +131,7 @@ struct Iface {
   bool step(uint64_t now, bool ctl);
   // Token held: gives the handed-off work requests to their queue pairs.
   bool drain_handoff();
+  bool drain_handoff_all();
   // Token held: a send / receive straight into the EP's queue pair, behind
   // what was handed off before it.
   rc::Qp::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);

@@ -46,12 +46,19 @@ namespace {
 Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::RecvWr* rwr) {
   const uint64_t now = now_ns();
   if (f->token.try_lock()) {
-    const rc::Qp::PostResult r = is_send ? f->post_send_now(ep, *swr) : f->post_recv_now(ep, *rwr);
-    f->last_consumer_progress.store(now, std::memory_order_relaxed);
-    if (r == rc::Qp::PostResult::kOk) f->step(now, false);
+    // Requests handed over earlier go first; one still being written by its
+    // poster (claimed, not yet published) keeps this one behind it too.
+    f->drain_handoff();
+    if (!f->handoff.pending()) {
+      const rc::Qp::PostResult r =
+          is_send ? f->post_send_now(ep, *swr) : f->post_recv_now(ep, *rwr);
+      f->last_consumer_progress.store(now, std::memory_order_relaxed);
+      if (r == rc::Qp::PostResult::kOk) f->step(now, false);
+      f->token.unlock();
+      run_upcalls();
+      return post_result(r, ep);
+    }
     f->token.unlock();
-    run_upcalls();
-    return post_result(r, ep);
   }
   rc::Qp* qp = ep->qp;
   const uint64_t cap = is_send ? qp->config().sq_depth : qp->config().rq_depth;
