@@ -84,7 +84,9 @@ struct LinkFactory {
 void set_link_factory(const LinkFactory* f);
 const LinkFactory* link_factory();
 
-// steady_clock in nanoseconds: the clock while no factory is installed.
+// The clock of every interface: the installed factory's now_ns, or
+// steady_clock in nanoseconds (steady_now_ns) while none is installed.
+uint64_t now_ns();
 uint64_t steady_now_ns();
 
 }  // namespace dpdat::dat
