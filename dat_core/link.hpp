@@ -57,7 +57,7 @@ class Link {
   virtual void wake() {}
 
   // Told once, when the interface's engine exists (DPDK: telemetry lists it
-  // under /dpdat/engine,<name>).  The engine outlives no Link it was told to.
+  // under /dpdat/engine,<name>).  The engine goes before its Link does.
   virtual void engine_created(const rc::Engine& engine) { (void)engine; }
 };
 
