@@ -57,7 +57,7 @@ class Link {
   virtual void wake() {}
 
   // Told once, when the interface's engine exists (DPDK: telemetry lists it
-  // under /dpdat/engine,<name>).  The engine outlives no Link it was told to.
+  // under /dpdat/engine,<name>).  The engine goes before its Link does.
   virtual void engine_created(const rc::Engine& engine) { (void)engine; }
 };
 
@@ -84,7 +84,9 @@ struct LinkFactory {
 void set_link_factory(const LinkFactory* f);
 const LinkFactory* link_factory();
 
-// steady_clock in nanoseconds: the clock while no factory is installed.
+// The clock of every interface: the installed factory's now_ns, or
+// steady_clock in nanoseconds (steady_now_ns) while none is installed.
+uint64_t now_ns();
 uint64_t steady_now_ns();
 
 }  // namespace dpdat::dat

@@ -32,8 +32,8 @@ uint64_t clock_now_ns() {
   return c != nullptr ? c->now() : steady_now_ns();
 }
 
-// The built-in in-process link: two net_ring ports, made once.  Callers
-// hold no lock of their own; dat_core opens links one at a time.
+// The built-in in-process link: two net_ring ports, made once (on the first
+// open of either end; a failed attempt is retried by the next open).
 bool ring_link(uint16_t ids[2], std::string* why) {
   static std::mutex mu;
   static bool made = false;

@@ -92,6 +92,16 @@ TEST_F(ProtoDtoTest, SendWriteReadLossyWire) {
   disconnect();
 }
 
+// b with a background progress thread, a driven by the test thread: the
+// two threads share the wire (its lock serialises them) and every byte
+// still arrives where it should.
+TEST_F(ProtoDtoTest, SendWriteReadWithProgressThread) {
+  if (ends_taken("inline", "thread")) GTEST_SKIP() << "ring=0/1 held by other interfaces";
+  connect();
+  transfer_all(64 * 1024);
+  disconnect();
+}
+
 // A remote access outside the registered range fails on the requester with
 // a remote access error, and the connection breaks.
 TEST_F(ProtoDtoTest, WriteOutOfBoundsIsRemoteAccessError) {

@@ -108,10 +108,27 @@ class ProtoTest : public ::testing::Test {
     b_.close();
     wire_->reset();
   }
-  void open_both(const std::string& extra_a = "", const std::string& extra_b = "") {
-    a_.open(config("proto_a", "ring=0;ip=10.9.0.1;progress=inline" + extra_a));
-    b_.open(config("proto_b", "ring=1;ip=10.9.0.2;progress=inline" + extra_b));
+  // progress_a / progress_b: each end's progress= setting.  An interface
+  // lives for the process, so an end this process opened before with
+  // another setting cannot be opened again: true when so (skip the test;
+  // under ctest every test is a process of its own).
+  bool ends_taken(const std::string& progress_a = "inline",
+                  const std::string& progress_b = "inline") {
+    const IfaceConfig ca =
+        config("proto_a_" + progress_a, "ring=0;ip=10.9.0.1;progress=" + progress_a);
+    const IfaceConfig cb =
+        config("proto_b_" + progress_b, "ring=1;ip=10.9.0.2;progress=" + progress_b);
+    Ia* ia = nullptr;
+    for (const IfaceConfig* c : {&ca, &cb}) {
+      const Status st = ia_open(*c, 16, nullptr, nullptr, &ia);
+      if (!st.ok()) return st.sub == Sub::RESOURCE_DEVICE;
+      EXPECT_TRUE(ia_close(ia, false).ok());
+    }
+    a_.open(ca);
+    b_.open(cb);
+    return false;
   }
+  void open_both() { ASSERT_FALSE(ends_taken()) << "ring=0/1 held by other interfaces"; }
   // a connects to b's PSP; b accepts on its own EP.  Private data both ways.
   void connect() {
     ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());
