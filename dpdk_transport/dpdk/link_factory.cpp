@@ -1,5 +1,9 @@
 #include "dpdk/link_factory.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -51,9 +55,12 @@ bool ring_link(uint16_t ids[2], std::string* why) {
 class DpdkLink final : public dat::Link {
  public:
   DpdkLink(std::unique_ptr<Port> port, std::string name)
-      : port_(std::move(port)), name_(std::move(name)) {}
+      : port_(std::move(port)),
+        name_(std::move(name)),
+        wake_fd_(port_->rx_fd() >= 0 ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1) {}
   ~DpdkLink() override {
     if (engine_listed_) telemetry_remove_engine(name_);
+    if (wake_fd_ >= 0) close(wake_fd_);
   }
   DpdkLink(const DpdkLink&) = delete;
   DpdkLink& operator=(const DpdkLink&) = delete;
@@ -66,6 +73,25 @@ class DpdkLink final : public dat::Link {
     port_->add_neighbor(ip, mac);
   }
   bool resolve(uint32_t ip, wire::MacAddr* mac) override { return port_->resolve(ip, mac); }
+  // Where the port has an RX interrupt descriptor (net_tap) the interface's
+  // progress thread sleeps on it; wake() ends such a sleep early.
+  bool rx_wakeups() const override { return port_->rx_fd() >= 0 && wake_fd_ >= 0; }
+  void wait_rx(uint64_t timeout_ns) override {
+    if (!rx_wakeups()) return;
+    pollfd fds[2] = {{port_->rx_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
+    if (ppoll(fds, 2, &ts, nullptr) > 0 && (fds[1].revents & POLLIN) != 0) {
+      uint64_t n = 0;
+      (void)!read(wake_fd_, &n, sizeof n);
+    }
+  }
+  void wake() override {
+    if (wake_fd_ < 0) return;
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+  }
   void engine_created(const rc::Engine& engine) override {
     telemetry_add_engine(name_, &engine);
     engine_listed_ = true;
@@ -75,6 +101,7 @@ class DpdkLink final : public dat::Link {
   std::unique_ptr<Port> port_;
   std::string name_;
   bool engine_listed_ = false;
+  int wake_fd_ = -1;  // eventfd: wake()
 };
 
 std::unique_ptr<dat::Link> open_link(const dat::IfaceConfig& cfg, dat::LinkError* err,
