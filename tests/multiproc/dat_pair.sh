@@ -3,7 +3,7 @@
 # from an installed libdat with the installed dat.pc (build_installed.sh),
 # one process --server and one --client, over a real DPDK PMD.
 #   dat_pair.sh MODE PATH/TO/udat_pair LIBDIR
-# MODE: memif | memif-loss | memif-pmtu | af_packet | af_packet-loss |
+# MODE: memif | memif-loss | memif-pmtu | af_packet | af_packet-loss | tap |
 #       kill-server | kill-client | no-server | no-client
 # Creates its own network namespaces, veth pair and memif socket (only
 # 10.78.0.0/24 inside namespaces it made) and removes them on every exit.
@@ -150,6 +150,36 @@ case "$MODE" in
     run_pair "ip netns exec $NSA" "vdev=net_af_packet0,iface=vp$ID-a,$AF;ip=$SIP$sl" \
              "ip netns exec $NSB" "vdev=net_af_packet0,iface=vp$ID-b,$AF;ip=$CIP$cl" \
              --iters 20 --size 262144
+    ;;
+  tap)
+    # net_tap, the one virtual PMD with RX interrupt descriptors: both sides
+    # in the default (adaptive) progress mode, whose threads sleep on them.
+    # The taps exist once DPDK made them: a helper waits until both are up,
+    # gives the kernel sides their own MACs and bridges them.
+    ip netns add "$NSA" || fail "cannot create namespace"
+    ip netns exec "$NSA" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$NSA" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+    ip netns exec "$NSA" ip link add br0 type bridge
+    ip netns exec "$NSA" ip link set br0 up
+    up() { ip netns exec "$NSA" ip link show "$1" 2>/dev/null | grep -q "[<,]UP[,>]"; }
+    (
+      for _ in $(seq 1 600); do
+        if up dts$ID && up dtc$ID; then
+          i=0
+          for t in dts$ID dtc$ID; do
+            i=$((i + 1))
+            ip netns exec "$NSA" ip link set "$t" address 02:78:00:00:00:0$i
+            ip netns exec "$NSA" ip link set "$t" master br0
+            ip netns exec "$NSA" ip link set "$t" up
+          done
+          exit 0
+        fi
+        sleep 0.05
+      done
+    ) &
+    PIDS+=($!)
+    run_pair "ip netns exec $NSA" "vdev=net_tap0,iface=dts$ID;ip=$SIP" \
+             "ip netns exec $NSA" "vdev=net_tap0,iface=dtc$ID;ip=$CIP" --iters 10 --size 65536
     ;;
   kill-server)
     # The server is killed mid-run: the client must report the broken
