@@ -33,7 +33,7 @@ bool await_recv(Side& s, const Layout& L, size_t k, const std::function<void()>&
 }
 
 // Waits for the last byte of landing slice k to read `tag`.
-bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag,
+bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag, bool dequeue,
                const std::function<void()>& drive, std::string* err) {
   const uint8_t* p = s.data() + L.landing(k) + n - 1;
   std::vector<Done> d;
@@ -42,7 +42,7 @@ bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag,
                   [&] {
                     // Dequeueing drives this side's interface (and reaps
                     // nothing: the WRITEs are unsignalled).
-                    if (s.reap(s.conn(k).req, &d, err) < 0) failed = true;
+                    if (dequeue && s.reap(s.conn(k).req, &d, err) < 0) failed = true;
                     d.clear();
                     if (drive) drive();
                   }) ||
@@ -54,6 +54,8 @@ bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag,
 }
 
 }  // namespace
+
+bool dequeue_while_polling(const Options& o) { return !o.poll_mem || o.progress == "inline"; }
 
 bool lat_prepare(Side& s, const std::string& op, const Layout& L, std::string* err) {
   std::memset(s.data() + L.landing(0), 0, L.area());
@@ -69,14 +71,14 @@ bool lat_prepare(Side& s, const std::string& op, const Layout& L, std::string* e
 }
 
 bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t n, uint8_t tag,
-               const DAT_RMR_TRIPLET& initiator, std::string* err) {
+               const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err) {
   s.data()[L.src(k) + n - 1] = tag;
   DAT_RETURN r;
   if (op == "send") {
     if (!await_recv(s, L, k, {}, err)) return false;
     r = s.send(k, L.src(k), n, 0, false);
   } else {
-    if (!await_tag(s, L, k, n, tag, {}, err)) return false;
+    if (!await_tag(s, L, k, n, tag, dequeue, {}, err)) return false;
     r = s.write(k, L.src(k), n, initiator, L.landing(k), 0, false);
   }
   if (r != DAT_SUCCESS) {
@@ -131,7 +133,7 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
     } else {
       if (peer_step && !peer_step(k, tag)) return false;
       if (o.op == "send" ? !await_recv(s, L, k, drive, err)
-                         : !await_tag(s, L, k, n, tag, drive, err))
+                         : !await_tag(s, L, k, n, tag, dequeue_while_polling(o), drive, err))
         return false;
     }
     const uint64_t t1 = now_ns();

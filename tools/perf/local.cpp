@@ -105,7 +105,9 @@ int run_local(const Options& o) {
         return 1;
       }
       LatFigures f;
-      auto step = [&](size_t k, uint8_t tag) { return echo_once(b, o.op, L, k, n, tag, ta, &err); };
+      auto step = [&](size_t k, uint8_t tag) {
+        return echo_once(b, o.op, L, k, n, tag, ta, dequeue_while_polling(o), &err);
+      };
       if (!run_lat(a, o, L, n, o.iters != 0 ? o.iters : 10000, tb, step, drive_b, &f, &err)) {
         std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
         return 1;

@@ -75,6 +75,9 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_option("--progress", o->progress,
                  "passive-side progress of the IAs (config key progress=)")
       ->check(CLI::IsMember({"busy", "adaptive", "inline", "thread"}));
+  app.add_flag("--poll-memory", o->poll_mem,
+               "WRITE latency: wait by polling the byte only (no dat_evd_dequeue meanwhile; "
+               "the progress thread must serve); ignored with --progress inline");
   app.add_flag("--server", o->server, "cross-process: passive side");
   app.add_option("--client", o->client_of, "cross-process: active side, server's IPv4 address");
   app.add_option("--vdev", o->vdev, "DPDK device of this side (cross-process)");

@@ -23,7 +23,8 @@ struct Options {
   bool bw = false;
   std::string histogram;  // "-": print; else a file (CSV of samples' distribution)
   std::string json, csv;
-  std::string progress;  // "": the interface's default
+  std::string progress;   // "": the interface's default
+  bool poll_mem = false;  // latency WRITE: poll the byte only, no EVD dequeue while waiting
   // Across processes.
   bool server = false;
   std::string client_of;  // the server's IPv4 address

@@ -67,12 +67,15 @@ int fail(const std::string& what) {
   return 1;
 }
 
-// Waits for the next command, progressing `s` meanwhile (dequeueing drives
-// the interface; in --progress inline nothing else would).  For SEND rounds
-// the receive queues are kept full.
-bool wait_cmd(Side& s, tools::Oob& oob, const Layout& L, bool recvs, Cmd* c, std::string* err) {
+// Waits for the next command.  The passive side of a one-sided test calls
+// nothing meanwhile (its interface's progress policy serves the peer, as a
+// passive RDMA target's would), unless `drive`: with progress=inline nothing
+// but a consumer call progresses it, so it dequeues.  For SEND rounds the
+// receive queues are kept full (the consumer's work).
+bool wait_cmd(Side& s, tools::Oob& oob, const Layout& L, bool recvs, bool drive, Cmd* c,
+              std::string* err) {
   uint32_t spins = 0;
-  for (;;) {
+  while (recvs || drive) {
     if (recvs)
       for (size_t k = 0; k < s.qps(); ++k)
         while (s.recv(k, L.landing(k), L.slice, 0) == DAT_SUCCESS) {
@@ -100,8 +103,9 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
   std::string err;
   Cmd c{};
   bool recvs = false;
+  const bool inline_progress = o.progress == "inline";
   for (;;) {
-    if (!wait_cmd(s, oob, L, recvs, &c, &err)) return fail(err);
+    if (!wait_cmd(s, oob, L, recvs, inline_progress, &c, &err)) return fail(err);
     if (c.kind == kCmdDone) break;
     if (c.kind == kCmdStop) continue;  // stray
     Options ro = o;
@@ -117,7 +121,9 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
       if (!lat_prepare(s, ro.op, L, &err) || !oob.send(ready)) return fail(err);
       if (ro.op != "read")
         for (uint64_t i = 0; i < c.iters + kLatWarmup; ++i)
-          if (!echo_once(s, ro.op, L, i % L.qps, c.size, lat_tag(i), peer, &err)) return fail(err);
+          if (!echo_once(s, ro.op, L, i % L.qps, c.size, lat_tag(i), peer, dequeue_while_polling(o),
+                         &err))
+            return fail(err);
     } else {
       fill_pattern(s, L, c.size, 0x22);
       if (!oob.send(ready)) return fail("oob send");
@@ -134,7 +140,7 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
           rep.per_qp[k] = f.per_qp_msgs[k];
       }
     }
-    if (!wait_cmd(s, oob, L, recvs, &c, &err)) return fail(err);
+    if (!wait_cmd(s, oob, L, recvs, inline_progress, &c, &err)) return fail(err);
     rep.cpu_pct = CpuMark::now().pct_since(cpu0);
     if (!oob.send(rep)) return fail("oob send");
     if (c.kind == kCmdDone) break;
@@ -168,16 +174,19 @@ int run_remote(const Options& o) {
     return fail("the peer runs " + std::to_string(peer_hello.qps) + " QPs, we " +
                 std::to_string(o.qps) + ": give both the same --qps");
   L.slice = std::max<size_t>(L.slice, peer_hello.slice);
+  // The server's IA first: a net_memif client needs the server's socket.
   Side s;
-  if (!s.open("perf", o.qps, o.tx_depth, L.total(), &err)) return fail(err);
   const uint32_t listening = kMagic;
   uint32_t got = 0;
   if (o.server) {
-    if (!s.listen(o.conn_qual, &err) || !oob.send(listening)) return fail(err);
+    if (!s.open("perf", o.qps, o.tx_depth, L.total(), &err) || !s.listen(o.conn_qual, &err) ||
+        !oob.send(listening))
+      return fail(err);
     for (size_t k = 0; k < o.qps; ++k)
       if (!s.accept(k, 30'000'000, &err) || !s.established(k, 10'000'000, &err)) return fail(err);
   } else {
     if (!oob.recv(&got) || got != kMagic) return fail("the server did not start listening");
+    if (!s.open("perf", o.qps, o.tx_depth, L.total(), &err)) return fail(err);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     if (inet_pton(AF_INET, o.client_of.c_str(), &a.sin_addr) != 1) return fail("--client");

@@ -18,7 +18,7 @@ bool spin_until(const std::function<bool()>& pred, const std::function<void()>& 
   const uint64_t end = now_ns() + 5'000'000'000ull;
   uint32_t spins = 0;
   while (!pred()) {
-    poll();
+    if (poll) poll();
     if ((++spins & 255u) == 0 && now_ns() > end) return false;
   }
   return true;

@@ -74,9 +74,12 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
              const std::function<void()>& drive, LatFigures* out, std::string* err);
 
 // The peer's half of one write/send latency iteration on QP k: wait for the
-// initiator's message carrying `tag`, answer in kind.
+// initiator's message carrying `tag`, answer in kind.  `dequeue`: while
+// polling the landing byte, also dequeue (which drives the interface).
 bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t n, uint8_t tag,
-               const DAT_RMR_TRIPLET& initiator, std::string* err);
+               const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err);
+// Whether a WRITE latency wait dequeues (see --poll-memory).
+bool dequeue_while_polling(const Options& o);
 
 // Before a latency round: clear the landing area; for SEND, post one
 // full-slice receive per QP.
