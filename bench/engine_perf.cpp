@@ -1,18 +1,21 @@
-// dpdat-perf: perftest-style bandwidth and latency for dpdat's RC transport.
+// dpdat-engine-perf: the engine-level micro-benchmark.  It drives dpdat's RC
+// engine directly (no DAT layer: the execution model below libdat), so
+// dpdat-engine-perf's API figures can be printed beside it as a ratio
+// (bench/api_table.sh).  --json FILE writes every figure.
 //
 // Default (no arguments): client and server in one process over the
 // in-process net_ring link, engines progressed inline by this thread, RDMA
 // WRITE bandwidth for 2 B .. 1 MiB, then the 8 B WRITE latency.
 //
-//   dpdat-perf [--op write|read|send] [--size N | --all] [--iters N]
+//   dpdat-engine-perf [--op write|read|send] [--size N | --all] [--iters N]
 //              [--lat | --bw] [--pmtu N] [--tx-depth N] [--window PKTS] [--gbn]
 //
 // Across processes, over any DPDK port (net_memif, net_af_packet on a veth,
 // net_tap, a physical NIC):
-//   dpdat-perf --server --vdev net_memif0,role=server,socket=/tmp/m.sock
-//              --ip 10.0.0.1 --oob /tmp/dpdat-perf.sock
-//   dpdat-perf --client 10.0.0.1 --vdev net_memif0,role=client,socket=/tmp/m.sock
-//              --ip 10.0.0.2 --oob /tmp/dpdat-perf.sock [--verify]
+//   dpdat-engine-perf --server --vdev net_memif0,role=server,socket=/tmp/m.sock
+//              --ip 10.0.0.1 --oob /tmp/dpdat-engine-perf.sock
+//   dpdat-engine-perf --client 10.0.0.1 --vdev net_memif0,role=client,socket=/tmp/m.sock
+//              --ip 10.0.0.2 --oob /tmp/dpdat-engine-perf.sock [--verify]
 // The peer's MAC is found by ARP; the QP numbers, PSNs and the target buffer
 // are exchanged over the --oob Unix socket (as perftest uses a TCP side
 // channel).  --verify reads every WRITE back and compares it byte for byte.
@@ -30,6 +33,9 @@
 #include <vector>
 
 #include <arpa/inet.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include "dpdk/eal.hpp"
 #include "loopback.hpp"
@@ -41,6 +47,10 @@
 namespace {
 
 using namespace dpdat;
+
+// Every figure printed, for --json.
+nlohmann::json g_bw = nlohmann::json::array();
+nlohmann::json g_lat = nlohmann::json::array();
 
 struct Options {
   std::string op = "write";
@@ -58,14 +68,34 @@ struct Options {
   std::string client_of;  // server IPv4 address (client mode)
   std::string vdev;
   std::string ip;
-  std::string oob = "/tmp/dpdat-perf.sock";
+  std::string oob = "/tmp/dpdat-engine-perf.sock";
   bool verify = false;
   double loss = 0.0;             // injected RX loss (fault injection for tests)
   uint16_t engines = 1;          // cross-process: engines = RX/TX queue pairs of the port
   uint16_t qps = 0;              // cross-process: queue pairs (0: one per engine)
   uint64_t rto_us = 0;           // retransmission timeout (0: QpConfig's default)
   bool thread_progress = false;  // --progress thread: dedicated engine threads
+  std::string json;              // --json FILE
 };
+
+// Writes --json (if asked) and passes `rc` through.
+int finish(const Options& o, int rc) {
+  if (o.json.empty() || rc != 0) return rc;
+  nlohmann::json j = {{"tool", "dpdat-engine-perf"},
+                      {"level", "engine (no DAT layer)"},
+                      {"op", o.op},
+                      {"link", o.vdev.empty() ? "in-process net_ring" : o.vdev},
+                      {"progress", o.thread_progress ? "thread" : "inline"},
+                      {"bw", g_bw},
+                      {"lat", g_lat}};
+  std::ofstream out(o.json);
+  out << j.dump(1) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "dpdat-engine-perf: cannot write %s\n", o.json.c_str());
+    return 1;
+  }
+  return 0;
+}
 
 void usage(const char* argv0) {
   std::fprintf(stderr,
@@ -75,7 +105,8 @@ void usage(const char* argv0) {
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
                "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
                "          [--verify] [--engines N [--qps M]] [--rto-us N]\n"
-               "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n",
+               "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n"
+               "       --json FILE writes every figure\n",
                argv0, argv0, argv0);
 }
 
@@ -141,7 +172,7 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
                Poster preq = {}, Poster presp = {}) {
   const bool send = o.op == "send";
   // SEND needs receives: posted here when the receiver is in this process,
-  // by the peer (dpdat-perf --server keeps its receive queue full) otherwise.
+  // by the peer (dpdat-engine-perf --server keeps its receive queue full) otherwise.
   const bool local_recvs = send && resp != nullptr;
   uint64_t posted = 0, completed = 0, recvs = 0;
   const uint32_t kSig = 16;
@@ -202,6 +233,11 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   if (peak < avg) peak = avg;
   std::printf(" %-10zu %-12" PRIu64 " %-16.2f %-16.2f %-14.2f %-12.4f\n", n, iters, peak * 8 / 1e9,
               avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
+  g_bw.push_back({{"size", n},
+                  {"iters", iters},
+                  {"avg_mbs", avg / 1048576.0},
+                  {"peak_mbs", peak / 1048576.0},
+                  {"msg_rate_mpps", static_cast<double>(iters) / secs / 1e6}});
   return true;
 }
 
@@ -227,6 +263,14 @@ void print_lat(size_t n, uint64_t iters, std::vector<double>& samples) {
   std::printf(" %-10zu %-12" PRIu64 " %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", n, iters,
               samples.front(), pct(0.5), sum / static_cast<double>(samples.size()), pct(0.99),
               samples.back());
+  g_lat.push_back({{"size", n},
+                   {"iters", iters},
+                   {"half_round_trip", true},
+                   {"min_us", samples.front()},
+                   {"median_us", pct(0.5)},
+                   {"avg_us", sum / static_cast<double>(samples.size())},
+                   {"p99_us", pct(0.99)},
+                   {"max_us", samples.back()}});
 }
 
 // Latency: ping-pong of RDMA WRITEs; each side waits for the peer's write to
@@ -332,17 +376,17 @@ uint8_t pattern_byte(size_t i) { return static_cast<uint8_t>(i * 131 + 7); }
 std::unique_ptr<dpdk::Port> open_remote_port(const Options& o, uint16_t queues, uint32_t* my_ip) {
   const auto& eal = dpdk::eal_init({"--vdev=" + o.vdev});
   if (!eal.ok) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: %s\n", eal.error.c_str());
     return nullptr;
   }
   if (!parse_ip(o.ip, my_ip)) {
-    std::fprintf(stderr, "dpdat-perf: --ip needs this side's IPv4 address\n");
+    std::fprintf(stderr, "dpdat-engine-perf: --ip needs this side's IPv4 address\n");
     return nullptr;
   }
   const std::string devname = o.vdev.substr(0, o.vdev.find(','));
   uint16_t port_id = 0;
   if (!dpdk::Port::find(devname, &port_id)) {
-    std::fprintf(stderr, "dpdat-perf: no DPDK port named %s\n", devname.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: no DPDK port named %s\n", devname.c_str());
     return nullptr;
   }
   dpdk::PortConfig pc;
@@ -355,10 +399,10 @@ std::unique_ptr<dpdk::Port> open_remote_port(const Options& o, uint16_t queues, 
   std::string err;
   auto port = dpdk::Port::open(port_id, pc, &err);
   if (!port) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: %s\n", err.c_str());
     return nullptr;
   }
-  if (!port->mtu_note().empty()) std::printf("dpdat-perf: %s\n", port->mtu_note().c_str());
+  if (!port->mtu_note().empty()) std::printf("dpdat-engine-perf: %s\n", port->mtu_note().c_str());
   return port;
 }
 
@@ -387,7 +431,7 @@ bool resolve_peer(dpdk::Port& port, uint32_t ip, Poll poll, wire::MacAddr* mac) 
       next_try = tools::now_ns() + 20'000'000;
     }
   }
-  std::fprintf(stderr, "dpdat-perf: no ARP answer from the peer within 5 s\n");
+  std::fprintf(stderr, "dpdat-engine-perf: no ARP answer from the peer within 5 s\n");
   return false;
 }
 
@@ -399,8 +443,8 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   r->clock = tools::TscClock();  // the EAL knows the TSC rate now
   const dpdk::Port& port = *r->ep.port;
   if (o.pmtu > port.max_pmtu())
-    std::printf("dpdat-perf: PMTU %u asked, port MTU %u allows %u: using %u\n", o.pmtu, port.mtu(),
-                port.max_pmtu(), port.max_pmtu());
+    std::printf("dpdat-engine-perf: PMTU %u asked, port MTU %u allows %u: using %u\n", o.pmtu,
+                port.mtu(), port.max_pmtu(), port.max_pmtu());
   r->ep.mr = std::make_unique<rc::MrTable>(64, 16);
   rc::EngineConfig ec;
   ec.pmtu = 4096;
@@ -412,28 +456,29 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   const rc::QpConfig q = qp_config(o, std::min(o.pmtu, r->ep.port->max_pmtu()));
   r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
   if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
-    std::fprintf(stderr, "dpdat-perf: resource set-up failed\n");
+    std::fprintf(stderr, "dpdat-engine-perf: resource set-up failed\n");
     return false;
   }
   for (size_t i = 0; i < r->buf.bytes.size(); ++i) r->buf.bytes[i] = pattern_byte(i);
   if (o.server ? !oob->serve(o.oob, 120'000, &err) : !oob->connect(o.oob, 30'000, &err)) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: %s\n", err.c_str());
     return false;
   }
   const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
   const Hello me{
       my_ip, r->ep.qp->qpn(), psn, r->buf.lmr, r->buf.va(), r->buf.bytes.size(), q.pmtu, 1, 1};
   if (!oob->send(me) || !oob->recv(&r->peer)) {
-    std::fprintf(stderr, "dpdat-perf: bootstrap exchange failed\n");
+    std::fprintf(stderr, "dpdat-engine-perf: bootstrap exchange failed\n");
     return false;
   }
   if (r->peer.engines != 1 || r->peer.qps != 1) {
-    std::fprintf(stderr, "dpdat-perf: the peer runs %u engines / %u QPs: use the same on both\n",
+    std::fprintf(stderr,
+                 "dpdat-engine-perf: the peer runs %u engines / %u QPs: use the same on both\n",
                  r->peer.engines, r->peer.qps);
     return false;
   }
   if (r->peer.pmtu < q.pmtu && !r->ep.qp->set_pmtu(r->peer.pmtu)) {
-    std::fprintf(stderr, "dpdat-perf: the peer's PMTU %u is not usable\n", r->peer.pmtu);
+    std::fprintf(stderr, "dpdat-engine-perf: the peer's PMTU %u is not usable\n", r->peer.pmtu);
     return false;
   }
   wire::MacAddr peer_mac{};
@@ -448,7 +493,7 @@ bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob)
   path.peer_qpn = r->peer.qpn;
   path.udp_src_port = static_cast<uint16_t>(0xC000 | (r->ep.qp->qpn() & 0x3FFF));
   if (!r->ep.qp->connect(path, wire::Psn(psn), wire::Psn(r->peer.psn))) {
-    std::fprintf(stderr, "dpdat-perf: connect failed\n");
+    std::fprintf(stderr, "dpdat-engine-perf: connect failed\n");
     return false;
   }
   // Both sides ready before traffic (the peer keeps answering ARP meanwhile).
@@ -463,8 +508,8 @@ int run_server(const Options& o, size_t max_size) {
   Remote r;
   tools::Oob oob;
   if (!remote_setup(o, max_size, &r, &oob)) return 1;
-  std::printf("dpdat-perf server: QP 0x%x on %s, waiting for the client's tests\n", r.ep.qp->qpn(),
-              o.vdev.c_str());
+  std::printf("dpdat-engine-perf server: QP 0x%x on %s, waiting for the client's tests\n",
+              r.ep.qp->qpn(), o.vdev.c_str());
   Cmd c{};
   for (;;) {
     // Passive side of bandwidth tests; for SEND keep the receive queue full
@@ -496,7 +541,7 @@ int run_server(const Options& o, size_t max_size) {
         if (rc_.status != rc::WcStatus::kSuccess || rc_.byte_len != c.size) ++recv_errors;
     }
     if (recv_errors != 0) {
-      std::fprintf(stderr, "dpdat-perf server: %" PRIu64 " receive completions in error\n",
+      std::fprintf(stderr, "dpdat-engine-perf server: %" PRIu64 " receive completions in error\n",
                    recv_errors);
       return 1;
     }
@@ -512,7 +557,7 @@ int run_server(const Options& o, size_t max_size) {
         while (r.buf.bytes[last] != tag) {
           r.poll();
           if ((++polls & 255u) == 0 && tools::now_ns() > end) {
-            std::fprintf(stderr, "dpdat-perf server: ping %" PRIu64 " never arrived\n", i);
+            std::fprintf(stderr, "dpdat-engine-perf server: ping %" PRIu64 " never arrived\n", i);
             return 1;
           }
         }
@@ -537,12 +582,12 @@ int run_server(const Options& o, size_t max_size) {
   const uint64_t end = tools::now_ns() + 200'000'000;
   while (tools::now_ns() < end && !r.ep.engine->idle()) r.poll();
   if (r.ep.qp->state() != rc::QpState::kRts) {
-    std::fprintf(stderr, "dpdat-perf server: QP error: %.*s\n",
+    std::fprintf(stderr, "dpdat-engine-perf server: QP error: %.*s\n",
                  static_cast<int>(rc::qp_error_name(r.ep.qp->error()).size()),
                  rc::qp_error_name(r.ep.qp->error()).data());
     return 1;
   }
-  std::printf("dpdat-perf server: done\n");
+  std::printf("dpdat-engine-perf server: done\n");
   return 0;
 }
 
@@ -563,7 +608,7 @@ int run_client(const Options& o, size_t max_size) {
   Remote r;
   tools::Oob oob;
   if (!remote_setup(o, max_size, &r, &oob)) return 1;
-  std::printf("dpdat-perf: RDMA %s to %s over %s, PMTU %u, inline progress\n", o.op.c_str(),
+  std::printf("dpdat-engine-perf: RDMA %s to %s over %s, PMTU %u, inline progress\n", o.op.c_str(),
               o.client_of.c_str(), o.vdev.c_str(), r.ep.qp->config().pmtu);
   Reg src, back;
   if (!reg(r.ep, max_size, &src) || !reg(r.ep, max_size, &back)) return 1;
@@ -621,7 +666,7 @@ int run_client(const Options& o, size_t max_size) {
       while (pong[last] != tag) {
         r.poll();
         if ((++spins & 255u) == 0 && tools::now_ns() > end) {
-          std::fprintf(stderr, "dpdat-perf: pong %" PRIu64 " never arrived\n", i);
+          std::fprintf(stderr, "dpdat-engine-perf: pong %" PRIu64 " never arrived\n", i);
           rc_ = 1;
           break;
         }
@@ -763,7 +808,7 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   if (!m->port) return false;
   const std::string devname = o.vdev.substr(0, o.vdev.find(','));
   if (m->port->queues() != o.engines) {
-    std::fprintf(stderr, "dpdat-perf: %s offers %u RX/TX queue pairs, %u engines asked\n",
+    std::fprintf(stderr, "dpdat-engine-perf: %s offers %u RX/TX queue pairs, %u engines asked\n",
                  devname.c_str(), m->port->queues(), o.engines);
     return false;
   }
@@ -789,18 +834,18 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
     rc::Qp* qp =
         m->engines[m->engine_of(k)]->create_qp(1, q, m->scq.back().get(), m->rcq.back().get());
     if (qp == nullptr) {
-      std::fprintf(stderr, "dpdat-perf: create_qp failed\n");
+      std::fprintf(stderr, "dpdat-engine-perf: create_qp failed\n");
       return false;
     }
     m->qps.push_back(qp);
   }
   if (!reg(*m->mr, 1, 2 * max_size, &m->buf)) {
-    std::fprintf(stderr, "dpdat-perf: memory registration failed\n");
+    std::fprintf(stderr, "dpdat-engine-perf: memory registration failed\n");
     return false;
   }
   for (size_t i = 0; i < m->buf.bytes.size(); ++i) m->buf.bytes[i] = pattern_byte(i);
   if (o.server ? !oob->serve(o.oob, 120'000, &err) : !oob->connect(o.oob, 30'000, &err)) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: %s\n", err.c_str());
     return false;
   }
   const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
@@ -808,13 +853,13 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
                  m->buf.va(), m->buf.bytes.size(), pmtu, static_cast<uint16_t>(n_eng),
                  o.qps};
   if (!oob->send(me) || !oob->recv(&m->peer)) {
-    std::fprintf(stderr, "dpdat-perf: bootstrap exchange failed\n");
+    std::fprintf(stderr, "dpdat-engine-perf: bootstrap exchange failed\n");
     return false;
   }
   if (m->peer.engines != n_eng || m->peer.qps != o.qps) {
-    std::fprintf(stderr,
-                 "dpdat-perf: the peer runs %u engines / %u QPs, we %zu / %u: use the same\n",
-                 m->peer.engines, m->peer.qps, n_eng, o.qps);
+    std::fprintf(
+        stderr, "dpdat-engine-perf: the peer runs %u engines / %u QPs, we %zu / %u: use the same\n",
+        m->peer.engines, m->peer.qps, n_eng, o.qps);
     return false;
   }
   std::vector<uint32_t> peer_qpn(o.qps);
@@ -829,7 +874,7 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   for (size_t k = 0; k < o.qps; ++k) {
     rc::Qp* qp = m->qps[k];
     if (m->peer.pmtu < pmtu && !qp->set_pmtu(m->peer.pmtu)) {
-      std::fprintf(stderr, "dpdat-perf: the peer's PMTU %u is not usable\n", m->peer.pmtu);
+      std::fprintf(stderr, "dpdat-engine-perf: the peer's PMTU %u is not usable\n", m->peer.pmtu);
       return false;
     }
     rc::PathInfo path;
@@ -844,7 +889,7 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
     const uint32_t off = static_cast<uint32_t>(k) * 0x1000u;
     const uint32_t peer_psn = o.server ? 0xABCDEFu : 0x123456u;
     if (!qp->connect(path, wire::Psn(psn + off), wire::Psn(peer_psn + off))) {
-      std::fprintf(stderr, "dpdat-perf: connect failed\n");
+      std::fprintf(stderr, "dpdat-engine-perf: connect failed\n");
       return false;
     }
   }
@@ -861,7 +906,7 @@ int run_multi_server(const Options& o, size_t max_size) {
   Multi m;
   tools::Oob oob;
   if (!multi_setup(o, max_size, &m, &oob)) return 1;
-  std::printf("dpdat-perf server: %zu QPs on %zu engines over %s, waiting for the client\n",
+  std::printf("dpdat-engine-perf server: %zu QPs on %zu engines over %s, waiting for the client\n",
               m.qps.size(), m.engines.size(), o.vdev.c_str());
   // Passive side: the engines answer WRITEs and READs on their own; this
   // thread only waits for the client's commands.
@@ -882,11 +927,11 @@ int run_multi_server(const Options& o, size_t max_size) {
   // net_memif peer that closes its end while this side still polls the
   // shared rings can crash the poller (the PMD unmaps them underneath).
   m.drain(200'000'000);
-  const bool ok = m.report("dpdat-perf server");
+  const bool ok = m.report("dpdat-engine-perf server");
   const uint32_t bye = 2;
   oob.send(bye);
   if (!ok) return 1;
-  std::printf("dpdat-perf server: done\n");
+  std::printf("dpdat-engine-perf server: done\n");
   return 0;
 }
 
@@ -946,6 +991,10 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
   const double avg = static_cast<double>(iters * n) / secs;
   std::printf(" %-10zu %-12" PRIu64 " %-16s %-16.2f %-14.2f %-12.4f\n", n, iters, "-",
               avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
+  g_bw.push_back({{"size", n},
+                  {"iters", iters},
+                  {"avg_mbs", avg / 1048576.0},
+                  {"msg_rate_mpps", static_cast<double>(iters) / secs / 1e6}});
   return true;
 }
 
@@ -974,7 +1023,7 @@ int run_multi_client(const Options& o, size_t max_size) {
   Multi m;
   tools::Oob oob;
   if (!multi_setup(o, max_size, &m, &oob)) return 1;
-  std::printf("dpdat-perf: RDMA %s to %s over %s, PMTU %u, %zu QPs on %zu engines (%s)\n",
+  std::printf("dpdat-engine-perf: RDMA %s to %s over %s, PMTU %u, %zu QPs on %zu engines (%s)\n",
               o.op.c_str(), o.client_of.c_str(), o.vdev.c_str(), m.qps[0]->config().pmtu,
               m.qps.size(), m.engines.size(),
               m.runners.empty() ? "inline progress" : "engine threads, idle back-off");
@@ -986,8 +1035,8 @@ int run_multi_client(const Options& o, size_t max_size) {
   for (size_t n : o.sizes) {
     const size_t nq = m.qps.size();
     if (n * nq > max_size) {
-      std::fprintf(stderr, "dpdat-perf: %zu QPs x %zu B exceed the %zu-byte buffers\n", nq, n,
-                   max_size);
+      std::fprintf(stderr, "dpdat-engine-perf: %zu QPs x %zu B exceed the %zu-byte buffers\n", nq,
+                   n, max_size);
       rc_ = 1;
       break;
     }
@@ -1020,7 +1069,7 @@ int run_multi_client(const Options& o, size_t max_size) {
   // stopped before it answers (see run_multi_server), and we keep our port
   // open until then.
   m.drain(200'000'000);
-  if (!m.report("dpdat-perf")) rc_ = 1;
+  if (!m.report("dpdat-engine-perf")) rc_ = 1;
   const Cmd done{kCmdDone, 0, 0, 0};
   uint32_t bye = 0;
   if (oob.send(done)) oob.recv(&bye);  // returns on the answer or the server's exit
@@ -1029,7 +1078,18 @@ int run_multi_client(const Options& o, size_t max_size) {
 
 }  // namespace
 
+int run_main(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {  // std::stoul on a bad number
+    std::fprintf(stderr, "dpdat-engine-perf: bad option value (%s)\n", e.what());
+    return 2;
+  }
+}
+
+int run_main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows in logs as it happens
   Options o;
   bool all = false;
@@ -1083,6 +1143,8 @@ int main(int argc, char** argv) {
       o.rto_us = std::stoull(next());
     } else if (a == "--qps" && i + 1 < argc) {
       o.qps = static_cast<uint16_t>(std::stoul(next()));
+    } else if (a == "--json" && i + 1 < argc) {
+      o.json = next();
     } else if (a == "--loss" && i + 1 < argc) {
       o.loss = std::stod(next());
     } else {
@@ -1105,36 +1167,37 @@ int main(int argc, char** argv) {
 
   if (o.server || !o.client_of.empty()) {
     if (o.vdev.empty() || o.ip.empty()) {
-      std::fprintf(stderr, "dpdat-perf: --server/--client need --vdev and --ip\n");
+      std::fprintf(stderr, "dpdat-engine-perf: --server/--client need --vdev and --ip\n");
       return 2;
     }
     size_t max_size = 4096;
     for (size_t n : o.sizes) max_size = std::max(max_size, n);
     if (o.qps == 0) o.qps = o.engines;
     if (o.engines == 0 || o.engines > rc::EngineGroup::kMaxEngines || o.qps > 64) {
-      std::fprintf(stderr, "dpdat-perf: --engines 1..%u, --qps 1..64\n",
+      std::fprintf(stderr, "dpdat-engine-perf: --engines 1..%u, --qps 1..64\n",
                    rc::EngineGroup::kMaxEngines);
       return 2;
     }
     if (o.engines > 1 || o.qps > 1) {
       if (o.op == "send" || (o.lat && !o.server)) {
-        std::fprintf(stderr,
-                     "dpdat-perf: with several engines or QPs only --bw with --op write|read\n");
+        std::fprintf(
+            stderr,
+            "dpdat-engine-perf: with several engines or QPs only --bw with --op write|read\n");
         return 2;
       }
       if (o.server) return run_multi_server(o, std::max<size_t>(max_size, 8u << 20));
-      return run_multi_client(o, std::max<size_t>(max_size, 8u << 20));
+      return finish(o, run_multi_client(o, std::max<size_t>(max_size, 8u << 20)));
     }
     if (o.server) return run_server(o, std::max<size_t>(max_size, 8u << 20));
-    return run_client(o, std::max<size_t>(max_size, 8u << 20));
+    return finish(o, run_client(o, std::max<size_t>(max_size, 8u << 20)));
   }
   if (o.engines != 1 || o.qps != 0) {
-    std::fprintf(stderr, "dpdat-perf: --engines and --qps apply across processes only\n");
+    std::fprintf(stderr, "dpdat-engine-perf: --engines and --qps apply across processes only\n");
     return 2;
   }
   const auto& eal = dpdk::eal_init();
   if (!eal.ok) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", eal.error.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: %s\n", eal.error.c_str());
     return 1;
   }
   tools::Loopback lo;
@@ -1146,7 +1209,7 @@ int main(int argc, char** argv) {
   if (o.window != 0) q.window = o.window;
   std::string err;
   if (!lo.open(q, &err)) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    std::fprintf(stderr, "dpdat-engine-perf: %s\n", err.c_str());
     return 1;
   }
   std::unique_ptr<rc::EngineRunner> ra, rb;
@@ -1159,7 +1222,7 @@ int main(int argc, char** argv) {
     ra->start();
     rb->start();
   }
-  std::printf("dpdat-perf: RDMA %s, in-process net_ring link, %s progress, PMTU %u, %s\n",
+  std::printf("dpdat-engine-perf: RDMA %s, in-process net_ring link, %s progress, PMTU %u, %s\n",
               o.op.c_str(), o.thread_progress ? "engine-thread" : "inline",
               lo.a().qp->config().pmtu, eal.hugepages ? "hugepages" : "no hugepages (--no-huge)");
   if (o.bw) {
@@ -1183,5 +1246,5 @@ int main(int argc, char** argv) {
     for (size_t n : lat_sizes)
       if (!run_lat(lo, o, n, o.iters != 0 ? o.iters : 10000, ra.get(), rb.get())) return 1;
   }
-  return 0;
+  return finish(o, 0);
 }
