@@ -550,6 +550,9 @@ int run_server(const Options& o, size_t max_size) {
       // Echo: every time the client's tag lands in our buffer, write it back.
       const size_t n = std::max<size_t>(c.size, 1), last = n - 1;
       std::memset(r.buf.bytes.data(), 0, n);
+      // Cleared before the first ping may land: the client waits for this.
+      const uint32_t ready = 1;
+      if (!oob.send(ready)) break;
       for (uint64_t i = 0; i < c.iters; ++i) {
         const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
         const uint64_t end = tools::now_ns() + 2'000'000'000ull;
@@ -644,7 +647,8 @@ int run_client(const Options& o, size_t max_size) {
     const size_t n = o.sizes.size() == 1 ? o.sizes[0] : 8;
     const uint64_t iters = o.iters != 0 ? o.iters : 10000;
     const Cmd c{kCmdLat, 0, n, iters + 100};
-    if (!oob.send(c)) return 1;
+    uint32_t ready = 0;
+    if (!oob.send(c) || !oob.recv(&ready)) return 1;
     const size_t m = std::max<size_t>(n, 1), last = m - 1;
     uint8_t* pong = r.buf.bytes.data() + r.buf.bytes.size() / 2;
     std::memset(pong, 0, m);

@@ -88,6 +88,10 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_option("--pmtu", o->pmtu, "RoCE path MTU cap")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   app.add_flag("--verify", o->verify, "read each WRITE/SEND back and compare (bandwidth)");
+  app.add_option("--linger", o->linger,
+                 "client: after the tests stay connected, calling nothing, for SECONDS "
+                 "(idle CPU measurements)")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--ia", o->ia_a, "in one process: the active side's IA name")
       ->capture_default_str();
   app.add_option("--peer-ia", o->ia_b, "in one process: the passive side's IA name")

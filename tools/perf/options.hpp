@@ -34,6 +34,7 @@ struct Options {
   uint32_t mtu = 0;   // 0: the interface's default
   uint32_t pmtu = 0;  // 0: the largest the MTU allows
   bool verify = false;
+  double linger = 0;                // client: stay connected and idle this long after the tests
   uint32_t conn_qual = 0x50455246;  // "PERF"
   // In one process: the two IA names.
   std::string ia_a = "dpdat0";

@@ -7,9 +7,11 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "modes.hpp"
 #include "oob.hpp"
@@ -280,6 +282,10 @@ int run_remote(const Options& o) {
         return fail("cannot write " + o.histogram);
       run.lat.push_back(std::move(f));
     }
+  }
+  if (o.linger > 0) {
+    std::printf("dpdat-perf: lingering %.1f s connected and idle\n", o.linger);
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.linger));
   }
   const Cmd done{kCmdDone, 0, 0, 0, 0, 0, 0};
   uint32_t bye = 0;
