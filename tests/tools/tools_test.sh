@@ -88,7 +88,9 @@ case "$CASE" in
       "len(d['lat'][0]['samples_us']) == 2000" \
       "d['lat'][0]['min_us'] <= d['lat'][0]['median_us'] <= d['lat'][0]['p99_us'] <= d['lat'][0]['p999_us'] <= d['lat'][0]['max_us']" \
       "d['config']['mode'] == 'one-process' and d['config']['op'] == 'write'" \
-      "d['config']['argv'][0].endswith('dpdat-perf')"
+      "d['config']['argv'][0].endswith('dpdat-perf')" \
+      "any(k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())" \
+      "any(k.endswith('.qp_retransmits') for k in d['counters'])"
     [ "$(grep -c '^bw,' "$TMP/r.csv")" -eq 2 ] && [ "$(grep -c '^lat,' "$TMP/r.csv")" -eq 1 ] ||
       fail "CSV lacks rows: $(cat "$TMP/r.csv")"
     head -1 "$TMP/h.csv" | grep -q "us,count" || fail "histogram file has no header"

@@ -18,7 +18,8 @@ int finish_run(const Options& o, const Run& r) {
       // The ones that explain a figure.
       if (k.find("retrans") == std::string::npos && k.find("timeout") == std::string::npos &&
           k.find("nak") == std::string::npos && k.find("full") == std::string::npos &&
-          k.find("rnr") == std::string::npos && k.find("drop") == std::string::npos)
+          k.find("rnr") == std::string::npos && k.find("drop") == std::string::npos &&
+          k.find("backpressure") == std::string::npos && k.find("stall") == std::string::npos)
         continue;
       std::printf("%s %s=%" PRIu64, col++ % 3 == 0 ? "\n " : "", k.c_str(), v);
     }

@@ -79,10 +79,12 @@ std::map<std::string, uint64_t> telemetry_counters() {
           engines["/dpdat/engines"].is_array())
         for (const auto& name : engines["/dpdat/engines"]) {
           if (!name.is_string()) continue;
-          const std::string cmd = "/dpdat/engine," + name.get<std::string>();
-          const auto c = nlohmann::json::parse(query(fd, cmd), nullptr, false);
-          if (!c.is_object() || !c.contains(cmd) || !c[cmd].is_object()) continue;
-          for (const auto& [k, v] : c[cmd].items())
+          // The answer is keyed by the command without its parameter.
+          const auto c = nlohmann::json::parse(
+              query(fd, "/dpdat/engine," + name.get<std::string>()), nullptr, false);
+          const char* key = "/dpdat/engine";
+          if (!c.is_object() || !c.contains(key) || !c[key].is_object()) continue;
+          for (const auto& [k, v] : c[key].items())
             if (v.is_number_unsigned()) out["engine." + name.get<std::string>() + "." + k] = v;
         }
     }
