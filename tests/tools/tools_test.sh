@@ -145,6 +145,25 @@ case "$CASE" in
     "$PLOT" "$TMP/none.json" 2>"$TMP/err"
     [ $? -eq 2 ] || fail "dpdat-plot of a missing file did not exit 2"
     ;;
+  info)
+    INFO=$BUILD/tools/dpdat-info
+    printf '# test file\ngood vdev=net_memif0,role=server,socket=%s/m.sock,socket-abstract=no;ip=10.83.0.1;mtu=1500\n\nbroken ring=0;ip=10.83.0.2;pmtu=77\n' \
+      "$TMP" >"$TMP/dpdat.conf"
+    DPDAT_CONF=$TMP/dpdat.conf DPDAT_IA_ENVBAD="ring=1;ip=10.83.0.3;bogus=1" "$INFO" --no-open \
+      >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ $rc -eq 1 ] || fail "dpdat-info with bad configurations exited $rc, expected 1"
+    grep -q "$TMP/dpdat.conf:4: broken: .*pmtu" "$TMP/err" || fail "file line and key not named: $(cat "$TMP/err")"
+    grep -q "DPDAT_IA_ENVBAD: envbad: .*bogus" "$TMP/err" || fail "variable and key not named: $(cat "$TMP/err")"
+    grep -q "pmd: net_memif .*ipv4: 10.83.0.1 .*mtu: 1500" "$TMP/out" || fail "good entry not shown: $(cat "$TMP/out")"
+    echo "ok: bad configurations named with their source and key"
+    "$INFO" -d dpdat0 >"$TMP/out" 2>&1 || fail "dpdat-info -d dpdat0 exited $?: $(cat "$TMP/out")"
+    grep -q "limits: max_eps=" "$TMP/out" && grep -q "link=UP" "$TMP/out" ||
+      fail "dpdat0 opened without limits or port: $(cat "$TMP/out")"
+    echo "ok: dpdat0 opened: port and limits shown"
+    "$INFO" --bogus 2>/dev/null
+    [ $? -eq 2 ] || fail "dpdat-info --bogus did not exit 2"
+    ;;
   engine_parser)
     "$ENGINE" --size abc 2>"$TMP/err"
     [ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "dpdat-engine-perf --size abc"

@@ -1,13 +1,12 @@
 #include "sysinfo.hpp"
 
 #include <sched.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
-#include <nlohmann/json.hpp>
+
+#include "telemetry_client.hpp"
 
 namespace dpdat::perf {
 
@@ -49,47 +48,19 @@ std::string affinity() {
   return out;
 }
 
-namespace {
-
-// One telemetry command's JSON answer ("" on failure).
-std::string query(int fd, const std::string& cmd) {
-  if (write(fd, cmd.data(), cmd.size()) != static_cast<ssize_t>(cmd.size())) return "";
-  std::string buf(65536, '\0');
-  const ssize_t n = read(fd, buf.data(), buf.size());
-  if (n <= 0) return "";
-  buf.resize(static_cast<size_t>(n));
-  return buf;
-}
-
-}  // namespace
-
 std::map<std::string, uint64_t> telemetry_counters() {
   std::map<std::string, uint64_t> out;
-  const std::string path = "/var/run/dpdk/dpdat" + std::to_string(getpid()) + "/dpdk_telemetry.v2";
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  if (fd < 0) return out;
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    char greeting[1024];
-    if (read(fd, greeting, sizeof greeting) > 0) {
-      const auto engines = nlohmann::json::parse(query(fd, "/dpdat/engines"), nullptr, false);
-      if (engines.is_object() && engines.contains("/dpdat/engines") &&
-          engines["/dpdat/engines"].is_array())
-        for (const auto& name : engines["/dpdat/engines"]) {
-          if (!name.is_string()) continue;
-          // The answer is keyed by the command without its parameter.
-          const auto c = nlohmann::json::parse(
-              query(fd, "/dpdat/engine," + name.get<std::string>()), nullptr, false);
-          const char* key = "/dpdat/engine";
-          if (!c.is_object() || !c.contains(key) || !c[key].is_object()) continue;
-          for (const auto& [k, v] : c[key].items())
-            if (v.is_number_unsigned()) out["engine." + name.get<std::string>() + "." + k] = v;
-        }
-    }
+  tools::TelemetryClient t;
+  if (!t.open(tools::TelemetryClient::socket_of(getpid()))) return out;
+  const auto engines = t.query("/dpdat/engines");
+  if (!engines.is_array()) return out;
+  for (const auto& name : engines) {
+    if (!name.is_string()) continue;
+    const auto c = t.query("/dpdat/engine," + name.get<std::string>());
+    if (!c.is_object()) continue;
+    for (const auto& [k, v] : c.items())
+      if (v.is_number_unsigned()) out["engine." + name.get<std::string>() + "." + k] = v;
   }
-  close(fd);
   return out;
 }
 
