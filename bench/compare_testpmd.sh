@@ -158,7 +158,8 @@ jget() {
   python3 -c 'import json, sys
 try:
     d = json.load(open(sys.argv[1]))
-    print(eval(sys.argv[2]))
+    v = eval(sys.argv[2])
+    print(f"{v:.3f}" if isinstance(v, float) else v)
 except Exception:
     pass' "$1" "$2" 2>/dev/null
 }
