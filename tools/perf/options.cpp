@@ -47,7 +47,7 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_flag("-a,--all", all, "every size 2 B .. 8 MiB");
   app.add_option("-s,--size", o->sizes, "message size(s) in bytes")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
-  app.add_option("-n,--iters", o->iters, "iterations per QP (0: by size)")
+  app.add_option("-n,--iters", o->iters, "iterations per QP (default: by size)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   app.add_option("-D,--duration", o->duration,
                  "run each bandwidth size for SECONDS after a warm-up margin")
