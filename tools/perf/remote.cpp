@@ -213,7 +213,6 @@ int run_remote(const Options& o) {
   Run run;
   run.link = o.vdev;
   run.pmd = o.vdev.substr(0, o.vdev.find_first_of("0123456789,"));
-  run.pmtu = o.pmtu;
   run.cpus = affinity();
   std::printf("dpdat-perf: %s to %s over the uDAPL 1.2 API, %s, %u EP%s, progress %s\n",
               o.op.c_str(), o.client_of.c_str(), o.vdev.c_str(), o.qps, o.qps > 1 ? "s" : "",

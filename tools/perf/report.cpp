@@ -105,7 +105,7 @@ nlohmann::json config_json(const Options& o, const Run& r) {
           {"link", r.link},
           {"pmd", r.pmd},
           {"mtu", o.mtu},
-          {"pmtu", r.pmtu},
+          {"pmtu_cap", o.pmtu},
           {"progress", o.progress.empty() ? "default" : o.progress},
           {"cpus", r.cpus},
           {"argv", o.argv}};

@@ -38,7 +38,6 @@ struct Run {
   std::string link;      // "in-process net_ring" or the vdev
   std::string pmd;       // PMD name
   std::string progress;  // progress mode asked ("" = interface default)
-  uint32_t pmtu = 0;     // negotiated path MTU (0: unknown)
   std::string cpus;      // this process's CPU affinity
   std::vector<BwFigures> bw;
   std::vector<LatFigures> lat;
