@@ -64,7 +64,12 @@ bool Side::open(const std::string& name, uint32_t qps, uint32_t depth, size_t re
                 std::string* err) {
   name_ = name;
   std::string n = name;
-  DPDAT_TRY(dat_ia_open(n.data(), 16, &async_, &ia_));
+  if (const DAT_RETURN r = dat_ia_open(n.data(), 16, &async_, &ia_); r != DAT_SUCCESS) {
+    *err = dat_error(("dat_ia_open(" + name + ")").c_str(), r) +
+           " (is the IA configured, and does its configuration parse? dpdat-info shows)";
+    ia_ = DAT_HANDLE_NULL;
+    return false;
+  }
   DAT_IA_ATTR ia_attr{};
   DAT_PROVIDER_ATTR prov{};
   DPDAT_TRY(dat_ia_query(ia_, &async_, DAT_IA_FIELD_ALL, &ia_attr, 0, &prov));

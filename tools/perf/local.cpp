@@ -1,8 +1,10 @@
 // One process: the active side on IA dpdat0, the passive side on dpdat1 (the
 // two ends of the built-in in-process link), connected through a PSP.
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "modes.hpp"
 #include "runs.hpp"
@@ -27,11 +29,25 @@ bool connect_pair(Side& a, Side& b, const Options& o, std::string* err) {
 
 int run_local(const Options& o) {
   if (!o.progress.empty()) {
-    // The built-in IAs, with the progress mode asked for (the environment
-    // takes precedence over the built-in definitions).
-    const std::string p = ";progress=" + o.progress;
-    setenv("DPDAT_IA_DPDAT0", ("ring=0;ip=192.168.77.1" + p).c_str(), 1);
-    setenv("DPDAT_IA_DPDAT1", ("ring=1;ip=192.168.77.2" + p).c_str(), 1);
+    // The progress mode goes into each IA's configuration: appended to a
+    // DPDAT_IA_<NAME> the user set (a later key wins), else to the
+    // built-in definition (the environment takes precedence over it).
+    for (const std::string& name : {o.ia_a, o.ia_b}) {
+      std::string var = "DPDAT_IA_";
+      for (char c : name) var += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+      const char* have = std::getenv(var.c_str());
+      std::string cfg = have != nullptr    ? have
+                        : name == "dpdat0" ? "ring=0;ip=192.168.77.1"
+                        : name == "dpdat1" ? "ring=1;ip=192.168.77.2"
+                                           : "";
+      if (cfg.empty()) {
+        std::fprintf(stderr,
+                     "dpdat-perf: --progress: IA %s is configured outside %s; set it there\n",
+                     name.c_str(), var.c_str());
+        return 2;
+      }
+      setenv(var.c_str(), (cfg + ";progress=" + o.progress).c_str(), 1);
+    }
   }
   Layout L;
   for (uint64_t s : o.sizes) L.slice = std::max<size_t>(L.slice, s);
