@@ -21,7 +21,9 @@
 // channel).  --verify reads every WRITE back and compares it byte for byte.
 // --mtu N asks the PMD for a larger MTU (PMTU up to 4096); --engines N runs N
 // engines on N RX/TX queue pairs of the port (a thread each, idle back-off)
-// with --qps M queue pairs spread over them.
+// with --qps M queue pairs spread over them.  One cross-process path for
+// every N >= 1 and M >= 1: bandwidth (WRITE, READ, SEND) on every QP, the
+// latency on QP 0.
 
 #include <algorithm>
 #include <atomic>
@@ -355,19 +357,6 @@ bool parse_ip(const std::string& s, uint32_t* ip) {
   return true;
 }
 
-struct Remote {
-  ~Remote() {
-    if (!ep.name.empty()) dpdk::telemetry_remove_engine(ep.name);
-    ep.engine.reset();  // its mbufs go back before the port's pool
-  }
-  tools::Endpoint ep;
-  Reg buf;  // the region the peer writes into / reads from
-  Reg aux;  // latency: our outgoing pong source
-  Hello peer{};
-  tools::TscClock clock;  // re-made once the EAL knows the TSC rate
-  void poll() { ep.engine->poll(clock.now()); }
-};
-
 // Byte i of the server's initial buffer (READ verification).
 uint8_t pattern_byte(size_t i) { return static_cast<uint8_t>(i * 131 + 7); }
 
@@ -435,274 +424,6 @@ bool resolve_peer(dpdk::Port& port, uint32_t ip, Poll poll, wire::MacAddr* mac) 
   return false;
 }
 
-bool remote_setup(const Options& o, size_t max_size, Remote* r, tools::Oob* oob) {
-  std::string err;
-  uint32_t my_ip = 0;
-  r->ep.port = open_remote_port(o, 1, &my_ip);
-  if (!r->ep.port) return false;
-  r->clock = tools::TscClock();  // the EAL knows the TSC rate now
-  const dpdk::Port& port = *r->ep.port;
-  if (o.pmtu > port.max_pmtu())
-    std::printf("dpdat-engine-perf: PMTU %u asked, port MTU %u allows %u: using %u\n", o.pmtu,
-                port.mtu(), port.max_pmtu(), port.max_pmtu());
-  r->ep.mr = std::make_unique<rc::MrTable>(64, 16);
-  rc::EngineConfig ec;
-  ec.pmtu = 4096;
-  r->ep.engine = std::make_unique<rc::Engine>(*r->ep.port, *r->ep.mr, ec);
-  r->ep.name = o.server ? "perf-server" : "perf-client";
-  dpdk::telemetry_add_engine(r->ep.name, r->ep.engine.get());  // /dpdat/engine,<name>
-  r->ep.scq = std::make_unique<rc::CompletionQueue>(8192);
-  r->ep.rcq = std::make_unique<rc::CompletionQueue>(8192);
-  const rc::QpConfig q = qp_config(o, std::min(o.pmtu, r->ep.port->max_pmtu()));
-  r->ep.qp = r->ep.engine->create_qp(r->ep.pz, q, r->ep.scq.get(), r->ep.rcq.get());
-  if (r->ep.qp == nullptr || !reg(r->ep, 2 * max_size, &r->buf) || !reg(r->ep, max_size, &r->aux)) {
-    std::fprintf(stderr, "dpdat-engine-perf: resource set-up failed\n");
-    return false;
-  }
-  for (size_t i = 0; i < r->buf.bytes.size(); ++i) r->buf.bytes[i] = pattern_byte(i);
-  if (o.server ? !oob->serve(o.oob, 120'000, &err) : !oob->connect(o.oob, 30'000, &err)) {
-    std::fprintf(stderr, "dpdat-engine-perf: %s\n", err.c_str());
-    return false;
-  }
-  const uint32_t psn = o.server ? 0x123456u : 0xABCDEFu;
-  const Hello me{
-      my_ip, r->ep.qp->qpn(), psn, r->buf.lmr, r->buf.va(), r->buf.bytes.size(), q.pmtu, 1, 1};
-  if (!oob->send(me) || !oob->recv(&r->peer)) {
-    std::fprintf(stderr, "dpdat-engine-perf: bootstrap exchange failed\n");
-    return false;
-  }
-  if (r->peer.engines != 1 || r->peer.qps != 1) {
-    std::fprintf(stderr,
-                 "dpdat-engine-perf: the peer runs %u engines / %u QPs: use the same on both\n",
-                 r->peer.engines, r->peer.qps);
-    return false;
-  }
-  if (r->peer.pmtu < q.pmtu && !r->ep.qp->set_pmtu(r->peer.pmtu)) {
-    std::fprintf(stderr, "dpdat-engine-perf: the peer's PMTU %u is not usable\n", r->peer.pmtu);
-    return false;
-  }
-  wire::MacAddr peer_mac{};
-  if (!resolve_peer(
-          *r->ep.port, r->peer.ip, [r] { r->poll(); }, &peer_mac))
-    return false;
-  rc::PathInfo path;
-  path.local_mac = r->ep.port->mac();
-  path.peer_mac = peer_mac;
-  path.local_ip = my_ip;
-  path.peer_ip = r->peer.ip;
-  path.peer_qpn = r->peer.qpn;
-  path.udp_src_port = static_cast<uint16_t>(0xC000 | (r->ep.qp->qpn() & 0x3FFF));
-  if (!r->ep.qp->connect(path, wire::Psn(psn), wire::Psn(r->peer.psn))) {
-    std::fprintf(stderr, "dpdat-engine-perf: connect failed\n");
-    return false;
-  }
-  // Both sides ready before traffic (the peer keeps answering ARP meanwhile).
-  const uint32_t ready = 0x52454459;
-  uint32_t got = 0;
-  if (!oob->send(ready)) return false;
-  while (!oob->readable()) r->poll();
-  return oob->recv(&got) && got == ready;
-}
-
-int run_server(const Options& o, size_t max_size) {
-  Remote r;
-  tools::Oob oob;
-  if (!remote_setup(o, max_size, &r, &oob)) return 1;
-  std::printf("dpdat-engine-perf server: QP 0x%x on %s, waiting for the client's tests\n",
-              r.ep.qp->qpn(), o.vdev.c_str());
-  Cmd c{};
-  for (;;) {
-    // Passive side of bandwidth tests; for SEND keep the receive queue full
-    // (every message lands at the start of our buffer, the client reads it
-    // back to verify).
-    const bool recv_mode = c.kind == kCmdBw && c.pad == kOpSend;
-    uint64_t recv_errors = 0;
-    // The next command is looked for every 1024 polls: a recv() per poll
-    // would cost a system call per burst on the data path.
-    uint32_t spins = 0;
-    while ((++spins & 1023u) != 0 || !oob.readable()) {
-      if (recv_mode) {
-        rc::RecvWr rw;
-        rw.num_sge = 1;
-        // Full-size receives: ones left over from a smaller round still fit.
-        rw.sge[0] = rc::Sge{r.buf.lmr, r.buf.va(), r.buf.bytes.size() / 2};
-        while (r.ep.qp->recv_queue_used() < r.ep.qp->config().rq_depth &&
-               r.ep.qp->post_recv(rw) == rc::Qp::PostResult::kOk) {
-        }
-        rc::Completion rc_;
-        while (r.ep.rcq->pop(&rc_))
-          if (rc_.status != rc::WcStatus::kSuccess || rc_.byte_len != c.size) ++recv_errors;
-      }
-      r.poll();
-    }
-    if (recv_mode) {  // completions of this round that arrived with the next command
-      rc::Completion rc_;
-      while (r.ep.rcq->pop(&rc_))
-        if (rc_.status != rc::WcStatus::kSuccess || rc_.byte_len != c.size) ++recv_errors;
-    }
-    if (recv_errors != 0) {
-      std::fprintf(stderr, "dpdat-engine-perf server: %" PRIu64 " receive completions in error\n",
-                   recv_errors);
-      return 1;
-    }
-    if (!oob.recv(&c) || c.kind == kCmdDone) break;
-    if (c.kind == kCmdLat) {
-      // Echo: every time the client's tag lands in our buffer, write it back.
-      const size_t n = std::max<size_t>(c.size, 1), last = n - 1;
-      std::memset(r.buf.bytes.data(), 0, n);
-      // Cleared before the first ping may land: the client waits for this.
-      const uint32_t ready = 1;
-      if (!oob.send(ready)) break;
-      for (uint64_t i = 0; i < c.iters; ++i) {
-        const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
-        const uint64_t end = tools::now_ns() + 2'000'000'000ull;
-        uint32_t polls = 0;
-        while (r.buf.bytes[last] != tag) {
-          r.poll();
-          if ((++polls & 255u) == 0 && tools::now_ns() > end) {
-            std::fprintf(stderr, "dpdat-engine-perf server: ping %" PRIu64 " never arrived\n", i);
-            return 1;
-          }
-        }
-        r.aux.bytes[last] = tag;
-        rc::SendWr w;
-        w.op = rc::WrOp::kWrite;
-        w.flags = 0;
-        w.num_sge = 1;
-        w.sge[0] = rc::Sge{r.aux.lmr, r.aux.va(), n};
-        w.remote_va = r.peer.buf_va + r.peer.buf_len / 2;  // the client's pong area
-        w.rkey = r.peer.rkey;
-        while (r.ep.qp->post_send(w) == rc::Qp::PostResult::kQueueFull) r.poll();
-        rc::Completion cc;
-        while (r.ep.scq->pop(&cc)) {
-        }
-      }
-    }
-    const uint32_t ack = 1;
-    if (!oob.send(ack)) break;
-  }
-  // Let the last ACKs leave before the port goes.
-  const uint64_t end = tools::now_ns() + 200'000'000;
-  while (tools::now_ns() < end && !r.ep.engine->idle()) r.poll();
-  if (r.ep.qp->state() != rc::QpState::kRts) {
-    std::fprintf(stderr, "dpdat-engine-perf server: QP error: %.*s\n",
-                 static_cast<int>(rc::qp_error_name(r.ep.qp->error()).size()),
-                 rc::qp_error_name(r.ep.qp->error()).data());
-    return 1;
-  }
-  std::printf("dpdat-engine-perf server: done\n");
-  return 0;
-}
-
-// RDMA READ of the peer's [0, n) back into `into`, for --verify.
-bool read_back(Remote& r, Reg& into, size_t n) {
-  const rc::SendWr w = rdma_wr(rc::WrOp::kRead, into, {r.peer.buf_va, r.peer.rkey}, 0, n);
-  if (r.ep.qp->post_send(w) != rc::Qp::PostResult::kOk) return false;
-  const uint64_t end = tools::now_ns() + 10'000'000'000ull;
-  rc::Completion c;
-  while (!r.ep.scq->pop(&c)) {
-    r.poll();
-    if (tools::now_ns() > end) return false;
-  }
-  return c.status == rc::WcStatus::kSuccess;
-}
-
-int run_client(const Options& o, size_t max_size) {
-  Remote r;
-  tools::Oob oob;
-  if (!remote_setup(o, max_size, &r, &oob)) return 1;
-  std::printf("dpdat-engine-perf: RDMA %s to %s over %s, PMTU %u, inline progress\n", o.op.c_str(),
-              o.client_of.c_str(), o.vdev.c_str(), r.ep.qp->config().pmtu);
-  Reg src, back;
-  if (!reg(r.ep, max_size, &src) || !reg(r.ep, max_size, &back)) return 1;
-  for (size_t i = 0; i < src.bytes.size(); ++i) src.bytes[i] = static_cast<uint8_t>(i * 7 + 3);
-  uint32_t ack = 0;
-  int rc_ = 0;
-  if (o.bw) {
-    std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations",
-                "BW peak[Gb/s]", "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
-    for (size_t n : o.sizes) {
-      const Cmd c{kCmdBw, o.op == "send" ? kOpSend : o.op == "read" ? kOpRead : kOpWrite, n, 0};
-      if (!oob.send(c)) return 1;
-      const uint64_t it =
-          o.iters != 0 ? o.iters
-                       : std::clamp<uint64_t>((256ull << 20) / std::max<size_t>(n, 64), 200, 50000);
-      const BwTarget t{r.peer.buf_va, r.peer.rkey};
-      if (!run_bw_to(r.ep, nullptr, src, t, 0, n, it, o, [&] { r.poll(); })) rc_ = 1;
-      if (rc_ == 0 && o.verify) {
-        bool ok = read_back(r, back, n);
-        if (ok && (o.op == "write" || o.op == "send"))
-          ok = std::equal(src.bytes.begin(), src.bytes.begin() + static_cast<long>(n),
-                          back.bytes.begin());
-        if (ok && o.op == "read") {
-          for (size_t i = 0; i < n && ok; ++i) ok = back.bytes[i] == pattern_byte(i);
-        }
-        std::printf("   verify %zu B: %s\n", n, ok ? "byte-exact" : "MISMATCH");
-        if (!ok) rc_ = 1;
-      }
-      if (!oob.recv(&ack) || rc_ != 0) break;
-    }
-  }
-  if (o.lat && rc_ == 0) {
-    const size_t n = o.sizes.size() == 1 ? o.sizes[0] : 8;
-    const uint64_t iters = o.iters != 0 ? o.iters : 10000;
-    const Cmd c{kCmdLat, 0, n, iters + 100};
-    uint32_t ready = 0;
-    if (!oob.send(c) || !oob.recv(&ready)) return 1;
-    const size_t m = std::max<size_t>(n, 1), last = m - 1;
-    uint8_t* pong = r.buf.bytes.data() + r.buf.bytes.size() / 2;
-    std::memset(pong, 0, m);
-    std::vector<double> samples;
-    for (uint64_t i = 0; i < iters + 100 && rc_ == 0; ++i) {
-      const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
-      src.bytes[last] = tag;
-      const uint64_t t0 = tools::now_ns();
-      rc::SendWr w;
-      w.op = rc::WrOp::kWrite;
-      w.flags = 0;
-      w.num_sge = 1;
-      w.sge[0] = rc::Sge{src.lmr, src.va(), m};
-      w.remote_va = r.peer.buf_va;
-      w.rkey = r.peer.rkey;
-      while (r.ep.qp->post_send(w) == rc::Qp::PostResult::kQueueFull) r.poll();
-      const uint64_t end = t0 + 2'000'000'000ull;
-      uint32_t spins = 0;
-      while (pong[last] != tag) {
-        r.poll();
-        if ((++spins & 255u) == 0 && tools::now_ns() > end) {
-          std::fprintf(stderr, "dpdat-engine-perf: pong %" PRIu64 " never arrived\n", i);
-          rc_ = 1;
-          break;
-        }
-      }
-      if (i >= 100) samples.push_back(static_cast<double>(tools::now_ns() - t0) / 2e3);
-      rc::Completion cc;
-      while (r.ep.scq->pop(&cc)) {
-      }
-    }
-    if (rc_ == 0 && oob.recv(&ack)) {
-      std::printf("\n %-10s %-12s %-10s %-10s %-10s %-10s %-10s\n", "#bytes", "#iterations",
-                  "t_min[us]", "t_median", "t_avg", "t_p99", "t_max");
-      print_lat(n, iters, samples);
-    }
-  }
-  const Cmd done{kCmdDone, 0, 0, 0};
-  oob.send(done);
-  const uint64_t end = tools::now_ns() + 200'000'000;
-  while (tools::now_ns() < end && !r.ep.engine->idle()) r.poll();
-  if (r.ep.qp->state() != rc::QpState::kRts) rc_ = 1;
-  const auto& qc = r.ep.qp->counters();
-  std::printf("\n counters: tx %" PRIu64 " rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
-              " seq-NAKs %" PRIu64 " injected drops %" PRIu64 "\n",
-              qc.tx_packets, qc.rx_packets, qc.retransmits + qc.sr_resends, qc.timeouts,
-              qc.seq_naks_rx, r.ep.port->counters().rx_injected_drops);
-  const dpdk::PortCounters pc = r.ep.port->counters();
-  std::printf(" IPv4 checksum by the device: tx %" PRIu64 " rx good %" PRIu64 " rx bad %" PRIu64
-              "\n",
-              pc.tx_ip_csum_offloaded, pc.rx_ip_csum_good, pc.rx_ip_csum_bad);
-  return rc_;
-}
-
 // ------------------------------------------- several engines, several QPs
 // --engines N: the port gets N RX/TX queue pairs, one engine each, grouped
 // (QPN bits 16..23 name the owner; a frame arriving on another engine's
@@ -727,9 +448,20 @@ struct Multi {
   std::vector<std::unique_ptr<rc::CompletionQueue>> scq, rcq;  // per QP
   std::vector<rc::Qp*> qps;
   std::vector<std::string> names;
-  Reg buf;
+  Reg buf;  // the region the peer writes into / reads from
+  Reg aux;  // latency: the pong source
   Hello peer{};
   size_t engine_of(size_t k) const { return k % engines.size(); }
+  // Where QP k's receives land (SEND): its share of the buffer.
+  static size_t recv_slice(size_t buf_len, size_t nq) { return buf_len / nq; }
+  // Inline progress, or (engine threads) a yield.
+  void poll_or_yield() {
+    if (runners.empty()) {
+      poll_inline();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   Poster poster(size_t k) const {
     return Poster{runners.empty() ? nullptr : runners[engine_of(k)].get()};
   }
@@ -843,7 +575,7 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
     }
     m->qps.push_back(qp);
   }
-  if (!reg(*m->mr, 1, 2 * max_size, &m->buf)) {
+  if (!reg(*m->mr, 1, 2 * max_size, &m->buf) || !reg(*m->mr, 1, max_size, &m->aux)) {
     std::fprintf(stderr, "dpdat-engine-perf: memory registration failed\n");
     return false;
   }
@@ -906,6 +638,52 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   return true;
 }
 
+// Keeps every QP's receive queue full (SEND rounds): receives of QP k land
+// in its share of the buffer, full-share long so ones left over from a
+// smaller round still fit.  Counts receive completions in error.
+void refill_recvs(Multi& m, uint64_t size, uint64_t* recv_errors) {
+  const size_t nq = m.qps.size();
+  const size_t share = Multi::recv_slice(m.buf.bytes.size(), nq);
+  for (size_t k = 0; k < nq; ++k) {
+    rc::RecvWr rw;
+    rw.num_sge = 1;
+    rw.sge[0] = rc::Sge{m.buf.lmr, m.buf.va() + k * share, share};
+    const Poster p = m.poster(k);
+    while (m.qps[k]->recv_queue_used() < m.qps[k]->config().rq_depth && p.recv(m.qps[k], rw)) {
+    }
+    rc::Completion c;
+    while (m.rcq[k]->pop(&c))
+      if (c.status != rc::WcStatus::kSuccess || c.byte_len != size) ++*recv_errors;
+  }
+}
+
+// The server's half of the latency test on QP 0: each time the client's
+// tag lands in our buffer, WRITE it back into the client's pong area.
+bool echo(Multi& m, size_t n, uint64_t iters) {
+  const size_t last = n - 1;
+  for (uint64_t i = 0; i < iters; ++i) {
+    const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
+    const uint64_t end = tools::now_ns() + 2'000'000'000ull;
+    uint32_t polls = 0;
+    while (peek(m.buf.bytes[last]) != tag) {
+      m.poll_or_yield();
+      if ((++polls & 255u) == 0 && tools::now_ns() > end) {
+        std::fprintf(stderr, "dpdat-engine-perf server: ping %" PRIu64 " never arrived\n", i);
+        return false;
+      }
+    }
+    m.aux.bytes[last] = tag;
+    rc::SendWr w =
+        rdma_wr(rc::WrOp::kWrite, m.aux, {m.peer.buf_va + m.peer.buf_len / 2, m.peer.rkey}, 0, n);
+    w.flags = 0;
+    while (!m.poster(0).send(m.qps[0], w)) m.poll_or_yield();
+    rc::Completion cc;
+    while (m.scq[0]->pop(&cc)) {
+    }
+  }
+  return true;
+}
+
 int run_multi_server(const Options& o, size_t max_size) {
   Multi m;
   tools::Oob oob;
@@ -913,19 +691,40 @@ int run_multi_server(const Options& o, size_t max_size) {
   std::printf("dpdat-engine-perf server: %zu QPs on %zu engines over %s, waiting for the client\n",
               m.qps.size(), m.engines.size(), o.vdev.c_str());
   // Passive side: the engines answer WRITEs and READs on their own; this
-  // thread only waits for the client's commands.
+  // thread waits for the client's commands, keeps receive queues full for
+  // SEND rounds and echoes latency pings.
   Cmd c{};
+  uint64_t recv_errors = 0;
+  int rc_ = 0;
   for (;;) {
-    while (!oob.readable()) {
+    const bool recv_mode = c.kind == kCmdBw && c.pad == kOpSend;
+    uint32_t spins = 0;
+    // The next command is looked for every 1024 passes: a recv() per poll
+    // would cost a system call per burst on the data path.
+    while ((++spins & 1023u) != 0 || !oob.readable()) {
+      if (recv_mode) refill_recvs(m, c.size, &recv_errors);
       if (m.runners.empty()) {
-        for (int i = 0; i < 1024; ++i) m.poll_inline();  // a recv() per poll would cost a syscall
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(500));
+        m.poll_inline();
+      } else if ((spins & 1023u) == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(recv_mode ? 20 : 500));
       }
     }
+    if (recv_mode) refill_recvs(m, c.size, &recv_errors);  // this round's last completions
+    if (recv_errors != 0) {
+      std::fprintf(stderr, "dpdat-engine-perf server: %" PRIu64 " receive completions in error\n",
+                   recv_errors);
+      rc_ = 1;
+      break;
+    }
     if (!oob.recv(&c) || c.kind == kCmdDone) break;
-    const uint32_t ack = 1;
-    if (!oob.send(ack)) break;
+    if (c.kind == kCmdLat) std::memset(m.buf.bytes.data(), 0, std::max<uint64_t>(c.size, 1));
+    if (c.kind == kCmdBw && c.pad == kOpSend) refill_recvs(m, c.size, &recv_errors);
+    const uint32_t ready = 1;  // prepared: the client may start
+    if (!oob.send(ready)) break;
+    if (c.kind == kCmdLat && !echo(m, std::max<uint64_t>(c.size, 1), c.iters)) {
+      rc_ = 1;
+      break;
+    }
   }
   // The client has stopped its engines.  Stop ours before saying so: a
   // net_memif peer that closes its end while this side still polls the
@@ -934,7 +733,7 @@ int run_multi_server(const Options& o, size_t max_size) {
   const bool ok = m.report("dpdat-engine-perf server");
   const uint32_t bye = 2;
   oob.send(bye);
-  if (!ok) return 1;
+  if (!ok || rc_ != 0) return 1;
   std::printf("dpdat-engine-perf server: done\n");
   return 0;
 }
@@ -946,16 +745,16 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
   const uint32_t depth = std::max<uint32_t>(o.tx_depth / static_cast<uint32_t>(nq), kSig);
   std::vector<uint64_t> quota(nq, iters / nq), posted(nq, 0), completed(nq, 0);
   quota[0] += iters % nq;
-  const bool read = o.op == "read";
   const uint64_t t0 = tools::now_ns();
   const uint64_t deadline = t0 + 60'000'000'000ull;
   uint64_t done = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> stamps;  // (time, messages done)
+  stamps.reserve(iters / kSig + 2);
   uint32_t idle_passes = 0;
   while (done < iters) {
     bool progress = false;
     for (size_t k = 0; k < nq; ++k) {
-      rc::SendWr w = rdma_wr(read ? rc::WrOp::kRead : rc::WrOp::kWrite, src,
-                             {m.peer.buf_va, m.peer.rkey}, k * n, n);
+      rc::SendWr w = rdma_wr(op_of(o), src, {m.peer.buf_va, m.peer.rkey}, k * n, n);
       const Poster p = m.poster(k);
       while (posted[k] < quota[k] && posted[k] - completed[k] < depth) {
         w.flags = ((posted[k] + 1) % kSig == 0 || posted[k] + 1 == quota[k])
@@ -978,6 +777,7 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
         const uint64_t before = completed[k];
         completed[k] = std::min(quota[k], (completed[k] / kSig + 1) * kSig);
         done += completed[k] - before;
+        stamps.emplace_back(tools::now_ns(), done);
         progress = true;
       }
     }
@@ -991,20 +791,34 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
       idle_passes = 0;
     }
   }
-  const double secs = static_cast<double>(tools::now_ns() - t0) / 1e9;
+  const uint64_t total_ns = tools::now_ns() - t0;
+  const double secs = static_cast<double>(total_ns) / 1e9;
+  // Peak: the best rate over any span of at least 1/20 of the run (and 100 us).
+  const uint64_t span = std::max<uint64_t>(total_ns / 20, 100'000);
+  double peak = 0;
+  for (size_t i = 0, j = 0; i < stamps.size(); ++i) {
+    while (j < stamps.size() && stamps[j].first - stamps[i].first < span) ++j;
+    if (j == stamps.size()) break;
+    const double dt = static_cast<double>(stamps[j].first - stamps[i].first) / 1e9;
+    peak = std::max(peak, static_cast<double>((stamps[j].second - stamps[i].second) * n) / dt);
+  }
   const double avg = static_cast<double>(iters * n) / secs;
-  std::printf(" %-10zu %-12" PRIu64 " %-16s %-16.2f %-14.2f %-12.4f\n", n, iters, "-",
+  peak = std::max(peak, avg);
+  std::printf(" %-10zu %-12" PRIu64 " %-16.2f %-16.2f %-14.2f %-12.4f\n", n, iters, peak * 8 / 1e9,
               avg * 8 / 1e9, avg / 1e6, static_cast<double>(iters) / secs / 1e6);
   g_bw.push_back({{"size", n},
                   {"iters", iters},
                   {"avg_mbs", avg / 1048576.0},
+                  {"peak_mbs", peak / 1048576.0},
                   {"msg_rate_mpps", static_cast<double>(iters) / secs / 1e6}});
   return true;
 }
 
-// Reads slice k of the peer's buffer back through QP k into `into` (same offset).
-bool multi_read_back(Multi& m, Reg& into, size_t n, size_t k) {
+// Reads n bytes at remote_off of the peer's buffer back through QP k into
+// slice k of `into`.
+bool multi_read_back(Multi& m, Reg& into, size_t n, size_t k, size_t remote_off) {
   rc::SendWr w = rdma_wr(rc::WrOp::kRead, into, {m.peer.buf_va, m.peer.rkey}, k * n, n);
+  w.remote_va = m.peer.buf_va + remote_off;
   w.flags = rc::wr_flag::kSignaled;
   const uint64_t end = tools::now_ns() + 10'000'000'000ull;
   while (!m.poster(k).send(m.qps[k], w)) {
@@ -1023,6 +837,43 @@ bool multi_read_back(Multi& m, Reg& into, size_t n, size_t k) {
   return c.status == rc::WcStatus::kSuccess;
 }
 
+// The client's latency test on QP 0: WRITE a tag into the server's buffer,
+// wait for the server's WRITE of it into our pong area.
+bool run_multi_lat(Multi& m, Reg& src, size_t n, uint64_t iters) {
+  const size_t last = n - 1;
+  uint8_t* pong = m.buf.bytes.data() + m.buf.bytes.size() / 2;
+  std::memset(pong, 0, n);
+  std::vector<double> samples;
+  samples.reserve(iters);
+  rc::SendWr w = rdma_wr(rc::WrOp::kWrite, src, {m.peer.buf_va, m.peer.rkey}, 0, n);
+  w.flags = 0;
+  for (uint64_t i = 0; i < iters + 100; ++i) {  // 100 warm-up rounds
+    const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
+    src.bytes[last] = tag;
+    const uint64_t t0 = tools::now_ns();
+    while (!m.poster(0).send(m.qps[0], w)) m.poll_or_yield();
+    const uint64_t end = t0 + 2'000'000'000ull;
+    uint32_t spins = 0;
+    while (peek(pong[last]) != tag) {
+      m.poll_or_yield();
+      if ((++spins & 255u) == 0 && tools::now_ns() > end) {
+        std::fprintf(stderr, "dpdat-engine-perf: pong %" PRIu64 " never arrived\n", i);
+        return false;
+      }
+    }
+    if (i >= 100) samples.push_back(static_cast<double>(tools::now_ns() - t0) / 2e3);
+    rc::Completion cc;
+    while (m.scq[0]->pop(&cc)) {
+    }
+  }
+  std::printf("\n %-10s %-12s %-10s %-10s %-10s %-10s %-10s\n", "#bytes", "#iterations",
+              "t_min[us]", "t_median", "t_avg", "t_p99", "t_max");
+  print_lat(n, iters, samples);
+  return true;
+}
+
+// One path for N >= 1 QPs on M >= 1 engines: bandwidth of every size on
+// every QP, then the latency on QP 0.
 int run_multi_client(const Options& o, size_t max_size) {
   Multi m;
   tools::Oob oob;
@@ -1034,40 +885,53 @@ int run_multi_client(const Options& o, size_t max_size) {
   Reg src, back;
   if (!reg(*m.mr, 1, max_size, &src) || !reg(*m.mr, 1, max_size, &back)) return 1;
   int rc_ = 0;
-  std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations", "BW peak[Gb/s]",
-              "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
-  for (size_t n : o.sizes) {
-    const size_t nq = m.qps.size();
-    if (n * nq > max_size) {
-      std::fprintf(stderr, "dpdat-engine-perf: %zu QPs x %zu B exceed the %zu-byte buffers\n", nq,
-                   n, max_size);
-      rc_ = 1;
-      break;
-    }
-    // Each QP's slice differs from the others', so a frame placed in the
-    // wrong slice shows.
-    for (size_t i = 0; i < nq * n; ++i)
-      src.bytes[i] = static_cast<uint8_t>((i * 7 + 3) ^ (i / std::max<size_t>(n, 1) * 0x5B + 1));
-    const Cmd c{kCmdBw, o.op == "read" ? kOpRead : kOpWrite, n, 0};
-    if (!oob.send(c)) return 1;
-    const uint64_t it =
-        o.iters != 0 ? o.iters
-                     : std::clamp<uint64_t>((256ull << 20) / std::max<size_t>(n, 64), 200, 50000);
-    if (!run_multi_bw(m, src, n, it, o)) rc_ = 1;
-    if (rc_ == 0 && o.verify) {
-      bool ok = true;
-      for (size_t k = 0; k < nq && ok; ++k) {
-        ok = multi_read_back(m, back, n, k);
-        for (size_t i = k * n; i < (k + 1) * n && ok; ++i)
-          ok = back.bytes[i] == (o.op == "read" ? pattern_byte(i) : src.bytes[i]);
-        if (ok && o.op == "read")  // what the READs brought in
-          for (size_t i = k * n; i < (k + 1) * n && ok; ++i) ok = src.bytes[i] == pattern_byte(i);
+  const size_t nq = m.qps.size();
+  uint32_t ready = 0;
+  if (o.bw) {
+    std::printf("\n %-10s %-12s %-16s %-16s %-14s %-12s\n", "#bytes", "#iterations",
+                "BW peak[Gb/s]", "BW average[Gb/s]", "BW avg[MB/s]", "MsgRate[Mpps]");
+    for (size_t n : o.sizes) {
+      const size_t share = Multi::recv_slice(m.peer.buf_len, nq);
+      if (n * nq > max_size || (o.op == "send" && n > share)) {
+        std::fprintf(stderr, "dpdat-engine-perf: %zu QPs x %zu B exceed the %zu-byte buffers\n", nq,
+                     n, max_size);
+        rc_ = 1;
+        break;
       }
-      std::printf("   verify %zu B on %zu QPs: %s\n", n, nq, ok ? "byte-exact" : "MISMATCH");
-      if (!ok) rc_ = 1;
+      // Each QP's slice differs from the others', so a frame placed in the
+      // wrong slice shows.
+      for (size_t i = 0; i < nq * n; ++i)
+        src.bytes[i] = static_cast<uint8_t>((i * 7 + 3) ^ (i / std::max<size_t>(n, 1) * 0x5B + 1));
+      const Cmd c{kCmdBw, o.op == "send" ? kOpSend : o.op == "read" ? kOpRead : kOpWrite, n, 0};
+      if (!oob.send(c) || !oob.recv(&ready)) return 1;  // the server is prepared
+      const uint64_t it =
+          o.iters != 0 ? o.iters
+                       : std::clamp<uint64_t>((256ull << 20) / std::max<size_t>(n, 64), 200, 50000);
+      if (!run_multi_bw(m, src, n, it, o)) rc_ = 1;
+      if (rc_ == 0 && o.verify) {
+        bool ok = true;
+        for (size_t k = 0; k < nq && ok; ++k) {
+          // WRITE: slice k of the peer; SEND: QP k's share, where its
+          // receives land; READ: slice k, the server's initial pattern.
+          ok = multi_read_back(m, back, n, k, o.op == "send" ? k * share : k * n);
+          for (size_t i = k * n; i < (k + 1) * n && ok; ++i)
+            ok = back.bytes[i] == (o.op == "read" ? pattern_byte(i) : src.bytes[i]);
+          if (ok && o.op == "read")  // what the READs brought in
+            for (size_t i = k * n; i < (k + 1) * n && ok; ++i) ok = src.bytes[i] == pattern_byte(i);
+        }
+        std::printf("   verify %zu B on %zu QPs: %s\n", n, nq, ok ? "byte-exact" : "MISMATCH");
+        if (!ok) rc_ = 1;
+      }
+      if (rc_ != 0) break;
     }
-    uint32_t ack = 0;
-    if (!oob.recv(&ack) || rc_ != 0) break;
+  }
+  if (o.lat && rc_ == 0) {
+    const size_t n = std::max<size_t>(o.sizes.size() == 1 ? o.sizes[0] : 8, 1);
+    const uint64_t iters = o.iters != 0 ? o.iters : 10000;
+    if (nq > 1) std::printf("\n(latency on QP 0 of %zu)\n", nq);
+    const Cmd c{kCmdLat, 0, n, iters + 100};
+    if (!oob.send(c) || !oob.recv(&ready)) return 1;  // the server cleared its buffer
+    if (!run_multi_lat(m, src, n, iters)) rc_ = 1;
   }
   // Engines stopped before the server is told we are done; its own are
   // stopped before it answers (see run_multi_server), and we keep our port
@@ -1182,18 +1046,8 @@ int run_main(int argc, char** argv) {
                    rc::EngineGroup::kMaxEngines);
       return 2;
     }
-    if (o.engines > 1 || o.qps > 1) {
-      if (o.op == "send" || (o.lat && !o.server)) {
-        std::fprintf(
-            stderr,
-            "dpdat-engine-perf: with several engines or QPs only --bw with --op write|read\n");
-        return 2;
-      }
-      if (o.server) return run_multi_server(o, std::max<size_t>(max_size, 8u << 20));
-      return finish(o, run_multi_client(o, std::max<size_t>(max_size, 8u << 20)));
-    }
-    if (o.server) return run_server(o, std::max<size_t>(max_size, 8u << 20));
-    return finish(o, run_client(o, std::max<size_t>(max_size, 8u << 20)));
+    if (o.server) return run_multi_server(o, std::max<size_t>(max_size, 8u << 20));
+    return finish(o, run_multi_client(o, std::max<size_t>(max_size, 8u << 20)));
   }
   if (o.engines != 1 || o.qps != 0) {
     std::fprintf(stderr, "dpdat-engine-perf: --engines and --qps apply across processes only\n");
