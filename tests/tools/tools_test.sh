@@ -131,7 +131,9 @@ case "$CASE" in
     wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
     PIDS=()
     json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [300] * 4" "d['bw'][0]['verified']" \
-      "d['bw'][0]['cpu_peer_pct'] >= 0" "d['config']['mode'] == 'client'"
+      "d['bw'][0]['cpu_peer_pct'] >= 0" "d['config']['mode'] == 'client'" \
+      "any(k.startswith('peer.engine.') and k.endswith('.qp_rx_packets') and v > 0 for k, v in d['counters'].items())" \
+      "any(k.startswith('engine.') and k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())"
     ;;
   plot)
     "$PLOT" -o "$TMP/p" "$SRC/tests/tools/data/recorded_result.json" >"$TMP/out" 2>&1 ||

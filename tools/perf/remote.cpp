@@ -7,11 +7,14 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "modes.hpp"
 #include "oob.hpp"
@@ -92,6 +95,30 @@ bool wait_cmd(Side& s, tools::Oob& oob, const Layout& L, bool recvs, bool drive,
   return true;
 }
 
+// A text over the socket: its length, then 1 KiB chunks.
+using Chunk = std::array<char, 1024>;
+bool send_text(tools::Oob& oob, const std::string& t) {
+  const auto len = static_cast<uint32_t>(t.size());
+  if (!oob.send(len)) return false;
+  for (size_t off = 0; off < t.size(); off += sizeof(Chunk)) {
+    Chunk c{};
+    std::memcpy(c.data(), t.data() + off, std::min(sizeof(Chunk), t.size() - off));
+    if (!oob.send(c)) return false;
+  }
+  return true;
+}
+bool recv_text(tools::Oob& oob, std::string* t) {
+  uint32_t len = 0;
+  if (!oob.recv(&len) || len > (16u << 20)) return false;
+  t->clear();
+  while (t->size() < len) {
+    Chunk c{};
+    if (!oob.recv(&c)) return false;
+    t->append(c.data(), std::min<size_t>(sizeof(Chunk), len - t->size()));
+  }
+  return true;
+}
+
 std::string ia_config(const Options& o) {
   std::string c = "vdev=" + o.vdev + ";ip=" + o.ip;
   if (o.mtu != 0) c += ";mtu=" + std::to_string(o.mtu);
@@ -149,6 +176,8 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
   }
   const uint32_t bye = kMagic;
   oob.send(bye);
+  // Our counters, for the client's report (its peer.* entries).
+  send_text(oob, nlohmann::json(telemetry_counters()).dump());
   std::printf("dpdat-perf server: done\n");
   return 0;
 }
@@ -288,8 +317,14 @@ int run_remote(const Options& o) {
   }
   const Cmd done{kCmdDone, 0, 0, 0, 0, 0, 0};
   uint32_t bye = 0;
-  if (oob.send(done)) oob.recv(&bye);
-  run.counters = telemetry_counters();
+  std::string peer_counters;
+  if (oob.send(done) && oob.recv(&bye) && recv_text(oob, &peer_counters)) {
+    const auto j = nlohmann::json::parse(peer_counters, nullptr, false);
+    if (j.is_object())
+      for (const auto& [k, v] : j.items())
+        if (v.is_number_unsigned()) run.counters["peer." + k] = v.get<uint64_t>();
+  }
+  for (const auto& [k, v] : telemetry_counters()) run.counters[k] = v;
   return finish_run(o, run);
 }
 
