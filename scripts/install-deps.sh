@@ -11,6 +11,10 @@ PKGS=(
   libdapl-dev dapl2-utils
   tshark iproute2 procps
   clang-format clang-tidy
+  # bench tools: option parser, JSON, plots (dpdat-plot), the JSON schema
+  # check of the tools tests, peers for bench/compare
+  libcli11-dev nlohmann-json3-dev gnuplot-nox python3 python3-jsonschema
+  ucx-utils sockperf
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -9,6 +9,7 @@ bash scripts/install-deps.sh
 bash scripts/setup-hugepages.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$JOBS"
-# The main job: the bench tool on its default link (client and server in one
-# process over the in-process net_ring link, inline progress).
+# The main job: the bench tool over the public uDAPL 1.2 API (libdat), on its
+# default link: client and server in one process, IAs dpdat0 and dpdat1 (the
+# in-process net_ring link), no configuration.
 exec ./build/release/tools/dpdat-perf "$@"

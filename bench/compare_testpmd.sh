@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The transport next to testpmd (engine level: dpdat-engine-perf drives the RC
+# engine directly; bench/compare puts the API-level tool beside its peers).
 # Issue 4 side-by-side figures in one run: dpdat RDMA WRITE bandwidth (4 KiB,
 # 64 KiB) and 8 B half-round-trip latency over net_ring (one process, inline
 # progress) and, across two processes (one busy-polling CPU each), over
@@ -8,10 +10,10 @@
 # the ratio dpdat packets/s : testpmd packets/s.  A benchmark, not a test: not
 # in ctest.
 #
-#   bench/compare.sh                  # after: cmake --preset release &&
-#                                     #   cmake --build --preset release --target dpdat-perf
+#   bench/compare_testpmd.sh          # after: cmake --preset release &&
+#                                     #   cmake --build --preset release --target dpdat-engine-perf
 # Environment (all optional):
-#   BUILD=build/release   where tools/dpdat-perf lives
+#   BUILD=build/release   where bench/dpdat-engine-perf lives
 #   LINKS="memif af_packet"  the cross-process links to measure
 #   REPS=5                rounds; every figure is the median over the rounds,
 #                         rounds interleave the cases so load bursts spread out
@@ -30,7 +32,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build/release}
-PERF=$BUILD/tools/dpdat-perf
+PERF=$BUILD/bench/dpdat-engine-perf
 TESTPMD=${TESTPMD:-dpdk-testpmd}
 REPS=${REPS:-5}
 PMTU=${PMTU:-1024}
@@ -46,8 +48,8 @@ die() {
   echo "compare: $*" >&2
   exit 1
 }
-[ -x "$PERF" ] || die "no $PERF (build it: cmake --build --preset release --target dpdat-perf)"
-PERF=$(cd "$(dirname "$PERF")" && pwd)/dpdat-perf # absolute: the run happens in its own directory
+[ -x "$PERF" ] || die "no $PERF (build it: cmake --build --preset release --target dpdat-engine-perf)"
+PERF=$(cd "$(dirname "$PERF")" && pwd)/dpdat-engine-perf # absolute: the run happens in its own directory
 command -v "$TESTPMD" >/dev/null || die "no $TESTPMD (apt-get install dpdk)"
 command -v taskset >/dev/null || die "no taskset"
 
@@ -149,16 +151,25 @@ after() {
 }
 
 # ---------------------------------------------------------------- dpdat
-# dpdat-perf prints "... PMTU n ..." and a table row per size:
-#   bw:  bytes iters peak_Gbps avg_Gbps avg_MBps Mmsg/s
-#   lat: bytes iters min median avg p99 max   (us)
-row_after_header() { grep -A1 '#bytes' "$1" | tail -1; }
+# dpdat-engine-perf prints "... PMTU n ..." and writes its figures as JSON
+# (--json): bw[].avg_mbs / peak_mbs (MB = 2^20 B), lat[].median_us.
+# jget FILE EXPR: EXPR over the document d, empty when there is none.
+jget() {
+  python3 -c 'import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    v = eval(sys.argv[2])
+    print(f"{v:.3f}" if isinstance(v, float) else v)
+except Exception:
+    pass' "$1" "$2" 2>/dev/null
+}
 
 ring_case() { # name args...
   local name=$1
   shift
   quiet "$name" 1
-  taskset -c "$CPU_B" timeout 180 "$PERF" "$@" >"$TMP/$name.log" 2>&1
+  rm -f "$TMP/$name.json"
+  taskset -c "$CPU_B" timeout 180 "$PERF" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
   after
 }
 
@@ -172,7 +183,7 @@ with_retry() { # "case_fn [its first args]" name args...
   shift 2
   for k in 1 2 3; do
     "${fn[@]}" "$name" "$@"
-    [ -n "$(row_after_header "$TMP/$name.log")" ] && return 0
+    [ -s "$TMP/$name.json" ] && return 0
     cp "$TMP/$name.log" "$TMP/$name.failed$k.log"
     echo "  $name: no result (attempt $k), see $name.failed$k.log" >&2
   done
@@ -233,6 +244,7 @@ link_case() { # link name client-args...
   local link=$1 name=$2
   shift 2
   local oob=$TMP/oob.sock
+  rm -f "$TMP/$name.json"
   link_sides "$link"
   rm -f "$TMP/memif.sock" "$oob"
   quiet "$name" 2
@@ -243,7 +255,7 @@ link_case() { # link name client-args...
   wait_link "$link"
   for _ in $(seq 1 200); do [ -S "$oob" ] && break; sleep 0.05; done
   "${CLI_PRE[@]}" taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
-    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "$@" >"$TMP/$name.log" 2>&1
+    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
   wait "$spid" 2>/dev/null
   rm -f "$TMP/memif.sock" "$oob"
   after
@@ -342,11 +354,12 @@ for r in $(seq 1 "$REPS"); do
   for c in ring $LINKS; do
     for s in 4k 64k; do
       d=$(cat "$TMP/${c}_bw${s}_$r.disturbed")
-      row=$(row_after_header "$TMP/${c}_bw${s}_$r.log")
-      echo "${c}_MBps_$s $(echo "$row" | awk '{print $5}') $d" >>"$RES"
-      echo "${c}_peak_$s $(echo "$row" | awk '$3 != "" {print $3 * 125}') $d" >>"$RES" # Gb/s -> MB/s
+      j=$TMP/${c}_bw${s}_$r.json
+      # MB = 10^6 B in this table (the JSON's MB is 2^20 B).
+      echo "${c}_MBps_$s $(jget "$j" "d['bw'][0]['avg_mbs'] * 1.048576") $d" >>"$RES"
+      echo "${c}_peak_$s $(jget "$j" "d['bw'][0]['peak_mbs'] * 1.048576") $d" >>"$RES"
     done
-    echo "${c}_lat_us $(row_after_header "$TMP/${c}_lat8_$r.log" | awk '{print $4}')" \
+    echo "${c}_lat_us $(jget "$TMP/${c}_lat8_$r.json" "d['lat'][0]['median_us']")" \
       "$(cat "$TMP/${c}_lat8_$r.disturbed")" >>"$RES"
   done
   echo "  round $r of $REPS done" >&2

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The bench tools (ctest label "tools"):
+#   tools_test.sh CASE BUILD_DIR SOURCE_DIR
+# CASE: parser | json | duration | bidir_qps | remote | plot | engine_parser
+set -uo pipefail
+CASE=$1
+BUILD=$2
+SRC=$3
+PERF=$BUILD/tools/dpdat-perf
+ENGINE=$BUILD/bench/dpdat-engine-perf
+PLOT=$SRC/tools/plot/dpdat-plot
+SCHEMA=$SRC/tools/perf/result.schema.json
+TMP=$(mktemp -d /tmp/dpdat-tools-test.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL ($CASE): $*"
+  exit 1
+}
+
+# expect_usage_error "what the line must name" args...: exit 2, one stderr line.
+expect_usage_error() {
+  local names=$1
+  shift
+  "$PERF" "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  [ $rc -eq 2 ] || fail "dpdat-perf $* exited $rc, expected 2"
+  [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "dpdat-perf $*: stderr is not one line: $(cat "$TMP/err")"
+  grep -q -- "$names" "$TMP/err" || fail "dpdat-perf $*: the error does not name $names: $(cat "$TMP/err")"
+  [ ! -s "$TMP/out" ] || fail "dpdat-perf $*: printed on stdout"
+  echo "ok: dpdat-perf $* -> 2: $(cat "$TMP/err")"
+}
+
+# json_check FILE PYTHON-EXPR...: validates against the schema, then asserts
+# each expression over the document `d`.
+json_check() {
+  local f=$1
+  shift
+  python3 - "$SCHEMA" "$f" "$@" <<'EOF' || fail "JSON check of $f failed"
+import json, sys, jsonschema
+schema, path, exprs = sys.argv[1], sys.argv[2], sys.argv[3:]
+d = json.load(open(path))
+jsonschema.validate(d, json.load(open(schema)))
+for e in exprs:
+    if not eval(e):
+        print(f"assertion failed: {e}")
+        sys.exit(1)
+print(f"ok: {path} validates against the schema; {len(exprs)} assertions hold")
+EOF
+}
+
+case "$CASE" in
+  parser)
+    expect_usage_error "--size" --size abc
+    expect_usage_error "--size" -s 0
+    expect_usage_error "--bogus" --bogus
+    expect_usage_error "--qps" -q 65
+    expect_usage_error "--op" --op atomic
+    expect_usage_error "--duration" -D x
+    expect_usage_error "--iters" -n -5
+    expect_usage_error "--progress" --progress fast
+    expect_usage_error "--pmtu" --pmtu 1000
+    expect_usage_error "--vdev" --server
+    expect_usage_error "--client" --client 10.0.0.300 --vdev net_memif0 --ip 10.0.0.1
+    expect_usage_error "--iters and --duration" -n 10 -D 1
+    expect_usage_error "--bidirectional" -b --lat
+    "$PERF" --help >"$TMP/help" 2>&1 || fail "--help exited $?"
+    for opt in --op --all --size --iters --duration --qps --bidirectional --tx-depth --post-list \
+      --cq-mod --report-gbits --lat --bw --histogram --json --csv --progress --server --client \
+      --vdev --ip --oob --mtu --pmtu --verify --linger; do
+      grep -q -- "$opt" "$TMP/help" || fail "--help does not list $opt"
+    done
+    grep -q "=128" "$TMP/help" || fail "--help does not show the defaults (tx-depth 128)"
+    echo "ok: --help lists every option with defaults"
+    ;;
+  json)
+    timeout 60 "$PERF" -s 64 -s 65536 -n 2000 --json "$TMP/r.json" --csv "$TMP/r.csv" \
+      --histogram "$TMP/h.csv" >"$TMP/out" 2>&1 || fail "dpdat-perf exited $?: $(cat "$TMP/out")"
+    json_check "$TMP/r.json" \
+      "[b['size'] for b in d['bw']] == [64, 65536]" \
+      "all(b['iters'] == 2000 for b in d['bw'])" \
+      "all(b['peak_mbs'] >= b['avg_mbs'] > 0 for b in d['bw'])" \
+      "len(d['lat']) == 1 and d['lat'][0]['size'] == 8 and d['lat'][0]['iters'] == 2000" \
+      "len(d['lat'][0]['samples_us']) == 2000" \
+      "d['lat'][0]['min_us'] <= d['lat'][0]['median_us'] <= d['lat'][0]['p99_us'] <= d['lat'][0]['p999_us'] <= d['lat'][0]['max_us']" \
+      "d['config']['mode'] == 'one-process' and d['config']['op'] == 'write'" \
+      "d['config']['argv'][0].endswith('dpdat-perf')" \
+      "any(k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())" \
+      "any(k.endswith('.qp_retransmits') for k in d['counters'])"
+    [ "$(grep -c '^bw,' "$TMP/r.csv")" -eq 2 ] && [ "$(grep -c '^lat,' "$TMP/r.csv")" -eq 1 ] ||
+      fail "CSV lacks rows: $(cat "$TMP/r.csv")"
+    head -1 "$TMP/h.csv" | grep -q "us,count" || fail "histogram file has no header"
+    echo "ok: CSV and histogram written"
+    ;;
+  duration)
+    start=$(date +%s%N)
+    timeout 60 "$PERF" -D 1 -s 4096 --bw --json "$TMP/r.json" >"$TMP/out" 2>&1 ||
+      fail "dpdat-perf -D 1 exited $?: $(cat "$TMP/out")"
+    took=$((($(date +%s%N) - start) / 1000000))
+    # 1 s measured after a 0.2 s warm-up margin.
+    [ $took -ge 1200 ] || fail "-D 1 returned after $took ms"
+    json_check "$TMP/r.json" "0.95 <= d['bw'][0]['secs'] <= 1.5" "d['config']['duration_s'] == 1"
+    echo "ok: -D 1 measured for the duration (process ran $took ms)"
+    ;;
+  bidir_qps)
+    for op in write send; do
+      timeout 60 "$PERF" --op $op -b -q 3 --verify --bw -s 4096 -n 500 --json "$TMP/$op.json" \
+        >"$TMP/out" 2>&1 || fail "dpdat-perf --op $op -b -q 3 exited $?: $(cat "$TMP/out")"
+      # Six flows (3 EPs, both directions), each with all its messages, and
+      # the landed bytes read back in both directions.
+      json_check "$TMP/$op.json" "d['bw'][0]['per_qp_msgs'] == [500] * 6" "d['bw'][0]['verified']" \
+        "d['bw'][0]['iters'] == 3000"
+    done
+    timeout 60 "$PERF" --op read -q 2 --lat -s 64 -n 200 --json "$TMP/lat.json" >"$TMP/out" 2>&1 ||
+      fail "latency on 2 QPs exited $?: $(cat "$TMP/out")"
+    json_check "$TMP/lat.json" "d['lat'][0]['half_round_trip'] is False" "d['lat'][0]['iters'] == 200"
+    ;;
+  remote)
+    SOCK=$TMP/m.sock
+    S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
+    C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
+    timeout 60 "$PERF" --server --vdev "$S" --ip 10.81.0.1 --oob "$TMP/oob" -q 2 >"$TMP/s.log" 2>&1 &
+    PIDS+=($!)
+    timeout 60 "$PERF" --client 10.81.0.1 --vdev "$C" --ip 10.81.0.2 --oob "$TMP/oob" -q 2 -b \
+      --verify --bw -s 4096 -n 300 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
+      fail "client exited $?: $(cat "$TMP/c.log") / server: $(cat "$TMP/s.log")"
+    wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
+    PIDS=()
+    json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [300] * 4" "d['bw'][0]['verified']" \
+      "d['bw'][0]['cpu_peer_pct'] >= 0" "d['config']['mode'] == 'client'" \
+      "any(k.startswith('peer.engine.') and k.endswith('.qp_rx_packets') and v > 0 for k, v in d['counters'].items())" \
+      "any(k.startswith('engine.') and k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())"
+    ;;
+  plot)
+    "$PLOT" -o "$TMP/p" "$SRC/tests/tools/data/recorded_result.json" >"$TMP/out" 2>&1 ||
+      fail "dpdat-plot exited $?: $(cat "$TMP/out")"
+    for k in bw lat; do
+      [ "$(head -c 4 "$TMP/p-$k.png" | od -An -tx1 | tr -d ' ')" = "89504e47" ] || fail "$k PNG is not a PNG"
+      grep -q "<svg" "$TMP/p-$k.svg" || fail "$k SVG is not an SVG"
+      grep -q "net_ring" "$TMP/p-$k.svg" || fail "$k SVG lacks the series label"
+    done
+    echo "ok: PNG and SVG of bandwidth and latency CDF"
+    "$PLOT" "$TMP/none.json" 2>"$TMP/err"
+    [ $? -eq 2 ] || fail "dpdat-plot of a missing file did not exit 2"
+    ;;
+  info)
+    INFO=$BUILD/tools/dpdat-info
+    printf '# test file\ngood vdev=net_memif0,role=server,socket=%s/m.sock,socket-abstract=no;ip=10.83.0.1;mtu=1500\n\nbroken ring=0;ip=10.83.0.2;pmtu=77\n' \
+      "$TMP" >"$TMP/dpdat.conf"
+    DPDAT_CONF=$TMP/dpdat.conf DPDAT_IA_ENVBAD="ring=1;ip=10.83.0.3;bogus=1" "$INFO" --no-open \
+      >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ $rc -eq 1 ] || fail "dpdat-info with bad configurations exited $rc, expected 1"
+    grep -q "$TMP/dpdat.conf:4: broken: .*pmtu" "$TMP/err" || fail "file line and key not named: $(cat "$TMP/err")"
+    grep -q "DPDAT_IA_ENVBAD: envbad: .*bogus" "$TMP/err" || fail "variable and key not named: $(cat "$TMP/err")"
+    grep -q "pmd: net_memif .*ipv4: 10.83.0.1 .*mtu: 1500" "$TMP/out" || fail "good entry not shown: $(cat "$TMP/out")"
+    echo "ok: bad configurations named with their source and key"
+    "$INFO" -d dpdat0 >"$TMP/out" 2>&1 || fail "dpdat-info -d dpdat0 exited $?: $(cat "$TMP/out")"
+    grep -q "limits: max_eps=" "$TMP/out" && grep -q "link=UP" "$TMP/out" ||
+      fail "dpdat0 opened without limits or port: $(cat "$TMP/out")"
+    echo "ok: dpdat0 opened: port and limits shown"
+    "$INFO" --bogus 2>/dev/null
+    [ $? -eq 2 ] || fail "dpdat-info --bogus did not exit 2"
+    ;;
+  engine_parser)
+    "$ENGINE" --size abc 2>"$TMP/err"
+    [ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "dpdat-engine-perf --size abc"
+    echo "ok: dpdat-engine-perf --size abc -> 2"
+    ;;
+  *)
+    echo "unknown case $CASE"
+    exit 2
+    ;;
+esac
+echo "PASS: $CASE"

@@ -1,0 +1,263 @@
+// dpdat-info: the dpdat interfaces a user has configured, as ibv_devinfo
+// lists devices.  Sources, in the order dat_ia_open resolves names:
+// DPDAT_IA_<NAME> in the environment, the DPDAT_CONF file (default
+// /etc/dpdat.conf), the built-ins dpdat0/dpdat1, and dat.conf entries
+// (DAT_OVERRIDE or /etc/dat.conf) whose library is dpdat's DAT 2.0 plug-in.
+// For each: the configuration (PMD, IPv4, MTU/PMTU cap, progress mode), and
+// unless --no-open what opening it through libdat shows: the DPDK port (MAC,
+// MTU, queues, link state, from this process's DPDK telemetry) and the
+// limits dat_ia_query reports.  -v adds the live counters of every running
+// dpdat process (its DPDK telemetry socket).  A configuration that does not
+// parse is reported with its source (file:line or variable) and the key at
+// fault; the exit status is then 1.
+
+#include <dat/udat.h>
+#include <dirent.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "telemetry_client.hpp"
+
+extern char** environ;
+
+namespace {
+
+struct Entry {
+  std::string name;
+  std::string source;  // "DPDAT_IA_X", "/etc/dpdat.conf:3", "built-in", "dat.conf:2"
+  std::string text;    // the configuration string
+};
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r");
+  const size_t b = s.find_last_not_of(" \t\r");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::vector<Entry> gather() {
+  std::vector<Entry> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("DPDAT_IA_", 0) != 0) continue;
+    const size_t eq = kv.find('=');
+    std::string name = kv.substr(9, eq - 9);
+    for (char& c : name) c = static_cast<char>(c == '_' ? '-' : std::tolower(c));
+    out.push_back({name, kv.substr(0, eq), kv.substr(eq + 1)});
+  }
+  const char* conf = std::getenv("DPDAT_CONF");
+  const std::string path = conf != nullptr && *conf != '\0' ? conf : "/etc/dpdat.conf";
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const size_t sp = line.find_first_of(" \t");
+    out.push_back({line.substr(0, sp), path + ":" + std::to_string(n),
+                   sp == std::string::npos ? "" : trim(line.substr(sp))});
+  }
+  out.push_back({"dpdat0", "built-in", "ring=0;ip=192.168.77.1"});
+  out.push_back({"dpdat1", "built-in", "ring=1;ip=192.168.77.2"});
+  const char* ov = std::getenv("DAT_OVERRIDE");
+  const std::string dat_conf = ov != nullptr && *ov != '\0' ? ov : "/etc/dat.conf";
+  std::ifstream dc(dat_conf);
+  for (int n = 1; std::getline(dc, line); ++n) {
+    if (line.find("libdaplodpdk") == std::string::npos || trim(line).rfind('#', 0) == 0) continue;
+    // name api threadsafety default library version "ia_params" "platform_params"
+    const size_t q1 = line.find('"'), q2 = line.find('"', q1 + 1);
+    const std::string name = trim(line.substr(0, line.find_first_of(" \t")));
+    out.push_back({name, dat_conf + ":" + std::to_string(n) + " (DAT 2.0)",
+                   q1 == std::string::npos || q2 == std::string::npos
+                       ? ""
+                       : line.substr(q1 + 1, q2 - q1 - 1)});
+  }
+  return out;
+}
+
+// The value of `key` in a configuration string ("" when absent).
+std::string value_of(const std::string& text, const std::string& key) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find(';', pos), text.size());
+    const std::string kv = text.substr(pos, end - pos);
+    if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
+    pos = end + 1;
+  }
+  return "";
+}
+
+std::string ipv4(uint32_t ip) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+  return b;
+}
+
+std::set<int64_t> ports(dpdat::tools::TelemetryClient& t) {
+  std::set<int64_t> s;
+  const auto l = t.query("/ethdev/list");
+  if (l.is_array())
+    for (const auto& p : l)
+      if (p.is_number_integer()) s.insert(p.get<int64_t>());
+  return s;
+}
+
+void show_port(dpdat::tools::TelemetryClient& t, int64_t id) {
+  const auto info = t.query("/ethdev/info," + std::to_string(id));
+  const auto link = t.query("/ethdev/link_status," + std::to_string(id));
+  std::printf("    port %" PRId64 ":", id);
+  if (info.is_object()) {
+    for (const char* k : {"name", "mac_addr", "mtu", "nb_rx_queues", "nb_tx_queues"})
+      if (info.contains(k)) std::printf(" %s=%s", k, info[k].dump().c_str());
+  }
+  if (link.is_object() && link.contains("status"))
+    std::printf(" link=%s", link["status"].get<std::string>().c_str());
+  if (link.is_object() && link.contains("speed"))
+    std::printf(" speed=%s", link["speed"].dump().c_str());
+  std::printf("\n");
+}
+
+void show_limits(DAT_IA_HANDLE ia) {
+  DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+  DAT_IA_ATTR a{};
+  DAT_PROVIDER_ATTR p{};
+  if (dat_ia_query(ia, &async, DAT_IA_FIELD_ALL, &a, 0, &p) != DAT_SUCCESS) {
+    std::printf("    dat_ia_query failed\n");
+    return;
+  }
+  std::printf("    adapter: %s (%s)\n", a.adapter_name, a.vendor_name);
+  std::printf(
+      "    limits: max_eps=%d max_dto_per_ep=%d max_rdma_read_per_ep_in=%d max_srqs=%d max_evds=%d "
+      "max_evd_qlen=%d max_iov_segments_per_dto=%d max_lmrs=%d max_lmr_block_size=%" PRIu64
+      " max_pzs=%d max_message_size=%" PRIu64 " max_rdma_size=%" PRIu64 " max_rmrs=%d\n",
+      a.max_eps, a.max_dto_per_ep, a.max_rdma_read_per_ep_in, a.max_srqs, a.max_evds,
+      a.max_evd_qlen, a.max_iov_segments_per_dto, a.max_lmrs,
+      static_cast<uint64_t>(a.max_lmr_block_size), a.max_pzs,
+      static_cast<uint64_t>(a.max_message_size), static_cast<uint64_t>(a.max_rdma_size),
+      a.max_rmrs);
+}
+
+// -v: every live dpdat process's counters.
+void show_running() {
+  DIR* d = opendir("/var/run/dpdk");
+  if (d == nullptr) {
+    std::printf("\nno running dpdat process (no /var/run/dpdk)\n");
+    return;
+  }
+  int shown = 0;
+  while (const dirent* e = readdir(d)) {
+    long pid = 0;
+    char tail = 0;
+    if (std::sscanf(e->d_name, "dpdat%ld%c", &pid, &tail) != 1 || pid == getpid()) continue;
+    if (kill(static_cast<pid_t>(pid), 0) != 0) continue;  // gone (a stale directory)
+    dpdat::tools::TelemetryClient t;
+    if (!t.open(dpdat::tools::TelemetryClient::socket_of(pid))) continue;
+    ++shown;
+    std::printf("\nprocess %ld:\n", pid);
+    const auto engines = t.query("/dpdat/engines");
+    if (engines.is_array())
+      for (const auto& n : engines) {
+        const auto c = t.query("/dpdat/engine," + n.get<std::string>());
+        std::printf("  engine %s: %s\n", n.get<std::string>().c_str(), c.dump().c_str());
+      }
+    const auto ps = t.query("/dpdat/ports");
+    if (ps.is_array())
+      for (const auto& p : ps)
+        std::printf("  port %s: %s\n", p.dump().c_str(),
+                    t.query("/dpdat/port," + p.dump()).dump().c_str());
+  }
+  closedir(d);
+  if (shown == 0) std::printf("\nno running dpdat process with a telemetry socket\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dpdat-info: the dpdat interfaces configured here, as ibv_devinfo lists devices",
+               "dpdat-info"};
+  bool verbose = false, no_open = false;
+  std::vector<std::string> only;
+  app.add_flag("-v,--verbose", verbose, "also the live counters of running dpdat processes");
+  app.add_flag("--no-open", no_open, "do not open the interfaces (configuration only)");
+  app.add_option("-d,--ia", only, "only these IA names");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "dpdat-info: %s\n", e.what());
+    return 2;
+  }
+  int rc = 0;
+  std::set<std::string> seen;
+  std::set<int> rings_opened;
+  for (const Entry& e : gather()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), e.name) == only.end()) continue;
+    const bool shadowed = !seen.insert(e.name).second;
+    std::printf("%s  (%s%s)\n    config: %s\n", e.name.c_str(), e.source.c_str(),
+                shadowed ? "; an earlier source defines this name and wins" : "", e.text.c_str());
+    dpdat::dat::IfaceConfig c;
+    std::string err;
+    if (!dpdat::dat::parse_iface_config(e.text, &c, &err)) {
+      std::fprintf(stderr, "dpdat-info: %s: %s: %s\n", e.source.c_str(), e.name.c_str(),
+                   err.c_str());
+      std::printf("    BAD CONFIGURATION: %s\n\n", err.c_str());
+      rc = 1;
+      continue;
+    }
+    const std::string pmd =
+        !c.vdev.empty()   ? c.vdev.substr(0, c.vdev.find_first_of("0123456789,"))
+        : c.ring_end >= 0 ? "net_ring (in-process link, end " + std::to_string(c.ring_end) + ")"
+                          : "ethdev " + c.port;
+    const std::string progress = value_of(e.text, "progress");
+    std::printf("    pmd: %s  ipv4: %s  mtu: %u  pmtu cap: %u  progress: %s\n", pmd.c_str(),
+                ipv4(c.ip).c_str(), c.mtu, c.pmtu, progress.empty() ? "default" : progress.c_str());
+    if (no_open || shadowed || e.source.find("DAT 2.0") != std::string::npos) {
+      std::printf("\n");
+      continue;
+    }
+    // An end of the in-process link opens once per process.
+    if (c.ring_end >= 0 && !rings_opened.insert(c.ring_end).second) {
+      std::printf("    (not opened: in-process link end %d was opened above)\n\n", c.ring_end);
+      continue;
+    }
+    // Ports before and after the open: the new ones are this interface's.
+    dpdat::tools::TelemetryClient t;
+    const bool have_t = t.open(dpdat::tools::TelemetryClient::socket_of(getpid()));
+    const std::set<int64_t> before = have_t ? ports(t) : std::set<int64_t>{};
+    DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+    std::string n = e.name;
+    const DAT_RETURN r = dat_ia_open(n.data(), 8, &async, &ia);
+    if (r != DAT_SUCCESS) {
+      const char *major = "?", *minor = "?";
+      dat_strerror(r, &major, &minor);
+      std::printf("    dat_ia_open: %s %s%s\n\n", major, minor,
+                  c.vdev.find("role=client") != std::string::npos
+                      ? " (a net_memif client needs its server running)"
+                      : "");
+      continue;
+    }
+    dpdat::tools::TelemetryClient t2;  // the EAL (and its socket) may be new now
+    if (t2.open(dpdat::tools::TelemetryClient::socket_of(getpid()))) {
+      for (int64_t id : ports(t2))
+        if (before.count(id) == 0) show_port(t2, id);
+    } else {
+      std::printf("    (no DPDK telemetry socket: port details unavailable)\n");
+    }
+    show_limits(ia);
+    dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+    std::printf("\n");
+  }
+  if (verbose) show_running();
+  return rc;
+}

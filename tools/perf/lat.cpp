@@ -1,0 +1,148 @@
+#include <cstring>
+
+#include "runs.hpp"
+#include "sysinfo.hpp"
+
+namespace dpdat::perf {
+
+namespace {
+
+// Waits for one receive completion on QP k's receive EVD and posts the
+// receive again.
+bool await_recv(Side& s, const Layout& L, size_t k, const std::function<void()>& drive,
+                std::string* err) {
+  std::vector<Done> d;
+  bool failed = false;
+  if (!spin_until(
+          [&] {
+            if (s.reap(s.conn(k).rcv, &d, err) < 0) failed = true;
+            if (!failed && drive) drive();
+            return failed || !d.empty();
+          },
+          [] {}) ||
+      failed) {
+    if (!failed) *err = "latency: a SEND never arrived";
+    return false;
+  }
+  const DAT_RETURN r = s.recv(k, L.landing(k), L.slice, 0);
+  if (r != DAT_SUCCESS) {
+    *err = dat_error("dat_ep_post_recv", r);
+    return false;
+  }
+  return true;
+}
+
+// Waits for the last byte of landing slice k to read `tag`.
+bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag, bool dequeue,
+               const std::function<void()>& drive, std::string* err) {
+  const uint8_t* p = s.data() + L.landing(k) + n - 1;
+  std::vector<Done> d;
+  bool failed = false;
+  if (!spin_until([&] { return failed || peek(p) == tag; },
+                  [&] {
+                    // Dequeueing drives this side's interface (and reaps
+                    // nothing: the WRITEs are unsignalled).
+                    if (dequeue && s.reap(s.conn(k).req, &d, err) < 0) failed = true;
+                    d.clear();
+                    if (drive) drive();
+                  }) ||
+      failed) {
+    if (!failed) *err = "latency: a WRITE never landed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool dequeue_while_polling(const Options& o) { return !o.poll_mem || o.progress == "inline"; }
+
+bool lat_prepare(Side& s, const std::string& op, const Layout& L, std::string* err) {
+  std::memset(s.data() + L.landing(0), 0, L.area());
+  if (op != "send") return true;
+  for (size_t k = 0; k < L.qps; ++k) {
+    const DAT_RETURN r = s.recv(k, L.landing(k), L.slice, 0);
+    if (r != DAT_SUCCESS) {
+      *err = dat_error("dat_ep_post_recv", r);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t n, uint8_t tag,
+               const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err) {
+  s.data()[L.src(k) + n - 1] = tag;
+  DAT_RETURN r;
+  if (op == "send") {
+    if (!await_recv(s, L, k, {}, err)) return false;
+    r = s.send(k, L.src(k), n, 0, false);
+  } else {
+    if (!await_tag(s, L, k, n, tag, dequeue, {}, err)) return false;
+    r = s.write(k, L.src(k), n, initiator, L.landing(k), 0, false);
+  }
+  if (r != DAT_SUCCESS) {
+    *err = dat_error("dat_ep_post (echo)", r);
+    return false;
+  }
+  return true;
+}
+
+bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iters,
+             const DAT_RMR_TRIPLET& peer, const std::function<bool(size_t, uint8_t)>& peer_step,
+             const std::function<void()>& drive, LatFigures* out, std::string* err) {
+  out->size = n;
+  out->half_round_trip = o.op != "read";
+  out->samples.clear();
+  out->samples.reserve(iters);
+  std::vector<Done> d;
+  CpuMark cpu0 = CpuMark::now();
+  for (uint64_t i = 0; i < iters + kLatWarmup; ++i) {
+    if (i == kLatWarmup) cpu0 = CpuMark::now();
+    const size_t k = i % L.qps;
+    const uint8_t tag = lat_tag(i);
+    s.data()[L.src(k) + n - 1] = tag;
+    const uint64_t t0 = now_ns();
+    DAT_RETURN r;
+    if (o.op == "read") {
+      r = s.read(k, L.landing(k), n, peer, L.src(k), i + 1, true);
+    } else if (o.op == "send") {
+      r = s.send(k, L.src(k), n, 0, false);
+    } else {
+      r = s.write(k, L.src(k), n, peer, L.landing(k), 0, false);
+    }
+    if (r != DAT_SUCCESS) {
+      *err = dat_error("dat_ep_post", r);
+      return false;
+    }
+    if (o.op == "read") {
+      bool failed = false;
+      d.clear();
+      if (!spin_until(
+              [&] {
+                if (s.reap(s.conn(k).req, &d, err) < 0) failed = true;
+                return failed || !d.empty();
+              },
+              [&] {
+                if (drive) drive();
+              }) ||
+          failed) {
+        if (!failed) *err = "latency: an RDMA READ never completed";
+        return false;
+      }
+    } else {
+      if (peer_step && !peer_step(k, tag)) return false;
+      if (o.op == "send" ? !await_recv(s, L, k, drive, err)
+                         : !await_tag(s, L, k, n, tag, dequeue_while_polling(o), drive, err))
+        return false;
+    }
+    const uint64_t t1 = now_ns();
+    if (i >= kLatWarmup)
+      out->samples.push_back(static_cast<double>(t1 - t0) / (out->half_round_trip ? 2e3 : 1e3));
+  }
+  out->cpu_local = CpuMark::now().pct_since(cpu0);
+  finish_lat(out);
+  return true;
+}
+
+}  // namespace dpdat::perf

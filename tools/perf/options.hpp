@@ -1,0 +1,51 @@
+#pragma once
+// dpdat-perf's command line (CLI11): perftest's option names where they
+// apply to the uDAPL 1.2 API, dpdat's names for the link.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dpdat::perf {
+
+struct Options {
+  std::string op = "write";  // write | read | send
+  std::vector<uint64_t> sizes;
+  uint64_t iters = 0;     // per QP; 0: chosen from the size
+  double duration = 0.0;  // -D seconds; 0: run by iterations
+  uint32_t qps = 1;
+  bool bidirectional = false;
+  uint32_t tx_depth = 128;  // WRs in flight per EP
+  uint32_t post_list = 1;   // WRs posted back to back before completions are polled
+  uint32_t cq_mod = 16;     // every cq_mod-th WR asks for a completion event
+  bool report_gbits = false;
+  bool lat = false;
+  bool bw = false;
+  std::string histogram;  // "-": print; else a file (CSV of samples' distribution)
+  std::string json, csv;
+  std::string progress;   // "": the interface's default
+  bool poll_mem = false;  // latency WRITE: poll the byte only, no EVD dequeue while waiting
+  // Across processes.
+  bool server = false;
+  std::string client_of;  // the server's IPv4 address
+  std::string vdev;
+  std::string ip;
+  std::string oob = "/tmp/dpdat-perf.sock";
+  uint32_t mtu = 0;   // 0: the interface's default
+  uint32_t pmtu = 0;  // 0: the largest the MTU allows
+  bool verify = false;
+  double linger = 0;                // client: stay connected and idle this long after the tests
+  uint32_t conn_qual = 0x50455246;  // "PERF"
+  // In one process: the two IA names.
+  std::string ia_a = "dpdat0";
+  std::string ia_b = "dpdat1";
+  std::vector<std::string> argv;  // as given, for the report
+
+  bool remote() const { return server || !client_of.empty(); }
+};
+
+// Parses argv.  Returns -1 to go on, or the exit status (0 after --help; 2
+// after a one-line error on stderr naming the option at fault).
+int parse_options(int argc, char** argv, Options* o);
+
+}  // namespace dpdat::perf

@@ -1,0 +1,34 @@
+#pragma once
+// What the process can read about itself: CPU time, CPU
+// affinity, the clock, and dpdat's counters through DPDK telemetry.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace dpdat::perf {
+
+uint64_t now_ns();
+
+// user + sys CPU seconds of this process so far (CLOCK_PROCESS_CPUTIME_ID:
+// what /proc/self/stat counts, in ns instead of clock ticks).
+double cpu_seconds();
+
+// Per cent of one core between two (cpu_seconds, now_ns) readings.
+struct CpuMark {
+  double cpu = 0;
+  uint64_t t = 0;
+  static CpuMark now();
+  double pct_since(const CpuMark& start) const;
+};
+
+// This process's CPU affinity as a list ("0", "0-1").
+std::string affinity();
+
+// dpdat's engine and port counters of this process, read over its DPDK
+// telemetry socket (/var/run/dpdk/dpdat<pid>/dpdk_telemetry.v2, dpdat's
+// default EAL file prefix); keys "engine.<name>.<counter>".  Empty when the
+// socket is not there (e.g. DPDAT_EAL_ARGS chose another prefix).
+std::map<std::string, uint64_t> telemetry_counters();
+
+}  // namespace dpdat::perf
