@@ -11,6 +11,7 @@ PKGS=(
   libdapl-dev dapl2-utils
   tshark iproute2 procps
   clang-format clang-tidy
+  libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev netpipe-openmpi hpcc
 )
 
 if [ "$(id -u)" -ne 0 ]; then
