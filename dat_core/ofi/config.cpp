@@ -44,6 +44,9 @@ bool parse_sin(const void* addr, size_t len, uint32_t* ip, uint16_t* port) {
 
 int to_fi(dat::Status st) {
   using dat::Type;
+  if (!st.ok())
+    FI_INFO(&g_prov, FI_LOG_CORE, "dat_core status type %u subtype %u\n",
+            static_cast<unsigned>(st.type), static_cast<unsigned>(st.sub));
   switch (st.type) {
     case Type::SUCCESS:
       return 0;
