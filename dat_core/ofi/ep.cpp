@@ -188,7 +188,10 @@ int ep_close(fid* f) {
   }
   for (Cq* cq : {ep->txcq, ep->rxcq})
     if (cq != nullptr) cq->refs--;
-  if (ep->eq != nullptr) ep->eq->refs--;
+  if (ep->eq != nullptr) {
+    eq_forget(ep->eq, &ep->ep.fid);
+    ep->eq->refs--;
+  }
   if (ep->creq != nullptr && ep->creq->fid_.fclass == FI_CLASS_CONNREQ) {
     // Never answered: the peer learns of it.
     if (!dat::cr_reject(ep->creq->cr, nullptr, 0).ok())

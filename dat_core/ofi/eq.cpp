@@ -293,6 +293,16 @@ int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context) {
   return 0;
 }
 
+void eq_forget(Eq* eq, const fid* f) {
+  std::lock_guard lk(eq->mu);
+  std::erase_if(eq->entries, [f](const EqEntry& e) {
+    if (e.is_err) return e.err.fid == f;
+    fid_t entry_fid = nullptr;
+    if (e.bytes.size() >= sizeof(fid_t)) std::memcpy(&entry_fid, e.bytes.data(), sizeof(fid_t));
+    return entry_fid == f && e.event != FI_CONNREQ;
+  });
+}
+
 int eq_attach(Eq* eq, dat::Ia* ia) {
   std::lock_guard lk(eq->mu);
   if (eq->evd != nullptr) return eq->evd->ia->iface == ia->iface ? 0 : -FI_EINVAL;
