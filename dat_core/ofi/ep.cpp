@@ -180,6 +180,7 @@ int ep_close(fid* f) {
         es.state != dat::EpState::kDisconnected)
       if (!dat::ep_disconnect(ep->dep, true).ok())
         FI_DBG(&g_prov, FI_LOG_EP_CTRL, "disconnect at close refused\n");
+    if (ep->eq != nullptr) eq_drain(ep->eq);
     if (dat::Status st = dat::ep_free(ep->dep); !st.ok()) return to_fi(st);
     ep->dep = nullptr;
   }

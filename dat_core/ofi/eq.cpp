@@ -76,6 +76,8 @@ bool connreq_entry(const dat::Event& ev, EqEntry* out) {
 }  // namespace
 
 void eq_convert(Eq* eq, const dat::Event& ev) {
+  FI_INFO(&g_prov, FI_LOG_EQ, "DAT event %#x ep %p cr %p\n", static_cast<unsigned>(ev.num),
+          static_cast<void*>(ev.ep), static_cast<void*>(ev.cr));
   EqEntry e;
   if (ev.num == EventNum::kConnRequest) {
     if (connreq_entry(ev, &e)) eq->entries.push_back(std::move(e));
@@ -291,6 +293,12 @@ int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context) {
   }
   *out = &eq->eq;
   return 0;
+}
+
+void eq_drain(Eq* eq) {
+  std::lock_guard lk(eq->mu);
+  dat::Event ev;
+  while (eq->evd != nullptr && dat::evd_dequeue(eq->evd, &ev).ok()) eq_convert(eq, ev);
 }
 
 void eq_forget(Eq* eq, const fid* f) {

@@ -115,6 +115,9 @@ struct Eq {
   std::vector<uint8_t> last_err_data;  // valid until the next read
   std::atomic<uint32_t> refs{0};       // bound EPs / PEPs
 };
+// Converts every event waiting in the EQ's EVD (before an EP goes: its
+// connection events name it by address, which a new EP may take over).
+void eq_drain(Eq* eq);
 // Drops the entries about a closed endpoint, so that a consumer never reads
 // an event naming a freed fid (ofi_rxm relies on this).
 void eq_forget(Eq* eq, const fid* f);

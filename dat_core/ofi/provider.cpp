@@ -1,7 +1,9 @@
 // fi_prov_ini, fi_getinfo and the fabric object.
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "objects.hpp"
 
@@ -9,6 +11,7 @@ namespace dpdat::ofi {
 
 namespace {
 
+constexpr int kOpenRetries = 100;  // 10 s
 constexpr uint64_t kPrimaryCaps = FI_MSG | FI_RMA | FI_ATOMIC;
 constexpr uint64_t kSecondaryCaps = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
                                     FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM;
@@ -282,6 +285,13 @@ int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out) {
     }
     dat::Ia* ia = nullptr;
     dat::Status st = dat::ia_open(cfg, 64, nullptr, nullptr, &ia);
+    // A net_memif client started before its server finds no socket yet:
+    // it tries again for a while (ranks of one job start in any order).
+    for (int i = 0;
+         i < kOpenRetries && !st.ok() && cfg.vdev.find("role=client") != std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      st = dat::ia_open(cfg, 64, nullptr, nullptr, &ia);
+    }
     if (!st.ok()) {
       FI_WARN(&g_prov, FI_LOG_FABRIC, "cannot open interface %s (%s)\n", cfg.name.c_str(),
               cfg.text.c_str());
