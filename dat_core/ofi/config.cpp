@@ -24,6 +24,11 @@ bool process_iface(dat::IfaceConfig* out, std::string* why) {
   return true;
 }
 
+bool stats_wanted() {
+  const char* v = std::getenv("DPDAT_FI_STATS");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
 sockaddr_in make_sin(uint32_t ip, uint16_t port) {
   sockaddr_in s{};
   s.sin_family = AF_INET;

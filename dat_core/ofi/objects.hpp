@@ -59,6 +59,11 @@ extern fi_provider g_prov;
 // every IA name does (DPDAT_IA_<NAME>, the DPDAT_CONF file, the built-ins).
 bool process_iface(dat::IfaceConfig* out, std::string* why);
 
+// DPDAT_FI_STATS=1: closing a fabric prints its interface's frame counters
+// to stderr ("dpdat-fi: <name> tx_frames N rx_frames M"), so a job can show
+// that dpdat carried its traffic.
+bool stats_wanted();
+
 // A sockaddr_in of an address (host byte order) and port.
 sockaddr_in make_sin(uint32_t ip, uint16_t port);
 // The IPv4 address and port of a FI_SOCKADDR_IN / FI_SOCKADDR address;

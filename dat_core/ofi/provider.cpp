@@ -1,6 +1,7 @@
 // fi_prov_ini, fi_getinfo and the fabric object.
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -224,6 +225,14 @@ int fabric_close(fid* f) {
   std::unique_lock lk(fab->mu);
   if (fab->refs > 0) return -FI_EBUSY;
   if (fab->ia != nullptr) {
+    if (stats_wanted()) {
+      dat::Iface* iface = fab->ia->iface;
+      dat::Lock ilk(iface->mu);
+      const rc::EngineCounters& c = iface->engine->counters();
+      std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu\n", iface->cfg.name.c_str(),
+                   static_cast<unsigned long long>(c.tx_frames),
+                   static_cast<unsigned long long>(c.rx_frames));
+    }
     dat::Status st = dat::ia_close(fab->ia, false);
     if (!st.ok()) st = dat::ia_close(fab->ia, true);
     fab->ia = nullptr;
