@@ -78,7 +78,9 @@ else
   ip netns exec "$NS" ip link set "$BR" up
   : >"$CONF"
   for k in $(seq 0 $((RANKS - 1))); do
-    ip netns exec "$NS" ip link add "r$k" type veth peer name "r$k-br"
+    # DPDK's net_af_packet names its PACKET_FANOUT group (pid ^ ifindex) &
+    # 0xffff: ifindexes 4096 apart keep the ranks' groups distinct.
+    ip netns exec "$NS" ip link add "r$k" index $((4096 * (k + 1))) type veth peer name "r$k-br"
     ip netns exec "$NS" ip link set "r$k-br" master "$BR"
     ip netns exec "$NS" ip link set "r$k-br" up
     ip netns exec "$NS" ip link set "r$k" up
