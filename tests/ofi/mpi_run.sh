@@ -32,13 +32,21 @@ counters() {
 
 case "$MODE" in
   netpipe)
-    (cd "$TMP" && timeout 200 "$RUN" --provider-dir "$PROVDIR" --stats -- \
-      NPopenmpi -u 1048576 -o "$TMP/np.out") >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    # -i: NetPIPE's integrity check (the data of every size is compared),
+    # then the timed run with a fixed repeat count (short for CI).
+    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" -- \
+      NPopenmpi -i -u 2097152 -n 5) >"$TMP/out.log" 2>&1 || fail "integrity job failed ($?)"
+    grep -q "Integrity check failed" "$TMP/out.log" && fail "integrity check failed"
+    ok=$(grep -c "Integrity check passed" "$TMP/out.log")
+    grep -qE "^ *[0-9]+: +1048577 bytes .*Integrity check passed" "$TMP/out.log" ||
+      fail "integrity not checked up to 1 MiB ($ok sizes passed)"
+    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" --stats -- \
+      NPopenmpi -u 1048576 -n 50 -o "$TMP/np.out") >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
     last=$(awk 'END {print $1}' "$TMP/np.out")
     [ "${last:-0}" -ge 1048576 ] || fail "NetPIPE stopped at ${last:-nothing} bytes"
     counters 2 1000
     awk '$1 == 8 || $1 == 65536 || $1 == 1048576' "$TMP/np.out"
-    echo "NetPIPE: 1 B .. 1 MiB on dpdat;ofi_rxm"
+    echo "NetPIPE: $ok sizes integrity-checked, timed 1 B .. 1 MiB on dpdat;ofi_rxm"
     ;;
   check)
     timeout 200 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" \
