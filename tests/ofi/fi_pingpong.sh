@@ -5,6 +5,8 @@
 #               capabilities; unmet hints give no entry (-FI_ENODATA)
 #       msg   - fi_pingpong -p dpdat -e msg, every size up to 6 MiB, -v
 #       rdm   - fi_pingpong -p "dpdat;ofi_rxm" -e rdm, same
+#       ops   - fi_ops_check (tests/ofi/fi_ops_check.c, path as 3rd argument):
+#               CM data, RMA, remote CQ data, atomics, timeouts, error paths
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail
@@ -68,8 +70,25 @@ case "$MODE" in
     grep -E "^(1|64|4k|64k|1m) " "$TMP/client.log"
     echo "fi_pingpong -p '$PROV' -e $MODE: all sizes verified"
     ;;
+  ops)
+    PROG=$(readlink -f "$3")
+    DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 >"$TMP/server.log" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    for _ in $(seq 1 200); do
+      grep -q listening "$TMP/server.log" 2>/dev/null && break
+      kill -0 "$spid" 2>/dev/null || fail "server exited early"
+      sleep 0.05
+    done
+    DPDAT_FI_IA=ficli timeout 60 "$PROG" client 10.79.0.1 7471 >"$TMP/client.log" 2>&1 ||
+      fail "client exited with $?"
+    wait "$spid" || fail "server exited with $?"
+    grep -q "fi_ops_check client: ok" "$TMP/client.log" || fail "client not ok"
+    grep -q "fi_ops_check server: ok" "$TMP/server.log" || fail "server not ok"
+    grep -h "fi_ops_check" "$TMP/client.log" "$TMP/server.log"
+    ;;
   *)
-    echo "usage: fi_pingpong.sh info|msg|rdm PROVIDER_DIR" >&2
+    echo "usage: fi_pingpong.sh info|msg|rdm|ops PROVIDER_DIR [FI_OPS_CHECK]" >&2
     exit 2
     ;;
 esac
