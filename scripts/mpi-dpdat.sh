@@ -54,6 +54,15 @@ fi
 [ -n "$PROVDIR" ] && [ -f "$PROVDIR/libdpdat-fi.so" ] || {
   echo "mpi-dpdat.sh: no libdpdat-fi.so (build it, or give --provider-dir)" >&2; exit 2; }
 
+# A sanitizer build of the provider (cmake --preset asan) needs its runtime
+# loaded first in the uninstrumented programs that load it; their own leaks
+# are not dpdat's business.
+ASAN_RT=$(ldd "$PROVDIR/libdpdat-fi.so" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
 ID=$$
 TMP=$(mktemp -d /tmp/dpdat-mpi-XXXXXX)
 NS=dpdat-mpi-$ID
@@ -92,6 +101,7 @@ fi
 ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
 [ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
 [ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
+[ -n "$ASAN_RT" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
 "${RUN[@]}" mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${ENVS[@]}" \
   --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "dpdat;ofi_rxm" \
   --mca btl self --mca osc pt2pt --mca mpi_yield_when_idle 1 "$@"

@@ -11,7 +11,17 @@
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail
 MODE=$1
-export FI_PROVIDER_PATH=$(readlink -f "$2")
+PROVDIR=$(readlink -f "$2")
+export FI_PROVIDER_PATH=$PROVDIR
+
+# A sanitizer build of the provider (cmake --preset asan) needs its runtime
+# loaded first in the uninstrumented programs that load it; their own leaks
+# are not dpdat's business.
+ASAN_RT=$(ldd "$PROVDIR/libdpdat-fi.so" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
 TMP=$(mktemp -d /tmp/dpdat-fipp-XXXXXX)
 PIDS=()
 cleanup() {
