@@ -26,14 +26,14 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "fi_ops_check %s: ", role);          \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, " (line %d)\n", __LINE__);           \
-      exit(1);                                             \
-    }                                                      \
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (!(cond)) {                                \
+      fprintf(stderr, "fi_ops_check %s: ", role); \
+      fprintf(stderr, __VA_ARGS__);               \
+      fprintf(stderr, " (line %d)\n", __LINE__);  \
+      exit(1);                                    \
+    }                                             \
   } while (0)
 #define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
 
@@ -43,15 +43,15 @@ struct cm_blob {
   unsigned char fill[CM_LEN - 16];
 };
 
-static const char *role = "?";
+static const char* role = "?";
 static struct fi_info *hints, *info;
-static struct fid_fabric *fabric;
-static struct fid_domain *domain;
-static struct fid_eq *eq;
+static struct fid_fabric* fabric;
+static struct fid_domain* domain;
+static struct fid_eq* eq;
 static struct fid_cq *txcq, *rxcq;
-static struct fid_ep *ep;
-static struct fid_mr *mr;
-static unsigned char *buf;
+static struct fid_ep* ep;
+static struct fid_mr* mr;
+static unsigned char* buf;
 
 static double now_s(void) {
   struct timespec t;
@@ -69,7 +69,7 @@ static void make_hints(void) {
 }
 
 /* One completion from cq (spinning, 10 s at most). */
-static void wait_cq(struct fid_cq *cq, struct fi_cq_data_entry *out, const char *what) {
+static void wait_cq(struct fid_cq* cq, struct fi_cq_data_entry* out, const char* what) {
   double end = now_s() + 10;
   for (;;) {
     ssize_t r = fi_cq_read(cq, out, 1);
@@ -85,7 +85,7 @@ static void wait_cq(struct fid_cq *cq, struct fi_cq_data_entry *out, const char 
   }
 }
 
-static void open_common(struct fi_info *fi) {
+static void open_common(struct fi_info* fi) {
   int ret;
   struct fi_cq_attr ca = {.size = 64, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
   OK(fi_domain(fabric, fi, &domain, NULL));
@@ -93,8 +93,9 @@ static void open_common(struct fi_info *fi) {
   OK(fi_cq_open(domain, &ca, &rxcq, NULL));
   buf = aligned_alloc(4096, BUF);
   memset(buf, 0, BUF);
-  OK(fi_mr_reg(domain, buf, BUF, FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
-                                     FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL));
+  OK(fi_mr_reg(domain, buf, BUF,
+               FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+               &mr, NULL));
   OK(fi_endpoint(domain, fi, &ep, NULL));
   OK(fi_ep_bind(ep, &eq->fid, 0));
   OK(fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT));
@@ -102,7 +103,7 @@ static void open_common(struct fi_info *fi) {
   OK(fi_enable(ep));
 }
 
-static void wait_event(uint32_t want, void *data, size_t *len) {
+static void wait_event(uint32_t want, void* data, size_t* len) {
   unsigned char entry[sizeof(struct fi_eq_cm_entry) + 256];
   uint32_t ev = 0;
   ssize_t r = fi_eq_sread(eq, &ev, entry, sizeof(entry), 10000, 0);
@@ -116,17 +117,17 @@ static void wait_event(uint32_t want, void *data, size_t *len) {
   size_t n = (size_t)r - sizeof(struct fi_eq_cm_entry);
   if (data != NULL) memcpy(data, entry + sizeof(struct fi_eq_cm_entry), n);
   if (len != NULL) *len = n;
-  if (want == FI_CONNREQ) info = ((struct fi_eq_cm_entry *)entry)->info;
+  if (want == FI_CONNREQ) info = ((struct fi_eq_cm_entry*)entry)->info;
 }
 
-static int server(const char *port) {
+static int server(const char* port) {
   int ret;
   role = "server";
   OK(fi_getinfo(FI_VERSION(1, 17), NULL, port, FI_SOURCE, hints, &info));
   struct fi_eq_attr ea = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
   OK(fi_fabric(info->fabric_attr, &fabric, NULL));
   OK(fi_eq_open(fabric, &ea, &eq, NULL));
-  struct fid_pep *pep;
+  struct fid_pep* pep;
   OK(fi_passive_ep(fabric, info, &pep, NULL));
   OK(fi_pep_bind(pep, &eq->fid, 0));
   OK(fi_listen(pep));
@@ -155,7 +156,7 @@ static int server(const char *port) {
         (unsigned long long)c.data, (unsigned long long)c.flags);
   for (int i = 0; i < 64; ++i) CHECK(buf[16384 + i] == (unsigned char)(i ^ 0x5A), "written data");
   /* tell the client, then wait for its last message (a send with data) */
-  strcpy((char *)buf + 40000, "seen");
+  strcpy((char*)buf + 40000, "seen");
   OK((int)fi_send(ep, buf + 40000, 5, fi_mr_desc(mr), 0, NULL));
   wait_cq(txcq, &c, "ack send");
   wait_cq(rxcq, &c, "final message");
@@ -176,7 +177,7 @@ static int server(const char *port) {
   return 0;
 }
 
-static int client(const char *ip, const char *port) {
+static int client(const char* ip, const char* port) {
   int ret;
   role = "client";
   /* unmet hints */
@@ -196,7 +197,7 @@ static int client(const char *ip, const char *port) {
 
   /* absent calls and timeouts */
   struct fi_cntr_attr cattr = {0};
-  struct fid_cntr *cntr;
+  struct fid_cntr* cntr;
   CHECK(fi_cntr_open(domain, &cattr, &cntr, NULL) == -FI_ENOSYS, "fi_cntr_open not ENOSYS");
   struct fi_cq_data_entry c;
   double t0 = now_s();
@@ -218,13 +219,13 @@ static int client(const char *ip, const char *port) {
 
   /* a refused connection: nobody listens on port+1 */
   {
-    struct fid_ep *ep2;
-    struct fi_info *i2 = fi_dupinfo(info);
+    struct fid_ep* ep2;
+    struct fi_info* i2 = fi_dupinfo(info);
     OK(fi_endpoint(domain, i2, &ep2, NULL));
     OK(fi_ep_bind(ep2, &eq->fid, 0));
     OK(fi_ep_bind(ep2, &txcq->fid, FI_TRANSMIT));
     OK(fi_ep_bind(ep2, &rxcq->fid, FI_RECV));
-    struct sockaddr_in *sa = (struct sockaddr_in *)i2->dest_addr;
+    struct sockaddr_in* sa = (struct sockaddr_in*)i2->dest_addr;
     sa->sin_port = htons((uint16_t)(atoi(port) + 1));
     OK(fi_connect(ep2, sa, NULL, 0));
     r = fi_eq_sread(eq, &ev, entry, sizeof(entry), 10000, 0);
@@ -239,13 +240,14 @@ static int client(const char *ip, const char *port) {
   struct cm_blob out, in;
   memset(&out, 0, sizeof(out));
   for (int i = 0; i < CM_LEN - 16; ++i) out.fill[i] = (unsigned char)(i + 1);
-  for (int i = 0; i < 2; ++i) OK((int)fi_recv(ep, buf + 32768 + i * 1024, 1024, fi_mr_desc(mr), 0, NULL));
+  for (int i = 0; i < 2; ++i)
+    OK((int)fi_recv(ep, buf + 32768 + i * 1024, 1024, fi_mr_desc(mr), 0, NULL));
   OK(fi_connect(ep, info->dest_addr, &out, CM_LEN));
   size_t n = 0;
   wait_event(FI_CONNECTED, &in, &n);
   CHECK(n == CM_LEN, "accept carried %zu bytes of CM data", n);
   for (int i = 0; i < CM_LEN - 16; ++i) CHECK(in.fill[i] == (unsigned char)(200 - i), "CM data");
-  void *desc = fi_mr_desc(mr);
+  void* desc = fi_mr_desc(mr);
 
   /* RMA write, read back */
   for (int i = 0; i < 4096; ++i) buf[i] = (unsigned char)(i * 7 + 3);
@@ -258,8 +260,8 @@ static int client(const char *ip, const char *port) {
   CHECK(memcmp(buf, buf + 8192, 4096) == 0, "read-back differs from what was written");
 
   /* atomics on the server's u64 (5): +10 -> 15, CSWAP 15 -> 99, inject +1 -> 100 */
-  uint64_t *op = (uint64_t *)(buf + 12288), *res = (uint64_t *)(buf + 12296),
-           *cmp = (uint64_t *)(buf + 12304);
+  uint64_t *op = (uint64_t*)(buf + 12288), *res = (uint64_t*)(buf + 12296),
+           *cmp = (uint64_t*)(buf + 12304);
   *op = 10;
   OK((int)fi_fetch_atomic(ep, op, 1, desc, res, desc, 0, in.addr + ATOMIC_OFF, in.key, FI_UINT64,
                           FI_SUM, res));
@@ -285,9 +287,9 @@ static int client(const char *ip, const char *port) {
   OK((int)fi_writedata(ep, buf + 20000, 64, desc, 0xABCD1234u, 0, in.addr + 16384, in.key, NULL));
   wait_cq(txcq, &c, "writedata");
   wait_cq(rxcq, &c, "server's ack");
-  CHECK(strcmp((char *)buf + 32768, "seen") == 0 && c.len == 5, "ack '%s' len %zu",
-        (char *)buf + 32768, c.len);
-  strcpy((char *)buf + 40000, "done");
+  CHECK(strcmp((char*)buf + 32768, "seen") == 0 && c.len == 5, "ack '%s' len %zu",
+        (char*)buf + 32768, c.len);
+  strcpy((char*)buf + 40000, "done");
   OK((int)fi_senddata(ep, buf + 40000, 5, desc, 77, 0, NULL));
   wait_cq(txcq, &c, "final send");
 
@@ -300,7 +302,7 @@ static int client(const char *ip, const char *port) {
   CHECK(r == -FI_EAVAIL, "protection fault: fi_cq_read = %zd", r);
   struct fi_cq_err_entry e = {0};
   CHECK(fi_cq_readerr(txcq, &e, 0) == 1, "no error entry");
-  const char *why = fi_cq_strerror(txcq, e.prov_errno, e.err_data, NULL, 0);
+  const char* why = fi_cq_strerror(txcq, e.prov_errno, e.err_data, NULL, 0);
   CHECK(e.err == FI_EACCES && e.op_context == buf && strstr(why, "remote access") != NULL,
         "protection fault: err %d context %p reason '%s'", e.err, e.op_context, why);
   printf("fi_ops_check client: protection fault reported as %s: %s\n", fi_strerror(e.err), why);
@@ -316,7 +318,7 @@ static int client(const char *ip, const char *port) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   make_hints();
   if (argc == 3 && strcmp(argv[1], "server") == 0) return server(argv[2]);
   if (argc == 4 && strcmp(argv[1], "client") == 0) return client(argv[2], argv[3]);

@@ -10,7 +10,7 @@
 
 static int failures;
 
-static void expect(int cond, const char *what, int rank) {
+static void expect(int cond, const char* what, int rank) {
   if (!cond) {
     fprintf(stderr, "mpi_check: rank %d: %s wrong\n", rank, what);
     failures++;
@@ -21,7 +21,7 @@ static unsigned char pattern(int src, int dst, size_t i) {
   return (unsigned char)(src * 31 + dst * 7 + (int)(i % 251));
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
    * gets them back from there */
   {
     enum { W = 1024 };
-    int *win_buf = NULL;
+    int* win_buf = NULL;
     MPI_Win win;
     MPI_Win_allocate(W * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win_buf, &win);
     for (int i = 0; i < W; ++i) win_buf[i] = -1;
@@ -107,8 +107,9 @@ int main(int argc, char **argv) {
 
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) printf(total == 0 ? "mpi_check: ok (%d ranks)\n" : "mpi_check: %d failures\n",
-                        total == 0 ? size : total);
+  if (rank == 0)
+    printf(total == 0 ? "mpi_check: ok (%d ranks)\n" : "mpi_check: %d failures\n",
+           total == 0 ? size : total);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }
