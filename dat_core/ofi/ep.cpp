@@ -150,7 +150,6 @@ int enable(Ep* ep) {
   dat::EpAttr a;
   a.max_request_dtos = static_cast<uint32_t>(ep->info->tx_attr->size);
   a.max_recv_dtos = static_cast<uint32_t>(ep->info->rx_attr->size);
-  a.request_completion_flags |= dat::cflag::kSuppress;
   ep->bounce.assign(kInjectSlots * kInjectSize, 0);
   ep->slots.assign(kInjectSlots, Slot{});
   dat::LmrSpec s;

@@ -181,9 +181,11 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   d->name = strdup(cfg.name.c_str());
   d->threading = FI_THREAD_SAFE;
   const fi_domain_attr* hd = hints != nullptr ? hints->domain_attr : nullptr;
-  // Automatic progress is the interface's progress thread (progress=thread);
-  // manual progress drives it from the consumer's calls (progress=inline).
-  const fi_progress cfg_progress = cfg.progress_thread ? FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
+  // Manual progress is the interface driven from the consumer's calls
+  // (progress=inline); every other mode of the interface (a progress thread,
+  // adaptive or busy) is automatic progress.
+  const fi_progress cfg_progress =
+      cfg.text.find("progress=inline") != std::string::npos ? FI_PROGRESS_MANUAL : FI_PROGRESS_AUTO;
   d->control_progress = hd != nullptr && hd->control_progress != FI_PROGRESS_UNSPEC
                             ? hd->control_progress
                             : cfg_progress;
