@@ -136,8 +136,17 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
         }
       ok = ok && known;
     } else if (key == "progress") {
-      ok = val == "thread" || val == "inline";
-      c.progress_thread = val == "thread";
+      if (val == "busy") {
+        c.progress = ProgressMode::kBusy;
+      } else if (val == "adaptive" || val == "thread") {
+        c.progress = ProgressMode::kAdaptive;
+      } else if (val == "inline") {
+        c.progress = ProgressMode::kInline;
+      } else {
+        ok = false;
+      }
+    } else if (key == "spin_us") {
+      ok = parse_num(val, &c.spin_us);
     } else if (key == "idle_us") {
       ok = parse_num(val, &c.idle_us) && c.idle_us > 0;
     } else if (key == "node") {

@@ -16,8 +16,11 @@
 //   cm_drop=<msg>:<n>   the first n CM messages of kind <msg> (req, rep, rtu, rej,
 //                       dreq, drep) this interface sends are lost (fault injection
 //                       for tests; repeatable, one kind each)
-//   progress=<thread|inline>  background progress thread (default) or none
-//   idle_us=<n>         longest sleep of the background progress thread (default 200)
+//   progress=<busy|adaptive|inline>  passive-side progress (default adaptive;
+//                       `thread` is an alias of adaptive): see ProgressMode
+//   spin_us=<n>         adaptive: how long after the last traffic the progress
+//                       thread keeps spinning before it backs off (default 1000)
+//   idle_us=<n>         longest sleep of a backed-off progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
@@ -38,6 +41,15 @@
 
 namespace dpdat::dat {
 
+// Who moves an interface when its consumer calls nothing (a passive RDMA
+// target, a connection request arriving while the consumer sleeps).  In every
+// mode a consumer that posts, polls or waits drives the interface itself.
+enum class ProgressMode : uint8_t {
+  kBusy,      // a progress thread busy-polls: dedicated cores, latency benchmarks
+  kAdaptive,  // a progress thread spins while traffic is recent, then sleeps
+  kInline,    // no thread: only consumer calls progress
+};
+
 struct IfaceConfig {
   std::string name;  // IA name
   std::string text;  // the configuration string as given
@@ -50,7 +62,8 @@ struct IfaceConfig {
   std::vector<std::pair<uint32_t, wire::MacAddr>> neighbors;
   double loss = 0.0;
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // kind, how many
-  bool progress_thread = true;
+  ProgressMode progress = ProgressMode::kAdaptive;
+  uint32_t spin_us = 1000;
   uint32_t idle_us = 200;
   uint32_t node = 0;
 };

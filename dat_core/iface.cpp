@@ -1,4 +1,4 @@
-// Interfaces (port + memory tables + engine), the handle registry, inline
+// Interfaces (link + memory tables + engine), the handle registry, inline
 // and background progress, and completion delivery to EVDs.
 
 #include <pthread.h>
@@ -10,10 +10,7 @@
 #include <thread>
 
 #include "core.hpp"
-#include "dpdk/eal.hpp"
-#include "dpdk/port.hpp"
-#include "dpdk/telemetry.hpp"
-#include "dpdk/tsc_clock.hpp"
+#include "link.hpp"
 
 namespace dpdat::dat {
 
@@ -45,22 +42,6 @@ Object* lookup_any(const void* h) {
   return static_cast<Object*>(const_cast<void*>(h));
 }
 
-namespace {
-// Once the EAL knows the TSC rate (the first interface opened), the clock of
-// every poll is read from the TSC: ~15 ns against ~50 ns for steady_clock in
-// this VM, and every consumer call that progresses reads it.  Anchored to
-// steady_clock, so times taken before the switch stay comparable.
-std::atomic<const dpdk::TscClock*> g_tsc{nullptr};
-
-void use_tsc_clock() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    static const dpdk::TscClock clock;
-    if (clock.uses_tsc()) g_tsc.store(&clock, std::memory_order_release);
-  });
-}
-}  // namespace
-
 // ------------------------------------------------------------ agent upcalls
 
 namespace {
@@ -89,7 +70,7 @@ void run_upcalls() {
     void* instance = nullptr;
     {
       // Not an IfaceLock: this thread is making upcalls already.
-      std::lock_guard<std::mutex> g(u.f->mu);
+      std::lock_guard<std::mutex> g(u.f->mu);  // the CNO's agent fields change under mu
       if (Cno* c = lookup<Cno>(u.cno, HandleType::kCno); c != nullptr) {
         fn = c->agent_fn;
         instance = c->agent_instance;
@@ -98,11 +79,6 @@ void run_upcalls() {
     if (fn != nullptr) fn(instance, u.evd);
   }
   t_running_upcalls = false;
-}
-
-uint64_t now_ns() {
-  const dpdk::TscClock* c = g_tsc.load(std::memory_order_acquire);
-  return c != nullptr ? c->now() : dpdk::steady_now_ns();
 }
 
 DtoStatus dto_status(rc::WcStatus s) {
@@ -145,62 +121,8 @@ std::vector<Iface*>& ifaces() {
   return *v;
 }
 std::atomic<size_t> g_iface_count{0};
+std::atomic<size_t> g_inline_ifaces{0};
 
-// The built-in in-process link: two net_ring ports, made once.
-bool ring_link(uint16_t ids[2], std::string* why) {
-  static bool made = false;
-  static uint16_t a = 0, b = 0;
-  static std::string err;
-  if (!made) {
-    if (!dpdk::Port::make_ring_link("dpdat_ia", &a, &b, &err)) {
-      *why = err;
-      return false;
-    }
-    made = true;
-  }
-  ids[0] = a;
-  ids[1] = b;
-  return true;
-}
-
-// Background progress: keeps interfaces moving when no consumer drives
-// them.  Sleeps `idle_us` at most; never competes with a consumer that is
-// actively progressing (it skips interfaces progressed in the last 50 us).
-void progress_thread_main() {
-  pthread_setname_np(pthread_self(), "dpdat-progress");
-  uint64_t sleep_us = 1;
-  for (;;) {
-    bool moved = false;
-    uint32_t max_idle = 1;
-    const size_t n = g_iface_count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i) {
-      Iface* f = nullptr;
-      {
-        std::lock_guard<std::mutex> lk(g_ifaces_mu);
-        f = ifaces()[i];
-      }
-      if (!f->cfg.progress_thread) continue;
-      max_idle = std::max(max_idle, f->cfg.idle_us);
-      IfaceLock lk(f->mu, std::try_to_lock);
-      if (!lk.owns_lock()) continue;
-      const uint64_t now = now_ns();
-      if (now - f->last_consumer_progress < 50'000) continue;
-      moved |= f->progress(now, false);
-    }
-    if (moved) {
-      sleep_us = 1;
-      std::this_thread::yield();
-      continue;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    sleep_us = std::min<uint64_t>(sleep_us * 2, max_idle);
-  }
-}
-
-void start_progress_thread() {
-  static std::once_flag once;
-  std::call_once(once, [] { std::thread(progress_thread_main).detach(); });
-}
 
 }  // namespace
 
@@ -211,55 +133,42 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
       *out = f;
       return kOk;
     }
-  const dpdk::EalStatus& eal = dpdk::eal_init();
-  if (!eal.ok) {
-    *why = eal.error;
-    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-  }
-  use_tsc_clock();
-  auto f = std::make_unique<Iface>();
-  f->cfg = cfg;
-  uint16_t port_id = 0;
-  if (cfg.ring_end >= 0) {
-    uint16_t ids[2];
-    if (!ring_link(ids, why)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-    port_id = ids[cfg.ring_end];
-  } else if (!cfg.vdev.empty()) {
-    if (!dpdk::probe_vdev(cfg.vdev, &port_id, why))
-      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-  } else if (!dpdk::Port::find(cfg.port, &port_id)) {
-    *why = "no ethdev port named " + cfg.port;
+  const LinkFactory* lf = link_factory();
+  if (lf == nullptr) {
+    *why = "no link factory installed in this process";
     return fail(Type::PROVIDER_NOT_FOUND);
   }
-  dpdk::PortConfig pc;
-  pc.name = "dpdat_" + cfg.name;
-  pc.ip = cfg.ip;
-  pc.mtu = cfg.mtu;
-  pc.rx_loss = cfg.loss;
-  pc.loss_seed = cfg.ip;
-  f->owned_port = dpdk::Port::open(port_id, pc, why);
-  if (!f->owned_port) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
-  f->port = f->owned_port.get();
+  auto f = std::make_unique<Iface>();
+  f->cfg = cfg;
+  LinkError le = LinkError::kNone;
+  f->link = lf->open(cfg, &le, why);
+  if (!f->link)
+    return le == LinkError::kNotFound ? fail(Type::PROVIDER_NOT_FOUND)
+                                      : fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
   f->cm_drops = cfg.cm_drops;
-  for (const auto& [ip, mac] : cfg.neighbors) f->port->add_neighbor(ip, mac);
-  f->pmtu = std::min(cfg.pmtu, f->port->max_pmtu());
+  for (const auto& [ip, mac] : cfg.neighbors) f->link->add_neighbor(ip, mac);
+  f->pmtu = std::min(cfg.pmtu, f->link->max_pmtu());
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
   rc::EngineConfig ec;
   ec.max_qps = f->limits.max_eps;
   ec.pmtu = f->pmtu;
-  f->engine = std::make_unique<rc::Engine>(*f->port, *f->mr, ec);
+  f->engine = std::make_unique<rc::Engine>(f->link->io(), *f->mr, ec);
   Iface* raw = f.get();
+  f->cm_in.reserve(64);
   f->engine->set_gsi_handler(
       [raw](const wire::PacketView& v, uint64_t now) { raw->on_gsi(v, now); });
-  dpdk::telemetry_add_engine(pc.name, f->engine.get());
+  f->link->engine_created(*f->engine);
   f->rng = now_ns() ^ (uint64_t{cfg.ip} << 32) ^ 0x9E3779B97F4A7C15ull;
   f->next_comm = f->random32() | 1u;
   ifaces().push_back(f.release());
   g_iface_count.store(ifaces().size(), std::memory_order_release);
-  if (cfg.progress_thread) start_progress_thread();
+  if (cfg.progress == ProgressMode::kInline) g_inline_ifaces.fetch_add(1);
+  start_progress(raw);
   *out = raw;
   return kOk;
 }
+
+bool any_inline_iface() { return g_inline_ifaces.load(std::memory_order_relaxed) != 0; }
 
 void progress_others(Iface* except) {
   const size_t n = g_iface_count.load(std::memory_order_acquire);
@@ -269,9 +178,7 @@ void progress_others(Iface* except) {
       std::lock_guard<std::mutex> lk(g_ifaces_mu);
       f = ifaces()[i];
     }
-    if (f == except) continue;
-    IfaceLock lk(f->mu, std::try_to_lock);
-    if (lk.owns_lock()) f->progress(now_ns(), true);
+    if (f != except) f->drive(now_ns(), true);
   }
 }
 
@@ -282,15 +189,150 @@ uint32_t Iface::random32() {
   return static_cast<uint32_t>(rng >> 16);
 }
 
-bool Iface::progress(uint64_t now, bool consumer) {
-  if (consumer) last_consumer_progress = now;
-  bool moved = engine->poll(now) != 0;
-  if (!srqs.empty()) check_srqs();
-  for (Evd* e : cq_evds) moved |= drain_cq(e);
-  rc::Completion c;
-  while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
-  if (now >= next_housekeeping) cm_timers(now);
+bool Iface::drive(uint64_t now, bool consumer) {
+  if (consumer) last_consumer_progress.store(now, std::memory_order_relaxed);
+  bool moved = false;
+  // A work request handed off while the holder was finishing its step is
+  // taken by the next try (the holder checks after releasing, as the poster
+  // tries after publishing: one of the two sees the other).
+  for (int round = 0; round < 2; ++round) {
+    if (!token.try_lock()) break;
+    moved |= step(now, false);
+    token.unlock();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!handoff.pending()) break;
+  }
+  run_upcalls();
   return moved;
+}
+
+bool Iface::progress(uint64_t now, bool consumer) {
+  if (consumer) last_consumer_progress.store(now, std::memory_order_relaxed);
+  return step(now, true);
+}
+
+bool Iface::step(uint64_t now, bool have_mu) {
+  bool moved = drain_handoff();
+  moved |= engine->poll(now) != 0;
+  // The CM runs under mu, which the token holder only tries (the control
+  // path takes mu before the token).
+  bool locked_here = false;
+  if (!have_mu && (!cm_in.empty() || now >= next_housekeeping.load(std::memory_order_relaxed))) {
+    locked_here = mu.try_lock();
+    if (locked_here) note_iface_locked();
+  }
+  const bool ctl = have_mu || locked_here;
+  if (ctl && !cm_in.empty()) {
+    process_cm_in(now);
+    moved = true;
+  }
+  // Completions wait while CM messages of the same burst do, so that a
+  // connection's events come before the completions that follow them.
+  if (ctl || cm_in.empty()) {
+    if (!srqs.empty()) check_srqs();
+    for (Evd* e : cq_evds) moved |= drain_cq(e);
+    rc::Completion c;
+    while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
+  }
+  if (ctl && now >= next_housekeeping.load(std::memory_order_relaxed)) cm_timers(now);
+  if (locked_here) {
+    mu.unlock();
+    note_iface_unlocked();
+  }
+  if (moved) last_traffic.store(now, std::memory_order_relaxed);
+  return moved;
+}
+
+namespace {
+rc::WcOp wc_op_of(rc::WrOp op) {
+  switch (op) {
+    case rc::WrOp::kSend:
+    case rc::WrOp::kSendImm:
+      return rc::WcOp::kSend;
+    case rc::WrOp::kWrite:
+    case rc::WrOp::kWriteImm:
+      return rc::WcOp::kWrite;
+    case rc::WrOp::kRead:
+      return rc::WcOp::kRead;
+    case rc::WrOp::kCompareSwap:
+      return rc::WcOp::kCompareSwap;
+    case rc::WrOp::kFetchAdd:
+      return rc::WcOp::kFetchAdd;
+    case rc::WrOp::kBind:
+      return rc::WcOp::kBind;
+  }
+  return rc::WcOp::kSend;
+}
+}  // namespace
+
+// A handed-off request the queue pair refused after ep_post accepted it
+// (the connection broke meanwhile): it completes as flushed (QP in error) or
+// as a local EP error, in order; false while the completion queue is full.
+bool Iface::drain_handoff() {
+  bool did = false;
+  while (Handoff* h = handoff.front()) {
+    Ep* ep = h->ep;
+    if (h->qp == nullptr) {  // its queue pair was destroyed meanwhile
+      handoff.pop_front();
+      continue;
+    }
+    const rc::Qp::PostResult r = h->is_send ? h->qp->post_send(h->send) : h->qp->post_recv(h->recv);
+    if (r == rc::Qp::PostResult::kQueueFull) break;  // after progress, in order
+    if (r != rc::Qp::PostResult::kOk) {
+      rc::Completion c;
+      c.cookie = h->is_send ? h->send.cookie : h->recv.cookie;
+      c.qpn = h->qp->qpn();
+      c.op = h->is_send ? wc_op_of(h->send.op) : rc::WcOp::kRecv;
+      c.status = h->qp->state() == rc::QpState::kError ? rc::WcStatus::kFlushed
+                                                       : rc::WcStatus::kLocalQpOperationError;
+      Evd* evd = h->is_send ? ep->req_evd : ep->recv_evd;
+      rc::CompletionQueue* cq = evd != nullptr ? evd->cq.get() : &sink_cq;
+      if (!cq->push(c)) break;  // full: the consumer makes room first
+    }
+    (h->is_send ? ep->sends_into_qp : ep->recvs_into_qp)++;
+    handoff.pop_front();
+    did = true;
+  }
+  return did;
+}
+
+// Gives the handed-off requests to their queue pairs; false when some are
+// left: one stalls on a full queue, or its poster has claimed its slot and
+// not yet written it (that takes nanoseconds unless the poster is
+// preempted: waited for, 10 ms at most).
+bool Iface::drain_handoff_all() {
+  const uint64_t give_up = now_ns() + 10'000'000;
+  for (uint32_t spins = 0;; ++spins) {
+    drain_handoff();
+    if (!handoff.pending()) return true;
+    if (handoff.front() != nullptr || now_ns() >= give_up) return false;  // stalled
+    if (spins < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+rc::Qp::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
+  // Never past older requests: with some left, report a full queue.
+  if (!drain_handoff_all()) return rc::Qp::PostResult::kQueueFull;
+  const rc::Qp::PostResult r = ep->qp->post_send(wr);
+  if (r == rc::Qp::PostResult::kOk) {
+    ep->sends_into_qp++;
+    ep->sends_posted.fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+rc::Qp::PostResult Iface::post_recv_now(Ep* ep, const rc::RecvWr& wr) {
+  if (!drain_handoff_all()) return rc::Qp::PostResult::kQueueFull;
+  const rc::Qp::PostResult r = ep->qp->post_recv(wr);
+  if (r == rc::Qp::PostResult::kOk) {
+    ep->recvs_into_qp++;
+    ep->recvs_posted.fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
 }
 
 // Moves completions from the EVD's RC completion queue into its event queue
@@ -303,11 +345,23 @@ bool Iface::drain_cq(Evd* evd) {
     if (!evd->cq->pop(&c)) return moved;
     moved = true;
     auto it = ep_by_qpn.find(c.qpn);
-    const Event ev = cq_event(evd, c, it == ep_by_qpn.end() ? nullptr : it->second);
-    deliver(evd, ev);
+    Ep* ep = it == ep_by_qpn.end() ? nullptr : it->second;
+    if (ep != nullptr && ep->qp != nullptr) {
+      // What the queue pair retired, for posters that hand off (ep_post):
+      // published before the completion can be seen.
+      if (c.op == rc::WcOp::kRecv || c.op == rc::WcOp::kRecvWriteImm) {
+        ep->recvs_retired.store(ep->recvs_into_qp - ep->qp->recv_queue_used(),
+                                std::memory_order_release);
+      } else {
+        ep->sends_retired.store(ep->sends_into_qp - ep->qp->send_queue_used(),
+                                std::memory_order_release);
+      }
+    }
+    deliver(evd, cq_event(evd, c, ep));
     // A failed DTO may mean the connection broke: the housekeeping pass
     // turns a queue pair in error into BROKEN.
-    if (c.status != rc::WcStatus::kSuccess && ev.ep != nullptr) next_housekeeping = 0;
+    if (c.status != rc::WcStatus::kSuccess && ep != nullptr)
+      next_housekeeping.store(0, std::memory_order_relaxed);
   }
   if (!evd->cq->empty()) report_overflow(evd);
   return moved;
@@ -373,44 +427,38 @@ void Iface::settle_completions(Ep* ep) {
     while (evd->cq->pop(&c)) (c.qpn == qpn ? mine : others).push_back(c);
     for (const rc::Completion& x : others) (void)evd->cq->push(x);  // same room as before
     for (const rc::Completion& x : mine) {
-      const Event ev = cq_event(evd, x, ep);  // a bind's RMR FIFO moves on either way
-      if (!ep->freeing) deliver(evd, ev);
+      Event ev = cq_event(evd, x, ep);  // a bind's RMR FIFO moves on either way
+      if (!ep->freeing) deliver(evd, std::move(ev));
     }
     if (ep->freeing) {
-      auto of_ep = [ep](const Event& e) {
+      evd->q.erase_if([ep](const Event& e) {
         return e.ep == ep && (e.num == EventNum::kDto || e.num == EventNum::kRmrBind);
-      };
-      std::erase_if(evd->q, of_ep);
-      std::erase_if(evd->overflow, of_ep);
-      while (!evd->overflow.empty() && evd->q.size() < evd->qlen) {
-        evd->q.push_back(std::move(evd->overflow.front()));
-        evd->overflow.pop_front();
-      }
+      });
     }
   }
 }
 
 // Tells the IA's async EVD, once per EVD, that events are waiting for room.
 void Iface::report_overflow(Evd* evd) {
-  if (evd->overflow_reported) return;
-  evd->overflow_reported = true;
+  if (evd->overflow_reported.exchange(true)) return;
   Evd* async = evd->ia->async_evd;
   if (async == nullptr || async == evd) return;
   async_event(evd->ia, EventNum::kEvdOverflow, evd, kEvdOverflowReason);
 }
 
-void Iface::deliver(Evd* evd, const Event& ev) {
-  if (evd->q.size() >= evd->qlen) {
-    evd->overflow.push_back(ev);
-    report_overflow(evd);
-    return;
-  }
-  evd->q.push_back(ev);
-  if (evd->waiter) {
-    if (evd->q.size() >= evd->threshold) evd->cv.notify_all();
-  } else if (evd->cno != nullptr && evd->enabled) {
+void Iface::deliver(Evd* evd, Event&& ev) {
+  if (!evd->q.push(std::move(ev))) report_overflow(evd);  // kept in order, past qlen
+  // Pairs with the fence of a waiter between raising `waiter` and looking at
+  // the queue: either it sees this event or this sees it waiting.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (evd->waiter.load(std::memory_order_relaxed)) {
+    if (evd->q.size() >= evd->threshold.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> g(evd->wait_mu);
+      evd->wait_cv.notify_all();
+    }
+  } else if (evd->cno != nullptr && evd->enabled.load(std::memory_order_relaxed)) {
     Cno* cno = evd->cno;
-    cno->triggered = evd;
+    cno->triggered.store(evd);
     cno->cv.notify_all();
     if (cno->agent_fn != nullptr) queue_upcall(this, cno, evd);  // made once mu is released
   }
@@ -438,10 +486,23 @@ Status Iface::make_qp(Ep* ep) {
 
 void Iface::destroy_qp(Ep* ep) {
   if (ep->qp == nullptr) return;
+  // Requests handed off for it reach it first (and are flushed with it);
+  // those that cannot (a full queue) go with it.
+  drain_handoff();
+  handoff.for_each([ep](Handoff& h) {
+    if (h.ep == ep) h.qp = nullptr;
+  });
   settle_completions(ep);
   ep_by_qpn.erase(ep->qp->qpn());
   engine->destroy_qp(ep->qp);
   ep->qp = nullptr;
+  // Everything it held is settled: a later queue pair starts from a full
+  // send / receive queue on these counts.
+  ep->sends_into_qp = ep->recvs_into_qp = 0;
+  ep->sends_posted.store(0);
+  ep->sends_retired.store(0);
+  ep->recvs_posted.store(0);
+  ep->recvs_retired.store(0);
 }
 
 }  // namespace dpdat::dat

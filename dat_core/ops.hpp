@@ -37,13 +37,14 @@ void destroy(T* o) {
   delete o;
 }
 
-// Spin briefly (driving this and the process's other interfaces), then
-// sleep on `cv` with doubling back-off, driving the interface at every
-// wake-up.  pred() is checked under the interface lock.  Returns false on
-// timeout.  The back-off is capped by the interface's idle_us, so a waiter
-// neither burns a core nor sleeps past a due event by more than that.
+// Control-path waits (CNO, IA close): spin briefly (driving this and the
+// process's other interfaces), then sleep on `cv` with doubling back-off,
+// driving the interface at every wake-up.  pred() is checked under the
+// interface lock.  Returns false on timeout.  The back-off is capped by the
+// interface's idle_us, so a waiter neither burns a core nor sleeps past a
+// due event by more than that.
 template <typename Pred>
-bool wait_for(Iface* f, Lock& lk, std::condition_variable& cv, uint64_t timeout_us, Pred pred) {
+bool wait_for(Iface* f, Lock& lk, std::condition_variable_any& cv, uint64_t timeout_us, Pred pred) {
   const uint64_t start = now_ns();
   const uint64_t deadline = timeout_us == kInfinite || timeout_us > UINT64_MAX / 2000
                                 ? UINT64_MAX
@@ -82,11 +83,19 @@ void fill_sa(unsigned char* out, uint32_t ip);
 // same interface with the stream's flag.
 bool evd_ok(Ia* ia, const void* h, uint32_t flag, Evd** out);
 
+// The sizes an EP is granted (the interface's limits; ops_ep.cpp).
+void grant_sizes(const Iface* f, EpAttr* a);
+
+// A DAT completion-flags word as RC work-request flags; the status of a
+// post into a queue pair as the DAT status (ops_post.cpp).
+Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags);
+Status post_result(rc::Qp::PostResult r, const Ep* ep);
+
 // Limits of an EP's attributes against the interface (negative counts of a
 // front arrive here as huge values and fail the same checks).
 Status check_ep_attr(const Iface* f, const EpAttr& a);
 
-// Takes the oldest event; refills from the overflow list.  Lock held.
+// Takes the oldest event (no lock: the EVD's queue has its own).
 bool pop_event(Evd* evd, Event* out);
 
 // Lock held.

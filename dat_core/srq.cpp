@@ -36,7 +36,7 @@ Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
   if (max_recv_iov == 0 || max_recv_iov > rc::kMaxSge)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   if (low_watermark > max_recv_dtos) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
-  Lock lk(f->mu);
+  Lock lk(f);
   if (f->srqs.size() >= f->limits.max_srqs)
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_SRQ);
   auto* s = new Srq(ia);
@@ -60,7 +60,7 @@ void free_srq(Srq* s) {
 }
 
 Status srq_free(Srq* s) {
-  Lock lk(s->ia->iface->mu);
+  Lock lk(s->ia->iface);
   if (!s->eps.empty()) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_SRQ_IN_USE);
   free_srq(s);
   return kOk;
@@ -73,7 +73,7 @@ Status srq_post_recv(Srq* s, const rc::Sge* sge, uint32_t nsge, uint64_t cookie)
   wr.num_sge = nsge;
   std::copy(sge, sge + nsge, wr.sge);
   Iface* f = s->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   switch (s->rq->post(wr)) {
     case rc::Srq::PostResult::kOk:
       f->progress(now_ns(), true);  // a sender waiting out an RNR may go on now
@@ -88,7 +88,7 @@ Status srq_post_recv(Srq* s, const rc::Sge* sge, uint32_t nsge, uint64_t cookie)
 
 Status srq_query(Srq* s, SrqInfo* out) {
   Iface* f = s->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   f->progress(now_ns(), true);
   out->max_recv_dtos = static_cast<uint32_t>(s->rq->capacity());
   out->max_recv_iov = s->max_recv_iov;
@@ -101,7 +101,7 @@ Status srq_query(Srq* s, SrqInfo* out) {
 Status srq_resize(Srq* s, uint32_t max_recv_dtos) {
   if (max_recv_dtos == 0 || max_recv_dtos > s->ia->iface->limits.max_recv_per_srq)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
-  Lock lk(s->ia->iface->mu);
+  Lock lk(s->ia->iface);
   // Smaller than what is posted (or below the low watermark): refused.
   if (max_recv_dtos < s->rq->low_watermark() || !s->rq->resize(max_recv_dtos))
     return fail(Type::INVALID_STATE);
@@ -110,7 +110,7 @@ Status srq_resize(Srq* s, uint32_t max_recv_dtos) {
 
 Status srq_set_lw(Srq* s, uint32_t low_watermark) {
   Iface* f = s->ia->iface;
-  Lock lk(f->mu);
+  Lock lk(f);
   if (low_watermark > s->rq->capacity()) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   s->rq->set_low_watermark(low_watermark);
   f->check_srqs();  // already below: reported at once
@@ -142,7 +142,7 @@ void Iface::async_event(Ia* ia, EventNum n, Object* handle, uint32_t reason) {
   ev.handle = handle;
   ev.reason = reason;
   ev.evd = async;
-  deliver(async, ev);
+  deliver(async, std::move(ev));
 }
 
 void Iface::check_srqs() {

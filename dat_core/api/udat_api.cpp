@@ -13,7 +13,6 @@
 
 #include "../core.hpp"
 #include "../ops.hpp"
-#include "dpdk/port.hpp"
 
 using namespace dpdat::dat;  // NOLINT(google-build-using-namespace): C entry points only
 

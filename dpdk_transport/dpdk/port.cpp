@@ -189,6 +189,11 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
     p->offloads_ |= rc::kOffloadRxIpCsum;
   }
+  // RX interrupts: in DPDK 22.11 only net_tap (of the virtual PMDs) gives its
+  // RX queues an interrupt descriptor (its tap fd, readable while a frame
+  // waits; rte_eth_dev_rx_intr_enable itself answers -ENOTSUP everywhere).
+  const bool tap = driver_is("net_tap");
+  if (tap && cfg.rx_intr) conf.intr_conf.rxq = 1;
   if (int rc = rte_eth_dev_configure(port_id, nq, nq, &conf); rc != 0) {
     *err = errstr("rte_eth_dev_configure", rc);
     return nullptr;
@@ -237,7 +242,11 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   if (int rc = rte_eth_dev_start(port_id); rc != 0) {
     *err = errstr("rte_eth_dev_start", rc);
     return nullptr;
+  }  if (conf.intr_conf.rxq != 0) {
+    const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);
+    if (fd >= 0) p->rx_fd_ = fd;
   }
+
   p->started_ = true;
   rte_ether_addr mac{};
   rte_eth_macaddr_get(port_id, &mac);

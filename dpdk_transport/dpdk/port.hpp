@@ -41,6 +41,8 @@ struct PortConfig {
   // to (net_tap and physical NICs do; net_ring, net_memif, net_af_packet do
   // not).  false: always in software.
   bool csum_offload = true;
+  // Ask for RX interrupts where the PMD has them (rx_fd()).
+  bool rx_intr = true;
 };
 
 struct PortCounters {
@@ -112,6 +114,10 @@ class Port final : public rc::PacketIo {
   uint32_t max_pmtu() const;
   // Summed over the queues (each queue counts on its own thread).
   PortCounters counters() const;
+  // A descriptor that polls readable while queue 0 has a frame waiting (RX
+  // interrupts; net_tap), or -1 when the PMD has none.  Any thread may
+  // poll(2) it; it is not read from.
+  int rx_fd() const { return rx_fd_; }
   // The PMD's link status (net_memif: connected to its peer).
   bool link_up() const;
   // Free mbufs in the port's pool (a leak or a stuck consumer shows here).
@@ -149,6 +155,7 @@ class Port final : public rc::PacketIo {
   PortConfig cfg_;
   uint16_t mtu_ = 1500;
   uint32_t offloads_ = 0;  // rc::kOffload*
+  int rx_fd_ = -1;
   std::string mtu_note_;
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;

@@ -108,11 +108,13 @@ extern "C" {
 
 /* ---------------------------------------------------------- permissions
  * An ACL entry's permission is three octal digits, owner / group / other,
- * each 2 (write), 4 (read) or 6 (read and write).  An importer counts as the
- * owner when its process runs under the exporter's uid, else as group when it
- * runs under the exporter's gid, else as other (the uid/gid are the ones the
- * importing library reports; the node ID is never taken from the importer).
- * Requested import permissions use the owner-digit bits below. */
+ * each 0 (nothing: such an importer is refused with RSMERR_PERM_DENIED, even
+ * for an import asking no access), 2 (write), 4 (read) or 6 (read and
+ * write); so RSM_PERM_READ (0400) lets only the exporter's own user read.  An importer counts as
+ * the owner when its process runs under the exporter's uid, else as group when it runs under the
+ * exporter's gid, else as other (the uid/gid are the ones the importing library reports; the node
+ * ID is never taken from the importer). Requested import permissions use the owner-digit bits
+ * below. */
 #define RSM_PERM_NONE 0
 #define RSM_PERM_READ 0400
 #define RSM_PERM_WRITE 0200
@@ -170,15 +172,15 @@ typedef struct {
   size_t attr_max_export_segment_size;    /* largest one segment */
   size_t attr_tot_export_segment_size;    /* all segments of this controller */
   unsigned long attr_max_export_segments; /* published at once */
-  size_t attr_max_import_map_size;        /* 0: no mappings (see import_map) */
-  size_t attr_tot_import_map_size;        /* 0 */
+  size_t attr_max_import_map_size;        /* largest mapping (0: no mappings) */
+  size_t attr_tot_import_map_size;        /* SIZE_MAX: no cap but the address space */
   unsigned long attr_max_import_segments; /* imports at once */
 } rsmapi_controller_attr_t;
 
 /* Field name as in the spec text (Solaris spells it ae_permission). */
 typedef struct {
   rsm_node_id_t ae_node;           /* remote node allowed to import */
-  rsm_permission_t ae_permissions; /* octal owner/group/other, digits 2, 4 or 6 */
+  rsm_permission_t ae_permissions; /* octal owner/group/other, digits 0, 2, 4 or 6 */
 } rsmapi_access_entry_t;
 
 typedef struct {
@@ -258,7 +260,8 @@ void rsm_free_interconnect_topology(rsm_topology_t* topology);
 
 /* ---------------------------------------------------------- export side
  * rsm_memseg_export_create: vaddr and size must be multiples of the page size
- * (RSMERR_BAD_MEM_ALIGNMENT / RSMERR_BAD_LENGTH; RSMERR_BAD_ADDR for NULL).
+ * (RSMERR_BAD_MEM_ALIGNMENT / RSMERR_BAD_LENGTH; RSMERR_BAD_ADDR for NULL or
+ * memory of an import mapping).
  * Flags other than RSM_ALLOW_REBIND | RSM_CREATE_SEG_DONTWAIT: RSMERR_BAD_MODE.
  * dpdat never waits for resources, so DONTWAIT changes nothing. */
 int rsm_memseg_export_create(rsmapi_controller_handle_t controller,
@@ -278,7 +281,7 @@ int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void* vaddr, off
  *   RSMERR_NOT_CREATOR       called from a process other than the creator's
  *   RSMERR_SEG_ALREADY_PUBLISHED / RSMERR_SEG_NOT_PUBLISHED
  *   RSMERR_BAD_ADDR          segment_id is NULL
- *   RSMERR_BAD_ACL           NULL list with a length, a digit not 2/4/6, bits
+ *   RSMERR_BAD_ACL           NULL list with a length, an odd digit (1/3/5/7), bits
  *                            above 0777, or a node listed twice
  *   RSMERR_RESERVED_SEGID / RSMERR_BAD_SEGID / RSMERR_SEGID_IN_USE (see above)
  *   RSMERR_INSUFFICIENT_MEM  the ACL copy could not be allocated
@@ -346,10 +349,67 @@ int rsm_memseg_import_put(rsm_memseg_import_handle_t im_memseg, off_t offset, vo
                           size_t length);
 int rsm_memseg_import_putv(rsm_scat_gath_t* sg);
 
-/* Mapping a remote segment into the address space cannot be provided across
- * the network: rsm_memseg_import_map always fails with RSMERR_MAP_FAILED
- * (after the handle check) and rsm_memseg_import_unmap with
- * RSMERR_SEG_NOT_MAPPED.  Use get/put. */
+/* Load/store mappings.  dpdat has no remote load/store hardware: a mapping
+ * is local memory of the importer whose pages are copies of the segment's,
+ * kept coherent at barriers (userfaultfd; see rsm/import_map.cpp):
+ *   - a page is fetched (RDMA READ, with following untouched pages: 16 pages
+ *     in all, doubling up to 64 while faults continue the last fetch) on its
+ *     first load or store, and again after a barrier dropped it;
+ *   - stores are tracked per page; a dirty page is written back (RDMA WRITE
+ *     of the byte ranges that differ from the page as fetched: runs of
+ *     changed aligned 8-byte words trimmed to the first and last changed
+ *     byte; a page with more than 16 such runs as one span from its first to
+ *     its last changed byte) by rsm_memseg_import_close_barrier,
+ *     rsm_memseg_import_order_barrier (barriers covering the import) and
+ *     rsm_memseg_import_unmap;
+ *   - rsm_memseg_import_init_barrier and rsm_memseg_import_open_barrier drop
+ *     the clean pages of the mappings they cover (dirty pages stay).
+ * What is coherent when: a store is in the exporter's memory when a closing
+ * (or order) barrier covering it returns RSM_SUCCESS, or unmap returns
+ * RSM_SUCCESS; a load sees the exporter's data as of the last init/open
+ * barrier covering the mapping or, for a page not loaded since, as of its
+ * first touch after that.  Without barriers, stores reach the exporter at
+ * unmap only.  get/put on the import and loads/stores through its mapping
+ * are two paths to the exporter, ordered only by barriers: a put into a
+ * range the mapping holds is seen by the mapping after the next open
+ * barrier, and a dirty page written back at a barrier overwrites the bytes
+ * it changed.  Importers storing concurrently into the same segment must keep
+ * to disjoint ranges that share no aligned 8-byte word (and no page with more
+ * than 16 changed runs); the exporter's own stores to a page an importer
+ * dirtied survive outside the ranges written back.
+ * rsm_memseg_import_map: perm RSM_PERM_READ, RSM_PERM_WRITE or RSM_PERM_RDWR
+ * (else RSMERR_BAD_PERMS), within the import's grant, which must include read
+ * since pages are fetched (else RSMERR_PERM_DENIED); a store into a mapping
+ * without RSM_PERM_WRITE raises SIGSEGV.  offset page-aligned and inside the
+ * segment (RSMERR_BAD_OFFSET), length > 0 and within the segment
+ * (RSMERR_BAD_LENGTH; rounded up to whole pages).  attr: RSM_MAP_NONE (the
+ * library chooses the address), RSM_MAP_FIXED (at *address, page-aligned
+ * (RSMERR_BAD_MEM_ALIGNMENT), NULL RSMERR_BAD_ADDR; replaces what is mapped
+ * there, as mmap's MAP_FIXED), RSM_MAP_RESERVED (as RSM_MAP_FIXED, over a
+ * range the caller reserved; unmap leaves it reserved (PROT_NONE) instead of
+ * unmapped); anything else RSMERR_BAD_MODE.  One mapping per import:
+ * RSMERR_SEG_ALREADY_MAPPED.  The mapping uses a second connection to the
+ * exporter, judged against the ACL in force at map time (its refusals are
+ * those of rsm_memseg_import_connect).  RSMERR_CONN_ABORTED when the
+ * connection is gone, RSMERR_MAP_FAILED when userfaultfd is unavailable
+ * (attr_max_import_map_size is then 0) or the address range cannot be
+ * mapped.
+ * When the segment is unpublished or the exporter is lost, the next access
+ * that needs the network (a fetch) replaces the whole mapping so that it and
+ * every later access raise SIGBUS (as a truncated mapped file); barriers
+ * covering it return RSMERR_BARRIER_FAILURE; unmapping it returns
+ * RSMERR_CONN_ABORTED (the mapping is gone all the same).
+ * rsm_memseg_import_unmap writes back and unmaps: RSMERR_SEG_NOT_MAPPED when
+ * not mapped, RSMERR_CONN_ABORTED when the write-back failed.
+ * rsm_memseg_import_disconnect of a mapped import: RSMERR_SEG_STILL_MAPPED.
+ * A mapping's memory cannot be exported or made a local memory handle
+ * (RSMERR_BAD_ADDR): the transport never touches it.  A writable mapping
+ * keeps a copy of each page it dirtied, so it may use twice its size.  A
+ * forked child's copy of a mapping is plain memory, not kept coherent.
+ * Threads: any thread may load and store; faults are served by a thread of
+ * the mapping, so a get/put whose buffer lies in a mapping works, and a store
+ * made while a barrier writes back waits for it (then dirties the page for
+ * the next barrier). */
 int rsm_memseg_import_map(rsm_memseg_import_handle_t im_memseg, void** address,
                           rsm_attribute_t attr, rsm_permission_t perm, off_t offset, size_t length);
 int rsm_memseg_import_unmap(rsm_memseg_import_handle_t im_memseg);
@@ -357,9 +417,12 @@ int rsm_memseg_import_unmap(rsm_memseg_import_handle_t im_memseg);
 /* Barriers: a barrier of type RSM_BARRIER_SEGMENT covers accesses to its
  * segment, RSM_BARRIER_NODE accesses to every segment imported from the same
  * node through the same controller.  close_barrier waits for the puts in
- * flight it covers, then returns RSMERR_BARRIER_FAILURE when any access made
- * since open_barrier failed or the connection was lost, else 0 (every access
- * reached the exporter).  order_barrier does the same without closing. */
+ * flight it covers and writes back the dirty pages of the mappings it covers,
+ * then returns RSMERR_BARRIER_FAILURE when any access made since open_barrier
+ * failed, a write-back failed or the connection was lost, else 0 (every
+ * access reached the exporter).  order_barrier does the same without closing.
+ * init_barrier and open_barrier drop the clean pages of the mappings they
+ * cover (see the mappings above). */
 int rsm_memseg_import_init_barrier(rsm_memseg_import_handle_t im_memseg, rsm_barrier_type_t type,
                                    rsmapi_barrier_t* barrier);
 int rsm_memseg_import_open_barrier(rsmapi_barrier_t* barrier);

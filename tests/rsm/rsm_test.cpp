@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,65 +27,11 @@
 #include <thread>
 #include <vector>
 
+#include "rsm_fixture.hpp"
+
 namespace {
 
-constexpr rsm_node_id_t kExpNode = (77u << 8) | 1u;  // low 16 bits of 192.168.77.1
-constexpr rsm_node_id_t kImpNode = (77u << 8) | 2u;
-constexpr size_t kSegBytes = 1u << 20;
-
-uint8_t pattern(size_t i, unsigned seed) {
-  return static_cast<uint8_t>(i * 131u + seed * 17u + 7u);
-}
-
-class Rsm : public ::testing::Test {
- protected:
-  void SetUp() override {
-    umask(022);  // the exporter's creation mode for ACL-less segments: 0644
-    ASSERT_EQ(rsm_get_controller(const_cast<char*>("dpdat0"), &exp_), RSM_SUCCESS);
-    ASSERT_EQ(rsm_get_controller(const_cast<char*>("dpdat1"), &imp_), RSM_SUCCESS);
-    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    mem_ = static_cast<uint8_t*>(aligned_alloc(page_, kSegBytes));
-    ASSERT_NE(mem_, nullptr);
-    std::memset(mem_, 0, kSegBytes);
-    ASSERT_EQ(rsm_memseg_export_create(exp_, &seg_, mem_, kSegBytes, RSM_ALLOW_REBIND),
-              RSM_SUCCESS);
-  }
-  void TearDown() override {
-    for (auto* im : imports_) (void)rsm_memseg_import_disconnect(im);
-    if (seg_ != nullptr) {
-      EXPECT_EQ(rsm_memseg_export_destroy(seg_), RSM_SUCCESS);
-    }
-    if (exp_ != nullptr) {
-      EXPECT_EQ(rsm_release_controller(exp_), RSM_SUCCESS);
-    }
-    if (imp_ != nullptr) {
-      EXPECT_EQ(rsm_release_controller(imp_), RSM_SUCCESS);
-    }
-    free(mem_);
-  }
-  rsm_memseg_id_t publish(std::vector<rsmapi_access_entry_t> acl = {},
-                          rsm_memseg_id_t id = 0x400001) {
-    EXPECT_EQ(rsm_memseg_export_publish(seg_, &id, acl.empty() ? nullptr : acl.data(),
-                                        static_cast<unsigned>(acl.size())),
-              RSM_SUCCESS);
-    return id;
-  }
-  int connect(rsm_memseg_id_t id, rsm_permission_t perm, rsm_memseg_import_handle_t* out) {
-    const int e = rsm_memseg_import_connect(imp_, kExpNode, id, perm, out);
-    if (e == RSM_SUCCESS) imports_.push_back(*out);
-    return e;
-  }
-  void disconnect(rsm_memseg_import_handle_t im) {
-    EXPECT_EQ(rsm_memseg_import_disconnect(im), RSM_SUCCESS);
-    std::erase(imports_, im);
-  }
-
-  rsmapi_controller_handle_t exp_ = nullptr, imp_ = nullptr;
-  rsm_memseg_export_handle_t seg_ = nullptr;
-  std::vector<rsm_memseg_import_handle_t> imports_;
-  uint8_t* mem_ = nullptr;
-  size_t page_ = 4096;
-};
+using namespace rsm_test;
 
 // ------------------------------------------------------------ data movement
 
@@ -247,9 +194,6 @@ TEST_F(Rsm, OutOfRangeAccessesFail) {
             RSMERR_BAD_SEG_HNDL);
   // The segment still works after refused accesses.
   EXPECT_EQ(rsm_memseg_import_put(im, 0, b, 16), RSM_SUCCESS);
-  void* addr = nullptr;
-  EXPECT_EQ(rsm_memseg_import_map(im, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, kSegBytes),
-            RSMERR_MAP_FAILED);
   EXPECT_EQ(rsm_memseg_import_unmap(im), RSMERR_SEG_NOT_MAPPED);
 }
 
@@ -476,6 +420,108 @@ TEST_F(Rsm, AclListingImporterWith2And4And6) {
   }
 }
 
+// The importing thread takes another effective uid/gid for one connect
+// (raw setresuid/setresgid change only the calling thread), so the exporter
+// (root, in this process) judges it as group or other.
+class AsIdentity {
+ public:
+  AsIdentity(uid_t uid, gid_t gid) {
+    ok_ = syscall(SYS_setresgid, -1, gid, -1) == 0 && syscall(SYS_setresuid, -1, uid, -1) == 0;
+  }
+  ~AsIdentity() {
+    EXPECT_EQ(syscall(SYS_setresuid, -1, 0, -1), 0);
+    EXPECT_EQ(syscall(SYS_setresgid, -1, 0, -1), 0);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+enum class Who { kOwner, kGroup, kOther };
+
+// Every digit 0, 2, 4, 6 in each of owner / group / other, the two other
+// digits holding the complement (6 ^ d) so a wrong digit choice shows.
+TEST_F(Rsm, AclEveryEvenDigitForOwnerGroupAndOther) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root to take a per-thread uid/gid";
+  rsm_memseg_id_t id = 0x100100;
+  for (Who who : {Who::kOwner, Who::kGroup, Who::kOther}) {
+    const unsigned shift = who == Who::kOwner ? 6 : who == Who::kGroup ? 3 : 0;
+    for (unsigned d : {0u, 2u, 4u, 6u}) {
+      const unsigned mode = (0666u & ~(7u << shift) & (((6u ^ d) * 0111u))) | (d << shift);
+      SCOPED_TRACE(::testing::Message()
+                   << "digit " << d << " shift " << shift << " mode 0" << std::oct << mode);
+      rsmapi_access_entry_t acl[1] = {{kImpNode, mode}};
+      rsm_memseg_id_t sid = ++id;
+      ASSERT_EQ(rsm_memseg_export_publish(seg_, &sid, acl, 1), RSM_SUCCESS);
+      int got[4] = {};
+      const rsm_permission_t asks[4] = {RSM_PERM_NONE, RSM_PERM_READ, RSM_PERM_WRITE,
+                                        RSM_PERM_RDWR};
+      {
+        const uid_t uid = who == Who::kOwner ? 0 : 4242;
+        const gid_t gid = who == Who::kOther ? 4242 : 0;
+        AsIdentity as(uid, gid);
+        ASSERT_TRUE(as.ok());
+        for (int i = 0; i < 4; ++i) {
+          rsm_memseg_import_handle_t im = nullptr;
+          got[i] = connect(sid, asks[i], &im);
+        }
+      }
+      EXPECT_EQ(got[0], d != 0 ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+      EXPECT_EQ(got[1], (d & 4u) != 0 ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+      EXPECT_EQ(got[2], (d & 2u) != 0 ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+      EXPECT_EQ(got[3], d == 6 ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+      for (auto* im : std::vector<rsm_memseg_import_handle_t>(imports_)) disconnect(im);
+      ASSERT_EQ(rsm_memseg_export_unpublish(seg_), RSM_SUCCESS);
+    }
+  }
+}
+
+// The header's own constants as ACL permissions (owner digit only): the
+// importer (same uid) gets what the constant names and nothing more; as
+// another user it gets nothing.
+TEST_F(Rsm, AclWithEachRsmPermConstant) {
+  struct Case {
+    rsm_permission_t perm;
+    bool read_ok, write_ok;
+  };
+  const Case cases[] = {{RSM_PERM_NONE, false, false},
+                        {RSM_PERM_READ, true, false},
+                        {RSM_PERM_WRITE, false, true},
+                        {RSM_PERM_RDWR, true, true}};
+  rsm_memseg_id_t id = 0x100200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "ACL 0" << std::oct << c.perm);
+    rsmapi_access_entry_t acl[1] = {{kImpNode, c.perm}};
+    rsm_memseg_id_t sid = ++id;
+    ASSERT_EQ(rsm_memseg_export_publish(seg_, &sid, acl, 1), RSM_SUCCESS);
+    rsm_memseg_import_handle_t r = nullptr, w = nullptr, rw = nullptr;
+    EXPECT_EQ(connect(sid, RSM_PERM_READ, &r), c.read_ok ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+    EXPECT_EQ(connect(sid, RSM_PERM_WRITE, &w), c.write_ok ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+    EXPECT_EQ(connect(sid, RSM_PERM_RDWR, &rw),
+              c.read_ok && c.write_ok ? RSM_SUCCESS : RSMERR_PERM_DENIED);
+    if (c.write_ok) {
+      uint64_t v = 0x0123456789ABCDEFull ^ c.perm;
+      ASSERT_EQ(rsm_memseg_import_put64(w, 64, &v, 1), RSM_SUCCESS);
+      EXPECT_EQ(std::memcmp(mem_ + 64, &v, 8), 0);
+    }
+    if (c.read_ok) {
+      mem_[128] = static_cast<uint8_t>(c.perm);
+      uint8_t b = 0;
+      ASSERT_EQ(rsm_memseg_import_get8(r, 128, &b, 1), RSM_SUCCESS);
+      EXPECT_EQ(b, static_cast<uint8_t>(c.perm));
+    }
+    {
+      AsIdentity as(4242, 4242);
+      ASSERT_TRUE(as.ok());
+      rsm_memseg_import_handle_t other = nullptr;
+      EXPECT_EQ(connect(sid, RSM_PERM_READ, &other), RSMERR_PERM_DENIED);
+    }
+    for (auto* im : std::vector<rsm_memseg_import_handle_t>(imports_)) disconnect(im);
+    ASSERT_EQ(rsm_memseg_export_unpublish(seg_), RSM_SUCCESS);
+  }
+}
+
 TEST_F(Rsm, AclNotListingImporterRefusesIt) {
   rsmapi_access_entry_t acl[2] = {{kExpNode, 0666}, {0x77, 0666}};
   rsm_memseg_id_t id = 0x200010;
@@ -581,8 +627,8 @@ TEST_F(Rsm, BadHandlesAndBadAcls) {
   EXPECT_EQ(rsm_memseg_export_unpublish(gone), RSMERR_BAD_SEG_HNDL);
 
   EXPECT_EQ(rsm_memseg_export_publish(seg_, &id, nullptr, 3), RSMERR_BAD_ACL);
-  for (rsm_permission_t bad :
-       {0u, 0600u, 0066u, 0660u, 0111u, 0777u, 0626u | 01000u, 0646u | 04000u}) {
+  for (rsm_permission_t bad : {0111u, 0777u, 0601u, 0610u, 0106u, 0003u, 0050u, 0700u,
+                               0644u | 01000u, 0646u | 04000u, 0600u | 0200000u}) {
     rsmapi_access_entry_t acl[1] = {{kImpNode, bad}};
     EXPECT_EQ(rsm_memseg_export_publish(seg_, &id, acl, 1), RSMERR_BAD_ACL) << std::oct << bad;
   }
@@ -592,8 +638,8 @@ TEST_F(Rsm, BadHandlesAndBadAcls) {
   ASSERT_EQ(rsm_memseg_export_publish(seg_, &id, good, 1), RSM_SUCCESS);
   EXPECT_EQ(rsm_memseg_export_republish(seg_, dup, 2), RSMERR_BAD_ACL);
   EXPECT_EQ(rsm_memseg_export_republish(seg_, nullptr, 1), RSMERR_BAD_ACL);
-  rsmapi_access_entry_t zero[1] = {{kImpNode, 0}};
-  EXPECT_EQ(rsm_memseg_export_republish(seg_, zero, 1), RSMERR_BAD_ACL);
+  rsmapi_access_entry_t odd[1] = {{kImpNode, 0601}};
+  EXPECT_EQ(rsm_memseg_export_republish(seg_, odd, 1), RSMERR_BAD_ACL);
   // The refused republishes left the ACL as published.
   rsm_memseg_import_handle_t im = nullptr;
   EXPECT_EQ(connect(id, RSM_PERM_RDWR, &im), RSM_SUCCESS);
@@ -784,7 +830,7 @@ TEST_F(Rsm, ConnectToUnknownNodeOrUnpublishedId) {
 // client speaking the RSM connect protocol over plain uDAPL, granted read
 // only, can RDMA READ the segment but its RDMA WRITE with the same key fails
 // and leaves the memory alone.  (The request layout is librsm's wire format:
-// magic "RSM1", segment ID, permission, uid, gid.)
+// magic "RSM1", segment ID, permission, uid, gid, and optional flags.)
 TEST_F(Rsm, ExporterTransportEnforcesTheGrant) {
   rsmapi_access_entry_t acl[1] = {{kImpNode, 0444}};
   rsm_memseg_id_t id = 0x400321;

@@ -1,0 +1,207 @@
+// Connection manager: the MADs received (REQ, REP, RTU, REJ, DREQ, DREP).
+
+#include "cm.hpp"
+
+namespace dpdat::dat {
+
+using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own constants
+
+void Iface::on_gsi(const wire::PacketView& v, uint64_t) {
+  CmIn in;
+  if (wire::parse_cm(v.payload, in.m) != wire::CmError::kOk) return;
+  in.ip = v.ip->src.value();
+  in.mac = v.eth->src;
+  in.udp_port = v.udp->src_port.value();
+  cm_in.push_back(in);
+}
+
+void Iface::process_cm_in(uint64_t now) {
+  // Handlers may send (the engine's TX) but never receive: cm_in does not
+  // grow while it is walked.
+  for (const CmIn& in : cm_in) on_cm(in, now);
+  cm_in.clear();
+}
+
+void Iface::on_cm(const CmIn& in, uint64_t now) {
+  const wire::CmMessage& m = in.m;
+  const uint32_t src_ip = in.ip;
+  const wire::MacAddr& src_mac = in.mac;
+  switch (m.type) {
+    case wire::CmMsg::kReq:
+      on_req(m, src_mac, src_ip, in.udp_port, now);
+      break;
+    case wire::CmMsg::kRep:
+      on_rep(m, now);
+      break;
+    case wire::CmMsg::kRtu:
+      on_rtu(m);
+      break;
+    case wire::CmMsg::kRej:
+      on_rej(m);
+      break;
+    case wire::CmMsg::kDreq:
+      on_dreq(m, src_mac, src_ip);
+      break;
+    case wire::CmMsg::kDrep:
+      on_drep(m);
+      break;
+    case wire::CmMsg::kMra:
+      break;
+  }
+}
+
+void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip, uint16_t,
+                   uint64_t now) {
+  const uint64_t key = (uint64_t{ip} << 32) | m.local_comm_id;
+  if (auto it = passive.find(key); it != passive.end()) {
+    PassiveRec& rec = it->second;
+    if (rec.rejected) {
+      send_cm(mac, ip, rec.rej);
+    } else if (rec.ep != nullptr && rec.ep->cm == CmState::kRepSent) {
+      send_cm(mac, ip, rec.ep->out_msg);
+    }
+    return;  // a pending CR: the consumer has not decided yet
+  }
+  auto lit = listeners.find(m.service_id);
+  if (lit == listeners.end()) {
+    send_rej(mac, ip, m, wire::CmRejReason::kInvalidServiceId, nullptr, 0);
+    return;
+  }
+  if (wire::cm_mtu_bytes(m.path_mtu) == 0) {
+    send_rej(mac, ip, m, wire::CmRejReason::kInvalidMtu, nullptr, 0);
+    return;
+  }
+  Sp* sp = lit->second;
+  if (sp->type == HandleType::kRsp && (sp->ep == nullptr || sp->ep->state != EpState::kReserved)) {
+    send_rej(mac, ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
+    return;
+  }
+  Ep* provider_ep = nullptr;
+  if (sp->type == HandleType::kPsp && sp->flags == 1) {  // DAT_PSP_PROVIDER_FLAG
+    provider_ep = new Ep(sp->ia);
+    provider_ep->state = EpState::kTentativePending;
+    provider_ep->provider_created = true;
+    provider_ep->sp = sp;
+    register_handle(provider_ep);
+    sp->ia->children.insert(provider_ep);
+  }
+  auto* cr = new Cr(sp->ia);
+  cr->sp = sp;
+  cr->conn_qual = m.service_id;
+  cr->req = m;
+  cr->peer_mac = mac;
+  cr->peer_ip = ip;
+  cr->pdata.assign(m.pdata.begin(), m.pdata.begin() + m.pdata_len);
+  register_handle(cr);
+  sp->ia->children.insert(cr);
+  sp->crs++;
+  if (sp->type == HandleType::kRsp) {
+    cr->ep = sp->ep;
+    sp->ep->state = EpState::kPassivePending;
+  } else {
+    cr->ep = provider_ep;
+  }
+  PassiveRec& rec = passive[key];
+  rec = PassiveRec{};
+  rec.cr = cr;
+  rec.expires = now + kPassiveRecordNs;
+  Event ev;
+  ev.num = EventNum::kConnRequest;
+  ev.evd = sp->evd;
+  ev.sp = sp;
+  ev.conn_qual = m.service_id;
+  ev.cr = cr;
+  deliver(sp->evd, std::move(ev));
+}
+
+void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
+  auto it = ep_by_comm.find(m.remote_comm_id);
+  if (it == ep_by_comm.end()) return;
+  Ep* ep = it->second;
+  wire::CmMessage rtu;
+  rtu.type = wire::CmMsg::kRtu;
+  rtu.tid = m.tid;
+  rtu.local_comm_id = ep->local_comm;
+  rtu.remote_comm_id = m.local_comm_id;
+  if (ep->cm == CmState::kReqSent) {
+    rc::PathInfo path;
+    path.local_mac = link->mac();
+    path.peer_mac = ep->peer_mac;
+    path.local_ip = cfg.ip;
+    path.peer_ip = ep->peer_ip;
+    path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
+    path.peer_qpn = m.qpn;
+    if (!ep->qp->set_pmtu(agreed_pmtu(pmtu, m.path_mtu)) ||
+        !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
+      send_rej(ep->peer_mac, ep->peer_ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
+      finish_disconnect(ep, EventNum::kNonPeerRejected);
+      return;
+    }
+    ep->remote_comm = m.local_comm_id;
+    ep->peer_qpn = m.qpn;
+    send_cm(ep->peer_mac, ep->peer_ip, rtu);
+    ep->cm = CmState::kEstablished;
+    ep->state = EpState::kConnected;
+    ep->next_retx = 0;
+    conn_event(ep, EventNum::kEstablished, m.pdata.data(), m.pdata_len);
+    (void)now;
+  } else if (ep->remote_comm == m.local_comm_id &&
+             (ep->cm == CmState::kEstablished || ep->cm == CmState::kDraining ||
+              ep->cm == CmState::kDreqSent)) {
+    // Our RTU was lost: the peer still waits for it in every state in which
+    // we consider the connection made, including a graceful disconnect's
+    // drain (the peer takes our outstanding requests meanwhile).
+    send_cm(ep->peer_mac, ep->peer_ip, rtu);
+  }
+}
+
+void Iface::on_rtu(const wire::CmMessage& m) {
+  auto it = ep_by_comm.find(m.remote_comm_id);
+  if (it == ep_by_comm.end()) return;
+  Ep* ep = it->second;
+  if (ep->cm != CmState::kRepSent || ep->remote_comm != m.local_comm_id) return;
+  ep->cm = CmState::kEstablished;
+  ep->state = EpState::kConnected;
+  conn_event(ep, EventNum::kEstablished, nullptr, 0);
+}
+
+void Iface::on_rej(const wire::CmMessage& m) {
+  auto it = ep_by_comm.find(m.remote_comm_id);
+  if (it == ep_by_comm.end()) return;
+  Ep* ep = it->second;
+  if (ep->cm == CmState::kReqSent) {
+    finish_disconnect(ep,
+                      m.rej_reason == wire::CmRejReason::kConsumerReject
+                          ? EventNum::kPeerRejected
+                          : EventNum::kNonPeerRejected,
+                      m.pdata.data(), m.pdata_len);
+  } else if (ep->cm == CmState::kRepSent && ep->remote_comm == m.local_comm_id) {
+    finish_disconnect(ep, EventNum::kAcceptCompletionError);
+  }
+}
+
+void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip) {
+  wire::CmMessage drep;
+  drep.type = wire::CmMsg::kDrep;
+  drep.tid = m.tid;
+  drep.local_comm_id = m.remote_comm_id;
+  drep.remote_comm_id = m.local_comm_id;
+  send_cm(mac, ip, drep);
+  auto it = ep_by_comm.find(m.remote_comm_id);
+  if (it == ep_by_comm.end()) return;
+  Ep* ep = it->second;
+  if (ep->remote_comm != m.local_comm_id) return;
+  if (ep->cm == CmState::kEstablished || ep->cm == CmState::kRepSent ||
+      ep->cm == CmState::kDraining || ep->cm == CmState::kDreqSent)
+    finish_disconnect(ep, EventNum::kDisconnected);
+}
+
+void Iface::on_drep(const wire::CmMessage& m) {
+  std::erase_if(pending_dreqs, [&m](const PendingDreq& d) { return d.comm == m.remote_comm_id; });
+  auto it = ep_by_comm.find(m.remote_comm_id);
+  if (it == ep_by_comm.end()) return;
+  Ep* ep = it->second;
+  if (ep->cm == CmState::kDreqSent) finish_disconnect(ep, EventNum::kDisconnected);
+}
+
+}  // namespace dpdat::dat

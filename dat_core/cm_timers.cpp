@@ -1,0 +1,153 @@
+// Connection manager: timers (address resolution, retransmission of REQ,
+// REP and DREQ, graceful-disconnect drain, broken connections) and the
+// forgetting of EPs and CRs.
+
+#include "cm.hpp"
+
+namespace dpdat::dat {
+
+using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own constants
+
+void Iface::cm_timers(uint64_t now) {
+  uint64_t next = now + kHousekeepingNs;
+  // A pass may end EPs (and take them off `watched`): it walks a copy, in a
+  // vector kept for the purpose (no allocation once it has grown).
+  std::vector<Ep*>& eps = watched_pass;
+  eps.assign(watched.begin(), watched.end());
+  for (Ep* ep : eps) {
+    switch (ep->cm) {
+      case CmState::kResolving:
+        if (now < ep->next_retx) break;
+        if (link->resolve(ep->peer_ip, &ep->peer_mac)) {
+          ep->cm = CmState::kReqSent;
+          ep->retx_interval = kCmRetxNs;
+          ep->retries = 0;
+          send_out(ep, now);
+        } else if ((ep->deadline != 0 && now >= ep->deadline) ||
+                   ep->retries * kArpRetryNs >= kArpGiveUpNs) {
+          finish_disconnect(ep, EventNum::kUnreachable);
+          continue;
+        } else {
+          ep->retries++;
+          ep->next_retx = now + kArpRetryNs;
+        }
+        break;
+      case CmState::kReqSent:
+        if (ep->deadline != 0 && now >= ep->deadline) {
+          finish_disconnect(ep, EventNum::kTimedOut);
+          continue;
+        }
+        if (now < ep->next_retx) break;
+        if (++ep->retries > kCmMaxRetries) {
+          finish_disconnect(ep, EventNum::kTimedOut);
+          continue;
+        }
+        send_out(ep, now);
+        break;
+      case CmState::kRepSent:
+        if (now < ep->next_retx) break;
+        if (++ep->retries > kCmMaxRetries) {
+          finish_disconnect(ep, EventNum::kAcceptCompletionError);
+          continue;
+        }
+        send_out(ep, now);
+        break;
+      case CmState::kDraining:
+        if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kRts ||
+            ep->qp->send_queue_used() == 0 || now >= ep->deadline) {
+          send_dreq(ep, now);
+        } else {
+          ep->next_retx = now + kDrainPollNs;
+        }
+        break;
+      case CmState::kDreqSent:
+        if (now < ep->next_retx) break;
+        if (++ep->retries > kDreqRetries) {
+          finish_disconnect(ep, EventNum::kDisconnected);
+          continue;
+        }
+        send_out(ep, now);
+        break;
+      case CmState::kEstablished:
+        if (ep->qp != nullptr && ep->qp->state() == rc::QpState::kError) {
+          // The RC engine gave up (retry budget, fatal NAK): the connection is
+          // broken.  Tell the peer once, best effort.
+          wire::CmMessage d;
+          d.type = wire::CmMsg::kDreq;
+          d.local_comm_id = ep->local_comm;
+          d.remote_comm_id = ep->remote_comm;
+          d.qpn = ep->peer_qpn;
+          send_cm(ep->peer_mac, ep->peer_ip, d);
+          finish_disconnect(ep, EventNum::kBroken);
+          continue;
+        }
+        break;
+      case CmState::kIdle:
+      case CmState::kDone:
+        watched.erase(ep);
+        continue;
+    }
+    if (ep->cm != CmState::kEstablished) next = std::min(next, ep->next_retx);
+  }
+  pending_dreq_timers(now, &next);
+  for (auto it = passive.begin(); it != passive.end();) {
+    if (it->second.cr == nullptr && now >= it->second.expires)
+      it = passive.erase(it);
+    else
+      ++it;
+  }
+  next_housekeeping.store(next);
+}
+
+// The DREQs of abrupt disconnects, on the schedule of a graceful one's:
+// repeated while unanswered, given up after kDreqRetries repetitions (the
+// peer is gone; it finds out by its own retries, as for a lost DREQ).
+void Iface::pending_dreq_timers(uint64_t now, uint64_t* next) {
+  for (auto it = pending_dreqs.begin(); it != pending_dreqs.end();) {
+    if (now >= it->next_retx) {
+      if (++it->retries > kDreqRetries) {
+        it = pending_dreqs.erase(it);
+        continue;
+      }
+      send_cm(it->mac, it->ip, it->dreq);
+      it->next_retx = now + it->retx_interval;
+      it->retx_interval = std::min(it->retx_interval * 2, kCmRetxMaxNs);
+    }
+    *next = std::min(*next, it->next_retx);
+    ++it;
+  }
+}
+
+bool Iface::dreq_pending(uint32_t comm) const {
+  return std::any_of(pending_dreqs.begin(), pending_dreqs.end(),
+                     [comm](const PendingDreq& d) { return d.comm == comm; });
+}
+
+void Iface::drop_ep(Ep* ep) {
+  if (ep->local_comm != 0) {
+    auto it = ep_by_comm.find(ep->local_comm);
+    if (it != ep_by_comm.end() && it->second == ep) ep_by_comm.erase(it);
+  }
+  watched.erase(ep);
+  for (auto& [key, rec] : passive)
+    if (rec.ep == ep) rec.ep = nullptr;
+}
+
+void Iface::drop_cr(Cr* cr) {
+  for (auto& [key, rec] : passive)
+    if (rec.cr == cr) rec.cr = nullptr;
+  if (cr->sp != nullptr && cr->sp->crs > 0) cr->sp->crs--;
+  if (cr->ep != nullptr && cr->ep->provider_created &&
+      cr->ep->state == EpState::kTentativePending) {
+    // A provider-created EP the consumer never accepted goes with its CR.
+    Ep* ep = cr->ep;
+    unregister_handle(ep);
+    ep->ia->children.erase(ep);
+    delete ep;
+  }
+  unregister_handle(cr);
+  cr->ia->children.erase(cr);
+  delete cr;
+}
+
+}  // namespace dpdat::dat

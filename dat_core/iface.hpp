@@ -1,0 +1,267 @@
+#pragma once
+// One dpdat interface: its link, memory tables, RC engine and connection
+// manager, the engine token and the interface lock.  Threading rules:
+// core.hpp.
+
+#include "objects.hpp"
+
+namespace dpdat::dat {
+
+// Limits an interface reports (DAT IA / EP attributes are filled from these).
+struct Limits {
+  uint32_t max_eps = 1024;
+  uint32_t max_dto_per_ep = 4096;
+  uint32_t max_evds = 4096;
+  uint32_t max_evd_qlen = 1u << 16;
+  uint32_t max_iov = rc::kMaxSge;
+  uint32_t max_lmrs = 1u << 16;
+  uint32_t max_rmrs = 1u << 14;
+  uint32_t max_pzs = 1u << 16;
+  uint64_t max_lmr_size = uint64_t{1} << 40;
+  uint64_t max_message_size = 1u << 30;
+  uint32_t max_rdma_read_per_ep = 16;
+  uint32_t max_cm_pdata = static_cast<uint32_t>(wire::kCmReqPdata);
+  uint32_t max_srqs = 1024;
+  uint32_t max_recv_per_srq = 1u << 16;
+  uint32_t max_ep_per_srq = 1024;
+};
+
+struct PassiveRec {
+  Cr* cr = nullptr;  // pending request
+  Ep* ep = nullptr;  // accepted
+  bool rejected = false;
+  wire::CmMessage rej;
+  uint64_t expires = 0;
+};
+
+// The DREQ of a connection this side left abruptly (dat_ep_disconnect with
+// DAT_CLOSE_ABRUPT_FLAG, dat_ep_free, dat_ia_close): the EP is DISCONNECTED
+// at once, but the DREQ (and the ACK sent ahead of it) is repeated until
+// the peer answers with a DREP, so that a peer whose first DREQ was lost
+// still learns of the disconnect, and dat_ia_close can wait (bounded) until
+// the peer has taken everything this side sent (see ia_close).
+struct PendingDreq {
+  uint32_t comm = 0;  // our communication ID (the DREP's remote_comm_id)
+  wire::MacAddr mac{};
+  uint32_t ip = 0;
+  wire::CmMessage dreq;
+  uint64_t next_retx = 0, retx_interval = 0;
+  uint32_t retries = 0;
+  const Ia* owner = nullptr;  // the IA whose EP sent it (compared, never read)
+};
+
+// A work request handed to the engine-token holder (ep_post / ep_post_recv
+// while another thread drives the engine).
+struct Handoff {
+  Ep* ep = nullptr;
+  rc::Qp* qp = nullptr;
+  bool is_send = true;
+  rc::SendWr send;
+  rc::RecvWr recv;
+};
+
+// A CM MAD received by the engine (GSI), decoded, waiting for the CM.
+struct CmIn {
+  wire::CmMessage m;
+  wire::MacAddr mac{};
+  uint32_t ip = 0;
+  uint16_t udp_port = 0;
+};
+
+struct Iface {
+  std::mutex mu;      // control path (IfaceLock: with the token)
+  EngineToken token;  // whoever drives the engine (see the top of this file)
+  IfaceConfig cfg;
+  Limits limits;
+  std::unique_ptr<Link> link;  // the engine's packet I/O: destroyed after the engine
+  std::unique_ptr<rc::MrTable> mr;
+  std::unique_ptr<rc::Engine> engine;
+  uint32_t pmtu = 1024;
+  rc::CompletionQueue sink_cq{1024};  // completions of EPs without an EVD
+  std::unordered_map<uint32_t, Ep*> ep_by_qpn;
+  std::unordered_map<uint32_t, Ep*> ep_by_comm;
+  std::unordered_map<uint64_t, Sp*> listeners;
+  std::unordered_map<uint64_t, PassiveRec> passive;  // (peer ip << 32 | peer comm id)
+  std::vector<Evd*> cq_evds;
+  std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
+  std::vector<Srq*> srqs;
+  std::unordered_set<Ep*> watched;         // EPs with CM timers or a connection to watch
+  std::vector<Ep*> watched_pass;           // cm_timers()'s copy of `watched`
+  std::vector<PendingDreq> pending_dreqs;  // abrupt disconnects awaiting their DREP
+  std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
+  MpscRing<Handoff> handoff{1024};
+  std::vector<CmIn> cm_in;  // token held
+  // When a consumer last drove the interface (an adaptive progress thread
+  // stays out of its way meanwhile) and when traffic last moved.
+  std::atomic<uint64_t> last_consumer_progress{0};
+  // A progress thread stepping aside for a consumer sleeps on prog_cv; a
+  // consumer that stops driving (a waiter going to sleep) wakes it.
+  std::mutex prog_mu;
+  std::condition_variable prog_cv;
+  void consumer_stopped() {
+    last_consumer_progress.store(0, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> g(prog_mu);
+    prog_cv.notify_all();
+  }
+  std::atomic<uint64_t> last_traffic{0};
+  // CM timers due at (0: at the next progress); lowered by the data path when
+  // a failed completion may mean a broken connection.
+  std::atomic<uint64_t> next_housekeeping{0};
+  uint32_t next_pz = 1;
+  uint32_t next_comm = 1;
+  uint64_t rng = 0;
+  uint32_t ias = 0;
+
+  // Opens (first use) or returns the process's interface for this IA name.
+  static Status get(const IfaceConfig& cfg, Iface** out, std::string* why);
+
+  // Drives the interface once if its engine token is free (the data path:
+  // no wait).  The control work that falls due (CM messages and timers) is
+  // done too when the interface mutex is free, else left to the next
+  // caller.  consumer: called on behalf of a consumer (post, poll, wait).
+  // Returns true when anything moved.
+  bool drive(uint64_t now, bool consumer);
+
+  // All below: caller holds mu and the token (IfaceLock) unless noted.
+  // One progress step: hand-offs, engine poll, CM messages, completions to
+  // EVDs, CM timers.  Returns true when anything moved.
+  bool progress(uint64_t now, bool consumer);
+  // Token held.  The data part of a step; the CM part only when `ctl`
+  // (mu held too).
+  bool step(uint64_t now, bool ctl);
+  // Token held: gives the handed-off work requests to their queue pairs.
+  bool drain_handoff();
+  bool drain_handoff_all();
+  // Token held: a send / receive straight into the EP's queue pair, behind
+  // what was handed off before it.
+  rc::Qp::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);
+  rc::Qp::PostResult post_recv_now(Ep* ep, const rc::RecvWr& wr);
+  void housekeep_by(uint64_t t) {
+    uint64_t cur = next_housekeeping.load(std::memory_order_relaxed);
+    while (t < cur && !next_housekeeping.compare_exchange_weak(cur, t)) {
+    }
+  }
+  // Token held (every producer holds it).
+  void deliver(Evd* evd, Event&& ev);
+  uint32_t random32();
+
+  // connection manager (cm.cpp)
+  // Engine's GSI handler (token held): decodes the MAD into cm_in.
+  void on_gsi(const wire::PacketView& v, uint64_t now);
+  // Handles the queued MADs (mu and token held).
+  void process_cm_in(uint64_t now);
+  void on_cm(const CmIn& in, uint64_t now);
+  Status connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us, const uint8_t* pdata,
+                 uint32_t pdata_len);
+  Status accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len);
+  Status reject(Cr* cr, const uint8_t* pdata, uint32_t pdata_len);
+  Status disconnect(Ep* ep, bool abrupt);
+  void cm_timers(uint64_t now);
+  void drop_ep(Ep* ep);  // forget an EP in every CM table (EP freed / reset)
+  // Whether a DREQ in pending_dreqs with this communication ID still waits.
+  bool dreq_pending(uint32_t comm) const;
+  void drop_cr(Cr* cr);
+
+  // SRQ watermark notifications (srq.cpp).
+  void check_srqs();
+  // Delivers an asynchronous event about `handle` to the IA's async EVD.
+  void async_event(Ia* ia, EventNum n, Object* handle, uint32_t reason);
+
+  // EP queue pair management
+  Status make_qp(Ep* ep);
+  void destroy_qp(Ep* ep);
+
+ private:
+  bool drain_cq(Evd* evd);
+  // The event for RC completion `c` of `ep` on `evd` (a bind's also moves
+  // its RMR's FIFO of pending binds on).
+  Event cq_event(Evd* evd, const rc::Completion& c, Ep* ep);
+  // Before the EP's queue pair goes: its completions still queued by QPN.
+  void settle_completions(Ep* ep);
+  void report_overflow(Evd* evd);
+  void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
+  void finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata = nullptr, uint32_t len = 0);
+  void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
+  void send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& req,
+                wire::CmRejReason why, const uint8_t* pdata, uint32_t len);
+  void on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip, uint16_t port,
+              uint64_t now);
+  void on_rep(const wire::CmMessage& m, uint64_t now);
+  void on_rtu(const wire::CmMessage& m);
+  void on_rej(const wire::CmMessage& m);
+  void on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip);
+  void on_drep(const wire::CmMessage& m);
+  // Builds and sends the EP's DREQ (retransmitted from then on: kDreqSent).
+  void send_dreq(Ep* ep, uint64_t now);
+  // (Re)sends the EP's out_msg (REQ, REP or DREQ) and backs its timer off.
+  void send_out(Ep* ep, uint64_t now);
+  // Moves the EP's DREQ (sent, unanswered) to pending_dreqs.
+  void keep_dreq(const Ep* ep);
+  void pending_dreq_timers(uint64_t now, uint64_t* next);
+};
+
+// CNO agent upcalls (DAT_OS_WAIT_PROXY_AGENT).  An agent may call back into
+// DAT (typically dat_evd_dequeue on the EVD it is told about), so it never
+// runs under an interface lock: Iface::deliver() queues the upcall on the
+// delivering thread, and that thread makes it once it holds no interface
+// lock any more (IfaceLock releases; the progress paths likewise), in
+// delivery order.  The CNO may be freed, or given another agent, meanwhile:
+// the upcall looks the CNO handle up again and calls the agent the CNO has
+// then, or nothing when the CNO is gone.  The EVD handle given to the agent
+// is only a handle: one freed meanwhile is refused as DAT_INVALID_HANDLE.
+void queue_upcall(Iface* f, Cno* cno, Evd* evd);
+// Makes this thread's queued upcalls; nothing while it holds an interface
+// lock or is already making them (an agent's own calls into DAT: the outer
+// loop makes what they queue, after the agent returns).
+void run_upcalls();
+void note_iface_locked();
+void note_iface_unlocked();
+
+// The control path's lock: the interface mutex, then the engine token
+// (BasicLockable, so condition_variable_any waits on it, releasing both).
+// Counts the interface locks this thread holds and makes the queued agent
+// upcalls when the last one is released.
+class IfaceLock {
+ public:
+  explicit IfaceLock(Iface* f) : f_(f) { lock(); }
+  IfaceLock(const IfaceLock&) = delete;
+  IfaceLock& operator=(const IfaceLock&) = delete;
+  ~IfaceLock() {
+    if (owns_) unlock();
+  }
+  void lock() {
+    f_->mu.lock();
+    f_->token.lock();
+    owns_ = true;
+    note_iface_locked();
+  }
+  void unlock() {
+    owns_ = false;
+    f_->token.unlock();
+    f_->mu.unlock();
+    note_iface_unlocked();
+    run_upcalls();
+  }
+  bool owns_lock() const { return owns_; }
+
+ private:
+  Iface* f_;
+  bool owns_ = false;
+};
+
+// Drives every other interface of the process once (try-lock: an interface
+// some other thread is driving is skipped).  For waits on one interface of
+// an in-process pair whose peer must move too.
+void progress_others(Iface* except);
+
+// Whether the process has an interface without a progress thread (its
+// waiters then drive the others: an in-process peer may be inline).
+bool any_inline_iface();
+
+// Starts the interface's progress thread (busy / adaptive; progress.cpp).
+void start_progress(Iface* f);
+
+// Translates an RC completion status to the DAT DTO status.
+DtoStatus dto_status(rc::WcStatus s);
+
+}  // namespace dpdat::dat

@@ -1,0 +1,150 @@
+// Posting work requests: the data path (ep_post, ep_post_recv).  No interface
+// lock: see submit().
+
+#include "ops.hpp"
+
+#include <atomic>
+
+namespace dpdat::dat {
+
+Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags) {
+  if ((f & ~0x0Fu) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
+  *wr_flags = rc::wr_flag::kSignaled;
+  if ((f & cflag::kUnsignalled) != 0) {
+    if ((ep->attr.request_completion_flags & cflag::kUnsignalled) == 0)
+      return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
+    *wr_flags = 0;
+  }
+  if ((f & cflag::kSuppress) != 0) *wr_flags = 0;
+  if ((f & cflag::kBarrierFence) != 0) *wr_flags |= rc::wr_flag::kFence;
+  if ((f & cflag::kSolicitedWait) != 0) *wr_flags |= rc::wr_flag::kSolicited;
+  return kOk;
+}
+
+Status post_result(rc::Qp::PostResult r, const Ep* ep) {
+  switch (r) {
+    case rc::Qp::PostResult::kOk:
+      return kOk;
+    case rc::Qp::PostResult::kQueueFull:
+      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+    case rc::Qp::PostResult::kInvalidState:
+      return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+    case rc::Qp::PostResult::kInvalidWr:
+      return fail(Type::INVALID_PARAMETER);
+  }
+  return fail(Type::INTERNAL_ERROR);
+}
+
+namespace {
+
+// The data path of a post: straight into the queue pair when this thread
+// can take the engine token (then it progresses the interface inline, so the
+// request leaves now), else handed to the token's holder.  A hand-off is
+// refused for a full queue on the EP's own counts of what it posted and what
+// its queue pair retired (as of the completions delivered), and for a full
+// hand-off ring (back-pressure).
+Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::RecvWr* rwr) {
+  const uint64_t now = now_ns();
+  if (f->token.try_lock()) {
+    // Requests handed over earlier go first; one still being written by its
+    // poster (claimed, not yet published) keeps this one behind it too.
+    f->drain_handoff();
+    if (!f->handoff.pending()) {
+      const rc::Qp::PostResult r =
+          is_send ? f->post_send_now(ep, *swr) : f->post_recv_now(ep, *rwr);
+      f->last_consumer_progress.store(now, std::memory_order_relaxed);
+      if (r == rc::Qp::PostResult::kOk) f->step(now, false);
+      f->token.unlock();
+      run_upcalls();
+      return post_result(r, ep);
+    }
+    f->token.unlock();
+  }
+  rc::Qp* qp = ep->qp;
+  const uint64_t cap = is_send ? qp->config().sq_depth : qp->config().rq_depth;
+  std::atomic<uint64_t>& posted = is_send ? ep->sends_posted : ep->recvs_posted;
+  const std::atomic<uint64_t>& retired = is_send ? ep->sends_retired : ep->recvs_retired;
+  if (posted.load(std::memory_order_relaxed) - retired.load(std::memory_order_acquire) >= cap)
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  Handoff h;
+  h.ep = ep;
+  h.qp = qp;
+  h.is_send = is_send;
+  if (is_send) {
+    h.send = *swr;
+  } else {
+    h.recv = *rwr;
+  }
+  if (!f->handoff.push(h)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  posted.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  f->drive(now, true);  // the holder may have let go meanwhile
+  return kOk;
+}
+
+Status fill_sges(const Ep* ep, const rc::Sge* in, uint32_t n, uint32_t max_iov, rc::Sge* sge,
+                 uint32_t* nsge, uint64_t* total) {
+  if (n > max_iov || n > rc::kMaxSge) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (n > 0 && in == nullptr) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  *total = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    sge[i] = in[i];
+    *total += in[i].length;
+  }
+  *nsge = n;
+  if (*total > ep->attr.max_message_size) return fail(Type::LENGTH_ERROR);
+  return kOk;
+}
+
+}  // namespace
+
+Status ep_post(Ep* ep, const PostArgs& a) {
+  Iface* f = ep->ia->iface;
+  const EpState state = ep->state.load(std::memory_order_acquire);
+  if (state != EpState::kConnected || ep->qp == nullptr)
+    return fail(Type::INVALID_STATE, ep_state_sub(state));
+  rc::SendWr wr;
+  wr.cookie = a.cookie;
+  wr.op = a.op;
+  uint64_t total = 0;
+  const bool read = a.op == rc::WrOp::kRead;
+  const bool write = a.op == rc::WrOp::kWrite || a.op == rc::WrOp::kWriteImm;
+  const bool atomic = a.op == rc::WrOp::kCompareSwap || a.op == rc::WrOp::kFetchAdd;
+  const uint32_t max_iov = read    ? ep->attr.max_rdma_read_iov
+                           : write ? ep->attr.max_rdma_write_iov
+                                   : ep->attr.max_request_iov;
+  Status st = fill_sges(ep, a.sge, a.nsge, max_iov, wr.sge, &wr.num_sge, &total);
+  if (st.ok()) st = request_flags(ep, a.cflags, &wr.flags);
+  if (st.ok() && atomic && (wr.num_sge != 1 || total != 8))
+    st = fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (st.ok() && a.remote != nullptr) {
+    if (total > a.remote->length) st = fail(Type::LENGTH_ERROR);
+    if (total > ep->attr.max_rdma_size) st = fail(Type::LENGTH_ERROR);
+    wr.rkey = a.remote->rkey;
+    wr.remote_va = a.remote->va;
+  } else if (st.ok() && a.op != rc::WrOp::kSend && a.op != rc::WrOp::kSendImm) {
+    st = fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
+  }
+  if (!st.ok()) return st;
+  wr.imm = a.imm;
+  wr.compare = a.compare;
+  wr.swap_add = a.swap_add;
+  return submit(f, ep, true, &wr, nullptr);
+}
+
+Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags) {
+  if ((cflags & ~0x1Fu) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
+  Iface* f = ep->ia->iface;
+  const EpState state = ep->state.load(std::memory_order_acquire);
+  if (ep->qp == nullptr || state == EpState::kDisconnected)
+    return fail(Type::INVALID_STATE, ep_state_sub(state));
+  if (ep->srq != nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // post to its SRQ instead
+  rc::RecvWr wr;
+  wr.cookie = cookie;
+  uint64_t total = 0;
+  Status st = fill_sges(ep, sge, nsge, ep->attr.max_recv_iov, wr.sge, &wr.num_sge, &total);
+  if (!st.ok()) return st;
+  return submit(f, ep, false, nullptr, &wr);
+}
+
+}  // namespace dpdat::dat
