@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "objects.hpp"
 
@@ -137,11 +138,11 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
 
 // Resolves an event taken off the EVD: an inject slot's completion frees
 // the slot now.
-CqEvent resolve(const dat::Event& ev) {
+CqEvent resolve(dat::Event&& ev) {
   CqEvent s;
-  s.ev = ev;
-  if (ev.num == dat::EventNum::kDto) {
-    if (Ep* ep = ep_of(ev.ep); ep != nullptr) s.slotted = slot_of(ep, ev.cookie, &s.slot);
+  s.ev = std::move(ev);
+  if (s.ev.num == dat::EventNum::kDto) {
+    if (Ep* ep = ep_of(s.ev.ep); ep != nullptr) s.slotted = slot_of(ep, s.ev.cookie, &s.slot);
   }
   return s;
 }
@@ -158,12 +159,12 @@ ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
   while (n < count) {
     CqEvent s;
     if (!stash.empty()) {
-      s = stash.front();
+      s = std::move(stash.front());
       stash.pop_front();
     } else {
       dat::Event ev;
       if (!dat::evd_dequeue(cq->evd, &ev).ok()) break;
-      s = resolve(ev);
+      s = resolve(std::move(ev));
     }
     fi_cq_err_entry err;
     const Kind k = convert(cq, s, out + n * esize, &err);
@@ -218,7 +219,7 @@ ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int tim
     const dat::Status st = dat::evd_wait(cq->evd, left_us, 1, &ev, nullptr);
     if (st.ok()) {
       std::lock_guard lk(cq->mu);
-      cq->stash.push_back(resolve(ev));
+      cq->stash.push_back(resolve(std::move(ev)));
     } else if (st.type != dat::Type::TIMEOUT_EXPIRED) {
       // Another thread waits on this CQ: poll gently.
       std::this_thread::sleep_for(std::chrono::microseconds(std::min<uint64_t>(left_us, 1000)));
@@ -300,7 +301,7 @@ bool reclaim_slots(Cq* cq) {
   for (;;) {
     dat::Event ev;
     if (!dat::evd_dequeue(cq->evd, &ev).ok()) return false;
-    cq->stash.push_back(resolve(ev));
+    cq->stash.push_back(resolve(std::move(ev)));
     if (cq->stash.back().slotted) return true;
   }
 }

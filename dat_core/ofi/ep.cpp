@@ -115,7 +115,7 @@ int pep_listen(fid_pep* p) {
     }
   }
   if (!st.ok()) return to_fi(st);
-  dat::Lock lk(ia->iface->mu);
+  dat::Lock lk(ia->iface);
   pep->sp->context = reinterpret_cast<uintptr_t>(pep);
   pep->sp->context_set = true;
   return 0;
@@ -165,7 +165,7 @@ int enable(Ep* ep) {
     ep->bounce_lmr = nullptr;
     return to_fi(st);
   }
-  dat::Lock lk(ia->iface->mu);
+  dat::Lock lk(ia->iface);
   ep->dep->context = reinterpret_cast<uintptr_t>(ep);
   ep->dep->context_set = true;
   return 0;

@@ -52,7 +52,7 @@ bool connreq_entry(const dat::Event& ev, EqEntry* out) {
   std::vector<uint8_t> pdata;
   uint32_t peer_ip = 0;
   {
-    dat::Lock lk(cr->ia->iface->mu);
+    dat::Lock lk(cr->ia->iface);
     pdata = cr->pdata;
     peer_ip = cr->peer_ip;
   }

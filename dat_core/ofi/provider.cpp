@@ -225,7 +225,7 @@ namespace {
 // The interface's frame counters (DPDAT_FI_STATS), printed at every
 // fi_close of the fabric, also one refused because objects are still open.
 void print_stats(dat::Iface* iface) {
-  dat::Lock lk(iface->mu);
+  dat::Lock lk(iface);
   const rc::EngineCounters& c = iface->engine->counters();
   std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu\n", iface->cfg.name.c_str(),
                static_cast<unsigned long long>(c.tx_frames),
@@ -291,7 +291,7 @@ int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out) {
       const bool manual = info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
       std::string err;
       dat::IfaceConfig c2;
-      if (dat::parse_iface_config(cfg.text + (manual ? ";progress=inline" : ";progress=thread"),
+      if (dat::parse_iface_config(cfg.text + (manual ? ";progress=inline" : ";progress=adaptive"),
                                   &c2, &err)) {
         c2.name = cfg.name;
         cfg = c2;
