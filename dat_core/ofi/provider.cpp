@@ -43,7 +43,6 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
     if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
       return no("shared or scalable contexts");
     if (h->ep_attr->max_msg_size > (1u << 30)) return no("message size");
-    if (h->ep_attr->mem_tag_format != 0 && (h->caps & FI_TAGGED) != 0) return no("tags");
   }
   if (h->fabric_attr != nullptr && !str_is(h->fabric_attr->name, kFabricName))
     return no("fabric name");
