@@ -15,6 +15,8 @@ PKGS=(
   # check of the tools tests, peers for bench/compare
   libcli11-dev nlohmann-json3-dev gnuplot-nox python3 python3-jsonschema
   ucx-utils sockperf
+  # the libfabric provider and what runs on it (fi_pingpong, Open MPI, NetPIPE, HPCC)
+  libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev netpipe-openmpi hpcc
 )
 
 if [ "$(id -u)" -ne 0 ]; then

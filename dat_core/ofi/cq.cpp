@@ -1,0 +1,337 @@
+// Completion queues: the DTO events of an EVD as fi_cq_entry /
+// fi_cq_msg_entry / fi_cq_data_entry, failures as error entries.
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "objects.hpp"
+
+namespace dpdat::ofi {
+
+namespace {
+
+using dat::DtoStatus;
+
+Ep* ep_of(dat::Ep* dep) {
+  if (dep == nullptr || dat::lookup<dat::Ep>(dep, dat::HandleType::kEp) == nullptr ||
+      dep->context == 0)
+    return nullptr;
+  return reinterpret_cast<Ep*>(static_cast<uintptr_t>(dep->context));
+}
+
+uint64_t op_flags(rc::WcOp op) {
+  switch (op) {
+    case rc::WcOp::kSend:
+      return FI_SEND | FI_MSG;
+    case rc::WcOp::kWrite:
+      return FI_RMA | FI_WRITE;
+    case rc::WcOp::kRead:
+      return FI_RMA | FI_READ;
+    case rc::WcOp::kCompareSwap:
+    case rc::WcOp::kFetchAdd:
+      return FI_ATOMIC | FI_READ;
+    case rc::WcOp::kBind:
+      return 0;
+    case rc::WcOp::kRecv:
+      return FI_RECV | FI_MSG;
+    case rc::WcOp::kRecvWriteImm:
+      return FI_RMA | FI_REMOTE_WRITE;
+  }
+  return 0;
+}
+
+int fi_errno_of(DtoStatus s, rc::WcOp op) {
+  switch (s) {
+    case DtoStatus::kSuccess:
+      return 0;
+    case DtoStatus::kFlushed:
+      return FI_ECANCELED;
+    case DtoStatus::kLocalLength:
+      return op == rc::WcOp::kRecv ? FI_ETRUNC : FI_EMSGSIZE;
+    case DtoStatus::kLocalEp:
+      return FI_EINVAL;
+    case DtoStatus::kLocalProtection:
+    case DtoStatus::kRemoteAccess:
+      return FI_EACCES;
+    case DtoStatus::kRemoteResponder:
+      return FI_EREMOTEIO;
+    case DtoStatus::kReceiverNotReady:
+      return FI_ENORX;
+    case DtoStatus::kTransport:
+      return FI_ETIMEDOUT;
+    case DtoStatus::kBadResponse:
+    case DtoStatus::kPartialPacket:
+    case DtoStatus::kRmrOperationFailed:
+      return FI_EIO;
+  }
+  return FI_EIO;
+}
+
+size_t entry_size(fi_cq_format f) {
+  switch (f) {
+    case FI_CQ_FORMAT_CONTEXT:
+      return sizeof(fi_cq_entry);
+    case FI_CQ_FORMAT_MSG:
+      return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA:
+      return sizeof(fi_cq_data_entry);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// What one event becomes: nothing (an inject whose completion was not
+// asked for, an EP closed meanwhile), an entry, or an error.
+enum class Kind { kSkip, kEntry, kError };
+
+Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err) {
+  const dat::Event& ev = s.ev;
+  if (ev.num != dat::EventNum::kDto) return Kind::kSkip;
+  void* context = reinterpret_cast<void*>(static_cast<uintptr_t>(ev.cookie));
+  uint64_t flags = op_flags(ev.op);
+  if (s.slotted) {
+    if (!s.slot.report && ev.status == DtoStatus::kSuccess) return Kind::kSkip;
+    context = s.slot.report ? s.slot.context : nullptr;
+  }
+  uint64_t data = 0;
+  if (ev.has_imm && (ev.op == rc::WcOp::kRecv || ev.op == rc::WcOp::kRecvWriteImm)) {
+    flags |= FI_REMOTE_CQ_DATA;
+    data = ev.imm;
+  }
+  const bool inbound = ev.op == rc::WcOp::kRecv || ev.op == rc::WcOp::kRecvWriteImm;
+  if (ev.status != DtoStatus::kSuccess) {
+    *err = fi_cq_err_entry{};
+    err->op_context = context;
+    err->flags = flags;
+    err->len = inbound ? ev.length : 0;
+    err->data = data;
+    err->err = fi_errno_of(ev.status, ev.op);
+    err->prov_errno = static_cast<int>(ev.status);
+    return Kind::kError;
+  }
+  switch (cq->format) {
+    case FI_CQ_FORMAT_CONTEXT: {
+      fi_cq_entry e{context};
+      std::memcpy(out, &e, sizeof(e));
+      break;
+    }
+    case FI_CQ_FORMAT_MSG: {
+      fi_cq_msg_entry e{context, flags, inbound ? ev.length : 0};
+      std::memcpy(out, &e, sizeof(e));
+      break;
+    }
+    default: {
+      fi_cq_data_entry e{context, flags, inbound ? ev.length : 0, nullptr, data};
+      std::memcpy(out, &e, sizeof(e));
+      break;
+    }
+  }
+  return Kind::kEntry;
+}
+
+// Resolves an event taken off the EVD: an inject slot's completion frees
+// the slot now.
+CqEvent resolve(dat::Event&& ev) {
+  CqEvent s;
+  s.ev = std::move(ev);
+  if (s.ev.num == dat::EventNum::kDto) {
+    if (Ep* ep = ep_of(s.ev.ep); ep != nullptr) s.slotted = slot_of(ep, s.ev.cookie, &s.slot);
+  }
+  return s;
+}
+
+ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
+  auto* cq = reinterpret_cast<Cq*>(fcq);
+  if (buf == nullptr && count > 0) return -FI_EINVAL;
+  std::lock_guard lk(cq->mu);
+  if (cq->err) return -FI_EAVAIL;
+  auto& stash = cq->stash;
+  const size_t esize = entry_size(cq->format);
+  size_t n = 0;
+  auto* out = static_cast<uint8_t*>(buf);
+  while (n < count) {
+    CqEvent s;
+    if (!stash.empty()) {
+      s = std::move(stash.front());
+      stash.pop_front();
+    } else {
+      dat::Event ev;
+      if (!dat::evd_dequeue(cq->evd, &ev).ok()) break;
+      s = resolve(std::move(ev));
+    }
+    fi_cq_err_entry err;
+    const Kind k = convert(cq, s, out + n * esize, &err);
+    if (k == Kind::kEntry) ++n;
+    if (k == Kind::kError) {
+      cq->err = err;
+      break;
+    }
+  }
+  if (n > 0) return static_cast<ssize_t>(n);
+  return cq->err ? -FI_EAVAIL : -FI_EAGAIN;
+}
+
+ssize_t cq_readfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src) {
+  const ssize_t r = cq_read(fcq, buf, count);
+  if (src != nullptr)
+    for (ssize_t i = 0; i < r; ++i) src[i] = FI_ADDR_NOTAVAIL;  // connected: no source address
+  return r;
+}
+
+ssize_t cq_readerr(fid_cq* fcq, fi_cq_err_entry* buf, uint64_t flags) {
+  auto* cq = reinterpret_cast<Cq*>(fcq);
+  if (buf == nullptr || flags != 0) return -FI_EINVAL;
+  std::lock_guard lk(cq->mu);
+  if (!cq->err) return -FI_EAGAIN;
+  void* user_data = buf->err_data;
+  const size_t user_size = buf->err_data_size;
+  *buf = *cq->err;
+  buf->err_data = user_size > 0 ? user_data : nullptr;
+  buf->err_data_size = 0;
+  cq->err.reset();
+  return 1;
+}
+
+ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int timeout) {
+  auto* cq = reinterpret_cast<Cq*>(fcq);
+  if (cond != nullptr) return -FI_EINVAL;  // FI_CQ_COND_NONE only
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const ssize_t r = cq_read(fcq, buf, count);
+    if (r != -FI_EAGAIN) return r;
+    uint64_t left_us = dat::kInfinite;
+    if (timeout >= 0) {
+      const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+      const int64_t left = int64_t{timeout} * 1000 - spent;
+      if (left <= 0) return -FI_EAGAIN;
+      left_us = static_cast<uint64_t>(left);
+    }
+    dat::Event ev;
+    const dat::Status st = dat::evd_wait(cq->evd, left_us, 1, &ev, nullptr);
+    if (st.ok()) {
+      std::lock_guard lk(cq->mu);
+      cq->stash.push_back(resolve(std::move(ev)));
+    } else if (st.type != dat::Type::TIMEOUT_EXPIRED) {
+      // Another thread waits on this CQ: poll gently.
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min<uint64_t>(left_us, 1000)));
+    }
+  }
+}
+
+ssize_t cq_sreadfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src, const void* cond,
+                     int timeout) {
+  const ssize_t r = cq_sread(fcq, buf, count, cond, timeout);
+  if (src != nullptr)
+    for (ssize_t i = 0; i < r; ++i) src[i] = FI_ADDR_NOTAVAIL;
+  return r;
+}
+
+int cq_signal(fid_cq* fcq) {
+  auto* cq = reinterpret_cast<Cq*>(fcq);
+  return to_fi(dat::evd_post_se(cq->evd, nullptr));
+}
+
+const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
+  const char* s = "dpdat: transfer failed";
+  switch (static_cast<DtoStatus>(prov_errno)) {
+    case DtoStatus::kFlushed:
+      s = "dpdat: flushed (the connection went down before the transfer finished)";
+      break;
+    case DtoStatus::kLocalLength:
+      s = "dpdat: local length error (receive buffer too small or bad local lengths)";
+      break;
+    case DtoStatus::kLocalEp:
+      s = "dpdat: malformed work request";
+      break;
+    case DtoStatus::kLocalProtection:
+      s = "dpdat: local protection error (memory descriptor, bounds or access rights)";
+      break;
+    case DtoStatus::kRemoteAccess:
+      s = "dpdat: remote access error (key, bounds or access rights at the peer)";
+      break;
+    case DtoStatus::kRemoteResponder:
+      s = "dpdat: remote operational error";
+      break;
+    case DtoStatus::kReceiverNotReady:
+      s = "dpdat: receiver not ready (retries spent)";
+      break;
+    case DtoStatus::kTransport:
+      s = "dpdat: transport retries spent (peer gone)";
+      break;
+    case DtoStatus::kBadResponse:
+      s = "dpdat: bad response (invalid request at the peer)";
+      break;
+    default:
+      break;
+  }
+  if (buf != nullptr && len > 0) {
+    std::snprintf(buf, len, "%s", s);
+    return buf;
+  }
+  return s;
+}
+
+int cq_close(fid* f) {
+  auto* cq = reinterpret_cast<Cq*>(f);
+  if (cq->refs > 0) return -FI_EBUSY;
+  if (!dat::evd_free(cq->evd).ok()) return -FI_EBUSY;
+  cq->dom->refs--;
+  delete cq;
+  return 0;
+}
+
+fi_ops g_cq_fi_ops = {sizeof(fi_ops), cq_close, no_bind,   no_control,
+                      no_ops_open,    no_tostr, no_ops_set};
+fi_ops_cq g_cq_ops = {sizeof(fi_ops_cq), cq_read,      cq_readfrom, cq_readerr,
+                      cq_sread,          cq_sreadfrom, cq_signal,   cq_strerror};
+
+}  // namespace
+
+bool reclaim_slots(Cq* cq) {
+  std::lock_guard lk(cq->mu);
+  for (;;) {
+    dat::Event ev;
+    if (!dat::evd_dequeue(cq->evd, &ev).ok()) return false;
+    cq->stash.push_back(resolve(std::move(ev)));
+    if (cq->stash.back().slotted) return true;
+  }
+}
+
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
+  auto* d = object_of<Domain>(&domain->fid, FI_CLASS_DOMAIN);
+  if (d == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
+  if (attr->flags != 0) return -FI_EBADFLAGS;
+  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC) return -FI_ENOSYS;
+  if (attr->wait_cond != FI_CQ_COND_NONE) return -FI_ENOSYS;
+  const fi_cq_format format =
+      attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+  if (entry_size(format) == 0) return -FI_ENOSYS;  // tagged entries: no FI_TAGGED
+  auto* cq = new Cq();
+  cq->dom = d;
+  cq->format = format;
+  cq->size = std::clamp<size_t>(attr->size, 256, 1u << 16);
+  dat::Status st = dat::evd_create(d->pz->ia, static_cast<int64_t>(cq->size), nullptr,
+                                   dat::evd_flag::kDto | dat::evd_flag::kSoftware, &cq->evd);
+  if (!st.ok()) {
+    delete cq;
+    return to_fi(st);
+  }
+  cq->cq.fid.fclass = FI_CLASS_CQ;
+  cq->cq.fid.context = context;
+  cq->cq.fid.ops = &g_cq_fi_ops;
+  cq->cq.ops = &g_cq_ops;
+  d->refs++;
+  *out = &cq->cq;
+  return 0;
+}
+
+}  // namespace dpdat::ofi

@@ -1,0 +1,240 @@
+#pragma once
+// The libfabric objects of the dpdat provider (libdpdat-fi.so) and how each
+// sits on the dat_core objects of ops.hpp — the same objects libdat and the
+// DAT 2.0 plug-in use:
+//
+//   fabric   -> one IA on the process's dpdat interface (opened on first use)
+//   domain   -> a PZ of that IA
+//   EQ       -> an EVD with the CR and connection streams
+//   CQ       -> an EVD with the DTO stream
+//   MR       -> an LMR (its context is the key)
+//   PEP      -> a PSP whose connection qualifier is the sockaddr's port
+//   EP       -> an EP, created at fi_enable from the bound CQs and EQ
+//
+// Every libfabric struct (fid_*) is the first member of its object, so the
+// fid pointer libfabric hands back converts to the object.  The DAT EP's and
+// PSP's consumer context point back at the provider's object.
+
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+
+namespace dpdat::ofi {
+
+inline constexpr const char* kProvName = "dpdat";
+inline constexpr const char* kFabricName = "dpdat";
+inline constexpr uint32_t kProvVersion = FI_VERSION(0, 1);
+inline constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
+inline constexpr size_t kInjectSize = 256;
+inline constexpr size_t kInjectSlots = 64;
+inline constexpr size_t kCqDataSize = 4;
+inline constexpr size_t kCmDataSize = 92;  // what a CM REQ carries (wire::kCmReqPdata)
+inline constexpr size_t kTxSize = 256;
+inline constexpr size_t kRxSize = 256;
+inline constexpr uint64_t kConnectTimeoutUs = 30'000'000;
+
+extern fi_provider g_prov;
+
+// The dpdat interface this process uses (config.cpp): the IA named by
+// DPDAT_FI_IA, where "%r" stands for the local rank (Open MPI's
+// OMPI_COMM_WORLD_LOCAL_RANK, else 0); default "fi%r".  The name resolves as
+// every IA name does (DPDAT_IA_<NAME>, the DPDAT_CONF file, the built-ins).
+bool process_iface(dat::IfaceConfig* out, std::string* why);
+
+// DPDAT_FI_STATS=1: closing a fabric prints its interface's frame counters
+// to stderr ("dpdat-fi: <name> tx_frames N rx_frames M"), so a job can show
+// that dpdat carried its traffic.
+bool stats_wanted();
+
+// A sockaddr_in of an address (host byte order) and port.
+sockaddr_in make_sin(uint32_t ip, uint16_t port);
+// The IPv4 address and port of a FI_SOCKADDR_IN / FI_SOCKADDR address;
+// false for anything else.
+bool parse_sin(const void* addr, size_t len, uint32_t* ip, uint16_t* port);
+
+// Status of a dat_core operation -> negative libfabric errno.
+int to_fi(dat::Status st);
+
+// --------------------------------------------------------------- objects
+
+struct Fabric {
+  fid_fabric fabric{};
+  dat::IfaceConfig cfg;
+  std::mutex mu;
+  dat::Ia* ia = nullptr;  // opened by the first domain or passive EP
+  uint32_t refs = 0;      // domains, EQs, passive EPs
+};
+// Opens the fabric's IA (progress as the info asks) on first use.
+int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out);
+
+struct Domain {
+  fid_domain domain{};
+  Fabric* fab = nullptr;
+  dat::Pz* pz = nullptr;
+  uint64_t mr_mode = 0;
+  std::atomic<uint32_t> refs{0};  // CQs, MRs, EPs
+};
+
+struct Mr {
+  fid_mr mr{};
+  Domain* dom = nullptr;
+  dat::Lmr* lmr = nullptr;
+  uintptr_t base = 0;  // host address of the registered bytes
+};
+
+// An EQ entry waiting to be read: a completed event (struct bytes after the
+// event number) or an error entry.
+struct EqEntry {
+  uint32_t event = 0;
+  std::vector<uint8_t> bytes;  // fi_eq_entry / fi_eq_cm_entry (+ CM data)
+  bool is_err = false;
+  fi_eq_err_entry err{};
+  std::vector<uint8_t> err_data;
+};
+
+struct Eq {
+  fid_eq eq{};
+  Fabric* fab = nullptr;
+  size_t size = 0;
+  std::mutex mu;
+  dat::Evd* evd = nullptr;  // created when the first EP / PEP binds
+  std::deque<EqEntry> entries;
+  std::vector<uint8_t> last_err_data;  // valid until the next read
+  std::atomic<uint32_t> refs{0};       // bound EPs / PEPs
+};
+// Converts every event waiting in the EQ's EVD (before an EP goes: its
+// connection events name it by address, which a new EP may take over).
+void eq_drain(Eq* eq);
+// Drops the entries about a closed endpoint, so that a consumer never reads
+// an event naming a freed fid (ofi_rxm relies on this).
+void eq_forget(Eq* eq, const fid* f);
+// Creates the EQ's EVD on ia (first bind).
+int eq_attach(Eq* eq, dat::Ia* ia);
+
+// An inject / bounce slot: bytes the provider owns, sent from its own
+// registration; `report` when the consumer asked for a completion.
+struct Slot {
+  bool busy = false;
+  bool report = false;
+  void* context = nullptr;
+  uint64_t flags = 0;
+  size_t len = 0;
+};
+
+// A DTO event taken off a CQ's EVD; an inject slot's completion frees the
+// slot when it is taken off, and carries what the slot said.
+struct CqEvent {
+  dat::Event ev;
+  bool slotted = false;
+  Slot slot;
+};
+
+struct Ep;
+
+struct Cq {
+  fid_cq cq{};
+  Domain* dom = nullptr;
+  fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
+  size_t size = 0;
+  dat::Evd* evd = nullptr;
+  std::mutex mu;
+  std::deque<CqEvent> stash;  // taken off the EVD while reclaiming inject slots
+  std::optional<fi_cq_err_entry> err;
+  std::atomic<uint32_t> refs{0};  // bound EPs
+};
+// Takes events off the CQ's EVD into its stash until one of them freed an
+// inject slot; false when the EVD ran dry first.
+bool reclaim_slots(Cq* cq);
+
+// fi_info::handle of a FI_CONNREQ event.
+struct ConnReq {
+  fid fid_{};
+  dat::Cr* cr = nullptr;
+};
+
+struct Pep {
+  fid_pep pep{};
+  Fabric* fab = nullptr;
+  fi_info* info = nullptr;
+  Eq* eq = nullptr;
+  dat::Sp* sp = nullptr;
+  uint16_t port = 0;
+};
+
+struct Ep {
+  fid_ep ep{};
+  Domain* dom = nullptr;
+  fi_info* info = nullptr;
+  Eq* eq = nullptr;
+  Cq* txcq = nullptr;
+  Cq* rxcq = nullptr;
+  bool tx_selective = false;
+  bool rx_selective = false;
+  uint64_t tx_op_flags = 0;
+  dat::Ep* dep = nullptr;
+  ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
+  uint16_t peer_port = 0;
+  uint32_t peer_ip = 0;
+  std::mutex slot_mu;
+  std::vector<uint8_t> bounce;
+  std::vector<Slot> slots;
+  dat::Lmr* bounce_lmr = nullptr;
+};
+
+// Whether `cookie` names one of ep's inject slots; frees it and reports
+// what the consumer asked for.
+bool slot_of(Ep* ep, uint64_t cookie, Slot* out);
+
+// --------------------------------------------------------------- entry points
+
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const fi_info* hints, fi_info** info);
+int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);
+int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* context);
+int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** eq, void* context);
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** cq, void* context);
+int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offset,
+           uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
+int mr_regv(fid* fid, const iovec* iov, size_t count, uint64_t access, uint64_t offset,
+            uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
+int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr);
+int pep_open(fid_fabric* fabric, fi_info* info, fid_pep** pep, void* context);
+int ep_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
+int query_atomic(fid_domain* domain, fi_datatype datatype, fi_op op, fi_atomic_attr* attr,
+                 uint64_t flags);
+
+// EQ events from the DAT connection events (eq.cpp).
+void eq_convert(Eq* eq, const dat::Event& ev);
+
+// Stubs for calls the provider does not offer (-FI_ENOSYS).
+int no_bind(fid*, fid*, uint64_t);
+int no_control(fid*, int, void*);
+int no_ops_open(fid*, const char*, uint64_t, void**, void*);
+int no_tostr(const fid*, char*, size_t);
+int no_ops_set(fid*, const char*, uint64_t, void*, void*);
+
+// The fid's object, or nullptr when it is not of that class.
+template <typename T>
+T* object_of(fid* f, size_t fclass) {
+  return f != nullptr && f->fclass == fclass ? reinterpret_cast<T*>(f) : nullptr;
+}
+
+}  // namespace dpdat::ofi

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs an Open MPI job on dpdat through libfabric (mtl ofi over
+# "dpdat;ofi_rxm"), on a topology this script builds on one machine and
+# removes afterwards:
+#
+#   mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR]
+#                [--stats] -- PROGRAM [ARGS...]
+#
+#   memif      2 ranks, a net_memif pair (rank 0 the server end)
+#   af_packet  N ranks, N veth pairs on a Linux bridge inside a network
+#              namespace the script creates; rank k runs net_af_packet on
+#              its own veth end (10.80.0.k+1); mpirun runs in that namespace
+#
+# Each rank finds its interface as fi<local rank> in a dpdat configuration
+# file written here (DPDAT_CONF; the provider's DPDAT_FI_IA defaults to
+# fi%r).  Open MPI gets no TCP or shared-memory path: pml cm with mtl ofi,
+# btl self only, one-sided through osc pt2pt (the PML).  --stats makes each
+# rank print its interface's frame counters at the end (DPDAT_FI_STATS).
+# Exit status: the job's; 2 for bad arguments.
+set -uo pipefail
+
+RANKS=2
+LINK=memif
+PROVDIR=""
+STATS=0
+usage() {
+  echo "usage: mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR] [--stats] -- PROGRAM [ARGS...]" >&2
+  exit 2
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks) RANKS=${2:-}; shift 2 || usage ;;
+    --link) LINK=${2:-}; shift 2 || usage ;;
+    --provider-dir) PROVDIR=${2:-}; shift 2 || usage ;;
+    --stats) STATS=1; shift ;;
+    --) shift; break ;;
+    *) usage ;;
+  esac
+done
+[ $# -ge 1 ] || usage
+[[ "$RANKS" =~ ^[0-9]+$ ]] && [ "$RANKS" -ge 1 ] && [ "$RANKS" -le 16 ] || {
+  echo "mpi-dpdat.sh: --ranks must be 1..16" >&2; exit 2; }
+case "$LINK" in
+  memif) [ "$RANKS" -eq 2 ] || { echo "mpi-dpdat.sh: memif takes exactly 2 ranks" >&2; exit 2; } ;;
+  af_packet) ;;
+  *) echo "mpi-dpdat.sh: --link memif|af_packet" >&2; exit 2 ;;
+esac
+if [ -z "$PROVDIR" ]; then
+  here=$(dirname "$(readlink -f "$0")")
+  for d in "$here/../build/release/dat_core/ofi" "$here/../build/ci/dat_core/ofi"; do
+    [ -f "$d/libdpdat-fi.so" ] && { PROVDIR=$(readlink -f "$d"); break; }
+  done
+fi
+[ -n "$PROVDIR" ] && [ -f "$PROVDIR/libdpdat-fi.so" ] || {
+  echo "mpi-dpdat.sh: no libdpdat-fi.so (build it, or give --provider-dir)" >&2; exit 2; }
+
+# A sanitizer build of the provider (cmake --preset asan) needs its runtime
+# loaded first in the uninstrumented programs that load it; their own leaks
+# are not dpdat's business.
+ASAN_RT=$(ldd "$PROVDIR/libdpdat-fi.so" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
+ID=$$
+TMP=$(mktemp -d /tmp/dpdat-mpi-XXXXXX)
+NS=dpdat-mpi-$ID
+BR=dmbr$ID
+cleanup() {
+  if [ "$LINK" = af_packet ]; then ip netns del "$NS" 2>/dev/null; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+CONF=$TMP/dpdat.conf
+RUN=()
+if [ "$LINK" = memif ]; then
+  M="net_memif0,socket=$TMP/m.sock,socket-abstract=no"
+  echo "fi0 vdev=$M,role=server;ip=10.80.0.1" >"$CONF"
+  echo "fi1 vdev=$M,role=client;ip=10.80.0.2" >>"$CONF"
+else
+  ip netns add "$NS" || { echo "mpi-dpdat.sh: cannot create namespace" >&2; exit 1; }
+  ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+  ip netns exec "$NS" ip link set lo up
+  ip netns exec "$NS" ip link add "$BR" type bridge
+  ip netns exec "$NS" ip link set "$BR" up
+  : >"$CONF"
+  for k in $(seq 0 $((RANKS - 1))); do
+    # DPDK's net_af_packet names its PACKET_FANOUT group (pid ^ ifindex) &
+    # 0xffff: ifindexes 4096 apart keep the ranks' groups distinct.
+    ip netns exec "$NS" ip link add "r$k" index $((4096 * (k + 1))) type veth peer name "r$k-br"
+    ip netns exec "$NS" ip link set "r$k-br" master "$BR"
+    # hairpin: a frame for the rank's own address comes back to it (MPI
+    # sends to self through the provider)
+    ip netns exec "$NS" bridge link set dev "r$k-br" hairpin on
+    ip netns exec "$NS" ip link set "r$k-br" up
+    ip netns exec "$NS" ip link set "r$k" up
+    echo "fi$k vdev=net_af_packet$k,iface=r$k,blocksz=4096,framesz=2048,framecnt=512,qpairs=1;ip=10.80.0.$((k + 1))" >>"$CONF"
+  done
+  RUN=(ip netns exec "$NS")
+fi
+
+ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
+[ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
+[ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
+[ -n "$ASAN_RT" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
+"${RUN[@]}" mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${ENVS[@]}" \
+  --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "dpdat;ofi_rxm" \
+  --mca btl self --mca osc pt2pt --mca mpi_yield_when_idle 1 "$@"

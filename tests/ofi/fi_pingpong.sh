@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# libfabric's own tools on the dpdat provider (libdpdat-fi.so):
+#   fi_pingpong.sh MODE PROVIDER_DIR
+# MODE: info  - fi_info -p dpdat / "dpdat;ofi_rxm" list the provider and its
+#               capabilities; unmet hints give no entry (-FI_ENODATA)
+#       msg   - fi_pingpong -p dpdat -e msg, every size up to 6 MiB, -v
+#       rdm   - fi_pingpong -p "dpdat;ofi_rxm" -e rdm, same
+#       ops   - fi_ops_check (tests/ofi/fi_ops_check.c, path as 3rd argument):
+#               CM data, RMA, remote CQ data, atomics, timeouts, error paths
+# Two processes over a net_memif pair (a socket in a directory this script
+# makes and removes).  The interface of each comes from DPDAT_FI_IA.
+set -uo pipefail
+MODE=$1
+PROVDIR=$(readlink -f "$2")
+export FI_PROVIDER_PATH=$PROVDIR
+
+# A sanitizer build of the provider (cmake --preset asan) needs its runtime
+# loaded first in the uninstrumented programs that load it; their own leaks
+# are not dpdat's business.
+ASAN_RT=$(ldd "$PROVDIR/libdpdat-fi.so" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+TMP=$(mktemp -d /tmp/dpdat-fipp-XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL ($MODE): $*"
+  for f in "$TMP"/*.log; do [ -f "$f" ] && { echo "--- $f"; grep -v "mp action" "$f" | tail -40; }; done
+  exit 1
+}
+
+export DPDAT_IA_FISRV="vdev=net_memif0,role=server,socket=$TMP/m.sock,socket-abstract=no;ip=10.79.0.1"
+export DPDAT_IA_FICLI="vdev=net_memif0,role=client,socket=$TMP/m.sock,socket-abstract=no;ip=10.79.0.2"
+
+case "$MODE" in
+  info)
+    out=$(DPDAT_FI_IA=fisrv fi_info -p dpdat -v 2>&1) || fail "fi_info -p dpdat: $out"
+    for want in "prov_name: dpdat" "type: FI_EP_MSG" FI_MSG FI_RMA FI_ATOMIC FI_REMOTE_READ \
+      FI_REMOTE_WRITE FI_LOCAL_COMM FI_REMOTE_COMM "addr_format: FI_SOCKADDR_IN" FI_MR_LOCAL \
+      FI_MR_VIRT_ADDR FI_MR_ALLOCATED FI_MR_PROV_KEY "cq_data_size: 4" "inject_size: 256" \
+      "src_addr: fi_sockaddr_in://10.79.0.1:0"; do
+      grep -q -- "$want" <<<"$out" || fail "fi_info -p dpdat lacks '$want'"
+    done
+    out=$(DPDAT_FI_IA=fisrv fi_info -p "dpdat;ofi_rxm" 2>&1) || fail "fi_info rxm: $out"
+    grep -q "provider: dpdat;ofi_rxm" <<<"$out" || fail "no dpdat;ofi_rxm entry"
+    grep -q "type: FI_EP_RDM" <<<"$out" || fail "no FI_EP_RDM over dpdat"
+    # Unmet hints: datagram endpoints, tagged messages (only ofi_rxm's
+    # entries over dpdat may offer them), an unknown interface.
+    DPDAT_FI_IA=fisrv fi_info -p dpdat --ep_type FI_EP_DGRAM >/dev/null 2>&1 && fail "dgram listed"
+    out=$(DPDAT_FI_IA=fisrv fi_info -p dpdat -c FI_TAGGED 2>&1)
+    grep -qx "provider: dpdat" <<<"$out" && fail "core dpdat listed for FI_TAGGED"
+    DPDAT_FI_IA=nosuch fi_info -p dpdat >/dev/null 2>&1 && fail "unknown interface listed"
+    echo "fi_info: dpdat and dpdat;ofi_rxm listed, unmet hints refused"
+    ;;
+  msg | rdm)
+    if [ "$MODE" = msg ]; then PROV=dpdat; else PROV="dpdat;ofi_rxm"; fi
+    DPDAT_FI_IA=fisrv timeout 120 fi_pingpong -p "$PROV" -e "$MODE" -S all -I 10 -v \
+      >"$TMP/server.log" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    for _ in $(seq 1 100); do
+      [ -S "$TMP/m.sock" ] && break
+      kill -0 "$spid" 2>/dev/null || fail "server exited early"
+      sleep 0.05
+    done
+    DPDAT_FI_IA=ficli timeout 120 fi_pingpong -p "$PROV" -e "$MODE" -S all -I 10 -v 127.0.0.1 \
+      >"$TMP/client.log" 2>&1 || fail "client exited with $?"
+    wait "$spid" || fail "server exited with $?"
+    grep -q "prov_name: $PROV" "$TMP/client.log" || fail "client did not run on $PROV"
+    for sz in 1 64 4k 64k 1m; do
+      grep -qE "^$sz +10 +=10 " "$TMP/client.log" || fail "no verified result for $sz bytes"
+    done
+    grep -E "^(1|64|4k|64k|1m) " "$TMP/client.log"
+    echo "fi_pingpong -p '$PROV' -e $MODE: all sizes verified"
+    ;;
+  ops)
+    PROG=$(readlink -f "$3")
+    DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 >"$TMP/server.log" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    for _ in $(seq 1 200); do
+      grep -q listening "$TMP/server.log" 2>/dev/null && break
+      kill -0 "$spid" 2>/dev/null || fail "server exited early"
+      sleep 0.05
+    done
+    DPDAT_FI_IA=ficli timeout 60 "$PROG" client 10.79.0.1 7471 >"$TMP/client.log" 2>&1 ||
+      fail "client exited with $?"
+    wait "$spid" || fail "server exited with $?"
+    grep -q "fi_ops_check client: ok" "$TMP/client.log" || fail "client not ok"
+    grep -q "fi_ops_check server: ok" "$TMP/server.log" || fail "server not ok"
+    grep -h "fi_ops_check" "$TMP/client.log" "$TMP/server.log"
+    ;;
+  *)
+    echo "usage: fi_pingpong.sh info|msg|rdm|ops PROVIDER_DIR [FI_OPS_CHECK]" >&2
+    exit 2
+    ;;
+esac

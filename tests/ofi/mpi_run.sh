@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Open MPI jobs on dpdat (scripts/mpi-dpdat.sh), each judged by its own
+# output and by every rank's frame counters (DPDAT_FI_STATS): the traffic
+# went over dpdat, not a fallback.
+#   mpi_run.sh MODE PROVIDER_DIR [MPI_CHECK]
+# MODE: netpipe - NPopenmpi, 2 ranks over net_memif, 1 B .. 1 MiB
+#       check   - MPI_CHECK (tests/ofi/mpi_check.c), 4 ranks, af_packet bridge
+#       hpcc    - hpcc with tests/ofi/hpccinf.txt, 4 ranks, af_packet bridge
+set -uo pipefail
+MODE=$1
+PROVDIR=$(readlink -f "$2")
+HERE=$(dirname "$(readlink -f "$0")")
+RUN="$HERE/../../scripts/mpi-dpdat.sh"
+TMP=$(mktemp -d /tmp/dpdat-mpirun-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fail() {
+  echo "FAIL ($MODE): $*"
+  grep -v "mp action" "$TMP/out.log" | tail -40
+  exit 1
+}
+# every rank printed its counters, with at least $2 frames each way
+counters() {
+  local ranks=$1 min=$2
+  local n
+  n=$(grep "^dpdat-fi: fi" "$TMP/out.log" | awk '{print $2}' | sort -u | wc -l)
+  [ "$n" -eq "$ranks" ] || fail "$n of $ranks ranks reported dpdat counters"
+  while read -r _ name _ tx _ rx; do
+    [ "$tx" -ge "$min" ] && [ "$rx" -ge "$min" ] || fail "$name moved too few frames ($tx/$rx)"
+  done < <(grep "^dpdat-fi: fi" "$TMP/out.log")
+  grep "^dpdat-fi: fi" "$TMP/out.log"
+}
+
+case "$MODE" in
+  netpipe)
+    # -i: NetPIPE's integrity check (the data of every size is compared),
+    # then the timed run with a fixed repeat count (short for CI).
+    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" -- \
+      NPopenmpi -i -u 2097152 -n 5) >"$TMP/out.log" 2>&1 || fail "integrity job failed ($?)"
+    grep -q "Integrity check failed" "$TMP/out.log" && fail "integrity check failed"
+    ok=$(grep -c "Integrity check passed" "$TMP/out.log")
+    grep -qE "^ *[0-9]+: +1048577 bytes .*Integrity check passed" "$TMP/out.log" ||
+      fail "integrity not checked up to 1 MiB ($ok sizes passed)"
+    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" --stats -- \
+      NPopenmpi -u 1048576 -n 50 -o "$TMP/np.out") >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    last=$(awk 'END {print $1}' "$TMP/np.out")
+    [ "${last:-0}" -ge 1048576 ] || fail "NetPIPE stopped at ${last:-nothing} bytes"
+    counters 2 1000
+    awk '$1 == 8 || $1 == 65536 || $1 == 1048576' "$TMP/np.out"
+    echo "NetPIPE: $ok sizes integrity-checked, timed 1 B .. 1 MiB on dpdat;ofi_rxm"
+    ;;
+  check)
+    timeout 200 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" \
+      >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    grep -q "mpi_check: ok (4 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
+    counters 4 500
+    grep "mpi_check" "$TMP/out.log"
+    ;;
+  hpcc)
+    cp "$HERE/hpccinf.txt" "$TMP/"
+    (cd "$TMP" && timeout 280 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet \
+      --stats -- hpcc) >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    out="$TMP/hpccoutf.txt"
+    [ -f "$out" ] || fail "no hpccoutf.txt"
+    grep -q "^Success=1" "$out" || fail "HPCC summary lacks Success=1"
+    grep -qi "failed residual checks" "$out" && grep -E "^ +[1-9][0-9]* tests completed and failed" "$out" &&
+      fail "a residual check failed"
+    grep -E "_Errors=[1-9]" "$out" && fail "RandomAccess errors"
+    grep -E "^PTRANS_residual=" "$out"
+    counters 4 10000
+    grep -E "^(Success|HPL_Tflops|PTRANS_GBs|MPIRandomAccess_GUPs|MPIFFT_Gflops|AvgPingPongLatency_usec)=" "$out"
+    ;;
+  *)
+    echo "usage: mpi_run.sh netpipe|check|hpcc PROVIDER_DIR [MPI_CHECK]" >&2
+    exit 2
+    ;;
+esac
