@@ -6,9 +6,10 @@
 // adaptive  steps aside while a consumer drives the interface (it polled,
 //           posted or waited within the last idle_us), spins while traffic
 //           moved within the last spin_us, and otherwise sleeps with a
-//           doubling back-off capped at idle_us, so an idle connected process
-//           costs a few per cent of a core and a packet arriving while it
-//           sleeps waits at most about idle_us (plus the timer slack).  On a
+//           doubling back-off capped at idle_us (5 * idle_us after 100 ms
+//           without traffic), so an idle connected process costs about one
+//           wake-up per ms and a packet arriving while it sleeps waits at
+//           most that long.  On a
 //           link that wakes it on RX (Link::rx_wakeups: RX interrupts, the
 //           simulated link) it sleeps until a frame arrives instead, at most
 //           1 ms (timers).
@@ -29,6 +30,10 @@
 namespace dpdat::dat {
 namespace {
 
+// After this long without traffic an adaptive thread's sleeps may grow to
+// kDeepIdleFactor * idle_us.
+constexpr uint64_t kDeepIdleNs = 100'000'000;
+constexpr uint64_t kDeepIdleFactor = 5;
 // Longest sleep of an adaptive thread on a link that wakes it on RX.
 constexpr uint64_t kRxWaitNs = 1'000'000;
 
@@ -73,7 +78,10 @@ void progress_main(Iface* f) {
       f->link->wait_rx(kRxWaitNs);
     } else {
       sleep_us(backoff_us);
-      backoff_us = std::min<uint64_t>(backoff_us * 2, idle_us);
+      // Long idle (no traffic for kDeepIdleNs): the cap grows kDeepIdleFactor
+      // times, so an idle connected process costs about one wake-up per ms.
+      const bool deep = now - f->last_traffic.load(std::memory_order_relaxed) >= kDeepIdleNs;
+      backoff_us = std::min<uint64_t>(backoff_us * 2, deep ? idle_us * kDeepIdleFactor : idle_us);
     }
   }
 }
