@@ -1,14 +1,23 @@
 #pragma once
-// One reliable-connection queue pair: requester (segmentation, PSNs, window,
-// fences, retransmission), responder (PSN / opcode-sequence validation, access
-// checks, placement, RNR, READ responses, atomics with a replay cache,
-// coalesced ACKs) and completer (ACK / NAK / READ response processing,
-// in-order completions).  Owned and driven by exactly one Engine; never
-// touched by another thread.
+// One reliable-connection queue pair, split along the roles of IBA chapter 9
+// (as Linux rxe splits rxe_req.c / rxe_resp.c / rxe_comp.c):
+//   requester.cpp   segmentation, PSNs, window, fences, retransmission
+//   responder.cpp   PSN / opcode-sequence / length / resource / key checks,
+//                   placement, RNR, coalesced ACKs
+//   responder_replay.cpp  READ responses and atomic ACKs in PSN order, the
+//                   replay cache for duplicate READ / atomic requests
+//   completer.cpp   ACK / NAK / READ response / atomic ACK processing,
+//                   in-order completions
+//   qp_post.cpp     posting of work requests
+//   qp.cpp          construction, dispatch, progress, timers, error state
+// Each role walks an explicit state (ReqState, RespState, CompState, with a
+// name table for traces) through small check_* steps that return the next
+// state; error states map to NAK codes / completion statuses in one table
+// per role.  Owned and driven by exactly one Engine; never touched by
+// another thread.
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -32,6 +41,67 @@ struct QpCounters {
 class Qp {
  public:
   enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kCount };
+
+  // Requester: where emit_requests() stands with the WQE at sq_emit_.
+  enum class ReqState : uint8_t {
+    kGetWqe,        // next WQE to work on (or none)
+    kCheckFence,    // bind fence, kFence, READ/atomic depth, window for a new WQE
+    kExecBind,      // a memory-window bind runs locally, in order
+    kStartWqe,      // assign PSNs, check the lkeys
+    kEmit,          // send packets while the window allows
+    kNextWqe,       // this WQE is all sent
+    kDone,          // nothing more to send now
+    kBlocked,       // fence / window / READ-atomic depth: wait for a response
+    kBackpressure,  // no TX buffer
+    kError,         // the QP went to error on the way
+    kCount
+  };
+  // Responder: one request packet through its checks (responder.cpp).
+  enum class RespState : uint8_t {
+    kCheckPsn,
+    kDuplicate,      // PSN before the expected one
+    kOutOfSequence,  // PSN after it: a hole (selective repeat may place it)
+    kCheckLength,
+    kCheckOpSeq,
+    kCheckResources,  // a receive WQE and room for its completion
+    kCheckKeys,       // lkeys of the receive, rkey of RDMA / atomic requests
+    kExecSend,
+    kExecWrite,
+    kExecRead,
+    kExecAtomic,
+    kAcknowledge,  // SEND / WRITE packet accepted
+    kQueued,       // READ / atomic response queued
+    kRnrCqFull,    // RNR NAK: no room for the completion
+    kRnrNoRecv,    // RNR NAK: no receive WQE
+    // Error states (kErrFirst..): a NAK and the QP to error, see kRespError.
+    kErrLength,
+    kErrOpSeq,
+    kErrRecvProtection,
+    kErrRecvLength,
+    kErrRkey,
+    kErrWriteLength,
+    kErrMisaligned,
+    kErrUnsupported,
+    kCount
+  };
+  static constexpr RespState kRespErrFirst = RespState::kErrLength;
+  // Completer: one ACK / NAK packet (completer.cpp).
+  enum class CompState : uint8_t {
+    kCheckSyndrome,
+    kCheckPsn,  // NAKs: stale when outside the unacknowledged range
+    kAck,
+    kRnrNak,
+    kSeqNak,
+    kFatalNak,  // remote access / invalid request / operational error
+    kRnrExceeded,
+    kStale,
+    kBadSyndrome,
+    kDone,
+    kCount
+  };
+  static std::string_view state_name(ReqState s) noexcept;
+  static std::string_view state_name(RespState s) noexcept;
+  static std::string_view state_name(CompState s) noexcept;
 
   Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& cfg,
      CompletionQueue* send_cq, CompletionQueue* recv_cq);
@@ -154,8 +224,12 @@ class Qp {
   const SendWqe& sq(uint64_t i) const { return sq_[i & (sq_.size() - 1)]; }
   RecvWqe& rq(uint64_t i) { return rq_[i & (rq_.size() - 1)]; }
 
-  // requester
+  // requester (requester.cpp)
   bool emit_requests(uint64_t now);
+  ReqState req_get_wqe() const;
+  ReqState check_fence(const SendWqe& w) const;
+  void exec_bind(SendWqe& w, uint64_t now);
+  ReqState req_emit(SendWqe& w, uint64_t now);
   bool start_wqe(SendWqe& w, uint64_t now);
   bool emit_one(SendWqe& w, uint64_t now);
   bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now);
@@ -167,25 +241,56 @@ class Qp {
                       uint64_t offset, std::span<const uint8_t> data);
   wire::Psn una_psn() const;
   bool has_outstanding() const;
+  // The first started, unfinished WQE (binds aside) whose last PSN is at or
+  // after `psn`, or sq_tail_: the one holding `psn` when wqe_holds() says so.
+  uint64_t wqe_from(wire::Psn psn) const;
+  bool wqe_holds(uint64_t i, wire::Psn psn) const {
+    return i < sq_tail_ && wire::Psn::diff(psn, sq(i).first_psn) >= 0;
+  }
   void rewind_to(wire::Psn psn, uint64_t now);
   void arm_retransmit(uint64_t now);
+
+  // completer (completer.cpp)
   void complete_in_order(uint64_t now);
   void fail_wqe_at(wire::Psn psn, WcStatus st, QpError why, uint64_t now);
   void on_ack_packet(const wire::PacketView& v, uint64_t now);
+  CompState check_syndrome(uint8_t syndrome) const;
+  CompState check_nak_psn(wire::Psn psn, CompState next, uint64_t now);
+  CompState do_rnr_nak(wire::Psn psn, uint64_t now);
+  CompState do_seq_nak(wire::Psn psn, uint64_t now);
   void on_read_response(const wire::PacketView& v, uint64_t now);
   void on_atomic_ack(const wire::PacketView& v, uint64_t now);
   void note_acked(wire::Psn psn, uint64_t now);
   void finish_rd_atomic(SendWqe& w);
   void after_response(wire::Psn psn, uint64_t now);
 
-  // responder
+  // responder (responder.cpp): per-packet context the check_* steps fill in.
+  struct RespCtx {
+    const wire::PacketView& v;
+    wire::Psn psn;
+    bool first = false, last = false, is_send = false, is_write = false;
+    uint8_t* host = nullptr;  // rkey check: where the access lands
+    uint64_t va = 0, len = 0;
+    uint32_t rkey = 0;
+  };
   void on_request(const wire::PacketView& v, uint64_t now);
-  void handle_duplicate(const wire::PacketView& v, uint64_t now);
-  bool respond_emit(uint64_t now);
+  RespState check_psn(RespCtx& c, uint64_t now);
+  void on_out_of_sequence(const RespCtx& c, uint64_t now);
+  RespState check_length(const RespCtx& c) const;
+  RespState check_op_seq(const RespCtx& c) const;
+  RespState check_resources(const RespCtx& c);
+  RespState check_keys(RespCtx& c);
+  RespState exec_send(const RespCtx& c);
+  RespState exec_write(const RespCtx& c);
+  RespState exec_read(const RespCtx& c, uint64_t now);
+  RespState exec_atomic(const RespCtx& c, uint64_t now);
+  void acknowledge(const RespCtx& c, uint64_t now);
+  // An error state: its NAK (kRespError), completion and the QP to error.
+  void responder_error(RespState s, wire::Psn psn, uint64_t now);
+  void send_rnr_nak(wire::Psn psn, bool cq_full, uint64_t now);
   void send_ack(uint8_t syndrome, wire::Psn psn, uint64_t now);
-  void responder_fatal(uint8_t nak_code, wire::Psn psn, QpError why, uint64_t now);
   void remember(const ReplayEntry& e);
-  bool place_out_of_order(const wire::PacketView& v, int32_t ahead);
+  bool place_out_of_order(const wire::PacketView& v);
   void advance_epsn(uint64_t now);
   bool sr_bit(wire::Psn p) const {
     return (sr_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
@@ -194,6 +299,20 @@ class Qp {
     uint64_t& w = sr_bits_[(p.value() / 64) % kSrWords];
     const uint64_t m = uint64_t{1} << (p.value() % 64);
     w = on ? (w | m) : (w & ~m);
+  }
+
+  // responder output (responder_replay.cpp)
+  void handle_duplicate(const wire::PacketView& v, uint64_t now);
+  bool respond_emit(uint64_t now);
+  // The queue of responses is a fixed ring sized at creation (no allocation
+  // per request); a request that finds it full is dropped unacknowledged and
+  // the requester repeats it.
+  bool resp_empty() const { return resp_head_ == resp_tail_; }
+  bool resp_full() const { return resp_tail_ - resp_head_ == resp_q_.size(); }
+  RespJob& resp_at(uint64_t i) { return resp_q_[i & (resp_q_.size() - 1)]; }
+  void resp_push(const RespJob& j) {
+    resp_at(resp_tail_) = j;
+    ++resp_tail_;
   }
 
   // shared
@@ -282,13 +401,16 @@ class Qp {
   uint32_t unacked_ = 0;
   bool ack_req_seen_ = false;
   bool ack_owed_ = false;
-  std::deque<RespJob> resp_q_;
+  std::vector<RespJob> resp_q_;  // ring, power of two; see resp_push()
+  uint64_t resp_head_ = 0, resp_tail_ = 0;
   // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
   static constexpr uint32_t kSrWords = 32;
   static constexpr int32_t kSrSpan = kSrWords * 64;
   std::array<uint64_t, kSrWords> sr_bits_{};
   uint32_t sr_count_ = 0;
-  std::vector<wire::Psn> sr_resend_;  // requester: single PSNs to resend
+  // requester: single PSNs to resend, a ring (power of two, >= window).
+  std::vector<wire::Psn> sr_resend_;
+  uint64_t sr_resend_head_ = 0, sr_resend_tail_ = 0;
   std::vector<ReplayEntry> replay_;
   uint32_t replay_next_ = 0;
 };
