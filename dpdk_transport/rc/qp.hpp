@@ -169,9 +169,12 @@ class Qp {
   bool has_pending_work() const;
   uint64_t timer_deadline(TimerKind k) const { return timer_[static_cast<size_t>(k)]; }
   bool on_active_list_ = false;
-  // Deadline of this QP's entry in the engine's timer heap per kind (0: none);
-  // maintained by the Engine so the heap holds at most one live entry each.
-  std::array<uint64_t, static_cast<size_t>(TimerKind::kCount)> timer_queued_{};
+  // Position of this QP's entry in the engine's timer heap per kind
+  // (kNoTimerSlot: none); maintained by the Engine, which holds at most one
+  // entry per QP and kind.
+  static constexpr uint32_t kNoTimerSlot = UINT32_MAX;
+  std::array<uint32_t, static_cast<size_t>(TimerKind::kCount)> timer_slot_{
+      kNoTimerSlot, kNoTimerSlot, kNoTimerSlot};
 
  private:
   struct SendWqe {
