@@ -154,6 +154,12 @@ void Qp::note_acked(Psn psn, uint64_t now) {
   if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
   if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
   acked_psn_ = psn;
+  if (rtt_timing_ && Psn::diff(psn, rtt_psn_) >= 0) {
+    rtt_timing_ = false;
+    rtt_.sample(now - rtt_t0_);
+    ctr_.rtt_samples++;
+  }
+  tlp_sent_ = false;  // progress: a new tail may be probed
   retries_left_ = cfg_.retry_count;
   first_timeout_ns_ = 0;
   backoff_ = 0;

@@ -53,6 +53,14 @@ namespace {
 uint32_t replay_depth(const QpConfig& cfg) {
   return std::max<uint32_t>({cfg.replay_depth, cfg.max_rd_atomic, 1});
 }
+// From the first timeout to the one that breaks the QP when every timeout
+// waits retransmit_timeout_ns backed off (x2 per timeout, at most x64).
+uint64_t fixed_retry_time(const QpConfig& cfg) {
+  uint64_t t = 0;
+  for (uint32_t k = 1; k <= cfg.retry_count; ++k)
+    t += cfg.retransmit_timeout_ns << std::min<uint32_t>(k, 6);
+  return t;
+}
 }  // namespace
 
 Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& cfg,
@@ -67,6 +75,9 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       sq_cap_(std::max<uint32_t>(cfg.sq_depth, 1)),
       rq_cap_(std::max<uint32_t>(cfg.rq_depth, 1)),
       sq_(std::bit_ceil(uint64_t{sq_cap_})),
+      dead_after_ns_(std::max(cfg.min_retry_time_ns, fixed_retry_time(cfg))),
+      rtt_(cfg.retransmit_timeout_ns, cfg.adaptive_rto ? cfg.rto_min_ns : cfg.retransmit_timeout_ns,
+           cfg.retransmit_timeout_ns),
       rq_(std::bit_ceil(uint64_t{rq_cap_})),
       // Responses in the queue at once: one per READ / atomic the peer may
       // have outstanding (its initiator depth, bounded by our replay cache)
@@ -94,6 +105,7 @@ bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   tx_spec_.ip_csum_offload = engine_.tx_ip_csum_offload();
   next_psn_ = sq_psn;
   acked_psn_ = sq_psn - 1;
+  max_sent_psn_ = sq_psn - 1;
   epsn_ = rq_psn;
   retries_left_ = cfg_.retry_count;
   first_timeout_ns_ = 0;
@@ -231,22 +243,12 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
   timer_[k] = 0;
   if (state_ != QpState::kRts) return;
   switch (kind) {
-    case TimerKind::kRetransmit: {
-      if (!has_outstanding() || rnr_waiting_) return;
-      ctr_.timeouts++;
-      const Psn una = una_psn();
-      if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
-      if (retries_left_ == 0 && now - first_timeout_ns_ >= cfg_.min_retry_time_ns) {
-        fail_wqe_at(una, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
-        return;
-      }
-      if (retries_left_ > 0) retries_left_--;
-      ++backoff_;
-      read_gap_pending_ = false;
-      rewind_to(una, now);
-      arm_retransmit(now);
+    case TimerKind::kRetransmit:
+      on_retransmit_timeout(now);
       return;
-    }
+    case TimerKind::kProbe:
+      if (has_outstanding() && !rnr_waiting_ && !tlp_sent_) send_probe(now);
+      return;
     case TimerKind::kRnr:
       rnr_waiting_ = false;
       rewind_to(rnr_psn_, now);

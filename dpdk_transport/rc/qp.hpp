@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "congestion.hpp"
 #include "mr_table.hpp"
 #include "srq.hpp"
 #include "types.hpp"
@@ -35,12 +36,13 @@ struct QpCounters {
   uint64_t tx_packets = 0, rx_packets = 0, retransmits = 0, timeouts = 0, rnr_naks_rx = 0,
            rnr_naks_tx = 0, seq_naks_rx = 0, seq_naks_tx = 0, duplicates_rx = 0,
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
-           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0;
+           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
+           rtt_samples = 0, tlp_probes = 0;
 };
 
 class Qp {
  public:
-  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kCount };
+  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kCount };
 
   // Requester: where emit_requests() stands with the WQE at sq_emit_.
   enum class ReqState : uint8_t {
@@ -114,6 +116,8 @@ class Qp {
   QpError error() const { return error_; }
   const QpConfig& config() const { return cfg_; }
   const QpCounters& counters() const { return ctr_; }
+  // Round-trip estimate and the current (un-backed-off) retransmission timeout.
+  const RttEstimator& rtt() const { return rtt_; }
 
   // The path MTU the connection agreed on (the CM's choice, at most the one
   // the QP was created with).  Only in kReset; false for any other state or a
@@ -174,7 +178,7 @@ class Qp {
   // entry per QP and kind.
   static constexpr uint32_t kNoTimerSlot = UINT32_MAX;
   std::array<uint32_t, static_cast<size_t>(TimerKind::kCount)> timer_slot_{
-      kNoTimerSlot, kNoTimerSlot, kNoTimerSlot};
+      kNoTimerSlot, kNoTimerSlot, kNoTimerSlot, kNoTimerSlot};
 
  private:
   struct SendWqe {
@@ -235,7 +239,11 @@ class Qp {
   ReqState req_emit(SendWqe& w, uint64_t now);
   bool start_wqe(SendWqe& w, uint64_t now);
   bool emit_one(SendWqe& w, uint64_t now);
-  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now);
+  // `probe`: a tail-loss probe (AckReq set, not timed).
+  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe = false);
+  void send_probe(uint64_t now);
+  void on_retransmit_timeout(uint64_t now);
+  uint64_t probe_timeout() const;
   bool sr_packet(const SendWqe& w) const;
   bool emit_sr_resends(uint64_t now);
   size_t gather(const SendWqe& w, uint64_t offset, uint64_t len,
@@ -372,6 +380,13 @@ class Qp {
   wire::Psn next_psn_;    // PSN of the next WR that has never been started
   wire::Psn acked_psn_;   // every request PSN <= this was acknowledged
   uint32_t retries_left_ = 0;
+  const uint64_t dead_after_ns_;  // see QpConfig::retry_count
+  RttEstimator rtt_;
+  bool rtt_timing_ = false;  // a sample is running for rtt_psn_, sent at rtt_t0_
+  wire::Psn rtt_psn_;
+  uint64_t rtt_t0_ = 0;
+  wire::Psn max_sent_psn_;         // newest request PSN ever sent
+  bool tlp_sent_ = false;          // the probe for the current tail went out
   uint64_t first_timeout_ns_ = 0;  // first of the current run of timeouts (0: none)
   uint32_t backoff_ = 0;           // consecutive retransmission timeouts
   uint32_t rnr_retries_left_ = 0;

@@ -68,13 +68,61 @@ uint64_t Qp::wqe_from(Psn psn) const {
 }
 
 void Qp::arm_retransmit(uint64_t now) {
-  if (state_ == QpState::kRts && has_outstanding())
-    // Exponential back-off over consecutive timeouts without progress (capped
-    // at 64x), so a slow peer or a slow host is not buried in retransmissions.
-    set_timer(TimerKind::kRetransmit,
-              now + (cfg_.retransmit_timeout_ns << std::min<uint32_t>(backoff_, 6)));
-  else
+  if (state_ != QpState::kRts || !has_outstanding()) {
     clear_timer(TimerKind::kRetransmit);
+    clear_timer(TimerKind::kProbe);
+    return;
+  }
+  // Exponential back-off over consecutive timeouts without progress (capped
+  // at 64x), so a slow peer or a slow host is not buried in retransmissions.
+  uint64_t deadline = now + (rtt_.rto_ns() << std::min<uint32_t>(backoff_, 6));
+  // The retries are spent: time out no later than the moment the peer is
+  // declared dead.
+  if (retries_left_ == 0 && first_timeout_ns_ != 0)
+    deadline = std::min(deadline, std::max(first_timeout_ns_ + dead_after_ns_, now + 1));
+  set_timer(TimerKind::kRetransmit, deadline);
+  if (cfg_.tail_loss_probe && rtt_.valid() && !tlp_sent_)
+    set_timer(TimerKind::kProbe, now + probe_timeout());
+}
+
+uint64_t Qp::probe_timeout() const { return std::max(2 * rtt_.srtt_ns(), cfg_.tlp_min_ns); }
+
+void Qp::on_retransmit_timeout(uint64_t now) {
+  if (!has_outstanding() || rnr_waiting_) return;
+  ctr_.timeouts++;
+  const Psn una = una_psn();
+  if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
+  if (retries_left_ == 0 && now - first_timeout_ns_ >= dead_after_ns_) {
+    fail_wqe_at(una, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
+    return;
+  }
+  if (retries_left_ > 0) retries_left_--;
+  ++backoff_;
+  read_gap_pending_ = false;
+  rtt_timing_ = false;  // Karn: what is resent now is not timed
+  rewind_to(una, now);
+  arm_retransmit(now);
+}
+
+// Tail-loss probe: the newest packet sent goes out once more, with AckReq.
+// If the tail was lost the responder now sees a hole and NAKs it (or, when
+// only this packet was lost, takes it and ACKs): recovery within a round trip.
+void Qp::send_probe(uint64_t now) {
+  const Psn psn = max_sent_psn_;
+  const uint64_t i = wqe_from(psn);
+  if (!wqe_holds(i, psn)) return;
+  const SendWqe& w = sq(i);
+  uint32_t idx = 0;
+  if (w.wr.op == WrOp::kRead) {
+    idx = w.resp_pkts;  // re-request from the first response not placed
+  } else if (!is_rd_atomic(w.wr.op)) {
+    idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+    if (idx >= w.sent) return;  // rewound meanwhile: goes out again anyway
+  }
+  if (!emit_packet(w, idx, now, /*probe=*/true)) return;
+  tlp_sent_ = true;
+  rtt_timing_ = false;
+  ctr_.tlp_probes++;
 }
 
 bool Qp::start_wqe(SendWqe& w, uint64_t now) {
@@ -121,7 +169,7 @@ bool Qp::sr_packet(const SendWqe& w) const {
   return cfg_.selective_repeat && w.wr.op == WrOp::kWrite;
 }
 
-bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now) {
+bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe) {
   const uint32_t pmtu = cfg_.pmtu;
   const Psn psn = w.first_psn + static_cast<int32_t>(idx);
   wire::BuildSpec* sp = nullptr;
@@ -179,11 +227,27 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now) {
   if (sp == nullptr) return true;  // unreachable: every op is handled above
   wire::BuildSpec& s = *sp;
   const int32_t in_flight = Psn::diff(psn, una_psn()) + 1;
-  s.ack_req =
-      last || ++since_ack_req_ >= cfg_.ack_every || in_flight >= static_cast<int32_t>(cfg_.window);
+  s.ack_req = last || probe || ++since_ack_req_ >= cfg_.ack_every ||
+              in_flight >= static_cast<int32_t>(cfg_.window);
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
-  if (timer_deadline(TimerKind::kRetransmit) == 0) arm_retransmit(now);
+  // The newest PSN this packet covers (a READ request: its whole response).
+  const Psn top = w.wr.op == WrOp::kRead ? w.first_psn + static_cast<int32_t>(w.npkts - 1) : psn;
+  if (Psn::diff(top, max_sent_psn_) > 0) {
+    max_sent_psn_ = top;
+    if (s.ack_req && !rtt_timing_) {  // time one fresh AckReq packet per round trip
+      rtt_timing_ = true;
+      rtt_psn_ = psn;
+      rtt_t0_ = now;
+    }
+  } else if (!probe) {
+    rtt_timing_ = false;  // Karn: a retransmission makes the running sample ambiguous
+  }
+  if (timer_deadline(TimerKind::kRetransmit) == 0) {
+    arm_retransmit(now);
+  } else if (cfg_.tail_loss_probe && rtt_.valid() && !tlp_sent_ && !probe) {
+    set_timer(TimerKind::kProbe, now + probe_timeout());  // ~2 RTT after the newest packet
+  }
   return true;
 }
 
