@@ -137,7 +137,11 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
     const uint64_t i = wqe_from(psn);
     if (wqe_holds(i, psn) && sr_packet(sq(i))) {
       // The responder kept what followed the hole: resend the hole only.
-      if (sr_resend_tail_ - sr_resend_head_ < cfg_.window) {
+      sr_hole_ = psn;
+      sr_hole_valid_ = true;
+      const bool queued = sr_resend_tail_ != sr_resend_head_ &&
+                          sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
+      if (!queued && sr_resend_tail_ - sr_resend_head_ < cfg_.window) {
         sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
         ++sr_resend_tail_;
       }
@@ -160,6 +164,7 @@ void Qp::note_acked(Psn psn, uint64_t now) {
     ctr_.rtt_samples++;
   }
   tlp_sent_ = false;  // progress: a new tail may be probed
+  if (sr_hole_valid_ && Psn::diff(sr_hole_, psn) <= 0) sr_hole_valid_ = false;
   retries_left_ = cfg_.retry_count;
   first_timeout_ns_ = 0;
   backoff_ = 0;

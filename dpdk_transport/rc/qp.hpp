@@ -387,6 +387,10 @@ class Qp {
   uint64_t rtt_t0_ = 0;
   wire::Psn max_sent_psn_;         // newest request PSN ever sent
   bool tlp_sent_ = false;          // the probe for the current tail went out
+  // The newest hole a sequence NAK reported (selective repeat), while it is
+  // not acknowledged: the tail-loss probe resends it.
+  bool sr_hole_valid_ = false;
+  wire::Psn sr_hole_;
   uint64_t first_timeout_ns_ = 0;  // first of the current run of timeouts (0: none)
   uint32_t backoff_ = 0;           // consecutive retransmission timeouts
   uint32_t rnr_retries_left_ = 0;

@@ -107,8 +107,11 @@ void Qp::on_retransmit_timeout(uint64_t now) {
 // Tail-loss probe: the newest packet sent goes out once more, with AckReq.
 // If the tail was lost the responder now sees a hole and NAKs it (or, when
 // only this packet was lost, takes it and ACKs): recovery within a round trip.
+//
+// A hole the responder reported (selective repeat) and that is still not
+// acknowledged is probed instead: its resend, or the NAK, was lost.
 void Qp::send_probe(uint64_t now) {
-  const Psn psn = max_sent_psn_;
+  const Psn psn = sr_hole_valid_ ? sr_hole_ : max_sent_psn_;
   const uint64_t i = wqe_from(psn);
   if (!wqe_holds(i, psn)) return;
   const SendWqe& w = sq(i);

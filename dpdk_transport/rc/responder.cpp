@@ -143,17 +143,22 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const wire::PacketView& v = c.v;
   const int32_t d = Psn::diff(c.psn, epsn_);
   ctr_.out_of_order_rx++;
+  bool again = false;
   if (cfg_.selective_repeat && d < kSrSpan && v.opcode == Opcode::kWriteOnly) {
     if (sr_bit(c.psn)) {
+      // Sent again although placed: the requester probes a tail it thinks
+      // lost, so our NAK for the hole did not reach it.  Repeat it.
       ctr_.duplicates_rx++;
+      again = nak_sent_;
     } else if (place_out_of_order(v)) {
       sr_set(c.psn, true);
       ++sr_count_;
       ctr_.sr_placed_ooo++;
     }
   }
-  if (!nak_sent_) {
-    // One sequence-error NAK per gap (IBA C9-110).
+  if (!nak_sent_ || again) {
+    // One sequence-error NAK per gap (IBA C9-110), repeated only when the
+    // requester shows it missed it.
     nak_sent_ = true;
     ctr_.seq_naks_tx++;
     send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);

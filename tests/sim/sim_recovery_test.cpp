@@ -22,13 +22,24 @@ QpConfig cfg(bool adaptive, bool tlp) {
   return c;
 }
 
+bool is_seq_nak(const uint8_t* data, uint32_t len) {
+  wire::PacketView v;
+  return wire::parse_packet(std::span<const uint8_t>(data, len),
+                            wire::ParseOptions{.pmtu = 4096, .full_segments = false},
+                            v) == wire::Reject::kNone &&
+         v.opcode == wire::Opcode::kAck &&
+         v.aeth->syndrome == wire::aeth::make(wire::aeth::kNak, wire::aeth::kNakPsnSeqError);
+}
+
 struct Flow {
   Pair p;
   Buffer src, dst;
   uint64_t cookie = 0;
-  // Frames A offers from now on; the one numbered `drop_nth` (1-based) is lost.
-  uint32_t seen = 0, drop_nth = 0;
-  bool b_silent = false;  // everything B sends is lost (a vanished peer)
+  // Frames A offers from now on; the one numbered `drop_nth` (1-based) is
+  // lost, and so is `drop_nth2`.
+  uint32_t seen = 0, drop_nth = 0, drop_nth2 = 0;
+  bool b_silent = false;      // everything B sends is lost (a vanished peer)
+  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost
 
   explicit Flow(const QpConfig& c) : p(21, c) {
     src = p.reg(0, kMsg, kLocal);
@@ -38,9 +49,17 @@ struct Flow {
     imp.delay_ns = kOneWayNs;
     p.link().set_impairment(0, imp);
     p.link().set_impairment(1, imp);
-    p.link().set_filter([this](int from_end, const uint8_t*, uint32_t) {
-      if (from_end == 1) return !b_silent;
-      return ++seen != drop_nth;
+    p.link().set_filter([this](int from_end, const uint8_t* data, uint32_t len) {
+      if (from_end == 1) {
+        if (b_silent) return false;
+        if (naks_to_drop > 0 && is_seq_nak(data, len)) {
+          --naks_to_drop;
+          return false;
+        }
+        return true;
+      }
+      ++seen;
+      return seen != drop_nth && seen != drop_nth2;
     });
   }
   // One WRITE of kMsg bytes to completion; its duration in virtual time.
@@ -131,6 +150,41 @@ TEST(TailLossProbe, LostTailRecoveredWithoutTimeout) {
   // its ACK one round trip after that (plus engine steps).
   const QpConfig d;
   EXPECT_LT(t, d.ack_delay_ns + srtt + std::max(2 * srtt, d.tlp_min_ns) + 2 * srtt);
+}
+
+// A hole in the middle whose NAK is lost: the probe resends the newest
+// packet, the responder sees it again and repeats the NAK, the hole is resent.
+TEST(TailLossProbe, LostNakRecoveredWithoutTimeout) {
+  Flow f(cfg(/*adaptive=*/false, /*tlp=*/true));
+  f.warm_up();
+  f.seen = 0;
+  f.drop_nth = 2;
+  f.naks_to_drop = 1;
+  const uint64_t t = f.write();
+  ASSERT_TRUE(f.p.settle());
+  EXPECT_EQ(f.src.bytes, f.dst.bytes);
+  EXPECT_EQ(f.naks_to_drop, 0u);  // the NAK was sent, and lost
+  EXPECT_EQ(f.p.a().qp->counters().timeouts, 0u);
+  EXPECT_GE(f.p.a().qp->counters().tlp_probes, 1u);
+  EXPECT_EQ(f.p.a().qp->counters().seq_naks_rx, 1u);  // the repeated one
+  EXPECT_LT(t, 200'000u);
+}
+
+// A hole whose selective resend is lost too: the probe resends the hole.
+TEST(TailLossProbe, LostResendRecoveredWithoutTimeout) {
+  Flow f(cfg(/*adaptive=*/false, /*tlp=*/true));
+  f.warm_up();
+  f.seen = 0;
+  f.drop_nth = 2;   // packet 2 of 4
+  f.drop_nth2 = 5;  // its resend after the NAK
+  const uint64_t t = f.write();
+  ASSERT_TRUE(f.p.settle());
+  EXPECT_EQ(f.src.bytes, f.dst.bytes);
+  EXPECT_GE(f.seen, 6u);
+  EXPECT_EQ(f.p.a().qp->counters().timeouts, 0u);
+  EXPECT_EQ(f.p.a().qp->counters().tlp_probes, 1u);
+  EXPECT_EQ(f.p.a().qp->counters().seq_naks_rx, 1u);  // the probe went to the hole
+  EXPECT_LT(t, 200'000u);
 }
 
 TEST(TailLossProbe, NoProbeWithoutLoss) {
