@@ -247,7 +247,8 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
       on_retransmit_timeout(now);
       return;
     case TimerKind::kProbe:
-      if (has_outstanding() && !rnr_waiting_ && !tlp_sent_) send_probe(now);
+      if (has_outstanding() && !rnr_waiting_ && !tlp_sent_)
+        send_probe(sr_hole_valid_ ? sr_hole_ : max_sent_psn_, now);
       return;
     case TimerKind::kRnr:
       rnr_waiting_ = false;

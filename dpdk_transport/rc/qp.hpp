@@ -241,8 +241,10 @@ class Qp {
   bool emit_one(SendWqe& w, uint64_t now);
   // `probe`: a tail-loss probe (AckReq set, not timed).
   bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe = false);
-  void send_probe(uint64_t now);
+  // Resends the packet holding `psn` as a probe (a READ: its request).
+  void send_probe(wire::Psn psn, uint64_t now);
   void on_retransmit_timeout(uint64_t now);
+  bool sr_timeout_resend(wire::Psn una, uint64_t now);
   uint64_t probe_timeout() const;
   bool sr_packet(const SendWqe& w) const;
   bool emit_sr_resends(uint64_t now);
@@ -385,8 +387,8 @@ class Qp {
   bool rtt_timing_ = false;  // a sample is running for rtt_psn_, sent at rtt_t0_
   wire::Psn rtt_psn_;
   uint64_t rtt_t0_ = 0;
-  wire::Psn max_sent_psn_;         // newest request PSN ever sent
-  bool tlp_sent_ = false;          // the probe for the current tail went out
+  wire::Psn max_sent_psn_;  // newest request PSN ever sent
+  bool tlp_sent_ = false;   // the probe for the current tail went out
   // The newest hole a sequence NAK reported (selective repeat), while it is
   // not acknowledged: the tail-loss probe resends it.
   bool sr_hole_valid_ = false;

@@ -97,11 +97,29 @@ void Qp::on_retransmit_timeout(uint64_t now) {
     return;
   }
   if (retries_left_ > 0) retries_left_--;
+  const bool first_of_run = backoff_ == 0;
   ++backoff_;
   read_gap_pending_ = false;
   rtt_timing_ = false;  // Karn: what is resent now is not timed
-  rewind_to(una, now);
+  if (!(first_of_run && sr_timeout_resend(una, now))) rewind_to(una, now);
   arm_retransmit(now);
+}
+
+// The first timeout of a run, when the oldest unacknowledged packet belongs
+// to a selective-repeat WRITE: the responder keeps what it placed, so only
+// that packet and the newest one go out again (both with AckReq), not the
+// window.  A timeout that was spurious (a peer slow to answer) then costs
+// two packets; a real loss is answered by an ACK or a NAK naming the next
+// hole.  The next timeout without progress goes back N.
+bool Qp::sr_timeout_resend(Psn una, uint64_t now) {
+  const uint64_t i = wqe_from(una);
+  if (!cfg_.selective_repeat || !wqe_holds(i, una) || !sr_packet(sq(i))) return false;
+  const SendWqe& w = sq(i);
+  const auto d = static_cast<uint32_t>(Psn::diff(una, w.first_psn));
+  if (d >= w.sent || !emit_packet(w, d, now, /*probe=*/true)) return false;
+  ctr_.sr_resends++;
+  if (!(max_sent_psn_ == una)) send_probe(max_sent_psn_, now);
+  return true;
 }
 
 // Tail-loss probe: the newest packet sent goes out once more, with AckReq.
@@ -110,8 +128,7 @@ void Qp::on_retransmit_timeout(uint64_t now) {
 //
 // A hole the responder reported (selective repeat) and that is still not
 // acknowledged is probed instead: its resend, or the NAK, was lost.
-void Qp::send_probe(uint64_t now) {
-  const Psn psn = sr_hole_valid_ ? sr_hole_ : max_sent_psn_;
+void Qp::send_probe(Psn psn, uint64_t now) {
   const uint64_t i = wqe_from(psn);
   if (!wqe_holds(i, psn)) return;
   const SendWqe& w = sq(i);

@@ -137,6 +137,43 @@ TEST(AdaptiveRto, DeadPeerStillTakesTheFixedScheduleTime) {
   EXPECT_GT(f.p.a().qp->counters().timeouts, 5u);
 }
 
+// A timeout that was spurious (every packet arrived; only the peer's ACKs
+// were late) costs two packets with selective repeat, not the window.
+TEST(AdaptiveRto, SpuriousTimeoutResendsTwoPacketsNotTheWindow) {
+  for (bool sr : {true, false}) {
+    QpConfig c = cfg(/*adaptive=*/true, /*tlp=*/false);
+    c.selective_repeat = sr;
+    Flow f(c);
+    f.warm_up();
+    Buffer big_src = f.p.reg(0, 65536, kLocal);
+    Buffer big_dst = f.p.reg(1, 65536, kLocal | priv::kRemoteWrite);
+    fill_pattern(big_src.bytes, 3);
+    // B's answers are lost until A has timed out once.
+    bool silent = true;
+    uint32_t after_timeout = 0;
+    f.p.link().set_filter([&](int from_end, const uint8_t*, uint32_t) {
+      const bool timed_out = f.p.a().qp->counters().timeouts > 0;
+      if (from_end == 0) {
+        if (timed_out) ++after_timeout;
+        return true;
+      }
+      if (timed_out) silent = false;
+      return !silent;
+    });
+    ASSERT_EQ(f.p.a().qp->post_send(rdma_wr(WrOp::kWrite, big_src, big_dst, 65536, 99)),
+              Qp::PostResult::kOk);
+    ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == 1; }));
+    EXPECT_EQ(drain(*f.p.a().scq)[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(big_src.bytes, big_dst.bytes);
+    EXPECT_EQ(f.p.a().qp->counters().timeouts, 1u);
+    if (sr) {
+      EXPECT_EQ(after_timeout, 2u);  // the oldest and the newest packet
+    } else {
+      EXPECT_EQ(after_timeout, 64u);  // go-back-N: all 64 packets of the WRITE
+    }
+  }
+}
+
 TEST(TailLossProbe, LostTailRecoveredWithoutTimeout) {
   // The fixed 1 ms timeout, so the probe alone is judged.
   Flow f(cfg(/*adaptive=*/false, /*tlp=*/true));
