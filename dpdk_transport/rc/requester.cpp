@@ -97,20 +97,20 @@ void Qp::on_retransmit_timeout(uint64_t now) {
     return;
   }
   if (retries_left_ > 0) retries_left_--;
-  const bool first_of_run = backoff_ == 0;
   ++backoff_;
   read_gap_pending_ = false;
   rtt_timing_ = false;  // Karn: what is resent now is not timed
-  if (!(first_of_run && sr_timeout_resend(una, now))) rewind_to(una, now);
+  if (!sr_timeout_resend(una, now)) rewind_to(una, now);
   arm_retransmit(now);
 }
 
-// The first timeout of a run, when the oldest unacknowledged packet belongs
-// to a selective-repeat WRITE: the responder keeps what it placed, so only
-// that packet and the newest one go out again (both with AckReq), not the
-// window.  A timeout that was spurious (a peer slow to answer) then costs
-// two packets; a real loss is answered by an ACK or a NAK naming the next
-// hole.  The next timeout without progress goes back N.
+// A timeout when the oldest unacknowledged packet belongs to a
+// selective-repeat WRITE: the responder keeps what it placed, so only that
+// packet and the newest one go out again (both with AckReq), not the window.
+// A live responder answers either with an ACK or with a NAK naming the next
+// hole, so recovery continues selectively; a spurious timeout (a peer slow
+// to answer, e.g. a descheduled process) costs two packets instead of a
+// window.  Everything else goes back N.
 bool Qp::sr_timeout_resend(Psn una, uint64_t now) {
   const uint64_t i = wqe_from(una);
   if (!cfg_.selective_repeat || !wqe_holds(i, una) || !sr_packet(sq(i))) return false;
