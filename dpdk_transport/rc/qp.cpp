@@ -55,6 +55,8 @@ uint32_t replay_depth(const QpConfig& cfg) {
 }
 // From the first timeout to the one that breaks the QP when every timeout
 // waits retransmit_timeout_ns backed off (x2 per timeout, at most x64).
+constexpr uint8_t kEct0 = 0x02;  // IPv4 ECN field: ECN-capable transport (0)
+
 uint64_t fixed_retry_time(const QpConfig& cfg) {
   uint64_t t = 0;
   for (uint32_t k = 1; k <= cfg.retry_count; ++k)
@@ -134,6 +136,7 @@ wire::BuildSpec& Qp::base_spec(Opcode op, Psn psn) {
   s.se = false;
   s.payload = {};
   s.gather = {};
+  s.tos = cfg_.ecn_capable && op != Opcode::kAck && op != Opcode::kAtomicAck ? kEct0 : 0;
   return s;
 }
 

@@ -155,6 +155,9 @@ struct QpConfig {
   // names one hole and only that packet is resent.  Everything else (SEND,
   // WRITE with immediate, READ, atomics) stays in order (go-back-N).
   bool selective_repeat = true;
+  // Request packets and READ responses carry ECT(0) in the IPv4 ECN field
+  // (RoCEv2 over ECN-marking switches); ACKs do not.
+  bool ecn_capable = true;
 };
 
 // Addresses of both ends of a connection (Ethernet/IPv4/UDP, peer's QPN).
