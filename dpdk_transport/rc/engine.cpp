@@ -23,6 +23,7 @@ Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg)
   active_next_.reserve(cfg_.max_qps);
   touched_.reserve(cfg_.burst);
   release_.reserve(cfg_.burst * EngineGroup::kMaxEngines);
+  timers_.reserve(size_t{cfg_.max_qps} * static_cast<size_t>(Qp::TimerKind::kCount));
   tx_ip_csum_offload_ = (io_.offloads() & kOffloadTxIpCsum) != 0;
 }
 
@@ -47,6 +48,8 @@ Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq
 void Engine::destroy_qp(Qp* qp) {
   if (qp == nullptr) return;
   qp->release_srq();
+  for (const uint32_t slot : qp->timer_slot_)
+    if (slot != Qp::kNoTimerSlot) heap_remove(slot);
   std::erase(active_, qp);
   std::erase(touched_, qp);
   const uint32_t i = qp->qpn() - cfg_.qpn_base;
@@ -64,37 +67,79 @@ void Engine::activate(Qp* qp) {
   active_.push_back(qp);
 }
 
+void Engine::heap_place(size_t i, const TimerEntry& e) {
+  timers_[i] = e;
+  e.qp->timer_slot_[static_cast<size_t>(e.kind)] = static_cast<uint32_t>(i);
+}
+
+void Engine::heap_up(size_t i) {
+  const TimerEntry e = timers_[i];
+  while (i > 0) {
+    const size_t parent = (i - 1) / 2;
+    if (timers_[parent].deadline <= e.deadline) break;
+    heap_place(i, timers_[parent]);
+    i = parent;
+  }
+  heap_place(i, e);
+}
+
+void Engine::heap_down(size_t i) {
+  const TimerEntry e = timers_[i];
+  const size_t n = timers_.size();
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && timers_[child + 1].deadline < timers_[child].deadline) ++child;
+    if (e.deadline <= timers_[child].deadline) break;
+    heap_place(i, timers_[child]);
+    i = child;
+  }
+  heap_place(i, e);
+}
+
+void Engine::heap_remove(size_t i) {
+  TimerEntry& gone = timers_[i];
+  gone.qp->timer_slot_[static_cast<size_t>(gone.kind)] = Qp::kNoTimerSlot;
+  const TimerEntry last = timers_.back();
+  timers_.pop_back();
+  if (i == timers_.size()) return;
+  heap_place(i, last);
+  heap_up(i);
+  heap_down(last.qp->timer_slot_[static_cast<size_t>(last.kind)]);
+}
+
 void Engine::arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline) {
-  auto& queued = qp->timer_queued_[static_cast<size_t>(kind)];
-  if (queued != 0 && queued <= deadline) return;  // the earlier entry re-checks on expiry
-  queued = deadline;
-  timers_.push(TimerEntry{deadline, qp->qpn(), kind});
+  const uint32_t slot = qp->timer_slot_[static_cast<size_t>(kind)];
+  if (slot != Qp::kNoTimerSlot) {
+    // A later deadline leaves the entry: it re-checks the QP's on expiry.
+    if (timers_[slot].deadline <= deadline) return;
+    timers_[slot].deadline = deadline;
+    heap_up(slot);
+    return;
+  }
+  timers_.push_back(TimerEntry{deadline, qp, kind});
+  heap_up(timers_.size() - 1);
 }
 
 void Engine::run_timers(uint64_t now) {
-  while (!timers_.empty() && timers_.top().deadline <= now) {
-    const TimerEntry e = timers_.top();
-    timers_.pop();
-    Qp* qp = find_qp(e.qpn);
-    if (qp == nullptr) continue;
-    auto& queued = qp->timer_queued_[static_cast<size_t>(e.kind)];
-    if (queued != e.deadline) continue;  // superseded by an earlier entry
-    queued = 0;
-    const uint64_t want = qp->timer_deadline(e.kind);
-    if (want == 0) continue;  // cancelled
-    if (want > now) {         // pushed back since: re-queue once
-      queued = want;
-      timers_.push(TimerEntry{want, e.qpn, e.kind});
+  while (!timers_.empty() && timers_.front().deadline <= now) {
+    const TimerEntry e = timers_.front();
+    const uint64_t want = e.qp->timer_deadline(e.kind);
+    if (want > now) {  // pushed back since: move the entry
+      timers_.front().deadline = want;
+      heap_down(0);
       continue;
     }
+    heap_remove(0);
+    if (want == 0) continue;  // cancelled
     ctr_.timers_fired++;
-    qp->on_timer(e.kind, now);
-    activate(qp);
+    e.qp->on_timer(e.kind, now);
+    activate(e.qp);
   }
 }
 
 uint64_t Engine::next_timer_deadline() const {
-  return timers_.empty() ? 0 : timers_.top().deadline;
+  return timers_.empty() ? 0 : timers_.front().deadline;
 }
 
 Frame* Engine::tx_frame() {

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <vector>
 
 #include "engine_group.hpp"
@@ -123,13 +122,20 @@ class Engine {
   void activate(Qp* qp);
 
  private:
+  // Timers: a binary min-heap by deadline with at most one entry per QP and
+  // kind, whose position the QP keeps (Qp::timer_slot_), so arming moves the
+  // entry instead of adding one; sized at construction (max_qps x kinds),
+  // it never allocates on the data path.
   struct TimerEntry {
     uint64_t deadline;
-    uint32_t qpn;
+    Qp* qp;
     Qp::TimerKind kind;
-    bool operator>(const TimerEntry& o) const { return deadline > o.deadline; }
   };
   void run_timers(uint64_t now);
+  void heap_place(size_t i, const TimerEntry& e);
+  void heap_up(size_t i);
+  void heap_down(size_t i);
+  void heap_remove(size_t i);
   bool dispatch(const Frame& f, uint64_t now, bool icrc_checked);
   bool dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t now, bool icrc_checked);
   bool hand_off(const Frame& f, size_t owner);
@@ -142,7 +148,7 @@ class Engine {
   std::vector<std::unique_ptr<Qp>> qps_;
   std::vector<Qp*> active_;
   std::vector<Qp*> active_next_;
-  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
+  std::vector<TimerEntry> timers_;  // heap; capacity reserved, see TimerEntry
   std::vector<Frame> rx_;
   wire::PacketView rx_view_;     // dispatch()'s parse result, reused
   std::vector<Frame> tx_ready_;  // built frames waiting for tx_burst

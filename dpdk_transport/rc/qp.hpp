@@ -1,18 +1,28 @@
 #pragma once
-// One reliable-connection queue pair: requester (segmentation, PSNs, window,
-// fences, retransmission), responder (PSN / opcode-sequence validation, access
-// checks, placement, RNR, READ responses, atomics with a replay cache,
-// coalesced ACKs) and completer (ACK / NAK / READ response processing,
-// in-order completions).  Owned and driven by exactly one Engine; never
-// touched by another thread.
+// One reliable-connection queue pair, split along the roles of IBA chapter 9
+// (as Linux rxe splits rxe_req.c / rxe_resp.c / rxe_comp.c):
+//   requester.cpp   segmentation, PSNs, window, fences, retransmission
+//   responder.cpp   PSN / opcode-sequence / length / resource / key checks,
+//                   placement, RNR, coalesced ACKs
+//   responder_replay.cpp  READ responses and atomic ACKs in PSN order, the
+//                   replay cache for duplicate READ / atomic requests
+//   completer.cpp   ACK / NAK / READ response / atomic ACK processing,
+//                   in-order completions
+//   qp_post.cpp     posting of work requests
+//   qp.cpp          construction, dispatch, progress, timers, error state
+// Each role walks an explicit state (ReqState, RespState, CompState, with a
+// name table for traces) through small check_* steps that return the next
+// state; error states map to NAK codes / completion statuses in one table
+// per role.  Owned and driven by exactly one Engine; never touched by
+// another thread.
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "congestion.hpp"
 #include "mr_table.hpp"
 #include "srq.hpp"
 #include "types.hpp"
@@ -26,12 +36,74 @@ struct QpCounters {
   uint64_t tx_packets = 0, rx_packets = 0, retransmits = 0, timeouts = 0, rnr_naks_rx = 0,
            rnr_naks_tx = 0, seq_naks_rx = 0, seq_naks_tx = 0, duplicates_rx = 0,
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
-           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0;
+           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
+           rtt_samples = 0, tlp_probes = 0;
 };
 
 class Qp {
  public:
-  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kCount };
+  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kCount };
+
+  // Requester: where emit_requests() stands with the WQE at sq_emit_.
+  enum class ReqState : uint8_t {
+    kGetWqe,        // next WQE to work on (or none)
+    kCheckFence,    // bind fence, kFence, READ/atomic depth, window for a new WQE
+    kExecBind,      // a memory-window bind runs locally, in order
+    kStartWqe,      // assign PSNs, check the lkeys
+    kEmit,          // send packets while the window allows
+    kNextWqe,       // this WQE is all sent
+    kDone,          // nothing more to send now
+    kBlocked,       // fence / window / READ-atomic depth: wait for a response
+    kBackpressure,  // no TX buffer
+    kError,         // the QP went to error on the way
+    kCount
+  };
+  // Responder: one request packet through its checks (responder.cpp).
+  enum class RespState : uint8_t {
+    kCheckPsn,
+    kDuplicate,      // PSN before the expected one
+    kOutOfSequence,  // PSN after it: a hole (selective repeat may place it)
+    kCheckLength,
+    kCheckOpSeq,
+    kCheckResources,  // a receive WQE and room for its completion
+    kCheckKeys,       // lkeys of the receive, rkey of RDMA / atomic requests
+    kExecSend,
+    kExecWrite,
+    kExecRead,
+    kExecAtomic,
+    kAcknowledge,  // SEND / WRITE packet accepted
+    kQueued,       // READ / atomic response queued
+    kRnrCqFull,    // RNR NAK: no room for the completion
+    kRnrNoRecv,    // RNR NAK: no receive WQE
+    // Error states (kErrFirst..): a NAK and the QP to error, see kRespError.
+    kErrLength,
+    kErrOpSeq,
+    kErrRecvProtection,
+    kErrRecvLength,
+    kErrRkey,
+    kErrWriteLength,
+    kErrMisaligned,
+    kErrUnsupported,
+    kCount
+  };
+  static constexpr RespState kRespErrFirst = RespState::kErrLength;
+  // Completer: one ACK / NAK packet (completer.cpp).
+  enum class CompState : uint8_t {
+    kCheckSyndrome,
+    kCheckPsn,  // NAKs: stale when outside the unacknowledged range
+    kAck,
+    kRnrNak,
+    kSeqNak,
+    kFatalNak,  // remote access / invalid request / operational error
+    kRnrExceeded,
+    kStale,
+    kBadSyndrome,
+    kDone,
+    kCount
+  };
+  static std::string_view state_name(ReqState s) noexcept;
+  static std::string_view state_name(RespState s) noexcept;
+  static std::string_view state_name(CompState s) noexcept;
 
   Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& cfg,
      CompletionQueue* send_cq, CompletionQueue* recv_cq);
@@ -44,6 +116,8 @@ class Qp {
   QpError error() const { return error_; }
   const QpConfig& config() const { return cfg_; }
   const QpCounters& counters() const { return ctr_; }
+  // Round-trip estimate and the current (un-backed-off) retransmission timeout.
+  const RttEstimator& rtt() const { return rtt_; }
 
   // The path MTU the connection agreed on (the CM's choice, at most the one
   // the QP was created with).  Only in kReset; false for any other state or a
@@ -99,9 +173,12 @@ class Qp {
   bool has_pending_work() const;
   uint64_t timer_deadline(TimerKind k) const { return timer_[static_cast<size_t>(k)]; }
   bool on_active_list_ = false;
-  // Deadline of this QP's entry in the engine's timer heap per kind (0: none);
-  // maintained by the Engine so the heap holds at most one live entry each.
-  std::array<uint64_t, static_cast<size_t>(TimerKind::kCount)> timer_queued_{};
+  // Position of this QP's entry in the engine's timer heap per kind
+  // (kNoTimerSlot: none); maintained by the Engine, which holds at most one
+  // entry per QP and kind.
+  static constexpr uint32_t kNoTimerSlot = UINT32_MAX;
+  std::array<uint32_t, static_cast<size_t>(TimerKind::kCount)> timer_slot_{
+      kNoTimerSlot, kNoTimerSlot, kNoTimerSlot, kNoTimerSlot};
 
  private:
   struct SendWqe {
@@ -154,11 +231,21 @@ class Qp {
   const SendWqe& sq(uint64_t i) const { return sq_[i & (sq_.size() - 1)]; }
   RecvWqe& rq(uint64_t i) { return rq_[i & (rq_.size() - 1)]; }
 
-  // requester
+  // requester (requester.cpp)
   bool emit_requests(uint64_t now);
+  ReqState req_get_wqe() const;
+  ReqState check_fence(const SendWqe& w) const;
+  void exec_bind(SendWqe& w, uint64_t now);
+  ReqState req_emit(SendWqe& w, uint64_t now);
   bool start_wqe(SendWqe& w, uint64_t now);
   bool emit_one(SendWqe& w, uint64_t now);
-  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now);
+  // `probe`: a tail-loss probe (AckReq set, not timed).
+  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe = false);
+  // Resends the packet holding `psn` as a probe (a READ: its request).
+  void send_probe(wire::Psn psn, uint64_t now);
+  void on_retransmit_timeout(uint64_t now);
+  bool sr_timeout_resend(wire::Psn una, uint64_t now);
+  uint64_t probe_timeout() const;
   bool sr_packet(const SendWqe& w) const;
   bool emit_sr_resends(uint64_t now);
   size_t gather(const SendWqe& w, uint64_t offset, uint64_t len,
@@ -167,25 +254,56 @@ class Qp {
                       uint64_t offset, std::span<const uint8_t> data);
   wire::Psn una_psn() const;
   bool has_outstanding() const;
+  // The first started, unfinished WQE (binds aside) whose last PSN is at or
+  // after `psn`, or sq_tail_: the one holding `psn` when wqe_holds() says so.
+  uint64_t wqe_from(wire::Psn psn) const;
+  bool wqe_holds(uint64_t i, wire::Psn psn) const {
+    return i < sq_tail_ && wire::Psn::diff(psn, sq(i).first_psn) >= 0;
+  }
   void rewind_to(wire::Psn psn, uint64_t now);
   void arm_retransmit(uint64_t now);
+
+  // completer (completer.cpp)
   void complete_in_order(uint64_t now);
   void fail_wqe_at(wire::Psn psn, WcStatus st, QpError why, uint64_t now);
   void on_ack_packet(const wire::PacketView& v, uint64_t now);
+  CompState check_syndrome(uint8_t syndrome) const;
+  CompState check_nak_psn(wire::Psn psn, CompState next, uint64_t now);
+  CompState do_rnr_nak(wire::Psn psn, uint64_t now);
+  CompState do_seq_nak(wire::Psn psn, uint64_t now);
   void on_read_response(const wire::PacketView& v, uint64_t now);
   void on_atomic_ack(const wire::PacketView& v, uint64_t now);
   void note_acked(wire::Psn psn, uint64_t now);
   void finish_rd_atomic(SendWqe& w);
   void after_response(wire::Psn psn, uint64_t now);
 
-  // responder
+  // responder (responder.cpp): per-packet context the check_* steps fill in.
+  struct RespCtx {
+    const wire::PacketView& v;
+    wire::Psn psn;
+    bool first = false, last = false, is_send = false, is_write = false;
+    uint8_t* host = nullptr;  // rkey check: where the access lands
+    uint64_t va = 0, len = 0;
+    uint32_t rkey = 0;
+  };
   void on_request(const wire::PacketView& v, uint64_t now);
-  void handle_duplicate(const wire::PacketView& v, uint64_t now);
-  bool respond_emit(uint64_t now);
+  RespState check_psn(RespCtx& c, uint64_t now);
+  void on_out_of_sequence(const RespCtx& c, uint64_t now);
+  RespState check_length(const RespCtx& c) const;
+  RespState check_op_seq(const RespCtx& c) const;
+  RespState check_resources(const RespCtx& c);
+  RespState check_keys(RespCtx& c);
+  RespState exec_send(const RespCtx& c);
+  RespState exec_write(const RespCtx& c);
+  RespState exec_read(const RespCtx& c, uint64_t now);
+  RespState exec_atomic(const RespCtx& c, uint64_t now);
+  void acknowledge(const RespCtx& c, uint64_t now);
+  // An error state: its NAK (kRespError), completion and the QP to error.
+  void responder_error(RespState s, wire::Psn psn, uint64_t now);
+  void send_rnr_nak(wire::Psn psn, bool cq_full, uint64_t now);
   void send_ack(uint8_t syndrome, wire::Psn psn, uint64_t now);
-  void responder_fatal(uint8_t nak_code, wire::Psn psn, QpError why, uint64_t now);
   void remember(const ReplayEntry& e);
-  bool place_out_of_order(const wire::PacketView& v, int32_t ahead);
+  bool place_out_of_order(const wire::PacketView& v);
   void advance_epsn(uint64_t now);
   bool sr_bit(wire::Psn p) const {
     return (sr_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
@@ -194,6 +312,20 @@ class Qp {
     uint64_t& w = sr_bits_[(p.value() / 64) % kSrWords];
     const uint64_t m = uint64_t{1} << (p.value() % 64);
     w = on ? (w | m) : (w & ~m);
+  }
+
+  // responder output (responder_replay.cpp)
+  void handle_duplicate(const wire::PacketView& v, uint64_t now);
+  bool respond_emit(uint64_t now);
+  // The queue of responses is a fixed ring sized at creation (no allocation
+  // per request); a request that finds it full is dropped unacknowledged and
+  // the requester repeats it.
+  bool resp_empty() const { return resp_head_ == resp_tail_; }
+  bool resp_full() const { return resp_tail_ - resp_head_ == resp_q_.size(); }
+  RespJob& resp_at(uint64_t i) { return resp_q_[i & (resp_q_.size() - 1)]; }
+  void resp_push(const RespJob& j) {
+    resp_at(resp_tail_) = j;
+    ++resp_tail_;
   }
 
   // shared
@@ -250,6 +382,17 @@ class Qp {
   wire::Psn next_psn_;    // PSN of the next WR that has never been started
   wire::Psn acked_psn_;   // every request PSN <= this was acknowledged
   uint32_t retries_left_ = 0;
+  const uint64_t dead_after_ns_;  // see QpConfig::retry_count
+  RttEstimator rtt_;
+  bool rtt_timing_ = false;  // a sample is running for rtt_psn_, sent at rtt_t0_
+  wire::Psn rtt_psn_;
+  uint64_t rtt_t0_ = 0;
+  wire::Psn max_sent_psn_;  // newest request PSN ever sent
+  bool tlp_sent_ = false;   // the probe for the current tail went out
+  // The newest hole a sequence NAK reported (selective repeat), while it is
+  // not acknowledged: the tail-loss probe resends it.
+  bool sr_hole_valid_ = false;
+  wire::Psn sr_hole_;
   uint64_t first_timeout_ns_ = 0;  // first of the current run of timeouts (0: none)
   uint32_t backoff_ = 0;           // consecutive retransmission timeouts
   uint32_t rnr_retries_left_ = 0;
@@ -282,13 +425,16 @@ class Qp {
   uint32_t unacked_ = 0;
   bool ack_req_seen_ = false;
   bool ack_owed_ = false;
-  std::deque<RespJob> resp_q_;
+  std::vector<RespJob> resp_q_;  // ring, power of two; see resp_push()
+  uint64_t resp_head_ = 0, resp_tail_ = 0;
   // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
   static constexpr uint32_t kSrWords = 32;
   static constexpr int32_t kSrSpan = kSrWords * 64;
   std::array<uint64_t, kSrWords> sr_bits_{};
   uint32_t sr_count_ = 0;
-  std::vector<wire::Psn> sr_resend_;  // requester: single PSNs to resend
+  // requester: single PSNs to resend, a ring (power of two, >= window).
+  std::vector<wire::Psn> sr_resend_;
+  uint64_t sr_resend_head_ = 0, sr_resend_tail_ = 0;
   std::vector<ReplayEntry> replay_;
   uint32_t replay_next_ = 0;
 };

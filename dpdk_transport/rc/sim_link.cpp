@@ -1,5 +1,6 @@
 #include "sim_link.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dpdat::rc {
@@ -94,10 +95,67 @@ SimLink::Buf* SimLink::get_buf() {
 
 void SimLink::put_buf(Buf* b) { free_.push_back(b); }
 
-void SimLink::enqueue(int to_end, Buf* b, uint32_t len) {
+uint64_t LinkStats::queue_delay_quantile(double q) const {
+  uint64_t total = 0;
+  for (const uint64_t n : queue_delay_hist) total += n;
+  if (total == 0) return 0;
+  const auto want = static_cast<uint64_t>(q * static_cast<double>(total));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < kDelayBuckets; ++i) {
+    seen += queue_delay_hist[i];
+    if (seen > want || seen == total) return (i + 1) * kDelayBucketNs;
+  }
+  return kDelayBuckets * kDelayBucketNs;
+}
+
+bool SimLink::through_bottleneck(int to_end, Buf* b, uint32_t len, uint64_t* ready_ns) {
+  const LinkImpairment& imp = imp_[1 - to_end];
+  LinkStats& st = stats_[1 - to_end];
+  *ready_ns = now_ns_ + imp.delay_ns;
+  if (imp.rate_bps == 0) return true;
+  uint64_t& busy = busy_until_ns_[to_end];
+  const uint64_t wait_ns = busy > now_ns_ ? busy - now_ns_ : 0;
+  // Bytes still queued: what the link has not yet sent of the backlog.
+  const auto backlog =
+      static_cast<uint64_t>(static_cast<double>(wait_ns) * static_cast<double>(imp.rate_bps) / 8e9);
+  if (imp.queue_bytes != 0 && backlog + len > imp.queue_bytes) {
+    st.overflow_drops++;
+    return false;
+  }
+  constexpr size_t kTos = 14 + 1;  // Ethernet header, then the IPv4 TOS byte
+  if (imp.ecn_threshold_bytes != 0 && backlog >= imp.ecn_threshold_bytes && len > kTos + 20 &&
+      (b->data[kTos] & 3u) != 0 && (b->data[kTos] & 3u) != 3u) {
+    // CE, and the IPv4 header checksum follows (RFC 1624: ~HC' = ~HC + ~m + m').
+    const uint16_t old_word = static_cast<uint16_t>((b->data[14] << 8) | b->data[kTos]);
+    b->data[kTos] = static_cast<uint8_t>(b->data[kTos] | 3u);
+    const uint16_t new_word = static_cast<uint16_t>((b->data[14] << 8) | b->data[kTos]);
+    uint32_t sum = static_cast<uint16_t>(~((b->data[24] << 8) | b->data[25]) & 0xFFFF);
+    sum += static_cast<uint16_t>(~old_word & 0xFFFF);
+    sum += new_word;
+    while (sum > 0xFFFF) sum = (sum & 0xFFFF) + (sum >> 16);
+    const auto csum = static_cast<uint16_t>(~sum & 0xFFFF);
+    b->data[24] = static_cast<uint8_t>(csum >> 8);
+    b->data[25] = static_cast<uint8_t>(csum & 0xFF);
+    st.ecn_marked++;
+  }
+  st.queue_delay_max_ns = std::max(st.queue_delay_max_ns, wait_ns);
+  st.queue_delay_hist[std::min<uint64_t>(wait_ns / LinkStats::kDelayBucketNs,
+                                         LinkStats::kDelayBuckets - 1)]++;
+  const uint64_t tx_ns = (uint64_t{len} * 8 * 1'000'000'000 + imp.rate_bps - 1) / imp.rate_bps;
+  busy = std::max(busy, now_ns_) + tx_ns;
+  *ready_ns = busy + imp.delay_ns;
+  return true;
+}
+
+bool SimLink::enqueue(int to_end, Buf* b, uint32_t len) {
   auto& q = queue_[to_end];
   auto& held = held_[to_end];
-  q.push_back(InFlight{b, len, now_ns_ + imp_[1 - to_end].delay_ns});
+  uint64_t ready = 0;
+  if (!through_bottleneck(to_end, b, len, &ready)) {
+    put_buf(b);
+    return false;
+  }
+  q.push_back(InFlight{b, len, ready});
   if (!held.empty() && --held_countdown_[to_end] == 0) {
     for (auto& h : held) {
       h.ready_ns = now_ns_ + imp_[1 - to_end].delay_ns;
@@ -105,6 +163,7 @@ void SimLink::enqueue(int to_end, Buf* b, uint32_t len) {
     }
     held.clear();
   }
+  return true;
 }
 
 void SimLink::offer(int from_end, Buf* b, uint32_t len) {
@@ -143,8 +202,7 @@ void SimLink::offer(int from_end, Buf* b, uint32_t len) {
     held_[to].push_back(InFlight{b, len, 0});
     return;
   }
-  st.delivered++;
-  enqueue(to, b, len);
+  if (enqueue(to, b, len)) st.delivered++;
 }
 
 void SimLink::inject(int to_end, const uint8_t* data, uint32_t len) {

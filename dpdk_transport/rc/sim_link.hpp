@@ -7,6 +7,7 @@
 // Capture mode records every frame offered for transmission and lets a test
 // inject hand-made frames at either end.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -25,11 +26,29 @@ struct LinkImpairment {
   double corrupt = 0.0;       // probability one random bit of the frame is flipped
   uint64_t delay_ns = 0;      // one-way latency
   uint32_t reorder_hold = 3;  // a reordered frame waits for this many later frames
+  // Bottleneck: frames leave at `rate_bps` (0: no limit) through a FIFO of
+  // at most `queue_bytes` (0: unbounded); a frame that does not fit is
+  // dropped (overflow), and an ECN-capable frame (IPv4 ECN field ECT(0) or
+  // ECT(1)) that finds at least `ecn_threshold_bytes` queued is marked CE
+  // (0: never marked).  The ICRC does not cover the ECN field.
+  uint64_t rate_bps = 0;
+  uint64_t queue_bytes = 0;
+  uint64_t ecn_threshold_bytes = 0;
 };
 
 struct LinkStats {
   uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
            injected = 0, tx_full = 0;
+  // Bottleneck (LinkImpairment::rate_bps): frames dropped for a full queue,
+  // frames marked CE, and the queueing delay frames met (histogram in
+  // kDelayBucketNs buckets, the last one open-ended).
+  static constexpr uint64_t kDelayBucketNs = 1'000;
+  static constexpr size_t kDelayBuckets = 4096;
+  uint64_t overflow_drops = 0, ecn_marked = 0, queue_delay_max_ns = 0;
+  std::array<uint64_t, kDelayBuckets> queue_delay_hist{};
+  // The queueing delay below which a fraction `q` of the queued frames stayed
+  // (bucket upper bound; 0 when none was queued).
+  uint64_t queue_delay_quantile(double q) const;
 };
 
 class SimLink {
@@ -82,7 +101,11 @@ class SimLink {
   Buf* get_buf();
   void put_buf(Buf* b);
   void offer(int from_end, Buf* b, uint32_t len);
-  void enqueue(int to_end, Buf* b, uint32_t len);
+  // False (the frame released) when the bottleneck queue overflowed.
+  bool enqueue(int to_end, Buf* b, uint32_t len);
+  // The bottleneck towards `to_end`: false when the frame overflows the
+  // queue; else *ready_ns is when it has left it.
+  bool through_bottleneck(int to_end, Buf* b, uint32_t len, uint64_t* ready_ns);
 
   std::mt19937_64 rng_;
   std::vector<std::unique_ptr<Buf>> bufs_;
@@ -98,6 +121,7 @@ class SimLink {
   std::deque<InFlight> queue_[2];  // to_end -> frames
   std::deque<InFlight> held_[2];   // reordered frames, by destination
   uint32_t held_countdown_[2] = {0, 0};
+  uint64_t busy_until_ns_[2] = {0, 0};  // by destination: the bottleneck is free from then
   std::unique_ptr<End> ends_[2];
 };
 

@@ -120,8 +120,25 @@ struct QpConfig {
   uint32_t window = 128;        // max unacknowledged request packets in flight
   uint32_t ack_every = 16;      // requester sets AckReq every N packets; responder ACKs by then
   uint32_t max_rd_atomic = 16;  // outstanding RDMA READ / atomic requests
-  uint64_t retransmit_timeout_ns = 1'000'000;  // doubled per consecutive timeout, up to 64x
-  uint32_t retry_count = 7;                    // transport retries before the QP breaks
+  // The retransmission timeout before the first RTT sample, and its cap;
+  // doubled per consecutive timeout, up to 64x.
+  uint64_t retransmit_timeout_ns = 1'000'000;
+  // Adaptive retransmission timeout: from RTTs measured on acknowledged
+  // AckReq packets (never on retransmitted ones), RTO = SRTT + 4 RTTVAR as
+  // TCP computes it (RFC 6298), within [rto_min_ns, retransmit_timeout_ns].
+  // false: retransmit_timeout_ns always.
+  bool adaptive_rto = true;
+  uint64_t rto_min_ns = 50'000;
+  // Tail-loss probe: when no ACK came for max(2 SRTT, tlp_min_ns) after the
+  // last packet sent, that packet is sent once more with AckReq, so a lost
+  // tail is reported by the responder (ACK or sequence NAK) instead of
+  // waiting for the timeout.  Needs an RTT sample.
+  bool tail_loss_probe = true;
+  uint64_t tlp_min_ns = 20'000;
+  // Transport retries before the QP breaks; and never before the time the
+  // fixed schedule (retransmit_timeout_ns backed off over retry_count
+  // timeouts) takes, however short the adaptive timeout is.
+  uint32_t retry_count = 7;
   // ... and not before this long since the first of those timeouts: a peer
   // whose host stalls (no CPU for a while, as on a loaded 2-CPU machine)
   // is not taken for dead after the ~190 ms the 7 backed-off retries take.
@@ -138,6 +155,9 @@ struct QpConfig {
   // names one hole and only that packet is resent.  Everything else (SEND,
   // WRITE with immediate, READ, atomics) stays in order (go-back-N).
   bool selective_repeat = true;
+  // Request packets and READ responses carry ECT(0) in the IPv4 ECN field
+  // (RoCEv2 over ECN-marking switches); ACKs do not.
+  bool ecn_capable = true;
 };
 
 // Addresses of both ends of a connection (Ethernet/IPv4/UDP, peer's QPN).

@@ -1,0 +1,305 @@
+// Completer (IBA 9.7.5.2): ACKs, NAKs, READ responses and atomic ACKs move
+// the requester's acknowledged PSN and complete work requests in order.  An
+// ACK / NAK walks CompState through check_* steps, as rxe_comp.c does; a
+// NAK that ends the connection maps to its completion status in kNakOutcome.
+
+#include <cstring>
+
+#include "engine.hpp"
+#include "qp.hpp"
+#include "qp_util.hpp"
+
+namespace dpdat::rc {
+
+using wire::Opcode;
+using wire::Psn;
+namespace aeth = wire::aeth;
+using namespace detail;
+
+namespace {
+
+using CS = Qp::CompState;
+
+// IBA 9.7.5.2.4 / 9.9: a NAK code received completes the WQE it names with
+// this status and moves the QP to error.  Codes not listed (reserved, and
+// 4 "invalid RD request", which has no meaning on RC) count as invalid
+// request.
+struct NakOutcome {
+  uint8_t code;
+  WcStatus status;
+  QpError error;
+  std::string_view rule;
+};
+constexpr NakOutcome kNakOutcome[] = {
+    {aeth::kNakInvalidRequest, WcStatus::kRemoteInvalidRequest, QpError::kRemoteInvalidRequest,
+     "9.7.5.2.4: invalid request"},
+    {aeth::kNakRemoteAccessError, WcStatus::kRemoteAccessError, QpError::kRemoteAccess,
+     "9.7.5.2.4: remote access error"},
+    {aeth::kNakRemoteOperationalError, WcStatus::kRemoteOperationalError,
+     QpError::kRemoteOperational, "9.7.5.2.4: remote operational error"},
+};
+const NakOutcome& nak_outcome(uint8_t code) {
+  for (const NakOutcome& o : kNakOutcome)
+    if (o.code == code) return o;
+  return kNakOutcome[0];
+}
+
+}  // namespace
+
+std::string_view Qp::state_name(CompState s) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "check-syndrome", "check-psn",    "ack",   "rnr-nak",      "seq-nak",
+      "fatal-nak",      "rnr-exceeded", "stale", "bad-syndrome", "done"};
+  static_assert(std::size(kNames) == static_cast<size_t>(CompState::kCount));
+  const auto i = static_cast<size_t>(s);
+  return i < std::size(kNames) ? kNames[i] : "invalid";
+}
+
+void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  const uint8_t syn = v.aeth->syndrome;
+  ctr_.acks_rx++;
+  CompState s = CompState::kCheckSyndrome;
+  for (;;) {
+    switch (s) {
+      case CompState::kCheckSyndrome:
+        s = check_syndrome(syn);
+        break;
+      case CompState::kAck:
+        note_acked(psn, now);
+        return;
+      case CompState::kRnrNak:
+        s = do_rnr_nak(psn, now);
+        break;
+      case CompState::kSeqNak:
+        s = do_seq_nak(psn, now);
+        break;
+      case CompState::kFatalNak: {
+        if (check_nak_psn(psn, CS::kFatalNak, now) == CS::kStale) return;
+        const NakOutcome& o = nak_outcome(aeth::value(syn));
+        fail_wqe_at(psn, o.status, o.error, now);
+        return;
+      }
+      case CompState::kRnrExceeded:
+        fail_wqe_at(psn, WcStatus::kRnrRetryExceeded, QpError::kRnrRetryExceeded, now);
+        return;
+      case CompState::kBadSyndrome:
+        ctr_.bad_responses++;
+        return;  // reserved syndrome type
+      case CompState::kCheckPsn:
+      case CompState::kStale:
+      case CompState::kDone:
+      case CompState::kCount:
+        return;
+    }
+  }
+}
+
+CS Qp::check_syndrome(uint8_t syn) const {
+  switch (aeth::type(syn)) {
+    case aeth::kAck:
+      return CS::kAck;
+    case aeth::kRnrNak:
+      return CS::kRnrNak;
+    case aeth::kNak:
+      return aeth::value(syn) == aeth::kNakPsnSeqError ? CS::kSeqNak : CS::kFatalNak;
+    default:
+      return CS::kBadSyndrome;
+  }
+}
+
+// A NAK names the first PSN not executed: everything before it was.  One
+// outside [una, next) is stale (a NAK overtaken by later progress).
+CS Qp::check_nak_psn(Psn psn, CompState next, uint64_t now) {
+  if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, next_psn_) >= 0) return CS::kStale;
+  note_acked(psn - 1, now);
+  return next;
+}
+
+CS Qp::do_rnr_nak(Psn psn, uint64_t now) {
+  ctr_.rnr_naks_rx++;
+  if (check_nak_psn(psn, CS::kRnrNak, now) == CS::kStale) return CS::kStale;
+  if (cfg_.rnr_retry != kRnrRetryInfinite) {
+    if (rnr_retries_left_ == 0) return CS::kRnrExceeded;
+    rnr_retries_left_--;
+  }
+  rnr_waiting_ = true;
+  rnr_psn_ = psn;
+  clear_timer(TimerKind::kRetransmit);
+  set_timer(TimerKind::kRnr, now + cfg_.rnr_delay_ns);
+  return CS::kDone;
+}
+
+CS Qp::do_seq_nak(Psn psn, uint64_t now) {
+  if (check_nak_psn(psn, CS::kSeqNak, now) == CS::kStale) return CS::kStale;
+  ctr_.seq_naks_rx++;
+  if (cfg_.selective_repeat) {
+    const uint64_t i = wqe_from(psn);
+    if (wqe_holds(i, psn) && sr_packet(sq(i))) {
+      // The responder kept what followed the hole: resend the hole only.
+      sr_hole_ = psn;
+      sr_hole_valid_ = true;
+      const bool queued = sr_resend_tail_ != sr_resend_head_ &&
+                          sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
+      if (!queued && sr_resend_tail_ - sr_resend_head_ < cfg_.window) {
+        sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
+        ++sr_resend_tail_;
+      }
+      engine_.activate(this);
+      return CS::kDone;
+    }
+  }
+  rewind_to(psn, now);
+  arm_retransmit(now);
+  return CS::kDone;
+}
+
+void Qp::note_acked(Psn psn, uint64_t now) {
+  if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
+  if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
+  acked_psn_ = psn;
+  if (rtt_timing_ && Psn::diff(psn, rtt_psn_) >= 0) {
+    rtt_timing_ = false;
+    rtt_.sample(now - rtt_t0_);
+    ctr_.rtt_samples++;
+  }
+  tlp_sent_ = false;  // progress: a new tail may be probed
+  if (sr_hole_valid_ && Psn::diff(sr_hole_, psn) <= 0) sr_hole_valid_ = false;
+  retries_left_ = cfg_.retry_count;
+  first_timeout_ns_ = 0;
+  backoff_ = 0;
+  rnr_retries_left_ = cfg_.rnr_retry;
+  // An ACK beyond a READ / atomic whose response is missing means the
+  // response was lost (IBA 9.7.5.1.5 "implied NAK"): ask again.
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || !is_rd_atomic(w.wr.op)) continue;
+    const Psn last = w.first_psn + static_cast<int32_t>(w.npkts - 1);
+    if (Psn::diff(psn, last) >= 0) rewind_to(w.first_psn + static_cast<int32_t>(w.resp_pkts), now);
+    break;
+  }
+  complete_in_order(now);
+  arm_retransmit(now);
+  engine_.activate(this);
+}
+
+void Qp::fail_wqe_at(Psn psn, WcStatus st, QpError why, uint64_t now) {
+  const uint64_t i = wqe_from(psn);
+  if (i < sq_tail_) {
+    SendWqe& w = sq(i);
+    w.done = true;
+    w.status = st;
+    if (is_rd_atomic(w.wr.op) && rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+  }
+  set_error(why, now);
+}
+
+void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  const uint64_t i = wqe_from(psn);
+  if (!wqe_holds(i, psn) || sq(i).wr.op != WrOp::kRead) {
+    ctr_.duplicates_rx++;  // no READ expects it: a late duplicate
+    return;
+  }
+  SendWqe& w = sq(i);
+  const Psn expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
+  const int32_t gap = Psn::diff(psn, expected);
+  if (gap < 0) {
+    ctr_.duplicates_rx++;
+    return;
+  }
+  if (gap > 0) {
+    // Responses were lost: re-request from the first missing one, once.
+    ctr_.out_of_order_rx++;
+    if (!read_gap_pending_ || !(read_gap_psn_ == expected)) {
+      read_gap_pending_ = true;
+      read_gap_psn_ = expected;
+      note_acked(w.first_psn - 1, now);
+      rewind_to(expected, now);
+    }
+    return;
+  }
+  const Pos p = pos_of(w.resp_pkts, w.npkts);
+  const Opcode want = seg_opcode(Seg::kReadResp, p);
+  const uint64_t off = uint64_t{w.resp_pkts} * cfg_.pmtu;
+  const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - off);
+  if (v.opcode != want || v.payload.size() != want_len) {
+    ctr_.bad_responses++;
+    return;
+  }
+  scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
+  w.resp_pkts++;
+  read_gap_pending_ = false;
+  if (w.resp_pkts == w.npkts) finish_rd_atomic(w);
+  after_response(psn, now);
+}
+
+void Qp::finish_rd_atomic(SendWqe& w) {
+  w.done = true;
+  if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+}
+
+// A READ response or atomic ACK made progress; it also acknowledges every
+// earlier request (IBA 9.7.5.1.3), and makes room for more READs / atomics.
+void Qp::after_response(Psn psn, uint64_t now) {
+  if (Psn::diff(psn, acked_psn_) > 0) {
+    note_acked(psn, now);
+  } else {
+    complete_in_order(now);
+    arm_retransmit(now);
+  }
+  retries_left_ = cfg_.retry_count;
+  first_timeout_ns_ = 0;
+  backoff_ = 0;
+  engine_.activate(this);
+}
+
+void Qp::on_atomic_ack(const wire::PacketView& v, uint64_t now) {
+  const Psn psn = v.bth->psn();
+  const uint64_t i = wqe_from(psn);
+  if (!wqe_holds(i, psn) || !is_atomic(sq(i).wr.op) || !(sq(i).first_psn == psn)) {
+    ctr_.duplicates_rx++;
+    return;
+  }
+  SendWqe& w = sq(i);
+  const uint64_t orig = v.atomic_ack->orig.value();
+  std::memcpy(w.host[0], &orig, sizeof orig);
+  finish_rd_atomic(w);
+  after_response(psn, now);
+}
+
+void Qp::complete_in_order(uint64_t now) {
+  (void)now;
+  while (sq_head_ < sq_tail_) {
+    SendWqe& w = sq(sq_head_);
+    if (!w.done) {
+      if (!w.started || !is_send_write(w.wr.op)) break;
+      const Psn last = w.first_psn + static_cast<int32_t>(w.npkts - 1);
+      if (Psn::diff(last, acked_psn_) > 0) break;
+      w.done = true;
+    }
+    const bool report = (w.wr.flags & wr_flag::kSignaled) != 0 || w.status != WcStatus::kSuccess;
+    if (report) {
+      Completion c;
+      c.cookie = w.wr.cookie;
+      c.qpn = qpn_;
+      c.op = wc_op_of(w.wr.op);
+      c.status = w.status;
+      c.byte_len = static_cast<uint32_t>(w.total_len);
+      // A requester completion says whether its request carried immediate
+      // data (DAT 2.0 reports RDMA WRITE with immediate as its own event).
+      c.has_imm = w.wr.op == WrOp::kWriteImm || w.wr.op == WrOp::kSendImm;
+      c.imm = c.has_imm ? w.wr.imm : 0;
+      c.rmr_context = w.result_rmr_context;
+      if (send_cq_ == nullptr || !send_cq_->push(c)) {
+        ctr_.cq_stalls++;
+        return;  // retried on the next progress(): nothing is lost
+      }
+    }
+    ++sq_head_;
+    if (sq_emit_ < sq_head_) sq_emit_ = sq_head_;
+  }
+}
+
+}  // namespace dpdat::rc

@@ -1,0 +1,405 @@
+// Requester (IBA 9.7.4): turns send-queue WQEs into request packets within
+// the window, the fences and the READ / atomic depth, as rxe_req.c does;
+// rewinds for go-back-N and resends single holes for selective repeat.
+// emit_requests() walks ReqState through check steps that return the next
+// state.
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine.hpp"
+#include "qp.hpp"
+#include "qp_util.hpp"
+
+namespace dpdat::rc {
+
+using wire::Opcode;
+using wire::Psn;
+using namespace detail;
+
+std::string_view Qp::state_name(ReqState s) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "get-wqe",  "check-fence", "exec-bind", "start-wqe",    "emit",
+      "next-wqe", "done",        "blocked",   "backpressure", "error"};
+  static_assert(std::size(kNames) == static_cast<size_t>(ReqState::kCount));
+  const auto i = static_cast<size_t>(s);
+  return i < std::size(kNames) ? kNames[i] : "invalid";
+}
+
+Psn Qp::una_psn() const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (w.done) continue;
+    if (!w.started) return next_psn_;
+    switch (w.wr.op) {
+      case WrOp::kRead:
+        return w.first_psn + static_cast<int32_t>(w.resp_pkts);
+      case WrOp::kCompareSwap:
+      case WrOp::kFetchAdd:
+        return w.first_psn;
+      case WrOp::kBind:
+        continue;
+      default: {
+        const Psn a = acked_psn_ + 1;
+        return a > w.first_psn ? a : w.first_psn;
+      }
+    }
+  }
+  return next_psn_;
+}
+
+bool Qp::has_outstanding() const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (!w.started) return false;
+    if (!w.done && w.wr.op != WrOp::kBind) return true;
+  }
+  return false;
+}
+
+uint64_t Qp::wqe_from(Psn psn) const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (w.done || w.wr.op == WrOp::kBind) continue;
+    if (Psn::diff(psn, w.first_psn) < static_cast<int32_t>(w.npkts)) return i;
+  }
+  return sq_tail_;
+}
+
+void Qp::arm_retransmit(uint64_t now) {
+  if (state_ != QpState::kRts || !has_outstanding()) {
+    clear_timer(TimerKind::kRetransmit);
+    clear_timer(TimerKind::kProbe);
+    return;
+  }
+  // Exponential back-off over consecutive timeouts without progress (capped
+  // at 64x), so a slow peer or a slow host is not buried in retransmissions.
+  uint64_t deadline = now + (rtt_.rto_ns() << std::min<uint32_t>(backoff_, 6));
+  // The retries are spent: time out no later than the moment the peer is
+  // declared dead.
+  if (retries_left_ == 0 && first_timeout_ns_ != 0)
+    deadline = std::min(deadline, std::max(first_timeout_ns_ + dead_after_ns_, now + 1));
+  set_timer(TimerKind::kRetransmit, deadline);
+  if (cfg_.tail_loss_probe && rtt_.valid() && !tlp_sent_)
+    set_timer(TimerKind::kProbe, now + probe_timeout());
+}
+
+uint64_t Qp::probe_timeout() const { return std::max(2 * rtt_.srtt_ns(), cfg_.tlp_min_ns); }
+
+void Qp::on_retransmit_timeout(uint64_t now) {
+  if (!has_outstanding() || rnr_waiting_) return;
+  ctr_.timeouts++;
+  const Psn una = una_psn();
+  if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
+  if (retries_left_ == 0 && now - first_timeout_ns_ >= dead_after_ns_) {
+    fail_wqe_at(una, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
+    return;
+  }
+  if (retries_left_ > 0) retries_left_--;
+  ++backoff_;
+  read_gap_pending_ = false;
+  rtt_timing_ = false;  // Karn: what is resent now is not timed
+  if (!sr_timeout_resend(una, now)) rewind_to(una, now);
+  arm_retransmit(now);
+}
+
+// A timeout when the oldest unacknowledged packet belongs to a
+// selective-repeat WRITE: the responder keeps what it placed, so only that
+// packet and the newest one go out again (both with AckReq), not the window.
+// A live responder answers either with an ACK or with a NAK naming the next
+// hole, so recovery continues selectively; a spurious timeout (a peer slow
+// to answer, e.g. a descheduled process) costs two packets instead of a
+// window.  Everything else goes back N.
+bool Qp::sr_timeout_resend(Psn una, uint64_t now) {
+  const uint64_t i = wqe_from(una);
+  if (!cfg_.selective_repeat || !wqe_holds(i, una) || !sr_packet(sq(i))) return false;
+  const SendWqe& w = sq(i);
+  const auto d = static_cast<uint32_t>(Psn::diff(una, w.first_psn));
+  if (d >= w.sent || !emit_packet(w, d, now, /*probe=*/true)) return false;
+  ctr_.sr_resends++;
+  if (!(max_sent_psn_ == una)) send_probe(max_sent_psn_, now);
+  return true;
+}
+
+// Tail-loss probe: the newest packet sent goes out once more, with AckReq.
+// If the tail was lost the responder now sees a hole and NAKs it (or, when
+// only this packet was lost, takes it and ACKs): recovery within a round trip.
+//
+// A hole the responder reported (selective repeat) and that is still not
+// acknowledged is probed instead: its resend, or the NAK, was lost.
+void Qp::send_probe(Psn psn, uint64_t now) {
+  const uint64_t i = wqe_from(psn);
+  if (!wqe_holds(i, psn)) return;
+  const SendWqe& w = sq(i);
+  uint32_t idx = 0;
+  if (w.wr.op == WrOp::kRead) {
+    idx = w.resp_pkts;  // re-request from the first response not placed
+  } else if (!is_rd_atomic(w.wr.op)) {
+    idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+    if (idx >= w.sent) return;  // rewound meanwhile: goes out again anyway
+  }
+  if (!emit_packet(w, idx, now, /*probe=*/true)) return;
+  tlp_sent_ = true;
+  rtt_timing_ = false;
+  ctr_.tlp_probes++;
+}
+
+bool Qp::start_wqe(SendWqe& w, uint64_t now) {
+  const Access acc = is_rd_atomic(w.wr.op) ? Access::kLocalWrite : Access::kLocalRead;
+  for (uint32_t i = 0; i < w.wr.num_sge; ++i) {
+    const Sge& g = w.wr.sge[i];  // g.lmr_context: the lkey
+    if (g.length == 0) continue;
+    AccessGrant grant;
+    if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, acc, &grant) != AccessError::kOk) {
+      // IBA 10.8.3: a local protection error completes the WR in error and
+      // moves the QP to the error state.
+      w.started = true;
+      w.done = true;
+      w.status = WcStatus::kLocalProtectionError;
+      set_error(QpError::kLocalProtection, now);
+      return false;
+    }
+    w.host[i] = grant.host;
+  }
+  w.first_psn = next_psn_;
+  next_psn_ += static_cast<int32_t>(w.npkts);
+  w.started = true;
+  w.sent = 0;
+  if (is_rd_atomic(w.wr.op)) {
+    rd_atomic_outstanding_++;
+    w.rd_seq = rd_seq_next_++;
+  }
+  return true;
+}
+
+// At most max_rd_atomic READs / atomics from the oldest unfinished one to the
+// newest: the responder's replay cache (as deep) then still holds every
+// request the requester may have to repeat (IBA 9.7.4.1.3, "initiator depth").
+bool Qp::rd_atomic_room() const {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    const SendWqe& w = sq(i);
+    if (!w.started) break;
+    if (!w.done && is_rd_atomic(w.wr.op)) return rd_seq_next_ - w.rd_seq < cfg_.max_rd_atomic;
+  }
+  return true;
+}
+
+bool Qp::sr_packet(const SendWqe& w) const {
+  return cfg_.selective_repeat && w.wr.op == WrOp::kWrite;
+}
+
+bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe) {
+  const uint32_t pmtu = cfg_.pmtu;
+  const Psn psn = w.first_psn + static_cast<int32_t>(idx);
+  wire::BuildSpec* sp = nullptr;
+  bool last = true;
+  switch (w.wr.op) {
+    case WrOp::kSend:
+    case WrOp::kSendImm:
+    case WrOp::kWrite:
+    case WrOp::kWriteImm: {
+      const bool imm = w.wr.op == WrOp::kSendImm || w.wr.op == WrOp::kWriteImm;
+      const bool is_send = w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
+      const Pos p = pos_of(idx, w.npkts);
+      const uint64_t off = uint64_t{idx} * pmtu;
+      const uint64_t len = std::min<uint64_t>(pmtu, w.total_len - off);
+      if (sr_packet(w)) {
+        // Self-describing: every packet is an RDMA WRITE Only with its own RETH.
+        sp = &base_spec(Opcode::kWriteOnly, psn);
+        sp->va = w.wr.remote_va + off;
+        sp->dma_len = static_cast<uint32_t>(len);
+      } else {
+        sp = &base_spec(is_send ? seg_opcode(Seg::kSend, p, imm) : seg_opcode(Seg::kWrite, p, imm),
+                        psn);
+        sp->va = w.wr.remote_va;
+        sp->dma_len = static_cast<uint32_t>(w.total_len);
+      }
+      wire::BuildSpec& s = *sp;
+      s.gather = std::span(tx_pieces_.data(), gather(w, off, len, tx_pieces_));
+      s.imm = w.wr.imm;
+      s.rkey = w.wr.rkey;
+      last = p == Pos::kOnly || p == Pos::kLast;
+      s.se = last && is_send && (w.wr.flags & wr_flag::kSolicited) != 0;
+      break;
+    }
+    case WrOp::kRead: {
+      // (Re-)request from the first response not yet placed (IBA 9.7.4.1.4).
+      const uint64_t off = uint64_t{idx} * pmtu;
+      sp = &base_spec(Opcode::kReadRequest, psn);
+      sp->va = w.wr.remote_va + off;
+      sp->rkey = w.wr.rkey;
+      sp->dma_len = static_cast<uint32_t>(w.total_len - off);
+      break;
+    }
+    case WrOp::kCompareSwap:
+    case WrOp::kFetchAdd:
+      sp =
+          &base_spec(w.wr.op == WrOp::kCompareSwap ? Opcode::kCompareSwap : Opcode::kFetchAdd, psn);
+      sp->va = w.wr.remote_va;
+      sp->rkey = w.wr.rkey;
+      sp->swap_add = w.wr.swap_add;
+      sp->compare = w.wr.compare;
+      break;
+    case WrOp::kBind:
+      return true;
+  }
+  if (sp == nullptr) return true;  // unreachable: every op is handled above
+  wire::BuildSpec& s = *sp;
+  const int32_t in_flight = Psn::diff(psn, una_psn()) + 1;
+  s.ack_req = last || probe || ++since_ack_req_ >= cfg_.ack_every ||
+              in_flight >= static_cast<int32_t>(cfg_.window);
+  if (!transmit(s, now)) return false;
+  if (s.ack_req) since_ack_req_ = 0;
+  // The newest PSN this packet covers (a READ request: its whole response).
+  const Psn top = w.wr.op == WrOp::kRead ? w.first_psn + static_cast<int32_t>(w.npkts - 1) : psn;
+  if (Psn::diff(top, max_sent_psn_) > 0) {
+    max_sent_psn_ = top;
+    if (s.ack_req && !rtt_timing_) {  // time one fresh AckReq packet per round trip
+      rtt_timing_ = true;
+      rtt_psn_ = psn;
+      rtt_t0_ = now;
+    }
+  } else if (!probe) {
+    rtt_timing_ = false;  // Karn: a retransmission makes the running sample ambiguous
+  }
+  if (timer_deadline(TimerKind::kRetransmit) == 0) {
+    arm_retransmit(now);
+  } else if (cfg_.tail_loss_probe && rtt_.valid() && !tlp_sent_ && !probe) {
+    set_timer(TimerKind::kProbe, now + probe_timeout());  // ~2 RTT after the newest packet
+  }
+  return true;
+}
+
+bool Qp::emit_one(SendWqe& w, uint64_t now) {
+  if (!emit_packet(w, w.sent, now)) return false;
+  w.sent = w.wr.op == WrOp::kRead ? w.npkts : w.sent + 1;
+  return true;
+}
+
+// Selective repeat: resend single packets the responder reported missing.
+bool Qp::emit_sr_resends(uint64_t now) {
+  while (sr_resend_head_ != sr_resend_tail_) {
+    const Psn psn = sr_resend_[sr_resend_head_ & (sr_resend_.size() - 1)];
+    const uint64_t i = wqe_from(psn);
+    if (wqe_holds(i, psn) && sr_packet(sq(i))) {
+      const SendWqe& w = sq(i);
+      const auto d = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+      // Not sent yet (goes out in order anyway) or acknowledged meanwhile: skip.
+      if (d < w.sent && Psn::diff(psn, acked_psn_) > 0) {
+        if (!emit_packet(w, d, now)) return false;
+        ctr_.sr_resends++;
+      }
+    }
+    ++sr_resend_head_;
+  }
+  return true;
+}
+
+Qp::ReqState Qp::req_get_wqe() const {
+  if (state_ != QpState::kRts) return ReqState::kError;
+  if (rnr_waiting_ || sq_emit_ >= sq_tail_) return ReqState::kDone;
+  return sq(sq_emit_).started ? ReqState::kEmit : ReqState::kCheckFence;
+}
+
+Qp::ReqState Qp::check_fence(const SendWqe& w) const {
+  // Every WR after a memory-window bind waits until the bind has completed
+  // (dat_rmr_bind: the bind completes in order and fences later DTOs).
+  if (last_bind_end_ > sq_head_) return ReqState::kBlocked;
+  if (w.wr.op == WrOp::kBind) return ReqState::kExecBind;
+  if ((w.wr.flags & wr_flag::kFence) != 0 && rd_atomic_outstanding_ > 0) return ReqState::kBlocked;
+  if (is_rd_atomic(w.wr.op) && !rd_atomic_room()) return ReqState::kBlocked;
+  if (Psn::diff(next_psn_, una_psn()) >= static_cast<int32_t>(cfg_.window))
+    return ReqState::kBlocked;
+  return ReqState::kStartWqe;
+}
+
+void Qp::exec_bind(SendWqe& w, uint64_t now) {
+  w.started = true;
+  w.done = true;
+  const BindError be = mr_.check_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va, w.wr.bind_len,
+                                      w.wr.bind_privileges, pz_, qpn_);
+  if (be == BindError::kOk) {
+    w.result_rmr_context = mr_.do_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va, w.wr.bind_len,
+                                       w.wr.bind_privileges);
+  } else {
+    mr_.clear_bind_pending(w.wr.rmr_handle);
+    w.status = WcStatus::kBindError;
+  }
+  last_bind_end_ = sq_emit_ + 1;
+  ++sq_emit_;
+  complete_in_order(now);
+}
+
+Qp::ReqState Qp::req_emit(SendWqe& w, uint64_t now) {
+  if (w.done) return ReqState::kNextWqe;
+  while (w.sent < w.npkts) {
+    const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
+    if (Psn::diff(psn, una_psn()) >= static_cast<int32_t>(cfg_.window)) return ReqState::kBlocked;
+    if (!emit_one(w, now)) return ReqState::kBackpressure;
+  }
+  return ReqState::kNextWqe;
+}
+
+bool Qp::emit_requests(uint64_t now) {
+  if (state_ == QpState::kRts && !rnr_waiting_ && !emit_sr_resends(now)) return true;
+  ReqState s = ReqState::kGetWqe;
+  for (;;) {
+    switch (s) {
+      case ReqState::kGetWqe:
+        s = req_get_wqe();
+        break;
+      case ReqState::kCheckFence:
+        s = check_fence(sq(sq_emit_));
+        break;
+      case ReqState::kExecBind:
+        exec_bind(sq(sq_emit_), now);
+        s = ReqState::kGetWqe;
+        break;
+      case ReqState::kStartWqe:
+        s = start_wqe(sq(sq_emit_), now) ? ReqState::kEmit : ReqState::kError;
+        break;
+      case ReqState::kEmit:
+        s = req_emit(sq(sq_emit_), now);
+        break;
+      case ReqState::kNextWqe:
+        ++sq_emit_;
+        s = ReqState::kGetWqe;
+        break;
+      case ReqState::kBackpressure:
+        return state_ == QpState::kRts;
+      case ReqState::kDone:
+      case ReqState::kBlocked:
+      case ReqState::kError:
+      case ReqState::kCount:
+        return false;
+    }
+  }
+}
+
+void Qp::rewind_to(Psn psn, uint64_t now) {
+  // Go-back-N: resend from the WQE that holds `psn`.
+  (void)now;
+  sr_resend_head_ = sr_resend_tail_;
+  const uint64_t i = wqe_from(psn);
+  if (i == sq_tail_) return;
+  SendWqe& w = sq(i);
+  const int32_t d = Psn::diff(psn, w.first_psn);
+  if (w.wr.op == WrOp::kRead) {
+    w.sent = w.resp_pkts;
+  } else if (is_rd_atomic(w.wr.op)) {
+    w.sent = 0;
+  } else {
+    w.sent = d > 0 ? static_cast<uint32_t>(d) : 0;
+  }
+  for (uint64_t j = i + 1; j < sq_tail_; ++j) {
+    SendWqe& x = sq(j);
+    if (!x.started) break;
+    if (!x.done) x.sent = x.wr.op == WrOp::kRead ? x.resp_pkts : 0;
+  }
+  sq_emit_ = std::min(sq_emit_, i);
+  ctr_.retransmits++;
+  engine_.activate(this);
+}
+
+}  // namespace dpdat::rc

@@ -1,0 +1,452 @@
+// Responder (IBA 9.7.5.1): every request packet walks RespState through
+// small check_* steps, each returning the next state, as rxe_resp.c does.
+// Error states end in one table (kRespError) that names the NAK code, the
+// QP error and the receive completion status, with the IBA rule.
+
+#include <atomic>
+#include <cstring>
+
+#include "engine.hpp"
+#include "qp.hpp"
+#include "qp_util.hpp"
+
+namespace dpdat::rc {
+
+using wire::Opcode;
+using wire::Psn;
+namespace aeth = wire::aeth;
+using namespace detail;
+
+namespace {
+
+using RS = Qp::RespState;
+
+struct RespError {
+  RS state;
+  uint8_t nak_code;      // AETH NAK code sent to the requester
+  QpError qp_error;      // why this QP goes to error
+  WcStatus recv_status;  // completion of the receive WQE in use (kSuccess: none)
+  std::string_view rule;
+};
+constexpr RespError kRespError[] = {
+    {RS::kErrLength, aeth::kNakInvalidRequest, QpError::kProtocol, WcStatus::kSuccess,
+     "C9-88..C9-90: FIRST/MIDDLE carry one PMTU, LAST/ONLY at most one"},
+    {RS::kErrOpSeq, aeth::kNakInvalidRequest, QpError::kProtocol, WcStatus::kSuccess,
+     "9.7.5.1.6 / C9-93: opcode out of sequence within a message"},
+    {RS::kErrRecvProtection, aeth::kNakRemoteOperationalError, QpError::kLocalProtection,
+     WcStatus::kLocalProtectionError, "9.7.5.2.4 / 10.8.3: the receive WQE's lkey check failed"},
+    {RS::kErrRecvLength, aeth::kNakInvalidRequest, QpError::kLocalLength,
+     WcStatus::kLocalLengthError, "9.7.5.2.4: the message is longer than the receive WQE"},
+    {RS::kErrRkey, aeth::kNakRemoteAccessError, QpError::kRemoteAccess, WcStatus::kSuccess,
+     "9.7.5.2.4 / C9-96: rkey, PD, access right or bounds refused"},
+    {RS::kErrWriteLength, aeth::kNakInvalidRequest, QpError::kProtocol, WcStatus::kSuccess,
+     "9.7.5.1.6: RDMA WRITE payload differs from the RETH DMA length"},
+    {RS::kErrMisaligned, aeth::kNakInvalidRequest, QpError::kRemoteInvalidRequest,
+     WcStatus::kSuccess, "9.4.5: atomic address not 8-byte aligned"},
+    {RS::kErrUnsupported, aeth::kNakInvalidRequest, QpError::kProtocol, WcStatus::kSuccess,
+     "9.7.5.1.6: opcode not supported on an RC responder"},
+};
+constexpr size_t kNumRespErrors =
+    static_cast<size_t>(RS::kCount) - static_cast<size_t>(RS::kErrLength);
+static_assert(std::size(kRespError) == kNumRespErrors);
+constexpr bool resp_table_in_order() {
+  for (size_t i = 0; i < std::size(kRespError); ++i)
+    if (static_cast<size_t>(kRespError[i].state) != static_cast<size_t>(RS::kErrLength) + i)
+      return false;
+  return true;
+}
+static_assert(resp_table_in_order());
+
+}  // namespace
+
+std::string_view Qp::state_name(RespState s) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "check-psn",        "duplicate",           "out-of-sequence", "check-length",
+      "check-op-seq",     "check-resources",     "check-keys",      "exec-send",
+      "exec-write",       "exec-read",           "exec-atomic",     "acknowledge",
+      "queued",           "rnr-cq-full",         "rnr-no-recv",     "err-length",
+      "err-op-seq",       "err-recv-protection", "err-recv-length", "err-rkey",
+      "err-write-length", "err-misaligned",      "err-unsupported"};
+  static_assert(std::size(kNames) == static_cast<size_t>(RespState::kCount));
+  const auto i = static_cast<size_t>(s);
+  return i < std::size(kNames) ? kNames[i] : "invalid";
+}
+
+void Qp::on_request(const wire::PacketView& v, uint64_t now) {
+  RespCtx c{v, v.bth->psn()};
+  RespState s = RespState::kCheckPsn;
+  for (;;) {
+    switch (s) {
+      case RespState::kCheckPsn:
+        s = check_psn(c, now);
+        break;
+      case RespState::kDuplicate:
+        handle_duplicate(v, now);
+        return;
+      case RespState::kOutOfSequence:
+        on_out_of_sequence(c, now);
+        return;
+      case RespState::kCheckLength:
+        s = check_length(c);
+        break;
+      case RespState::kCheckOpSeq:
+        s = check_op_seq(c);
+        break;
+      case RespState::kCheckResources:
+        s = check_resources(c);
+        break;
+      case RespState::kCheckKeys:
+        s = check_keys(c);
+        break;
+      case RespState::kExecSend:
+        s = exec_send(c);
+        break;
+      case RespState::kExecWrite:
+        s = exec_write(c);
+        break;
+      case RespState::kExecRead:
+        s = exec_read(c, now);
+        break;
+      case RespState::kExecAtomic:
+        s = exec_atomic(c, now);
+        break;
+      case RespState::kAcknowledge:
+        acknowledge(c, now);
+        return;
+      case RespState::kQueued:
+        return;
+      case RespState::kRnrCqFull:
+      case RespState::kRnrNoRecv:
+        send_rnr_nak(c.psn, s == RespState::kRnrCqFull, now);
+        return;
+      default:
+        responder_error(s, c.psn, now);
+        return;
+    }
+  }
+}
+
+RS Qp::check_psn(RespCtx& c, uint64_t now) {
+  (void)now;
+  const int32_t d = Psn::diff(c.psn, epsn_);
+  if (d < 0) return RS::kDuplicate;
+  if (d > 0) return RS::kOutOfSequence;
+  const wire::OpInfo& info = *c.v.info;
+  c.first = info.is(wire::op::kFirst);
+  c.last = info.is(wire::op::kLast);
+  c.is_send = info.is(wire::op::kSend);
+  c.is_write = info.is(wire::op::kWrite);
+  return RS::kCheckLength;
+}
+
+void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
+  const wire::PacketView& v = c.v;
+  const int32_t d = Psn::diff(c.psn, epsn_);
+  ctr_.out_of_order_rx++;
+  bool again = false;
+  if (cfg_.selective_repeat && d < kSrSpan && v.opcode == Opcode::kWriteOnly) {
+    if (sr_bit(c.psn)) {
+      // Sent again although placed: the requester probes a tail it thinks
+      // lost, so our NAK for the hole did not reach it.  Repeat it.
+      ctr_.duplicates_rx++;
+      again = nak_sent_;
+    } else if (place_out_of_order(v)) {
+      sr_set(c.psn, true);
+      ++sr_count_;
+      ctr_.sr_placed_ooo++;
+    }
+  }
+  if (!nak_sent_ || again) {
+    // One sequence-error NAK per gap (IBA C9-110), repeated only when the
+    // requester shows it missed it.
+    nak_sent_ = true;
+    ctr_.seq_naks_tx++;
+    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  }
+}
+
+RS Qp::check_length(const RespCtx& c) const {
+  // FIRST / MIDDLE packets carry exactly one PMTU, LAST / ONLY at most one
+  // (IBA C9-88..C9-90); the engine parsed with its largest PMTU.
+  const size_t n = c.v.payload.size();
+  if (n > cfg_.pmtu || (!c.last && n != cfg_.pmtu)) return RS::kErrLength;
+  return RS::kCheckOpSeq;
+}
+
+RS Qp::check_op_seq(const RespCtx& c) const {
+  // Opcode sequence (IBA 9.7.5.1.6 / C9-93).
+  const bool ok = in_msg_ == InMsg::kSend    ? (c.is_send && !c.first)
+                  : in_msg_ == InMsg::kWrite ? (c.is_write && !c.first)
+                                             : c.first;
+  return ok ? RS::kCheckResources : RS::kErrOpSeq;
+}
+
+RS Qp::check_resources(const RespCtx& c) {
+  if (c.is_send) {
+    // The message completes with this packet but the receive completion
+    // queue has no room: the packet is refused with an RNR NAK (not placed,
+    // not acknowledged) and the requester resends it after the RNR delay, so
+    // a full queue stalls the connection and no completion is lost
+    // (CompletionQueue, types.hpp).
+    if (c.last && !recv_cq_room()) return RS::kRnrCqFull;
+    if (c.first && !have_recv()) return RS::kRnrNoRecv;
+  } else if (c.is_write && c.v.info->is(wire::op::kImm)) {
+    // WRITE with immediate consumes a receive: none posted, or no room for
+    // its completion -> RNR, before anything of this packet is placed.
+    if (!recv_cq_room()) return RS::kRnrNoRecv;
+    if (!have_recv()) return RS::kRnrNoRecv;
+  }
+  return RS::kCheckKeys;
+}
+
+RS Qp::check_keys(RespCtx& c) {
+  const wire::PacketView& v = c.v;
+  if (c.is_send) {
+    if (c.first) {
+      RecvWqe& r = rq(rq_head_);
+      for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
+        const Sge& g = r.wr.sge[i];  // g.lmr_context: the lkey
+        if (g.length == 0) continue;
+        AccessGrant grant;
+        if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
+            AccessError::kOk)
+          return RS::kErrRecvProtection;
+        r.host[i] = grant.host;
+      }
+      msg_offset_ = 0;
+      recv_in_use_ = true;
+    }
+    return RS::kExecSend;
+  }
+  if (c.is_write) {
+    if (c.first) {
+      AccessGrant g;
+      c.va = v.reth->va.value();
+      c.len = v.reth->dma_len.value();
+      if (mr_.check_remote(v.reth->rkey.value(), pz_, c.va, c.len, Access::kRemoteWrite, &g) !=
+          AccessError::kOk)
+        return RS::kErrRkey;
+      write_host_ = g.host;
+      write_len_ = c.len;
+      msg_offset_ = 0;
+    }
+    return RS::kExecWrite;
+  }
+  if (v.opcode == Opcode::kReadRequest) {
+    c.va = v.reth->va.value();
+    c.len = v.reth->dma_len.value();
+    c.rkey = v.reth->rkey.value();
+    AccessGrant g;
+    if (mr_.check_remote(c.rkey, pz_, c.va, c.len, Access::kRemoteRead, &g) != AccessError::kOk)
+      return RS::kErrRkey;
+    return RS::kExecRead;
+  }
+  if (v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd) {
+    c.va = v.atomic->va.value();
+    c.rkey = v.atomic->rkey.value();
+    c.len = 8;
+    AccessGrant g;
+    const AccessError e = mr_.check_remote(c.rkey, pz_, c.va, 8, Access::kRemoteAtomic, &g);
+    if (e == AccessError::kMisaligned) return RS::kErrMisaligned;
+    if (e != AccessError::kOk) return RS::kErrRkey;
+    if ((reinterpret_cast<uintptr_t>(g.host) & 7u) != 0) return RS::kErrMisaligned;
+    c.host = g.host;
+    return RS::kExecAtomic;
+  }
+  return RS::kErrUnsupported;
+}
+
+RS Qp::exec_send(const RespCtx& c) {
+  const wire::PacketView& v = c.v;
+  RecvWqe& r = rq(rq_head_);
+  if (msg_offset_ + v.payload.size() > r.capacity) return RS::kErrRecvLength;
+  scatter(r.host, r.wr.sge, r.wr.num_sge, msg_offset_, v.payload);
+  msg_offset_ += v.payload.size();
+  if (!c.last) {
+    in_msg_ = InMsg::kSend;
+    return RS::kAcknowledge;
+  }
+  Completion wc;
+  wc.cookie = r.wr.cookie;
+  wc.qpn = qpn_;
+  wc.op = WcOp::kRecv;
+  wc.byte_len = static_cast<uint32_t>(msg_offset_);
+  wc.has_imm = v.imm != nullptr;
+  wc.imm = v.imm != nullptr ? v.imm->imm.value() : 0;
+  wc.solicited = v.bth->se();
+  (void)push_recv_completion(wc);  // room checked before this packet was taken
+  retire_recv();
+  recv_in_use_ = false;
+  in_msg_ = InMsg::kNone;
+  ++msn_;
+  return RS::kAcknowledge;
+}
+
+RS Qp::exec_write(const RespCtx& c) {
+  const wire::PacketView& v = c.v;
+  if (msg_offset_ + v.payload.size() > write_len_ ||
+      (c.last && msg_offset_ + v.payload.size() != write_len_))
+    return RS::kErrWriteLength;
+  if (!v.payload.empty())
+    std::memcpy(write_host_ + msg_offset_, v.payload.data(), v.payload.size());
+  msg_offset_ += v.payload.size();
+  if (!c.last) {
+    in_msg_ = InMsg::kWrite;
+    return RS::kAcknowledge;
+  }
+  if (v.info->is(wire::op::kImm)) {
+    RecvWqe& r = rq(rq_head_);
+    Completion wc;
+    wc.cookie = r.wr.cookie;
+    wc.qpn = qpn_;
+    wc.op = WcOp::kRecvWriteImm;
+    wc.byte_len = static_cast<uint32_t>(write_len_);
+    wc.has_imm = true;
+    wc.imm = v.imm->imm.value();
+    (void)push_recv_completion(wc);  // room checked before this packet was taken
+    retire_recv();
+  }
+  in_msg_ = InMsg::kNone;
+  ++msn_;
+  return RS::kAcknowledge;
+}
+
+RS Qp::exec_read(const RespCtx& c, uint64_t now) {
+  if (resp_full()) return RS::kQueued;  // dropped: the requester repeats it
+  RespJob j;
+  j.is_read = true;
+  j.first_psn = c.psn;
+  j.psn = c.psn;
+  j.npkts = pkts_for(c.len, cfg_.pmtu);
+  j.len = c.len;
+  j.va = c.va;
+  j.rkey = c.rkey;
+  resp_push(j);
+  remember(ReplayEntry{true, true, c.psn, j.npkts, c.va, c.rkey, c.len, 0});
+  epsn_ = c.psn + static_cast<int32_t>(j.npkts);
+  ++msn_;
+  nak_sent_ = false;
+  advance_epsn(now);
+  engine_.activate(this);
+  return RS::kQueued;
+}
+
+RS Qp::exec_atomic(const RespCtx& c, uint64_t now) {
+  if (resp_full()) return RS::kQueued;  // dropped before it executes: repeated
+  const wire::PacketView& v = c.v;
+  std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(c.host));
+  uint64_t orig;
+  if (v.opcode == Opcode::kCompareSwap) {
+    orig = v.atomic->compare.value();
+    target.compare_exchange_strong(orig, v.atomic->swap_add.value());
+    // On success orig still holds the compare value, which equals the old one.
+  } else {
+    orig = target.fetch_add(v.atomic->swap_add.value());
+  }
+  RespJob j;
+  j.psn = c.psn;
+  j.first_psn = c.psn;
+  j.atomic_orig = orig;
+  resp_push(j);
+  remember(ReplayEntry{true, false, c.psn, 1, c.va, c.rkey, 8, orig});
+  epsn_ = c.psn + 1;
+  ++msn_;
+  nak_sent_ = false;
+  advance_epsn(now);
+  engine_.activate(this);
+  return RS::kQueued;
+}
+
+void Qp::acknowledge(const RespCtx& c, uint64_t now) {
+  ++epsn_;
+  nak_sent_ = false;
+  ++unacked_;
+  ack_owed_ = true;
+  if (c.v.bth->ack_req()) ack_req_seen_ = true;
+  advance_epsn(now);
+}
+
+void Qp::responder_error(RespState s, Psn psn, uint64_t now) {
+  const size_t i = static_cast<size_t>(s) - static_cast<size_t>(kRespErrFirst);
+  const RespError& e = kRespError[i < std::size(kRespError) ? i : std::size(kRespError) - 1];
+  if (e.recv_status != WcStatus::kSuccess) {
+    Completion wc;
+    wc.cookie = rq(rq_head_).wr.cookie;
+    wc.qpn = qpn_;
+    wc.op = WcOp::kRecv;
+    wc.status = e.recv_status;
+    // No room: the receive stays queued and is flushed (stalling until there
+    // is room) when the queue pair goes to error.
+    if (push_recv_completion(wc)) retire_recv();
+    recv_in_use_ = false;
+  }
+  fatal_nak_valid_ = true;
+  fatal_nak_syndrome_ = aeth::make(aeth::kNak, e.nak_code);
+  fatal_nak_psn_ = psn;
+  send_ack(fatal_nak_syndrome_, psn, now);
+  set_error(e.qp_error, now);
+}
+
+void Qp::send_rnr_nak(Psn psn, bool cq_full, uint64_t now) {
+  ctr_.rnr_naks_tx++;
+  if (cq_full) ctr_.cq_stalls++;
+  nak_sent_ = true;  // later packets of the burst are not sequence errors
+  send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
+}
+
+void Qp::send_ack(uint8_t syndrome, Psn psn, uint64_t now) {
+  wire::BuildSpec& s = base_spec(Opcode::kAck, psn);
+  s.syndrome = syndrome;
+  s.msn = msn_;
+  if (!transmit(s, now)) return;
+  ctr_.acks_tx++;
+  if (aeth::type(syndrome) == aeth::kAck) {
+    ack_owed_ = false;
+    ack_req_seen_ = false;
+    unacked_ = 0;
+    clear_timer(TimerKind::kAck);
+  }
+}
+
+bool Qp::place_out_of_order(const wire::PacketView& v) {
+  AccessGrant g;
+  const uint64_t len = v.reth->dma_len.value();
+  if (len != v.payload.size()) return false;  // not self-describing: wait for order
+  if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
+                       &g) != AccessError::kOk)
+    return false;  // judged (and NAKed) when it arrives in order
+  if (len != 0) std::memcpy(g.host, v.payload.data(), len);
+  return true;
+}
+
+// Moves epsn_ over packets that selective repeat already placed; if a hole
+// remains in front of placed packets, reports it at once (one NAK per hole).
+void Qp::advance_epsn(uint64_t now) {
+  if (sr_count_ == 0) return;
+  while (sr_count_ > 0 && sr_bit(epsn_)) {
+    sr_set(epsn_, false);
+    --sr_count_;
+    ++epsn_;
+    ++msn_;
+    ++unacked_;
+    ack_owed_ = true;
+  }
+  if (sr_count_ > 0 && !nak_sent_) {
+    nak_sent_ = true;
+    ctr_.seq_naks_tx++;
+    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  }
+}
+
+void Qp::end_of_burst(uint64_t now) {
+  if (!ack_owed_ || state_ != QpState::kRts) return;
+  if (!resp_empty()) return;  // the ACK follows the queued responses
+  if (ack_req_seen_ || unacked_ >= cfg_.ack_every) {
+    send_ack(kAckSyndrome, epsn_ - 1, now);
+  } else if (timer_deadline(TimerKind::kAck) == 0) {
+    set_timer(TimerKind::kAck, now + cfg_.ack_delay_ns);
+  }
+  if (ack_owed_) engine_.activate(this);  // TX was full: retry from progress()
+}
+
+}  // namespace dpdat::rc

@@ -1,0 +1,138 @@
+// Responder output that must leave in PSN order (IBA 9.7.5.1.4): READ
+// responses and atomic ACKs from the response ring, and the replay cache
+// that answers duplicate READ / atomic requests (IBA 9.7.5.1.3): a READ is
+// re-executed from the requested PSN, an atomic's recorded result is sent
+// again (it executes exactly once).
+
+#include <algorithm>
+
+#include "engine.hpp"
+#include "qp.hpp"
+#include "qp_util.hpp"
+
+namespace dpdat::rc {
+
+using wire::Opcode;
+using wire::Psn;
+namespace aeth = wire::aeth;
+using namespace detail;
+
+void Qp::remember(const ReplayEntry& e) {
+  replay_[replay_next_] = e;
+  replay_next_ = (replay_next_ + 1) % static_cast<uint32_t>(replay_.size());
+}
+
+void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
+  ctr_.duplicates_rx++;
+  const Psn psn = v.bth->psn();
+  const bool is_read = v.opcode == Opcode::kReadRequest;
+  const bool is_atom = v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd;
+  if (!is_read && !is_atom) {
+    // SEND / WRITE already placed: acknowledge again, never place twice.
+    ack_owed_ = true;
+    ack_req_seen_ = true;
+    return;
+  }
+  for (const ReplayEntry& e : replay_) {
+    if (!e.valid || e.is_read != is_read) continue;
+    const int32_t d = Psn::diff(psn, e.psn);
+    if (d < 0 || d >= static_cast<int32_t>(e.npkts)) continue;
+    if (is_atom) {
+      for (uint64_t i = resp_head_; i < resp_tail_; ++i)
+        if (!resp_at(i).is_read && resp_at(i).psn == psn) return;  // its ACK is still queued
+      if (resp_full()) return;  // dropped: the requester repeats it
+      RespJob j;
+      j.psn = psn;
+      j.first_psn = psn;
+      j.atomic_orig = e.atomic_orig;
+      resp_push(j);
+      ctr_.atomic_replays++;
+    } else {
+      // Re-execute the READ from the requested PSN on (IBA 9.7.5.1.3).
+      AccessGrant g;
+      if (mr_.check_remote(e.rkey, pz_, e.va, e.len, Access::kRemoteRead, &g) != AccessError::kOk) {
+        responder_error(RespState::kErrRkey, psn, now);
+        return;
+      }
+      for (uint64_t i = resp_head_; i < resp_tail_; ++i) {
+        RespJob& j = resp_at(i);
+        if (j.is_read && j.first_psn == e.psn) {
+          if (Psn::diff(j.psn, psn) > 0) {
+            j.psn = psn;
+            j.next_pkt = static_cast<uint32_t>(d);
+          }
+          return;
+        }
+      }
+      if (resp_full()) return;  // dropped: the requester repeats it
+      RespJob j;
+      j.is_read = true;
+      j.first_psn = e.psn;
+      j.psn = psn;
+      j.next_pkt = static_cast<uint32_t>(d);
+      j.npkts = e.npkts;
+      j.len = e.len;
+      j.va = e.va;
+      j.rkey = e.rkey;
+      j.replay = true;
+      resp_push(j);
+      ctr_.read_replays++;
+    }
+    engine_.activate(this);
+    return;
+  }
+  // Older than the replay cache: let the requester time out and give up.
+}
+
+bool Qp::respond_emit(uint64_t now) {
+  uint32_t budget = cfg_.read_resp_budget;
+  while (!resp_empty() && state_ == QpState::kRts) {
+    RespJob& j = resp_at(resp_head_);
+    if (!j.is_read) {
+      wire::BuildSpec& s = base_spec(Opcode::kAtomicAck, j.psn);
+      s.syndrome = kAckSyndrome;
+      s.msn = msn_;
+      s.atomic_orig = j.atomic_orig;
+      if (!transmit(s, now)) return true;
+      ++resp_head_;
+      continue;
+    }
+    while (j.next_pkt < j.npkts) {
+      if (budget == 0) return true;
+      const Pos p = pos_of(j.next_pkt, j.npkts);
+      const uint64_t off = uint64_t{j.next_pkt} * cfg_.pmtu;
+      const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);
+      wire::BuildSpec& s = base_spec(seg_opcode(Seg::kReadResp, p), j.psn);
+      s.syndrome = kAckSyndrome;
+      s.msn = msn_;
+      // Re-check the rkey every packet: a READ response may be emitted (or
+      // replayed) long after the request, and the region may have been freed
+      // or re-bound since; never read memory the key no longer grants.
+      AccessGrant g;
+      if (mr_.check_remote(j.rkey, pz_, j.va + off, len, Access::kRemoteRead, &g) !=
+          AccessError::kOk) {
+        if (j.replay) {
+          // A replay for a requester that may already hold every byte (its
+          // consumer then freed the region): drop it; if the requester still
+          // waits, its retry budget ends the connection.  (Popped below.)
+          break;
+        }
+        responder_error(RespState::kErrRkey, j.psn, now);
+        return false;
+      }
+      s.payload = std::span<const uint8_t>(g.host, len);
+      if (!transmit(s, now)) return true;
+      --budget;
+      ++j.next_pkt;
+      ++j.psn;
+    }
+    ++resp_head_;
+  }
+  if (ack_owed_ && state_ == QpState::kRts && (ack_req_seen_ || unacked_ >= cfg_.ack_every)) {
+    send_ack(kAckSyndrome, epsn_ - 1, now);
+    if (ack_owed_) return true;
+  }
+  return false;
+}
+
+}  // namespace dpdat::rc
