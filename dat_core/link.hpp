@@ -56,6 +56,11 @@ class Link {
   virtual void wait_rx(uint64_t timeout_ns) { (void)timeout_ns; }
   virtual void wake() {}
 
+  // Called once on a thread of dat_core's own (a progress thread) before it
+  // drives the link (DPDK: registers it with the EAL, so its mbuf allocations
+  // use a per-lcore mempool cache instead of the shared ring).
+  virtual void register_thread() {}
+
   // Told once, when the interface's engine exists (DPDK: telemetry lists it
   // under /dpdat/engine,<name>).  The engine goes before its Link does.
   virtual void engine_created(const rc::Engine& engine) { (void)engine; }

@@ -48,6 +48,7 @@ void progress_main(Iface* f) {
   // Sleeps as short as asked: the default slack (50 us) would stretch every
   // back-off step and the wake-ups of a thread stepping aside.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  f->link->register_thread();
   const bool busy = f->cfg.progress == ProgressMode::kBusy;
   const uint64_t idle_us = f->cfg.idle_us;
   const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;

@@ -4,6 +4,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <rte_lcore.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -91,6 +93,9 @@ class DpdkLink final : public dat::Link {
     if (wake_fd_ < 0) return;
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof one);
+  }
+  void register_thread() override {
+    if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();  // no lcore left: no cache
   }
   void engine_created(const rc::Engine& engine) override {
     telemetry_add_engine(name_, &engine);
