@@ -210,6 +210,9 @@ struct Multi {
     std::printf(" port: link %s tx_full %" PRIu64 " tx_alloc_fail %" PRIu64 " free mbufs %u\n",
                 port->link_up() ? "up" : "DOWN", pc.tx_full, pc.tx_alloc_fail,
                 port->pool_available());
+    std::printf(" IPv4 checksum by the device: tx %" PRIu64 " rx good %" PRIu64 " rx bad %" PRIu64
+                "\n",
+                pc.tx_ip_csum_offloaded, pc.rx_ip_csum_good, pc.rx_ip_csum_bad);
     for (size_t k = 0; k < qps.size(); ++k) {
       const rc::QpCounters& c = qps[k]->counters();
       std::printf(" QP %zu: tx %" PRIu64 " rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64

@@ -70,19 +70,9 @@ class api_cm_loss : public ::testing::Test {
 // side has no receive for yet keeps the drain going).  The passive side
 // must then see ESTABLISHED, take the SEND, and both sides close normally.
 TEST_F(api_cm_loss, LostRtuIsRepeatedWhileActiveSideDrains) {
-  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
-  ASSERT_EQ(dat_psp_create(pas_.ia, kQual, pas_.cr, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  inet_pton(AF_INET, "192.168.77.2", &sa.sin_addr);
-  ASSERT_EQ(dat_ep_connect(act_.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), kQual, kWaitUs, 0,
-                           nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
-            DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(
+      dpdat_test::connect_and_accept(&act_, &pas_, "192.168.77.2", kQual, kWaitUs));
   DAT_EVENT ev;
-  ASSERT_EQ(wait(pas_.cr, &ev), DAT_SUCCESS);
-  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-  ASSERT_EQ(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pas_.ep, 0, nullptr),
-            DAT_SUCCESS);
   ASSERT_NO_FATAL_FAILURE(expect_conn(act_, DAT_CONNECTION_EVENT_ESTABLISHED));
 
   DAT_LMR_TRIPLET snd = act_.iov(0, 64);

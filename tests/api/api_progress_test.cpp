@@ -90,19 +90,9 @@ class api_progress : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(setenv("DPDAT_IA_PROG_PASSIVE", passive.c_str(), 1), 0);
     ASSERT_NO_FATAL_FAILURE(dpdat_test::open_conn_side(&act_, "prog-active"));
     ASSERT_NO_FATAL_FAILURE(dpdat_test::open_conn_side(&pas_, "prog-passive"));
-    DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
-    ASSERT_EQ(dat_psp_create(pas_.ia, kQual, pas_.cr, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    inet_pton(AF_INET, "192.168.77.2", &sa.sin_addr);
-    ASSERT_EQ(dat_ep_connect(act_.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), kQual, kWaitUs, 0,
-                             nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
-              DAT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(
+        dpdat_test::connect_and_accept(&act_, &pas_, "192.168.77.2", kQual, kWaitUs));
     DAT_EVENT ev;
-    ASSERT_EQ(wait(pas_.cr, &ev), DAT_SUCCESS);
-    ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-    ASSERT_EQ(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pas_.ep, 0, nullptr),
-              DAT_SUCCESS);
     ASSERT_EQ(wait(act_.conn, &ev), DAT_SUCCESS);
     ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
     ASSERT_EQ(wait(pas_.conn, &ev), DAT_SUCCESS);

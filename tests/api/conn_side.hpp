@@ -4,11 +4,13 @@
 // and receive), connection and CR EVDs, one EP and a registered buffer.
 // Shared by the api gtests that configure their own interfaces.
 
+#include <arpa/inet.h>
 #include <dat/udat.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "api_mem.hpp"
@@ -43,6 +45,28 @@ inline void close_conn_side(ConnSide* s) {
   if (s->ia != DAT_HANDLE_NULL) {
     EXPECT_EQ(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
   }
+}
+
+// pas listens on `qual` (a PSP on its CR EVD), act connects to it at
+// pas_ip, and pas accepts the request on its EP (ASSERTs).  Each side's
+// ESTABLISHED event is left for the caller to take.
+inline void connect_and_accept(ConnSide* act, ConnSide* pas, const char* pas_ip, DAT_CONN_QUAL qual,
+                               DAT_TIMEOUT wait_us) {
+  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_psp_create(pas->ia, qual, pas->cr, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, pas_ip, &sa.sin_addr);
+  ASSERT_EQ(dat_ep_connect(act->ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sa), qual, wait_us, 0,
+                           nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_EVENT ev;
+  std::memset(&ev, 0, sizeof(ev));
+  DAT_COUNT nmore = 0;
+  ASSERT_EQ(dat_evd_wait(pas->cr, wait_us, 1, &ev, &nmore), DAT_SUCCESS);
+  ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  ASSERT_EQ(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pas->ep, 0, nullptr),
+            DAT_SUCCESS);
 }
 
 inline DAT_DTO_COOKIE cookie_of(uint64_t v) {

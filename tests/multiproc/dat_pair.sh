@@ -67,8 +67,9 @@ run_pair() {
   grep -h "udat_pair" "$TMP/server.log" "$TMP/client.log"
 }
 
-# veth_pair PREFIX: tests/multiproc/veth_pair.sh
+# veth_pair PREFIX: tests/multiproc/veth_pair.sh; tap_bridge NS A B: tap_bridge.sh
 source "$(dirname "$(readlink -f "$0")")/veth_pair.sh"
+source "$(dirname "$(readlink -f "$0")")/tap_bridge.sh"
 
 MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
 MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
@@ -154,30 +155,7 @@ case "$MODE" in
   tap)
     # net_tap, the one virtual PMD with RX interrupt descriptors: both sides
     # in the default (adaptive) progress mode, whose threads sleep on them.
-    # The taps exist once DPDK made them: a helper waits until both are up,
-    # gives the kernel sides their own MACs and bridges them.
-    ip netns add "$NSA" || fail "cannot create namespace"
-    ip netns exec "$NSA" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-    ip netns exec "$NSA" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
-    ip netns exec "$NSA" ip link add br0 type bridge
-    ip netns exec "$NSA" ip link set br0 up
-    up() { ip netns exec "$NSA" ip link show "$1" 2>/dev/null | grep -q "[<,]UP[,>]"; }
-    (
-      for _ in $(seq 1 600); do
-        if up dts$ID && up dtc$ID; then
-          i=0
-          for t in dts$ID dtc$ID; do
-            i=$((i + 1))
-            ip netns exec "$NSA" ip link set "$t" address 02:78:00:00:00:0$i
-            ip netns exec "$NSA" ip link set "$t" master br0
-            ip netns exec "$NSA" ip link set "$t" up
-          done
-          exit 0
-        fi
-        sleep 0.05
-      done
-    ) &
-    PIDS+=($!)
+    tap_bridge "$NSA" dts$ID dtc$ID
     run_pair "ip netns exec $NSA" "vdev=net_tap0,iface=dts$ID;ip=$SIP" \
              "ip netns exec $NSA" "vdev=net_tap0,iface=dtc$ID;ip=$CIP" --iters 10 --size 65536
     ;;

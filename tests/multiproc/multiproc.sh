@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two dpdat processes over a real DPDK PMD, byte-exact transfers checked by
-# dpdat-perf --verify (every WRITE read back over RDMA and compared).
-#   multiproc.sh MODE PATH/TO/dpdat-perf
+# the engine-level tool dpdat-engine-perf --verify (every WRITE read back
+# over RDMA and compared).
+#   multiproc.sh MODE PATH/TO/dpdat-engine-perf
 # MODE: memif | memif-loss | memif-mq | af_packet | af_packet-loss | af_packet-jumbo |
 #       af_packet-mq | tap | kill-peer
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
@@ -84,8 +85,9 @@ wait_memif_socket() {
   fail "memif server socket never appeared"
 }
 
-# veth_pair PREFIX: tests/multiproc/veth_pair.sh
+# veth_pair PREFIX: tests/multiproc/veth_pair.sh; tap_bridge NS A B: tap_bridge.sh
 source "$(dirname "$(readlink -f "$0")")/veth_pair.sh"
+source "$(dirname "$(readlink -f "$0")")/tap_bridge.sh"
 
 case "$MODE" in
   memif)
@@ -139,35 +141,7 @@ case "$MODE" in
     grep -q ", PMTU 4096, " "$TMP/client.log" || fail "PMTU 4096 not in use"
     ;;
   tap)
-    ip netns add "$NS" || fail "cannot create namespace"
-    ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-    ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
-    ip netns exec "$NS" ip link add br0 type bridge
-    ip netns exec "$NS" ip link set br0 up
-    # The taps exist only once DPDK created them, and DPDK's port start may
-    # still rewrite the kernel side's MAC: wait until both are UP (started),
-    # then give them their own MACs and enslave them.
-    is_up() { ip netns exec "$NS" ip link show "$1" 2>/dev/null | grep -q "[<,]UP[,>]"; }
-    (
-      for _ in $(seq 1 400); do
-        if is_up dt$ID-a && is_up dt$ID-b; then
-          i=0
-          for t in dt$ID-a dt$ID-b; do
-            # net_tap gives the kernel side the DPDK port's MAC; a bridge
-            # would then keep frames for that MAC to itself. Give the kernel
-            # side its own address before enslaving.
-            i=$((i + 1))
-            ip netns exec "$NS" ip link set "$t" address 02:77:00:00:00:0$i
-            ip netns exec "$NS" ip link set "$t" master br0
-            ip netns exec "$NS" ip link set "$t" up
-          done
-          exit 0
-        fi
-        sleep 0.05
-      done
-      exit 1
-    ) &
-    PIDS+=($!)
+    tap_bridge "$NS" dt$ID-a dt$ID-b
     SIZES=(--size 4096)  # net_tap is slow (~0.07 Mpps): keep it short
     run_pair "ip netns exec $NS" "net_tap0,iface=dt$ID-a" "ip netns exec $NS" "net_tap0,iface=dt$ID-b"
     # net_tap offers IPv4 checksum offload: the frames went out with the
