@@ -123,7 +123,6 @@ std::vector<Iface*>& ifaces() {
 std::atomic<size_t> g_iface_count{0};
 std::atomic<size_t> g_inline_ifaces{0};
 
-
 }  // namespace
 
 Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
@@ -317,20 +316,14 @@ bool Iface::drain_handoff_all() {
 rc::Qp::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
   // Never past older requests: with some left, report a full queue.
   if (!drain_handoff_all()) return rc::Qp::PostResult::kQueueFull;
-  const rc::Qp::PostResult r = ep->qp->post_send(wr);
-  if (r == rc::Qp::PostResult::kOk) {
-    ep->sends_into_qp++;
-    ep->sends_posted.fetch_add(1, std::memory_order_relaxed);
-  }
-  return r;
+  return post_into_qp(ep, &wr, nullptr);
 }
 
-rc::Qp::PostResult Iface::post_recv_now(Ep* ep, const rc::RecvWr& wr) {
-  if (!drain_handoff_all()) return rc::Qp::PostResult::kQueueFull;
-  const rc::Qp::PostResult r = ep->qp->post_recv(wr);
+rc::Qp::PostResult Iface::post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr) {
+  const rc::Qp::PostResult r = swr != nullptr ? ep->qp->post_send(*swr) : ep->qp->post_recv(*rwr);
   if (r == rc::Qp::PostResult::kOk) {
-    ep->recvs_into_qp++;
-    ep->recvs_posted.fetch_add(1, std::memory_order_relaxed);
+    (swr != nullptr ? ep->sends_into_qp : ep->recvs_into_qp)++;
+    (swr != nullptr ? ep->sends_posted : ep->recvs_posted).fetch_add(1, std::memory_order_relaxed);
   }
   return r;
 }

@@ -132,10 +132,12 @@ struct Iface {
   // Token held: gives the handed-off work requests to their queue pairs.
   bool drain_handoff();
   bool drain_handoff_all();
-  // Token held: a send / receive straight into the EP's queue pair, behind
-  // what was handed off before it.
+  // Token held: a send straight into the EP's queue pair, behind what was
+  // handed off before it (kQueueFull while some of that cannot go yet).
   rc::Qp::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);
-  rc::Qp::PostResult post_recv_now(Ep* ep, const rc::RecvWr& wr);
+  // Token held, nothing handed off left: one request (send or receive) into
+  // the EP's queue pair, counted for the hand-off's accounting.
+  rc::Qp::PostResult post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr);
   void housekeep_by(uint64_t t) {
     uint64_t cur = next_housekeeping.load(std::memory_order_relaxed);
     while (t < cur && !next_housekeeping.compare_exchange_weak(cur, t)) {

@@ -4,6 +4,7 @@
 #include "ops.hpp"
 
 #include <atomic>
+#include <thread>
 
 namespace dpdat::dat {
 
@@ -37,6 +38,9 @@ Status post_result(rc::Qp::PostResult r, const Ep* ep) {
 
 namespace {
 
+// Longest a post waits for room in a full hand-off ring.
+constexpr uint64_t kHandoffWaitNs = 1'000'000'000;
+
 // The data path of a post: straight into the queue pair when this thread
 // can take the engine token (then it progresses the interface inline, so the
 // request leaves now), else handed to the token's holder.  A hand-off is
@@ -50,8 +54,9 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
     // poster (claimed, not yet published) keeps this one behind it too.
     f->drain_handoff();
     if (!f->handoff.pending()) {
-      const rc::Qp::PostResult r =
-          is_send ? f->post_send_now(ep, *swr) : f->post_recv_now(ep, *rwr);
+      // Nothing handed off is left: a request claimed from now on is not
+      // older than this one.
+      const rc::Qp::PostResult r = f->post_into_qp(ep, swr, rwr);
       f->last_consumer_progress.store(now, std::memory_order_relaxed);
       if (r == rc::Qp::PostResult::kOk) f->step(now, false);
       f->token.unlock();
@@ -75,7 +80,15 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
   } else {
     h.recv = *rwr;
   }
-  if (!f->handoff.push(h)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  // A full hand-off ring means the holder is behind (preempted, say): the
+  // request waits for room (driving the interface if the holder lets go),
+  // a second at most, rather than failing a post its EP has room for.
+  const uint64_t give_up = now + kHandoffWaitNs;
+  for (uint32_t tries = 0; !f->handoff.push(h); ++tries) {
+    f->drive(now_ns(), true);
+    if (now_ns() >= give_up) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+    if (tries >= 64) std::this_thread::yield();
+  }
   posted.fetch_add(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   f->drive(now, true);  // the holder may have let go meanwhile
