@@ -40,6 +40,9 @@ namespace {
 
 // Longest a post waits for room in a full hand-off ring.
 constexpr uint64_t kHandoffWaitNs = 1'000'000'000;
+// Longest a post its EP's counts call full waits for the queue pair's own
+// answer.
+constexpr uint64_t kFullRecheckNs = 1'000'000;
 
 // The data path of a post: straight into the queue pair when this thread
 // can take the engine token (then it progresses the interface inline, so the
@@ -47,30 +50,48 @@ constexpr uint64_t kHandoffWaitNs = 1'000'000'000;
 // refused for a full queue on the EP's own counts of what it posted and what
 // its queue pair retired (as of the completions delivered), and for a full
 // hand-off ring (back-pressure).
+// Posts straight into the queue pair if this thread can take the engine
+// token now and nothing handed off is left (a request claimed from then on
+// is not older than this one); false when it cannot (*out untouched).  Then
+// it progresses the interface inline, so the request leaves at once.
+bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, uint64_t now,
+                Status* out) {
+  if (!f->token.try_lock()) return false;
+  f->drain_handoff();
+  if (f->handoff.pending()) {  // older requests cannot all go yet: hand over behind them
+    f->token.unlock();
+    return false;
+  }
+  const rc::Qp::PostResult r = f->post_into_qp(ep, swr, rwr);
+  f->last_consumer_progress.store(now, std::memory_order_relaxed);
+  if (r == rc::Qp::PostResult::kOk) f->step(now, false);
+  f->token.unlock();
+  run_upcalls();
+  *out = post_result(r, ep);
+  return true;
+}
+
 Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::RecvWr* rwr) {
   const uint64_t now = now_ns();
-  if (f->token.try_lock()) {
-    // Requests handed over earlier go first; one still being written by its
-    // poster (claimed, not yet published) keeps this one behind it too.
-    f->drain_handoff();
-    if (!f->handoff.pending()) {
-      // Nothing handed off is left: a request claimed from now on is not
-      // older than this one.
-      const rc::Qp::PostResult r = f->post_into_qp(ep, swr, rwr);
-      f->last_consumer_progress.store(now, std::memory_order_relaxed);
-      if (r == rc::Qp::PostResult::kOk) f->step(now, false);
-      f->token.unlock();
-      run_upcalls();
-      return post_result(r, ep);
-    }
-    f->token.unlock();
-  }
+  Status st;
+  if (try_direct(f, ep, swr, rwr, now, &st)) return st;
   rc::Qp* qp = ep->qp;
   const uint64_t cap = is_send ? qp->config().sq_depth : qp->config().rq_depth;
   std::atomic<uint64_t>& posted = is_send ? ep->sends_posted : ep->recvs_posted;
   const std::atomic<uint64_t>& retired = is_send ? ep->sends_retired : ep->recvs_retired;
-  if (posted.load(std::memory_order_relaxed) - retired.load(std::memory_order_acquire) >= cap)
+  // Counted before it can be taken, so `retired` never passes `posted`.
+  if (posted.fetch_add(1, std::memory_order_relaxed) - retired.load(std::memory_order_acquire) >=
+      cap) {
+    posted.fetch_sub(1, std::memory_order_relaxed);
+    // Full on these counts, which lag the queue pair (requests retired
+    // without a completion yet, e.g. unsignalled ones): the queue pair's own
+    // answer, once the holder lets go of the token (a millisecond at most).
+    for (const uint64_t end = now + kFullRecheckNs; now_ns() < end;) {
+      if (try_direct(f, ep, swr, rwr, now_ns(), &st)) return st;
+      std::this_thread::yield();
+    }
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  }
   Handoff h;
   h.ep = ep;
   h.qp = qp;
@@ -86,10 +107,12 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
   const uint64_t give_up = now + kHandoffWaitNs;
   for (uint32_t tries = 0; !f->handoff.push(h); ++tries) {
     f->drive(now_ns(), true);
-    if (now_ns() >= give_up) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+    if (now_ns() >= give_up) {
+      posted.fetch_sub(1, std::memory_order_relaxed);
+      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+    }
     if (tries >= 64) std::this_thread::yield();
   }
-  posted.fetch_add(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   f->drive(now, true);  // the holder may have let go meanwhile
   return kOk;
