@@ -14,8 +14,9 @@
 // puts it on the sending queue's loop ring (kLoopDepth slots, made at open)
 // and the next rx_burst of that same queue returns it before the PMD's
 // frames.  resolve() of the port's own IPv4 answers its own MAC.  With
-// several queues a looped frame comes back on the queue that sent it, so it
-// only reaches a QP of the engine on that queue.
+// several queues a looped frame comes back on the queue that sent it; an
+// rc::EngineGroup hands a frame for another engine's queue pair over to its
+// owner, as it does for frames the PMD delivered to the wrong queue.
 
 #include <cstdint>
 #include <memory>
