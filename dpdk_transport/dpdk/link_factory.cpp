@@ -75,6 +75,7 @@ class DpdkLink final : public dat::Link {
     port_->add_neighbor(ip, mac);
   }
   bool resolve(uint32_t ip, wire::MacAddr* mac) override { return port_->resolve(ip, mac); }
+  uint64_t looped_frames() const override { return port_->counters().rx_looped; }
   // Where the port has an RX interrupt descriptor (net_tap) the interface's
   // progress thread sleeps on it; wake() ends such a sleep early.
   bool rx_wakeups() const override { return port_->rx_fd() >= 0 && wake_fd_ >= 0; }

@@ -134,6 +134,10 @@ class SimEndLink final : public dat::Link {
     if (peer.open && peer.ip == ip) cache_[ip] = peer.mac;
     return false;
   }
+  uint64_t looped_frames() const override {
+    std::lock_guard<std::mutex> lk(w_.mu);
+    return w_.link.stats(end_).looped;
+  }
   bool rx_wakeups() const override { return true; }
   void wait_rx(uint64_t timeout_ns) override {
     std::unique_lock<std::mutex> lk(w_.mu);
