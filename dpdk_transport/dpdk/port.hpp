@@ -132,6 +132,9 @@ class Port final : public rc::PacketIo {
   // interrupts; net_tap), or -1 when the PMD has none.  Any thread may
   // poll(2) it; it is not read from.
   int rx_fd() const { return rx_fd_; }
+  // Frames on queue q's loop ring, waiting for its next rx_burst (they make
+  // no RX interrupt: check before sleeping on rx_fd()).  Queue q's thread.
+  uint32_t loop_pending(uint16_t q = 0) const { return q_[q].loop_count; }
   // The PMD's link status (net_memif: connected to its peer).
   bool link_up() const;
   // Free mbufs in the port's pool (a leak or a stuck consumer shows here).
