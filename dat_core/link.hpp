@@ -47,6 +47,11 @@ class Link {
   virtual void add_neighbor(uint32_t ip, const wire::MacAddr& mac) = 0;
   virtual bool resolve(uint32_t ip, wire::MacAddr* mac) = 0;
 
+  // Frames the link looped back to this interface itself (a frame to its
+  // own address never goes on the wire: dpdk::Port's software loopback),
+  // received so far.  Statistics only.
+  virtual uint64_t looped_frames() const { return 0; }
+
   // Sleeping until traffic.  rx_wakeups(): whether wait_rx() returns when a
   // frame arrives (RX interrupts, the simulated link's signal); otherwise
   // wait_rx() returns at once and the caller's sleep must stay bounded.

@@ -91,9 +91,6 @@ else
     # 0xffff: ifindexes 4096 apart keep the ranks' groups distinct.
     ip netns exec "$NS" ip link add "r$k" index $((4096 * (k + 1))) type veth peer name "r$k-br"
     ip netns exec "$NS" ip link set "r$k-br" master "$BR"
-    # hairpin: a frame for the rank's own address comes back to it (MPI
-    # sends to self through the provider)
-    ip netns exec "$NS" bridge link set dev "r$k-br" hairpin on
     ip netns exec "$NS" ip link set "r$k-br" up
     ip netns exec "$NS" ip link set "r$k" up
     echo "fi$k vdev=net_af_packet$k,iface=r$k,blocksz=4096,framesz=2048,framecnt=512,qpairs=1;ip=10.80.0.$((k + 1))" >>"$CONF"

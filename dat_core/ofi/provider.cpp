@@ -226,9 +226,12 @@ namespace {
 void print_stats(dat::Iface* iface) {
   dat::Lock lk(iface);
   const rc::EngineCounters& c = iface->engine->counters();
-  std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu\n", iface->cfg.name.c_str(),
-               static_cast<unsigned long long>(c.tx_frames),
-               static_cast<unsigned long long>(c.rx_frames));
+  // looped_frames: of rx_frames, those the link looped back (sends to the
+  // interface's own address).
+  std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu looped_frames %llu\n",
+               iface->cfg.name.c_str(), static_cast<unsigned long long>(c.tx_frames),
+               static_cast<unsigned long long>(c.rx_frames),
+               static_cast<unsigned long long>(iface->link->looped_frames()));
 }
 
 int fabric_close(fid* f) {

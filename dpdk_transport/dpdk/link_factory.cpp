@@ -75,11 +75,13 @@ class DpdkLink final : public dat::Link {
     port_->add_neighbor(ip, mac);
   }
   bool resolve(uint32_t ip, wire::MacAddr* mac) override { return port_->resolve(ip, mac); }
+  uint64_t looped_frames() const override { return port_->counters().rx_looped; }
   // Where the port has an RX interrupt descriptor (net_tap) the interface's
   // progress thread sleeps on it; wake() ends such a sleep early.
   bool rx_wakeups() const override { return port_->rx_fd() >= 0 && wake_fd_ >= 0; }
   void wait_rx(uint64_t timeout_ns) override {
     if (!rx_wakeups()) return;
+    if (port_->loop_pending() > 0) return;  // looped back frames raise no interrupt
     pollfd fds[2] = {{port_->rx_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     timespec ts{};
     ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);

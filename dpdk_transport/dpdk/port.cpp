@@ -159,7 +159,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   // engine (built frames, cache) with headroom for per-lcore caches.
   const uint16_t nq = std::max<uint16_t>(
       1, std::min<uint16_t>({cfg.queues, info.max_rx_queues, info.max_tx_queues}));
-  const uint32_t nmbufs = (uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u) * nq + 512u;
+  const uint32_t nmbufs = (uint32_t{cfg.rx_desc} + cfg.tx_desc + 2048u + kLoopDepth) * nq + 512u;
   const std::string pool_name = cfg.name + "_mp" + std::to_string(port_id);
   // Data room: a 4096-PMTU frame in one mbuf; more for a larger MTU (rounded
   // to 1 KiB, with room for a PMD's own headers); net_af_packet wants its
@@ -216,6 +216,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   p->qio_.resize(nq);
   for (uint16_t q = 0; q < nq; ++q) {
     p->q_[q].rx_tmp.resize(64);
+    p->q_[q].loop.resize(kLoopDepth);
     p->q_[q].rng = (cfg.loss_seed + q) * 0x9E3779B97F4A7C15ull + 1;
     if (memif) p->q_[q].guard = memif_guard::acquire_slot();
     if (q > 0) p->qio_[q] = std::make_unique<QueueIo>(*p, q);
@@ -242,7 +243,8 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   if (int rc = rte_eth_dev_start(port_id); rc != 0) {
     *err = errstr("rte_eth_dev_start", rc);
     return nullptr;
-  }  if (conf.intr_conf.rxq != 0) {
+  }
+  if (conf.intr_conf.rxq != 0) {
     const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);
     if (fd >= 0) p->rx_fd_ = fd;
   }
@@ -251,6 +253,21 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   rte_ether_addr mac{};
   rte_eth_macaddr_get(port_id, &mac);
   std::memcpy(p->mac_.data(), mac.addr_bytes, 6);
+  if (rte_is_zero_ether_addr(&mac)) {
+    // net_ring reports 00:00:00:00:00:00 for every port: both ends of a ring
+    // link would share one address and the software loopback could not tell
+    // a frame for the peer from one for ourselves.  Such a port gets a
+    // locally administered unicast address of its own (unique in the
+    // process, as net_ring ports are): 02:64:70:00:<port id>.  The PMD
+    // does not filter by MAC (promiscuous mode below), so this is only the
+    // address the port sends from and answers ARP with.
+    p->mac_ = {0x02,
+               0x64,
+               0x70,
+               0x00,
+               static_cast<uint8_t>(port_id >> 8),
+               static_cast<uint8_t>(port_id & 0xFF)};
+  }
   rte_eth_promiscuous_enable(port_id);  // virtual links share segments; we filter by IP/QPN
   telemetry_init();
   telemetry_add_port(p.get());
@@ -272,6 +289,12 @@ bool Port::find(const std::string& prefix, uint16_t* port_id) {
 
 Port::~Port() {
   telemetry_remove_port(this);
+  for (auto& q : q_) {
+    for (; q.loop_count > 0; --q.loop_count) {
+      rte_pktmbuf_free(q.loop[q.loop_head]);
+      q.loop_head = (q.loop_head + 1) % kLoopDepth;
+    }
+  }
   if (started_) {
     rte_eth_dev_stop(port_id_);
     rte_eth_dev_close(port_id_);
@@ -315,6 +338,9 @@ PortCounters Port::counters() const {
     s.rx_ip_csum_good += q.ctr.rx_ip_csum_good;
     s.rx_ip_csum_bad += q.ctr.rx_ip_csum_bad;
     s.tx_prepare_refused += q.ctr.tx_prepare_refused;
+    s.tx_looped += q.ctr.tx_looped;
+    s.rx_looped += q.ctr.rx_looped;
+    s.loop_full += q.ctr.loop_full;
   }
   return s;
 }
@@ -325,12 +351,22 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
   if (qs.rx_tmp.size() < max) qs.rx_tmp.resize(max);
   auto& rx_tmp_ = qs.rx_tmp;
   auto& rng_ = qs.rng;
+  // Looped-back frames first: they were built here, contiguous, checksummed
+  // (the loop is not a device that verifies), and carry no ARP.
+  uint16_t kept = 0;
+  for (; kept < max && qs.loop_count > 0; ++kept) {
+    rte_mbuf* m = qs.loop[qs.loop_head];
+    qs.loop_head = (qs.loop_head + 1) % kLoopDepth;
+    qs.loop_count--;
+    ctr_.rx_looped++;
+    out[kept] = rc::Frame{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->buf_len, m, 0};
+  }
+  if (kept == max) return kept;
   uint16_t n;
   {
     memif_guard::Burst in(qs.guard);
-    n = rte_eth_rx_burst(port_id_, qi, rx_tmp_.data(), max);
+    n = rte_eth_rx_burst(port_id_, qi, rx_tmp_.data(), static_cast<uint16_t>(max - kept));
   }
-  uint16_t kept = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_tmp_[i];
     ctr_.rx_packets++;
@@ -429,10 +465,52 @@ uint16_t Port::tx_alloc_q(uint16_t qi, rc::Frame* out, uint16_t n, uint32_t size
   return n;
 }
 
+bool Port::to_self(const rc::Frame& f) const {
+  return f.len >= sizeof(wire::EthHdr) &&
+         std::memcmp(f.data, mac_.data(), mac_.size()) == 0;  // EthHdr::dst comes first
+}
+
 uint16_t Port::tx_burst_q(uint16_t qi, rc::Frame* frames, uint16_t n) {
+  // In order, as runs of frames for the wire and frames for ourselves; a run
+  // that is not taken whole ends the burst (the rest stay the caller's).
+  if (n > 64) n = 64;
+  uint16_t done = 0;
+  while (done < n) {
+    const bool self = to_self(frames[done]);
+    uint16_t run = 1;
+    while (done + run < n && to_self(frames[done + run]) == self) ++run;
+    const uint16_t took = self ? loop_tx(qi, frames + done, run) : wire_tx(qi, frames + done, run);
+    done = static_cast<uint16_t>(done + took);
+    if (took < run) break;
+  }
+  return done;
+}
+
+uint16_t Port::loop_tx(uint16_t qi, rc::Frame* frames, uint16_t n) {
+  QueueState& qs = q_[qi];
+  uint16_t i = 0;
+  for (; i < n && qs.loop_count < kLoopDepth; ++i) {
+    rte_mbuf* m = static_cast<rte_mbuf*>(frames[i].handle);
+    m->data_len = static_cast<uint16_t>(frames[i].len);
+    m->pkt_len = frames[i].len;
+    if ((frames[i].flags & rc::kFrameTxIpCsum) != 0) {
+      // No device on this path to fill the IPv4 checksum in.
+      auto* ip = reinterpret_cast<wire::Ipv4Hdr*>(frames[i].data + sizeof(wire::EthHdr));
+      ip->checksum = wire::Be16(0);
+      ip->checksum = wire::Be16(wire::ipv4_checksum(*ip));
+      frames[i].flags &= ~rc::kFrameTxIpCsum;
+    }
+    qs.loop[(qs.loop_head + qs.loop_count) % kLoopDepth] = m;
+    qs.loop_count++;
+    qs.ctr.tx_looped++;
+  }
+  if (i < n) qs.ctr.loop_full++;
+  return i;
+}
+
+uint16_t Port::wire_tx(uint16_t qi, rc::Frame* frames, uint16_t n) {
   PortCounters& ctr_ = q_[qi].ctr;
   rte_mbuf* ms[64];
-  if (n > 64) n = 64;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = static_cast<rte_mbuf*>(frames[i].handle);
     m->data_len = static_cast<uint16_t>(frames[i].len);
@@ -535,6 +613,10 @@ void Port::send_arp(uint16_t qi, uint16_t op, const wire::MacAddr& dst_mac, uint
 }
 
 bool Port::resolve(uint32_t ip, wire::MacAddr* mac) {
+  if (ip == cfg_.ip && ip != 0) {  // ourselves: the software loopback carries it
+    *mac = mac_;
+    return true;
+  }
   {
     std::lock_guard<std::mutex> lk(arp_mu_);
     if (auto it = arp_.find(ip); it != arp_.end()) {

@@ -8,6 +8,15 @@
 // One Port is used by one thread at a time (its engine's lcore, or the
 // consumer thread in inline mode).  Mbuf exhaustion is back-pressure:
 // tx_alloc() returns fewer buffers, nothing is dropped silently.
+//
+// Software loopback: a frame whose destination MAC is the port's own never
+// reaches the PMD (a NIC or virtual link does not hand it back); tx_burst
+// puts it on the sending queue's loop ring (kLoopDepth slots, made at open)
+// and the next rx_burst of that same queue returns it before the PMD's
+// frames.  resolve() of the port's own IPv4 answers its own MAC.  With
+// several queues a looped frame comes back on the queue that sent it; an
+// rc::EngineGroup hands a frame for another engine's queue pair over to its
+// owner, as it does for frames the PMD delivered to the wrong queue.
 
 #include <cstdint>
 #include <memory>
@@ -57,6 +66,11 @@ struct PortCounters {
   // rte_eth_tx_prepare refusals (those frames were checksummed in software).
   uint64_t tx_ip_csum_offloaded = 0, rx_ip_csum_good = 0, rx_ip_csum_bad = 0,
            tx_prepare_refused = 0;
+  // Frames to the port's own MAC, looped back in software instead of going to
+  // the PMD (tx_looped, received as rx_looped by the same queue), and bursts
+  // cut short because the queue's loop ring was full (back-pressure: the
+  // frames stayed the caller's).  Not in tx_/rx_packets, which are the wire.
+  uint64_t tx_looped = 0, rx_looped = 0, loop_full = 0;
 };
 
 class Port final : public rc::PacketIo {
@@ -118,6 +132,9 @@ class Port final : public rc::PacketIo {
   // interrupts; net_tap), or -1 when the PMD has none.  Any thread may
   // poll(2) it; it is not read from.
   int rx_fd() const { return rx_fd_; }
+  // Frames on queue q's loop ring, waiting for its next rx_burst (they make
+  // no RX interrupt: check before sleeping on rx_fd()).  Queue q's thread.
+  uint32_t loop_pending(uint16_t q = 0) const { return q_[q].loop_count; }
   // The PMD's link status (net_memif: connected to its peer).
   bool link_up() const;
   // Free mbufs in the port's pool (a leak or a stuck consumer shows here).
@@ -141,7 +158,16 @@ class Port final : public rc::PacketIo {
     std::vector<rte_mbuf*> rx_tmp;
     uint64_t rng = 0;                    // xorshift state for rx_loss
     memif_guard::Slot* guard = nullptr;  // net_memif only: marks this queue's bursts
+    // Loop ring (software loopback): kLoopDepth slots, head/count.
+    std::vector<rte_mbuf*> loop;
+    uint32_t loop_head = 0, loop_count = 0;
   };
+  static constexpr uint32_t kLoopDepth = 512;
+  bool to_self(const rc::Frame& f) const;
+  // Frames [0, n) onto queue qi's loop ring, as many as fit (returned).
+  uint16_t loop_tx(uint16_t qi, rc::Frame* frames, uint16_t n);
+  // Frames [0, n) to the PMD (returned: how many it took).
+  uint16_t wire_tx(uint16_t qi, rc::Frame* frames, uint16_t n);
   uint16_t rx_burst_q(uint16_t q, rc::Frame* out, uint16_t max);
   uint16_t tx_alloc_q(uint16_t q, rc::Frame* out, uint16_t n, uint32_t size);
   uint16_t tx_burst_q(uint16_t q, rc::Frame* frames, uint16_t n);

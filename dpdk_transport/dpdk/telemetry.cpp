@@ -102,6 +102,9 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
                                        {"rx_ip_csum_good", c.rx_ip_csum_good},
                                        {"rx_ip_csum_bad", c.rx_ip_csum_bad},
                                        {"tx_prepare_refused", c.tx_prepare_refused},
+                                       {"tx_looped", c.tx_looped},
+                                       {"rx_looped", c.rx_looped},
+                                       {"loop_full", c.loop_full},
                                        {"mtu", p.mtu()},
                                        {"queues", p.queues()}};
   // Per RX/TX queue pair (one per engine): which queues carry the traffic.

@@ -205,6 +205,20 @@ void SimLink::offer(int from_end, Buf* b, uint32_t len) {
   if (enqueue(to, b, len)) st.delivered++;
 }
 
+uint16_t SimLink::loop_back(int end, Frame* frames, uint16_t n) {
+  end &= 1;
+  uint16_t i = 0;
+  for (; i < n; ++i) {
+    if (queue_[end].size() + held_[end].size() >= queue_limit_) {
+      stats_[end].tx_full++;
+      break;
+    }
+    queue_[end].push_back(InFlight{static_cast<Buf*>(frames[i].handle), frames[i].len, now_ns_});
+    stats_[end].looped++;
+  }
+  return i;
+}
+
 void SimLink::inject(int to_end, const uint8_t* data, uint32_t len) {
   Buf* b = get_buf();
   if (b == nullptr || len > kBufSize) {

@@ -39,6 +39,8 @@ struct LinkImpairment {
 struct LinkStats {
   uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
            injected = 0, tx_full = 0;
+  // Frames an end sent to itself (loop_back): never on the wire.
+  uint64_t looped = 0;
   // Bottleneck (LinkImpairment::rate_bps): frames dropped for a full queue,
   // frames marked CE, and the queueing delay frames met (histogram in
   // kDelayBucketNs buckets, the last one open-ended).
@@ -82,6 +84,10 @@ class SimLink {
   }
   // Delivers a hand-made frame to endpoint `to_end` (no impairments).
   void inject(int to_end, const uint8_t* data, uint32_t len);
+  // Software loopback: frames [0, n) from end `end`'s tx_alloc go to its own
+  // receive queue, without impairments, as far as the queue limit allows
+  // (returned; the rest stay the caller's, counted tx_full).
+  uint16_t loop_back(int end, Frame* frames, uint16_t n);
   // Frames waiting to be received by `to_end` (for quiescence checks).
   size_t pending(int to_end) const;
 

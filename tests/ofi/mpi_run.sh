@@ -5,6 +5,10 @@
 #   mpi_run.sh MODE PROVIDER_DIR [MPI_CHECK]
 # MODE: netpipe - NPopenmpi, 2 ranks over net_memif, 1 B .. 1 MiB
 #       check   - MPI_CHECK (tests/ofi/mpi_check.c), 4 ranks, af_packet bridge
+#                 (no hairpin: sends to self loop back in the port)
+#       check-memif - MPI_CHECK, 2 ranks over a net_memif pair: its sends to
+#                 self have no hairpin bridge to come back from, only the
+#                 port's software loopback (every rank must loop frames)
 #       hpcc    - hpcc with tests/ofi/hpccinf.txt, 4 ranks, af_packet bridge
 set -uo pipefail
 MODE=$1
@@ -18,14 +22,16 @@ fail() {
   grep -v "mp action" "$TMP/out.log" | tail -40
   exit 1
 }
-# every rank printed its counters, with at least $2 frames each way
+# every rank printed its counters, with at least $2 frames each way (and at
+# least $3 of them looped back to itself, when given)
 counters() {
   local ranks=$1 min=$2
   local n
   n=$(grep "^dpdat-fi: fi" "$TMP/out.log" | awk '{print $2}' | sort -u | wc -l)
   [ "$n" -eq "$ranks" ] || fail "$n of $ranks ranks reported dpdat counters"
-  while read -r _ name _ tx _ rx; do
+  while read -r _ name _ tx _ rx _ looped; do
     [ "$tx" -ge "$min" ] && [ "$rx" -ge "$min" ] || fail "$name moved too few frames ($tx/$rx)"
+    [ "${3:-0}" -eq 0 ] || [ "$looped" -ge "$3" ] || fail "$name looped too few frames ($looped)"
   done < <(grep "^dpdat-fi: fi" "$TMP/out.log")
   grep "^dpdat-fi: fi" "$TMP/out.log"
 }
@@ -52,7 +58,14 @@ case "$MODE" in
     timeout 200 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" \
       >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
     grep -q "mpi_check: ok (4 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
-    counters 4 500
+    counters 4 500 10
+    grep "mpi_check" "$TMP/out.log"
+    ;;
+  check-memif)
+    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" --ranks 2 --link memif --stats \
+      -- "$3") >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    grep -q "mpi_check: ok (2 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
+    counters 2 500 10
     grep "mpi_check" "$TMP/out.log"
     ;;
   hpcc)
@@ -70,7 +83,7 @@ case "$MODE" in
     grep -E "^(Success|HPL_Tflops|PTRANS_GBs|MPIRandomAccess_GUPs|MPIFFT_Gflops|AvgPingPongLatency_usec)=" "$out"
     ;;
   *)
-    echo "usage: mpi_run.sh netpipe|check|hpcc PROVIDER_DIR [MPI_CHECK]" >&2
+    echo "usage: mpi_run.sh netpipe|check|check-memif|hpcc PROVIDER_DIR [MPI_CHECK]" >&2
     exit 2
     ;;
 esac

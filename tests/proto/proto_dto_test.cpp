@@ -73,6 +73,27 @@ TEST_F(ProtoDtoTest, SendWriteReadCleanWire) {
   disconnect();
 }
 
+// One interface talks to itself: b_ is a second set of objects on a_'s IA,
+// and a_ connects to b_'s PSP at the interface's own address; the link's
+// software loopback carries every frame (none goes on the wire).
+TEST_F(ProtoDtoTest, SendWriteReadToOwnAddress) {
+  a_.open(config("proto_a_inline", "ring=0;ip=10.9.0.1;progress=inline"));
+  ASSERT_NE(a_.ia, nullptr);
+  b_.open_on(a_.ia);
+  uint64_t offered = 0, looped = 0;
+  wire_->with_link([&](rc::SimLink& l) {
+    offered = l.stats(0).offered;
+    looped = l.stats(0).looped;
+  });
+  connect(kIpA);
+  transfer_all(64 * 1024);
+  disconnect();
+  wire_->with_link([&](rc::SimLink& l) {
+    EXPECT_EQ(l.stats(0).offered, offered);  // nothing on the wire
+    EXPECT_GT(l.stats(0).looped, looped + 64);
+  });
+}
+
 TEST_F(ProtoDtoTest, SendWriteReadLossyWire) {
   open_both();
   connect();

@@ -56,8 +56,19 @@ struct Side {
   Ep* ep = nullptr;
   Sp* psp = nullptr;
 
+  bool owns_ia = true;  // false: the IA is another Side's (open_on)
+
   void open(const IfaceConfig& cfg) {
     ASSERT_TRUE(ia_open(cfg, 16, nullptr, nullptr, &ia).ok());
+    create_objects();
+  }
+  // Everything but the IA, on an IA another Side opened and closes.
+  void open_on(Ia* shared) {
+    ia = shared;
+    owns_ia = false;
+    create_objects();
+  }
+  void create_objects() {
     ASSERT_TRUE(pz_create(ia, &pz).ok());
     ASSERT_TRUE(evd_create(ia, 256, nullptr, evd_flag::kDto, &recv).ok());
     ASSERT_TRUE(evd_create(ia, 256, nullptr, evd_flag::kDto | evd_flag::kRmrBind, &req).ok());
@@ -65,9 +76,10 @@ struct Side {
     ASSERT_TRUE(evd_create(ia, 16, nullptr, evd_flag::kCr, &cr).ok());
     ASSERT_TRUE(ep_create(ia, pz, recv, req, conn, nullptr, &ep).ok());
   }
-  // Abrupt close: frees everything the IA owns.
+  // Abrupt close: frees everything the IA owns (nothing when it is another
+  // Side's: that Side's close frees this one's objects).
   void close() {
-    if (ia != nullptr) {
+    if (ia != nullptr && owns_ia) {
       EXPECT_TRUE(ia_close(ia, false).ok());
     }
     *this = Side{};
@@ -129,11 +141,12 @@ class ProtoTest : public ::testing::Test {
     return false;
   }
   void open_both() { ASSERT_FALSE(ends_taken()) << "ring=0/1 held by other interfaces"; }
-  // a connects to b's PSP; b accepts on its own EP.  Private data both ways.
-  void connect() {
+  // a connects to b's PSP at b_ip; b accepts on its own EP.  Private data
+  // both ways.
+  void connect(uint32_t b_ip = kIpB) {
     ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());
     const uint8_t hello[] = {'h', 'i'};
-    ASSERT_TRUE(ep_connect(a_.ep, kIpB, kQual, kWaitUs, hello, sizeof(hello)).ok());
+    ASSERT_TRUE(ep_connect(a_.ep, b_ip, kQual, kWaitUs, hello, sizeof(hello)).ok());
     const Event req = next_event(b_.cr);
     ASSERT_EQ(req.num, EventNum::kConnRequest);
     ASSERT_NE(req.cr, nullptr);

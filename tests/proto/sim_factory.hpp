@@ -9,6 +9,9 @@
 //   - neighbour resolution answers like ARP: the first lookup of the other
 //     end's address misses (a request "on the wire"), the next one hits;
 //     addresses nobody holds never resolve;
+//   - an end talks to itself: its own address resolves to its own MAC at
+//     once, and frames to that MAC come back on its own receive queue
+//     (SimLink::loop_back), as dpdk::Port's software loopback does;
 //   - wait_rx() sleeps until the other end sends (rx_wakeups() is true);
 //   - the clock is steady_clock.
 // The wire's lock serialises every call into the SimLink, so interfaces
