@@ -242,28 +242,6 @@ bool Iface::step(uint64_t now, bool have_mu) {
   return moved;
 }
 
-namespace {
-rc::WcOp wc_op_of(rc::WrOp op) {
-  switch (op) {
-    case rc::WrOp::kSend:
-    case rc::WrOp::kSendImm:
-      return rc::WcOp::kSend;
-    case rc::WrOp::kWrite:
-    case rc::WrOp::kWriteImm:
-      return rc::WcOp::kWrite;
-    case rc::WrOp::kRead:
-      return rc::WcOp::kRead;
-    case rc::WrOp::kCompareSwap:
-      return rc::WcOp::kCompareSwap;
-    case rc::WrOp::kFetchAdd:
-      return rc::WcOp::kFetchAdd;
-    case rc::WrOp::kBind:
-      return rc::WcOp::kBind;
-  }
-  return rc::WcOp::kSend;
-}
-}  // namespace
-
 // A handed-off request the queue pair refused after ep_post accepted it
 // (the connection broke meanwhile): it completes as flushed (QP in error) or
 // as a local EP error, in order; false while the completion queue is full.
@@ -281,7 +259,7 @@ bool Iface::drain_handoff() {
       rc::Completion c;
       c.cookie = h->is_send ? h->send.cookie : h->recv.cookie;
       c.qpn = h->qp->qpn();
-      c.op = h->is_send ? wc_op_of(h->send.op) : rc::WcOp::kRecv;
+      c.op = h->is_send ? rc::wc_op_of(h->send.op) : rc::WcOp::kRecv;
       c.status = h->qp->state() == rc::QpState::kError ? rc::WcStatus::kFlushed
                                                        : rc::WcStatus::kLocalQpOperationError;
       Evd* evd = h->is_send ? ep->req_evd : ep->recv_evd;

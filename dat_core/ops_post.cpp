@@ -66,7 +66,14 @@ bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, 
   f->last_consumer_progress.store(now, std::memory_order_relaxed);
   if (r == rc::Qp::PostResult::kOk) f->step(now, false);
   f->token.unlock();
-  run_upcalls();
+  // A request handed over while this thread held the token: its poster's
+  // try failed, so it is taken here (drive() also makes the upcalls).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (f->handoff.pending()) {
+    f->drive(now, true);
+  } else {
+    run_upcalls();
+  }
   *out = post_result(r, ep);
   return true;
 }

@@ -25,26 +25,6 @@ inline bool is_send_write(WrOp op) {
   return op == WrOp::kSend || op == WrOp::kSendImm || op == WrOp::kWrite || op == WrOp::kWriteImm;
 }
 
-inline WcOp wc_op_of(WrOp op) {
-  switch (op) {
-    case WrOp::kSend:
-    case WrOp::kSendImm:
-      return WcOp::kSend;
-    case WrOp::kWrite:
-    case WrOp::kWriteImm:
-      return WcOp::kWrite;
-    case WrOp::kRead:
-      return WcOp::kRead;
-    case WrOp::kCompareSwap:
-      return WcOp::kCompareSwap;
-    case WrOp::kFetchAdd:
-      return WcOp::kFetchAdd;
-    case WrOp::kBind:
-      return WcOp::kBind;
-  }
-  return WcOp::kSend;
-}
-
 // A work request without the SGEs past num_sge (at most kMaxSge: checked at
 // posting): a whole-struct copy moved all kMaxSge of them.
 template <typename Wr>

@@ -91,6 +91,27 @@ enum class WcOp : uint8_t {
   kRecvWriteImm
 };
 
+// The completion opcode of a send-queue work request.
+inline WcOp wc_op_of(WrOp op) {
+  switch (op) {
+    case WrOp::kSend:
+    case WrOp::kSendImm:
+      return WcOp::kSend;
+    case WrOp::kWrite:
+    case WrOp::kWriteImm:
+      return WcOp::kWrite;
+    case WrOp::kRead:
+      return WcOp::kRead;
+    case WrOp::kCompareSwap:
+      return WcOp::kCompareSwap;
+    case WrOp::kFetchAdd:
+      return WcOp::kFetchAdd;
+    case WrOp::kBind:
+      return WcOp::kBind;
+  }
+  return WcOp::kSend;
+}
+
 struct Completion {
   uint64_t cookie = 0;
   uint32_t qpn = 0;
