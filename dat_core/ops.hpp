@@ -43,12 +43,17 @@ void destroy(T* o) {
 // interface lock.  Returns false on timeout.  The back-off is capped by the
 // interface's idle_us, so a waiter neither burns a core nor sleeps past a
 // due event by more than that.
+// The steady-clock deadline `timeout_us` after `start` (kInfinite, or one
+// too long to add: none).
+inline uint64_t deadline_after(uint64_t start, uint64_t timeout_us) {
+  return timeout_us == kInfinite || timeout_us > UINT64_MAX / 2000 ? UINT64_MAX
+                                                                   : start + timeout_us * 1000;
+}
+
 template <typename Pred>
 bool wait_for(Iface* f, Lock& lk, std::condition_variable_any& cv, uint64_t timeout_us, Pred pred) {
   const uint64_t start = now_ns();
-  const uint64_t deadline = timeout_us == kInfinite || timeout_us > UINT64_MAX / 2000
-                                ? UINT64_MAX
-                                : start + timeout_us * 1000;
+  const uint64_t deadline = deadline_after(start, timeout_us);
   constexpr uint64_t kSpinNs = 50'000;
   uint64_t sleep_us = 1;
   for (;;) {

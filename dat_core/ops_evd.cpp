@@ -148,9 +148,7 @@ Status evd_wait(Evd* e, uint64_t timeout_us, int64_t threshold, Event* ev, uint3
   // Pairs with the fence in Iface::deliver (see there).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const uint64_t start = now_ns();
-  const uint64_t deadline = timeout_us == kInfinite || timeout_us > UINT64_MAX / 2000
-                                ? UINT64_MAX
-                                : start + timeout_us * 1000;
+  const uint64_t deadline = deadline_after(start, timeout_us);
   const bool got = wait_events(f, e, static_cast<uint32_t>(threshold), deadline);
   e->waiter = false;
   if (!e->waitable) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EVD_UNWAITABLE);
