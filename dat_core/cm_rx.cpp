@@ -191,6 +191,14 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;
   if (ep->remote_comm != m.local_comm_id) return;
+  // The engine broke the connection before the peer's DREQ came (a fatal
+  // NAK, retries spent; the peer's QP broke too and it says so): BROKEN,
+  // as the housekeeping pass would have reported it, whichever came first.
+  if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
+      ep->qp->state() == rc::QpState::kError) {
+    finish_disconnect(ep, EventNum::kBroken);
+    return;
+  }
   if (ep->cm == CmState::kEstablished || ep->cm == CmState::kRepSent ||
       ep->cm == CmState::kDraining || ep->cm == CmState::kDreqSent)
     finish_disconnect(ep, EventNum::kDisconnected);
