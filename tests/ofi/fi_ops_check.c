@@ -187,6 +187,13 @@ static int client(const char* ip, const char* port) {
   h2->ep_attr->type = FI_EP_MSG;
   h2->caps |= FI_TAGGED;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA, "tagged hints met");
+  h2->caps = hints->caps | FI_MULTI_RECV;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
+        "FI_MULTI_RECV hints met");
+  h2->caps = hints->caps;
+  h2->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
+        "shared receive context hints met");
   fi_freeinfo(h2);
 
   OK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, hints, &info));
@@ -199,6 +206,28 @@ static int client(const char* ip, const char* port) {
   struct fi_cntr_attr cattr = {0};
   struct fid_cntr* cntr;
   CHECK(fi_cntr_open(domain, &cattr, &cntr, NULL) == -FI_ENOSYS, "fi_cntr_open not ENOSYS");
+  /* no wait objects: CQ and EQ take FI_WAIT_NONE / FI_WAIT_UNSPEC only,
+   * FI_GETWAIT has nothing to give */
+  {
+    struct fid_cq* cq2;
+    struct fid_eq* eq2;
+    struct fi_cq_attr qa = {.size = 16, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD};
+    CHECK(fi_cq_open(domain, &qa, &cq2, NULL) == -FI_ENOSYS, "CQ with FI_WAIT_FD not ENOSYS");
+    struct fi_eq_attr qe = {.size = 16, .wait_obj = FI_WAIT_FD};
+    CHECK(fi_eq_open(fabric, &qe, &eq2, NULL) == -FI_ENOSYS, "EQ with FI_WAIT_FD not ENOSYS");
+    int fd = -1;
+    CHECK(fi_control(&txcq->fid, FI_GETWAIT, &fd) == -FI_ENOSYS, "CQ FI_GETWAIT not ENOSYS");
+    CHECK(fi_control(&eq->fid, FI_GETWAIT, &fd) == -FI_ENOSYS, "EQ FI_GETWAIT not ENOSYS");
+  }
+  /* no shared contexts */
+  {
+    struct fi_rx_attr rxa = {0};
+    struct fi_tx_attr txa = {0};
+    struct fid_ep* srx;
+    struct fid_stx* stx;
+    CHECK(fi_srx_context(domain, &rxa, &srx, NULL) == -FI_ENOSYS, "fi_srx_context not ENOSYS");
+    CHECK(fi_stx_context(domain, &txa, &stx, NULL) == -FI_ENOSYS, "fi_stx_context not ENOSYS");
+  }
   struct fi_cq_data_entry c;
   double t0 = now_s();
   ssize_t r = fi_cq_sread(rxcq, &c, 1, NULL, 200);
