@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sample_frames.hpp"
+#include "wire/sample_frames.hpp"
 #include "wire/cm.hpp"
 
 int main(int argc, char** argv) {
