@@ -92,10 +92,17 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
              const DAT_RMR_TRIPLET& peer, const std::function<bool(size_t, uint8_t)>& peer_step,
              const std::function<void()>& drive, LatFigures* out, std::string* err) {
   out->size = n;
-  out->half_round_trip = o.op != "read";
+  out->half_round_trip = o.half_round_trip();
   out->samples.clear();
   out->samples.reserve(iters);
   std::vector<Done> d;
+  // Atomics: the value each QP's next WR must fetch from its word.
+  std::vector<uint64_t> expect;
+  if (o.atomic()) {
+    std::vector<Flow> words;
+    for (size_t k = 0; k < L.qps; ++k) words.push_back(Flow{&s, k, peer});
+    if (!atomic_words(words, L, drive, &expect, err)) return false;
+  }
   CpuMark cpu0 = CpuMark::now();
   for (uint64_t i = 0; i < iters + kLatWarmup; ++i) {
     if (i == kLatWarmup) cpu0 = CpuMark::now();
@@ -106,6 +113,10 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
     DAT_RETURN r;
     if (o.op == "read") {
       r = s.read(k, L.landing(k), n, peer, L.src(k), i + 1, true);
+    } else if (o.op == "atomic-fadd") {
+      r = s.fetch_add(k, L.scratch(k), peer, L.landing(k), 1, i + 1, true);
+    } else if (o.op == "atomic-cswap") {
+      r = s.cmp_swap(k, L.scratch(k), peer, L.landing(k), expect[k], expect[k] + 1, i + 1, true);
     } else if (o.op == "send") {
       r = s.send(k, L.src(k), n, 0, false);
     } else {
@@ -115,7 +126,7 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
       *err = dat_error("dat_ep_post", r);
       return false;
     }
-    if (o.op == "read") {
+    if (!o.half_round_trip()) {
       bool failed = false;
       d.clear();
       if (!spin_until(
@@ -127,7 +138,7 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
                 if (drive) drive();
               }) ||
           failed) {
-        if (!failed) *err = "latency: an RDMA READ never completed";
+        if (!failed) *err = "latency: the " + o.op + " never completed";
         return false;
       }
     } else {
@@ -137,6 +148,15 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
         return false;
     }
     const uint64_t t1 = now_ns();
+    if (o.atomic()) {
+      const uint64_t got = peek64(s.data() + L.scratch(k));
+      if (got != expect[k]) {
+        *err = o.op + " latency: QP " + std::to_string(k) + " fetched " + std::to_string(got) +
+               ", expected " + std::to_string(expect[k]);
+        return false;
+      }
+      ++expect[k];
+    }
     if (i >= kLatWarmup)
       out->samples.push_back(static_cast<double>(t1 - t0) / (out->half_round_trip ? 2e3 : 1e3));
   }

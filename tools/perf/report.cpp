@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "dat_api.hpp"
+
 #ifndef DPDAT_VERSION
 #define DPDAT_VERSION "unknown"
 #endif
@@ -116,7 +118,7 @@ nlohmann::json config_json(const Options& o, const Run& r) {
 bool write_json(const std::string& path, const Options& o, const Run& r, std::string* err) {
   nlohmann::json j;
   j["tool"] = "dpdat-perf";
-  j["api"] = "uDAPL 1.2 (libdat)";
+  j["api"] = kApiName;
   j["version"] = DPDAT_VERSION;
   j["git_revision"] = DPDAT_GIT_REV;
   j["config"] = config_json(o, r);
