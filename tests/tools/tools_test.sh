@@ -93,6 +93,7 @@ case "$CASE" in
       "len(d['lat'][0]['samples_us']) == 2000" \
       "d['lat'][0]['min_us'] <= d['lat'][0]['median_us'] <= d['lat'][0]['p99_us'] <= d['lat'][0]['p999_us'] <= d['lat'][0]['max_us']" \
       "d['config']['mode'] == 'one-process' and d['config']['op'] == 'write'" \
+      "d['config']['port_mtu'] >= 1500 and d['config']['pmtu'] in (1024, 2048, 4096)" \
       "d['config']['argv'][0].endswith('dpdat-perf')" \
       "any(k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())" \
       "any(k.endswith('.qp_retransmits') for k in d['counters'])"

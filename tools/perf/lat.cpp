@@ -53,6 +53,40 @@ bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag, bool d
   return true;
 }
 
+// Posts by `post` on QP k.  An unsignalled WR keeps its send-queue slot
+// until the peer's ACK is processed, which may come after the peer's answer:
+// while the queue is full, dequeue (which drives this side) and `drive`,
+// then post again (bounded by spin_until).  False with *err on failure.
+bool post_with_room(Side& s, size_t k, const std::function<DAT_RETURN()>& post,
+                    const std::function<void()>& drive, const char* what, std::string* err) {
+  DAT_RETURN r = post();
+  std::vector<Done> d;
+  std::string reap_err;
+  if (DAT_GET_TYPE(r) == DAT_INSUFFICIENT_RESOURCES &&
+      !spin_until(
+          [&] {
+            r = post();
+            return !reap_err.empty() || DAT_GET_TYPE(r) != DAT_INSUFFICIENT_RESOURCES;
+          },
+          [&] {
+            (void)s.reap(s.conn(k).req, &d, &reap_err);
+            d.clear();
+            if (drive) drive();
+          })) {
+    *err = std::string(what) + ": the send queue stayed full";
+    return false;
+  }
+  if (!reap_err.empty()) {
+    *err = reap_err;
+    return false;
+  }
+  if (r != DAT_SUCCESS) {
+    *err = dat_error(what, r);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool dequeue_while_polling(const Options& o) { return !o.poll_mem || o.progress == "inline"; }
@@ -73,19 +107,15 @@ bool lat_prepare(Side& s, const std::string& op, const Layout& L, std::string* e
 bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t n, uint8_t tag,
                const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err) {
   s.data()[L.src(k) + n - 1] = tag;
-  DAT_RETURN r;
-  if (op == "send") {
-    if (!await_recv(s, L, k, {}, err)) return false;
-    r = s.send(k, L.src(k), n, 0, false);
-  } else {
-    if (!await_tag(s, L, k, n, tag, dequeue, {}, err)) return false;
-    r = s.write(k, L.src(k), n, initiator, L.landing(k), 0, false);
-  }
-  if (r != DAT_SUCCESS) {
-    *err = dat_error("dat_ep_post (echo)", r);
-    return false;
-  }
-  return true;
+  if (op == "send")
+    return await_recv(s, L, k, {}, err) &&
+           post_with_room(
+               s, k, [&] { return s.send(k, L.src(k), n, 0, false); }, {},
+               "dat_ep_post_send (echo)", err);
+  return await_tag(s, L, k, n, tag, dequeue, {}, err) &&
+         post_with_room(
+             s, k, [&] { return s.write(k, L.src(k), n, initiator, L.landing(k), 0, false); }, {},
+             "dat_ep_post_rdma_write (echo)", err);
 }
 
 bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iters,
@@ -110,22 +140,17 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
     const uint8_t tag = lat_tag(i);
     s.data()[L.src(k) + n - 1] = tag;
     const uint64_t t0 = now_ns();
-    DAT_RETURN r;
-    if (o.op == "read") {
-      r = s.read(k, L.landing(k), n, peer, L.src(k), i + 1, true);
-    } else if (o.op == "atomic-fadd") {
-      r = s.fetch_add(k, L.scratch(k), peer, L.landing(k), 1, i + 1, true);
-    } else if (o.op == "atomic-cswap") {
-      r = s.cmp_swap(k, L.scratch(k), peer, L.landing(k), expect[k], expect[k] + 1, i + 1, true);
-    } else if (o.op == "send") {
-      r = s.send(k, L.src(k), n, 0, false);
-    } else {
-      r = s.write(k, L.src(k), n, peer, L.landing(k), 0, false);
-    }
-    if (r != DAT_SUCCESS) {
-      *err = dat_error("dat_ep_post", r);
-      return false;
-    }
+    auto post = [&]() -> DAT_RETURN {
+      if (o.op == "read") return s.read(k, L.landing(k), n, peer, L.src(k), i + 1, true);
+      if (o.op == "atomic-fadd")
+        return s.fetch_add(k, L.scratch(k), peer, L.landing(k), 1, i + 1, true);
+      if (o.op == "atomic-cswap")
+        return s.cmp_swap(k, L.scratch(k), peer, L.landing(k), expect[k], expect[k] + 1, i + 1,
+                          true);
+      if (o.op == "send") return s.send(k, L.src(k), n, 0, false);
+      return s.write(k, L.src(k), n, peer, L.landing(k), 0, false);
+    };
+    if (!post_with_room(s, k, post, drive, "dat_ep_post", err)) return false;
     if (!o.half_round_trip()) {
       bool failed = false;
       d.clear();
