@@ -106,6 +106,8 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob);
 // smaller round still fit.  Counts receive completions in error.
 void refill_recvs(Multi& m, uint64_t size, uint64_t* recv_errors);
 
+// The two roles, each one path for N >= 1 engines and M >= 1 QPs; buffers
+// of max_size bytes.  Exit status.
 int run_multi_server(const Options& o, size_t max_size);
 int run_multi_client(const Options& o, size_t max_size);
 
