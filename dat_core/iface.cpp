@@ -221,9 +221,10 @@ bool Iface::step(uint64_t now, bool have_mu) {
     if (locked_here) note_iface_locked();
   }
   const bool ctl = have_mu || locked_here;
+  bool cm_ran = false;
   if (ctl && !cm_in.empty()) {
     process_cm_in(now);
-    moved = true;
+    moved = cm_ran = true;
   }
   // Completions wait while CM messages of the same burst do, so that a
   // connection's events come before the completions that follow them.
@@ -233,7 +234,15 @@ bool Iface::step(uint64_t now, bool have_mu) {
     rc::Completion c;
     while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
   }
-  if (ctl && now >= next_housekeeping.load(std::memory_order_relaxed)) cm_timers(now);
+  if (ctl && now >= next_housekeeping.load(std::memory_order_relaxed)) {
+    cm_timers(now);
+    cm_ran = true;
+  }
+  // CM replies (an RTU, a DREP) and timer resends leave now: with inline
+  // progress the consumer may not drive the interface again for a long time
+  // (it returned from dat_evd_wait with its CONNECTED event), and the peer
+  // waits for them.
+  if (cm_ran) engine->flush();
   if (locked_here) {
     mu.unlock();
     note_iface_unlocked();

@@ -87,6 +87,9 @@ class Engine {
   // One iteration of the loop.  Returns the number of frames received plus
   // sent, so a caller can back off when it stays 0.
   uint32_t poll(uint64_t now_ns);
+  // Sends what was built outside poll() (send_gsi() from a CM handler run
+  // after it) without receiving; returns the frames sent.
+  uint32_t flush() { return flush_tx(); }
   // True when no queue pair has anything queued, in flight or timed.
   bool idle() const;
   // True when nothing can progress before new input or a timer: no active
