@@ -10,6 +10,25 @@ using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own const
 
 void Iface::cm_timers(uint64_t now) {
   uint64_t next = now + kHousekeepingNs;
+  // Established connections are not walked: the engine names the queue
+  // pairs that went to error, and only their EPs are looked at.
+  engine->take_errors([this](uint32_t qpn) {
+    auto it = ep_by_qpn.find(qpn);
+    if (it == ep_by_qpn.end()) return;
+    Ep* ep = it->second;
+    if (ep->cm != CmState::kEstablished || ep->qp == nullptr ||
+        ep->qp->state() != rc::QpState::kError)
+      return;
+    // The RC engine gave up (retry budget, fatal NAK): the connection is
+    // broken.  Tell the peer once, best effort.
+    wire::CmMessage d;
+    d.type = wire::CmMsg::kDreq;
+    d.local_comm_id = ep->local_comm;
+    d.remote_comm_id = ep->remote_comm;
+    d.qpn = ep->peer_qpn;
+    send_cm(ep->peer_mac, ep->peer_ip, d);
+    finish_disconnect(ep, EventNum::kBroken);
+  });
   // A pass may end EPs (and take them off `watched`): it walks a copy, in a
   // vector kept for the purpose (no allocation once it has grown).
   std::vector<Ep*>& eps = watched_pass;
@@ -68,20 +87,7 @@ void Iface::cm_timers(uint64_t now) {
         }
         send_out(ep, now);
         break;
-      case CmState::kEstablished:
-        if (ep->qp != nullptr && ep->qp->state() == rc::QpState::kError) {
-          // The RC engine gave up (retry budget, fatal NAK): the connection is
-          // broken.  Tell the peer once, best effort.
-          wire::CmMessage d;
-          d.type = wire::CmMsg::kDreq;
-          d.local_comm_id = ep->local_comm;
-          d.remote_comm_id = ep->remote_comm;
-          d.qpn = ep->peer_qpn;
-          send_cm(ep->peer_mac, ep->peer_ip, d);
-          finish_disconnect(ep, EventNum::kBroken);
-          continue;
-        }
-        break;
+      case CmState::kEstablished:  // watched by take_errors() above
       case CmState::kIdle:
       case CmState::kDone:
         watched.erase(ep);
@@ -90,12 +96,19 @@ void Iface::cm_timers(uint64_t now) {
     if (ep->cm != CmState::kEstablished) next = std::min(next, ep->next_retx);
   }
   pending_dreq_timers(now, &next);
-  for (auto it = passive.begin(); it != passive.end();) {
-    if (it->second.cr == nullptr && now >= it->second.expires)
-      it = passive.erase(it);
-    else
-      ++it;
+  // Records of answered requests expire after kPassiveRecordNs; swept now
+  // and then, not on every pass (there is one per connection made lately).
+  if (now >= next_passive_sweep) {
+    next_passive_sweep = now + kPassiveSweepNs;
+    for (auto it = passive.begin(); it != passive.end();) {
+      if (it->second.cr == nullptr && now >= it->second.expires)
+        it = passive.erase(it);
+      else
+        ++it;
+    }
   }
+  // Queue pairs that failed while this pass ran (DREQs, flushes): at once.
+  if (engine->has_errors()) next = now;
   next_housekeeping.store(next);
 }
 
@@ -129,14 +142,19 @@ void Iface::drop_ep(Ep* ep) {
     if (it != ep_by_comm.end() && it->second == ep) ep_by_comm.erase(it);
   }
   watched.erase(ep);
-  for (auto& [key, rec] : passive)
-    if (rec.ep == ep) rec.ep = nullptr;
+  // Only an accepted EP is in a passive record, under its peer's REQ
+  // (peer address, the peer's communication ID = our remote_comm).
+  if (auto it = passive.find((uint64_t{ep->peer_ip} << 32) | ep->remote_comm);
+      it != passive.end() && it->second.ep == ep)
+    it->second.ep = nullptr;
 }
 
 void Iface::drop_cr(Cr* cr) {
-  for (auto& [key, rec] : passive)
-    if (rec.cr == cr) rec.cr = nullptr;
+  if (auto it = passive.find((uint64_t{cr->peer_ip} << 32) | cr->req.local_comm_id);
+      it != passive.end() && it->second.cr == cr)
+    it->second.cr = nullptr;
   if (cr->sp != nullptr && cr->sp->crs > 0) cr->sp->crs--;
+  if (pending_crs > 0) pending_crs--;
   if (cr->ep != nullptr && cr->ep->provider_created &&
       cr->ep->state == EpState::kTentativePending) {
     // A provider-created EP the consumer never accepted goes with its CR.
