@@ -281,7 +281,7 @@ void Iface::keep_dreq(const Ep* ep) {
   d.retx_interval = ep->retx_interval;
   d.retries = ep->retries;
   d.owner = ep->ia;
-  pending_dreqs.push_back(d);
+  pending_dreqs[d.comm] = d;
   housekeep_by(d.next_retx);
 }
 

@@ -216,7 +216,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
 }
 
 void Iface::on_drep(const wire::CmMessage& m) {
-  std::erase_if(pending_dreqs, [&m](const PendingDreq& d) { return d.comm == m.remote_comm_id; });
+  pending_dreqs.erase(m.remote_comm_id);
   auto it = ep_by_comm.find(m.remote_comm_id);
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;

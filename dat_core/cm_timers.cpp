@@ -117,24 +117,22 @@ void Iface::cm_timers(uint64_t now) {
 // peer is gone; it finds out by its own retries, as for a lost DREQ).
 void Iface::pending_dreq_timers(uint64_t now, uint64_t* next) {
   for (auto it = pending_dreqs.begin(); it != pending_dreqs.end();) {
-    if (now >= it->next_retx) {
-      if (++it->retries > kDreqRetries) {
+    PendingDreq& d = it->second;
+    if (now >= d.next_retx) {
+      if (++d.retries > kDreqRetries) {
         it = pending_dreqs.erase(it);
         continue;
       }
-      send_cm(it->mac, it->ip, it->dreq);
-      it->next_retx = now + it->retx_interval;
-      it->retx_interval = std::min(it->retx_interval * 2, kCmRetxMaxNs);
+      send_cm(d.mac, d.ip, d.dreq);
+      d.next_retx = now + d.retx_interval;
+      d.retx_interval = std::min(d.retx_interval * 2, kCmRetxMaxNs);
     }
-    *next = std::min(*next, it->next_retx);
+    *next = std::min(*next, d.next_retx);
     ++it;
   }
 }
 
-bool Iface::dreq_pending(uint32_t comm) const {
-  return std::any_of(pending_dreqs.begin(), pending_dreqs.end(),
-                     [comm](const PendingDreq& d) { return d.comm == comm; });
-}
+bool Iface::dreq_pending(uint32_t comm) const { return pending_dreqs.count(comm) != 0; }
 
 void Iface::drop_ep(Ep* ep) {
   if (ep->local_comm != 0) {

@@ -93,9 +93,10 @@ struct Iface {
   std::vector<Evd*> cq_evds;
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
-  std::unordered_set<Ep*> watched;         // EPs with CM timers or a connection to watch
-  std::vector<Ep*> watched_pass;           // cm_timers()'s copy of `watched`
-  std::vector<PendingDreq> pending_dreqs;  // abrupt disconnects awaiting their DREP
+  std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
+  std::vector<Ep*> watched_pass;    // cm_timers()'s copy of `watched`
+  // Abrupt disconnects awaiting their DREP, by our communication ID.
+  std::unordered_map<uint32_t, PendingDreq> pending_dreqs;
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
   MpscRing<Handoff> handoff{1024};
   std::vector<CmIn> cm_in;  // token held

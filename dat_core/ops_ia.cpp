@@ -109,7 +109,7 @@ Status ia_close(Ia* ia, bool graceful) {
   // every such DREQ is answered, which means the peer took everything sent
   // before it.  A peer that never answers costs that much, once.
   std::vector<uint32_t> waiting;
-  for (PendingDreq& d : f->pending_dreqs)
+  for (auto& [comm, d] : f->pending_dreqs)
     if (d.owner == ia) {
       waiting.push_back(d.comm);
       d.owner = nullptr;
@@ -118,8 +118,8 @@ Status ia_close(Ia* ia, bool graceful) {
   if (!waiting.empty()) {
     std::condition_variable_any none;  // nothing signals it: wait_for polls and backs off
     (void)wait_for(f, lk, none, kCloseLingerUs, [f, &waiting] {
-      return std::none_of(waiting.begin(), waiting.end(),
-                          [f](uint32_t c) { return f->dreq_pending(c); });
+      std::erase_if(waiting, [f](uint32_t c) { return !f->dreq_pending(c); });
+      return waiting.empty();
     });
   }
   return kOk;
