@@ -36,7 +36,6 @@ inline constexpr uint32_t kCmMaxRetries = 15;            // IBA max CM retries
 inline constexpr uint32_t kDreqRetries = 3;
 inline constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passive peers 10 s
 inline constexpr uint64_t kHousekeepingNs = 1'000'000;
-inline constexpr uint64_t kPassiveSweepNs = 100'000'000;  // expired passive records
 inline constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
 // Longest a graceful disconnect waits for outstanding requests: a SEND to a
 // peer that never posts a receive is RNR-retried without end, so the drain

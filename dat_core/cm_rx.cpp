@@ -114,6 +114,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   rec = PassiveRec{};
   rec.cr = cr;
   rec.expires = now + kPassiveRecordNs;
+  passive_expiry.emplace_back(rec.expires, key);
   Event ev;
   ev.num = EventNum::kConnRequest;
   ev.evd = sp->evd;

@@ -96,15 +96,19 @@ void Iface::cm_timers(uint64_t now) {
     if (ep->cm != CmState::kEstablished) next = std::min(next, ep->next_retx);
   }
   pending_dreq_timers(now, &next);
-  // Records of answered requests expire after kPassiveRecordNs; swept now
-  // and then, not on every pass (there is one per connection made lately).
-  if (now >= next_passive_sweep) {
-    next_passive_sweep = now + kPassiveSweepNs;
-    for (auto it = passive.begin(); it != passive.end();) {
-      if (it->second.cr == nullptr && now >= it->second.expires)
-        it = passive.erase(it);
-      else
-        ++it;
+  // Records of answered requests expire kPassiveRecordNs after their last
+  // change: only the records whose time came are looked at (passive_expiry
+  // is in time order; a record changed since has a later entry too, one
+  // still pending is looked at again later).
+  while (!passive_expiry.empty() && passive_expiry.front().first <= now) {
+    const uint64_t key = passive_expiry.front().second;
+    passive_expiry.pop_front();
+    auto it = passive.find(key);
+    if (it == passive.end()) continue;
+    if (it->second.cr != nullptr) {
+      passive_expiry.emplace_back(now + kPassiveRecordNs, key);
+    } else if (now >= it->second.expires) {
+      passive.erase(it);
     }
   }
   // Queue pairs that failed while this pass ran (DREQs, flushes): at once.

@@ -118,9 +118,10 @@ struct Iface {
   std::atomic<uint64_t> next_housekeeping{0};
   uint32_t evd_count = 0;  // EVDs and PZs that exist (Limits::max_evds / max_pzs)
   uint32_t pz_count = 0;
-  uint32_t pending_crs = 0;         // CRs not yet answered (Limits::max_pending_crs)
-  uint64_t reqs_refused = 0;        // REQs rejected for a pending-CR limit
-  uint64_t next_passive_sweep = 0;  // cm_timers: when `passive` is swept next
+  uint32_t pending_crs = 0;   // CRs not yet answered (Limits::max_pending_crs)
+  uint64_t reqs_refused = 0;  // REQs rejected for a pending-CR limit
+  // (expiry time, passive key) in time order: cm_timers drops expired records.
+  std::deque<std::pair<uint64_t, uint64_t>> passive_expiry;
   uint32_t next_pz = 1;
   uint32_t next_comm = 1;
   uint64_t rng = 0;

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
   std::string err = connect_many(ba, bb, kIpB, 7001, 1, 1);
   if (!err.empty()) usage(err.c_str());
   const Reg src = reg(ia_a, a.pz, size), dst = reg(ia_b, b.pz, size);
+  (void)busy_rate(ba.eps[0], ba.req, src, dst, size, depth, 0.5);  // warm-up
   const double alone = busy_rate(ba.eps[0], ba.req, src, dst, size, depth, seconds);
 
   // 1 + 2. Set-up rate and bytes per idle endpoint.
