@@ -24,7 +24,7 @@
 //   node=<n>            RSMAPI node id (default: derived from ip)
 //   max_eps=<n>, max_lmrs=<n>, max_rmrs=<n>, max_evds=<n>, max_pzs=<n>
 //                       limits of the interface (dat_ia_query reports them;
-//                       defaults 65536, 1048576, 1048576, 4096, 65536)
+//                       defaults 65536, 1048576, 1048576, 131072, 65536)
 //   max_pending_crs=<n>, max_pending_crs_per_sp=<n>  connection requests
 //                       waiting for an answer at once, per interface / per
 //                       PSP or RSP (defaults 4096, 1024); REQs beyond are rejected

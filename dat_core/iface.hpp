@@ -14,7 +14,7 @@ namespace dpdat::dat {
 struct Limits {
   uint32_t max_eps = 1u << 16;
   uint32_t max_dto_per_ep = 4096;
-  uint32_t max_evds = 4096;
+  uint32_t max_evds = 1u << 17;  // two per endpoint at max_eps
   uint32_t max_evd_qlen = 1u << 16;
   uint32_t max_iov = rc::kMaxSge;
   uint32_t max_lmrs = 1u << 20;

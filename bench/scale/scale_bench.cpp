@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
   ManySide a, b;
   if (!a.make(ia_a, 1024) || !b.make(ia_b, 1024)) usage("EVD / PZ creation failed");
   std::printf("dpdat-scale-bench: dat_core over the simulated link, one process, one thread\n");
+  std::printf("sizeof: rc::Qp %zu B, dat::Ep %zu B\n", sizeof(rc::Qp), sizeof(Ep));
 
   // 3a. One busy connection alone.
   ManySide ba, bb;  // the busy connection's own EVDs

@@ -49,6 +49,10 @@ Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq
     i = free_slots_.back();
   } else {
     i = static_cast<uint32_t>(qps_.size());
+    // QPNs are 24 bits; in a group, bits 16..23 name the owning engine.
+    const uint32_t qpn = cfg_.qpn_base + i;
+    if (qpn > 0xFFFFFFu || (group_ != nullptr && EngineGroup::owner(qpn) != group_index_))
+      return nullptr;
     qps_.emplace_back();
   }
   qps_[i] = std::make_unique<Qp>(*this, mr_, cfg_.qpn_base + i, pz, cfg, send_cq, recv_cq);
