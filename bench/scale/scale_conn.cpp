@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
         "dpdat-scale-conn server: %.0f connections established in %.3f s = %.0f "
         "connections/s%s\n",
         got, secs, got / secs,
-        s.disconnected != 0 ? " (the client began closing before the last RTU)" : "");
+        s.established < n ? " (the client began closing before the last RTU)" : "");
     // Stay until the client closes (its DREQs), at most a few seconds.
     DAT_EVENT ev;
     DAT_COUNT nmore = 0;
