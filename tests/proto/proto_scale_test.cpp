@@ -123,5 +123,30 @@ TEST_F(ProtoTest, ReqFloodBeyondThePendingLimitIsRefusedAndCounted) {
   EXPECT_EQ(b_.ia->iface->reqs_refused, kFlood - kAdmitted);
 }
 
+TEST_F(ProtoTest, PendingRequestsCappedPerInterfaceAcrossListeners) {
+  // b admits 5 unanswered requests in all; 3 arrive at each of two PSPs.
+  a_.open(config("cap_a", "ring=0;ip=10.9.0.1;progress=inline"));
+  b_.open(config("cap_b", "ring=1;ip=10.9.0.2;progress=inline;max_pending_crs=5"));
+  ASSERT_EQ(b_.ia->iface->limits.max_pending_crs, 5u);
+  ManySide a, b1, b2;
+  ASSERT_TRUE(a.make(a_.ia, 64));
+  ASSERT_TRUE(b1.make(b_.ia, 64));
+  ASSERT_TRUE(b2.make(b_.ia, 64));
+  ASSERT_TRUE(psp_create(b_.ia, kQual + 1, b1.cr, 0, &b1.psp).ok());
+  ASSERT_TRUE(psp_create(b_.ia, kQual + 2, b2.cr, 0, &b2.psp).ok());
+  for (uint64_t qual : {kQual + 1, kQual + 2})
+    for (int i = 0; i < 3; ++i) {
+      Ep* ea = nullptr;
+      ASSERT_TRUE(ep_create(a_.ia, a.pz, a.recv, a.req, a.conn, nullptr, &ea).ok());
+      ASSERT_TRUE(ep_connect(ea, kIpB, qual, kWaitUs, nullptr, 0).ok());
+    }
+  // Whichever came sixth was refused (after five were admitted: all six
+  // were handled by then).
+  EXPECT_EQ(next_event(a.conn).num, EventNum::kNonPeerRejected);
+  EXPECT_EQ(b_.ia->iface->pending_crs, 5u);
+  EXPECT_EQ(b_.ia->iface->reqs_refused, 1u);
+  EXPECT_EQ(b1.psp->crs + b2.psp->crs, 5u);
+}
+
 }  // namespace
 }  // namespace dpdat::proto
