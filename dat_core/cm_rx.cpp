@@ -76,6 +76,14 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
     send_rej(mac, ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
     return;
   }
+  // Bounded CM state under a flood of REQs: past the pending-CR limits a
+  // REQ is refused (no CR, no passive record, no event), the peer told "no
+  // resources"; established connections are not touched.
+  if (sp->crs >= limits.max_pending_crs_per_sp || pending_crs >= limits.max_pending_crs) {
+    reqs_refused++;
+    send_rej(mac, ip, m, wire::CmRejReason::kNoResources, nullptr, 0);
+    return;
+  }
   Ep* provider_ep = nullptr;
   if (sp->type == HandleType::kPsp && sp->flags == 1) {  // DAT_PSP_PROVIDER_FLAG
     provider_ep = new Ep(sp->ia);
@@ -95,6 +103,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   register_handle(cr);
   sp->ia->children.insert(cr);
   sp->crs++;
+  pending_crs++;
   if (sp->type == HandleType::kRsp) {
     cr->ep = sp->ep;
     sp->ep->state = EpState::kPassivePending;
@@ -105,6 +114,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   rec = PassiveRec{};
   rec.cr = cr;
   rec.expires = now + kPassiveRecordNs;
+  passive_expiry.emplace_back(rec.expires, key);
   Event ev;
   ev.num = EventNum::kConnRequest;
   ev.evd = sp->evd;
@@ -141,6 +151,7 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     ep->peer_qpn = m.qpn;
     send_cm(ep->peer_mac, ep->peer_ip, rtu);
     ep->cm = CmState::kEstablished;
+    watched.erase(ep);  // no CM timer while established (see cm_timers)
     ep->state = EpState::kConnected;
     ep->next_retx = 0;
     conn_event(ep, EventNum::kEstablished, m.pdata.data(), m.pdata_len);
@@ -161,6 +172,7 @@ void Iface::on_rtu(const wire::CmMessage& m) {
   Ep* ep = it->second;
   if (ep->cm != CmState::kRepSent || ep->remote_comm != m.local_comm_id) return;
   ep->cm = CmState::kEstablished;
+  watched.erase(ep);  // no CM timer while established (see cm_timers)
   ep->state = EpState::kConnected;
   conn_event(ep, EventNum::kEstablished, nullptr, 0);
 }
@@ -205,7 +217,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
 }
 
 void Iface::on_drep(const wire::CmMessage& m) {
-  std::erase_if(pending_dreqs, [&m](const PendingDreq& d) { return d.comm == m.remote_comm_id; });
+  pending_dreqs.erase(m.remote_comm_id);
   auto it = ep_by_comm.find(m.remote_comm_id);
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;

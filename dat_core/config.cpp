@@ -151,6 +151,20 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.idle_us) && c.idle_us > 0;
     } else if (key == "node") {
       ok = parse_num(val, &c.node);
+    } else if (key == "max_eps") {
+      ok = parse_num(val, &c.max_eps) && c.max_eps > 0 && c.max_eps <= (1u << 20);
+    } else if (key == "max_lmrs") {
+      ok = parse_num(val, &c.max_lmrs) && c.max_lmrs > 0 && c.max_lmrs <= (1u << 23);
+    } else if (key == "max_rmrs") {
+      ok = parse_num(val, &c.max_rmrs) && c.max_rmrs > 0 && c.max_rmrs <= (1u << 23);
+    } else if (key == "max_evds") {
+      ok = parse_num(val, &c.max_evds) && c.max_evds > 0 && c.max_evds <= (1u << 24);
+    } else if (key == "max_pzs") {
+      ok = parse_num(val, &c.max_pzs) && c.max_pzs > 0 && c.max_pzs <= (1u << 24);
+    } else if (key == "max_pending_crs") {
+      ok = parse_num(val, &c.max_pending_crs) && c.max_pending_crs > 0;
+    } else if (key == "max_pending_crs_per_sp") {
+      ok = parse_num(val, &c.max_pending_crs_per_sp) && c.max_pending_crs_per_sp > 0;
     } else {
       *err = "unknown key '" + std::string(key) + "'";
       return false;

@@ -22,6 +22,12 @@
 //                       thread keeps spinning before it backs off (default 1000)
 //   idle_us=<n>         longest sleep of a backed-off progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
+//   max_eps=<n>, max_lmrs=<n>, max_rmrs=<n>, max_evds=<n>, max_pzs=<n>
+//                       limits of the interface (dat_ia_query reports them;
+//                       defaults 65536, 1048576, 1048576, 131072, 65536)
+//   max_pending_crs=<n>, max_pending_crs_per_sp=<n>  connection requests
+//                       waiting for an answer at once, per interface / per
+//                       PSP or RSP (defaults 4096, 1024); REQs beyond are rejected
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
 //   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
@@ -66,6 +72,9 @@ struct IfaceConfig {
   uint32_t spin_us = 1000;
   uint32_t idle_us = 200;
   uint32_t node = 0;
+  // Limits (0: the default of dat::Limits).
+  uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
+  uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0;
 };
 
 // Parses a configuration string.  False with *err naming the bad key.

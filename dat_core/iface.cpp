@@ -147,6 +147,15 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   f->cm_drops = cfg.cm_drops;
   for (const auto& [ip, mac] : cfg.neighbors) f->link->add_neighbor(ip, mac);
   f->pmtu = std::min(cfg.pmtu, f->link->max_pmtu());
+  Limits& L = f->limits;
+  for (auto [set, field] : {std::pair{cfg.max_eps, &L.max_eps},
+                            {cfg.max_lmrs, &L.max_lmrs},
+                            {cfg.max_rmrs, &L.max_rmrs},
+                            {cfg.max_evds, &L.max_evds},
+                            {cfg.max_pzs, &L.max_pzs},
+                            {cfg.max_pending_crs, &L.max_pending_crs},
+                            {cfg.max_pending_crs_per_sp, &L.max_pending_crs_per_sp}})
+    if (set != 0) *field = set;
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
   rc::EngineConfig ec;
   ec.max_qps = f->limits.max_eps;

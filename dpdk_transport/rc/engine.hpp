@@ -111,6 +111,11 @@ class Engine {
   }
   MrTable& mr() { return mr_; }
   const EngineConfig& config() const { return cfg_; }
+  // Queue pairs that exist now.
+  uint32_t qp_count() const { return live_qps_; }
+  // Where the queue pairs' rings come from (qp_ring.hpp).
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
 
   // ---- used by Qp ----
   // A TX buffer for one frame, or nullptr under back-pressure.
@@ -123,12 +128,27 @@ class Engine {
   void tx_abort(Frame* f);
   void arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline);
   void activate(Qp* qp);
+  // A queue pair went to error (Qp::set_error): its QPN is kept for
+  // take_errors(), so the layer above learns of broken connections without
+  // looking at every queue pair.
+  void note_error(uint32_t qpn) { errored_.push_back(qpn); }
+
+  // QPNs of queue pairs that went to error since the last call (the queue
+  // pair may be gone, its QPN reused: look it up and check its state).
+  bool has_errors() const { return !errored_.empty(); }
+  template <typename Fn>
+  void take_errors(Fn fn) {
+    errored_swap_.clear();
+    std::swap(errored_, errored_swap_);
+    for (const uint32_t qpn : errored_swap_) fn(qpn);
+  }
 
  private:
   // Timers: a binary min-heap by deadline with at most one entry per QP and
   // kind, whose position the QP keeps (Qp::timer_slot_), so arming moves the
-  // entry instead of adding one; sized at construction (max_qps x kinds),
-  // it never allocates on the data path.
+  // entry instead of adding one.  Its capacity grows with the queue pairs
+  // (create_qp reserves room for every kind of every queue pair that
+  // exists), so it never allocates on the data path.
   struct TimerEntry {
     uint64_t deadline;
     Qp* qp;
@@ -148,7 +168,13 @@ class Engine {
   MrTable& mr_;
   EngineConfig cfg_;
   EngineCounters ctr_;
+  BlockPool pool_;  // before qps_: the queue pairs give their rings back to it
+  // Slot i holds QPN qpn_base + i; grown on demand up to max_qps, freed
+  // slots reused (free_slots_) before new ones are added.
   std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<uint32_t> free_slots_;
+  uint32_t live_qps_ = 0;
+  std::vector<uint32_t> errored_, errored_swap_;  // see note_error()
   std::vector<Qp*> active_;
   std::vector<Qp*> active_next_;
   std::vector<TimerEntry> timers_;  // heap; capacity reserved, see TimerEntry

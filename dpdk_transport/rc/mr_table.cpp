@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <new>
 
 namespace dpdat::rc {
 
@@ -88,27 +89,94 @@ std::string_view bind_error_name(BindError e) noexcept {
   return i < kNames.size() ? kNames[i] : "invalid";
 }
 
+namespace {
+uint32_t clamp_entries(uint32_t n) { return n == 0 ? 1 : std::min(n, MrTable::kMaxEntries); }
+uint32_t chunks_for(uint32_t n) {
+  return (n + MrTable::kChunkEntries - 1) / MrTable::kChunkEntries;
+}
+}  // namespace
+
 MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
-    : lmrs_(new Lmr[max_lmrs == 0 ? 1 : std::min(max_lmrs, kMaxEntries)]),
-      rmrs_(new Rmr[max_rmrs == 0 ? 1 : std::min(max_rmrs, kMaxEntries)]),
-      max_lmrs_(max_lmrs == 0 ? 1 : std::min(max_lmrs, kMaxEntries)),
-      max_rmrs_(max_rmrs == 0 ? 1 : std::min(max_rmrs, kMaxEntries)) {
-  for (uint32_t i = 0; i < max_lmrs_; ++i) lmrs_[i].next_free = i + 1 < max_lmrs_ ? i + 1 : kNoSlot;
-  for (uint32_t i = 0; i < max_rmrs_; ++i) rmrs_[i].next_free = i + 1 < max_rmrs_ ? i + 1 : kNoSlot;
-  lmr_free_head_ = 0;
-  rmr_free_head_ = 0;
+    : max_lmrs_(clamp_entries(max_lmrs)),
+      max_rmrs_(clamp_entries(max_rmrs)),
+      lmr_chunks_(new std::atomic<Lmr*>[chunks_for(max_lmrs_)]),
+      rmr_chunks_(new std::atomic<Rmr*>[chunks_for(max_rmrs_)]),
+      lmr_free_head_(kNoSlot),
+      rmr_free_head_(kNoSlot) {
+  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) lmr_chunks_[c].store(nullptr);
+  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) rmr_chunks_[c].store(nullptr);
 }
 
-MrTable::~MrTable() = default;
+MrTable::~MrTable() {
+  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) delete[] lmr_chunks_[c].load();
+  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) delete[] rmr_chunks_[c].load();
+}
+
+size_t MrTable::storage_bytes() const {
+  size_t n = 0;
+  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c)
+    if (lmr_chunks_[c].load(std::memory_order_relaxed) != nullptr) n += sizeof(Lmr) * kChunkEntries;
+  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c)
+    if (rmr_chunks_[c].load(std::memory_order_relaxed) != nullptr) n += sizeof(Rmr) * kChunkEntries;
+  return n;
+}
+
+MrTable::Lmr* MrTable::lmr_at(uint32_t i) const {
+  if (i >= max_lmrs_) return nullptr;
+  Lmr* c = lmr_chunks_[i / kChunkEntries].load(std::memory_order_acquire);
+  return c == nullptr ? nullptr : &c[i % kChunkEntries];
+}
+
+MrTable::Rmr* MrTable::rmr_at(uint32_t i) const {
+  if (i >= max_rmrs_) return nullptr;
+  Rmr* c = rmr_chunks_[i / kChunkEntries].load(std::memory_order_acquire);
+  return c == nullptr ? nullptr : &c[i % kChunkEntries];
+}
+
+uint32_t MrTable::take_lmr_slot() {
+  if (lmr_free_head_ != kNoSlot) {
+    const uint32_t i = lmr_free_head_;
+    lmr_free_head_ = lmr_at(i)->next_free;
+    return i;
+  }
+  if (lmr_next_new_ >= max_lmrs_) return kNoSlot;
+  const uint32_t i = lmr_next_new_;
+  std::atomic<Lmr*>& chunk = lmr_chunks_[i / kChunkEntries];
+  if (chunk.load(std::memory_order_relaxed) == nullptr) {
+    Lmr* fresh = new (std::nothrow) Lmr[kChunkEntries];
+    if (fresh == nullptr) return kNoSlot;
+    chunk.store(fresh, std::memory_order_release);
+  }
+  ++lmr_next_new_;
+  return i;
+}
+
+uint32_t MrTable::take_rmr_slot() {
+  if (rmr_free_head_ != kNoSlot) {
+    const uint32_t i = rmr_free_head_;
+    rmr_free_head_ = rmr_at(i)->next_free;
+    return i;
+  }
+  if (rmr_next_new_ >= max_rmrs_) return kNoSlot;
+  const uint32_t i = rmr_next_new_;
+  std::atomic<Rmr*>& chunk = rmr_chunks_[i / kChunkEntries];
+  if (chunk.load(std::memory_order_relaxed) == nullptr) {
+    Rmr* fresh = new (std::nothrow) Rmr[kChunkEntries];
+    if (fresh == nullptr) return kNoSlot;
+    chunk.store(fresh, std::memory_order_release);
+  }
+  ++rmr_next_new_;
+  return i;
+}
 
 bool MrTable::lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
                            uint32_t privileges, uint32_t* lmr_context) {
   if ((privileges & ~priv::kValidMask) != 0) return false;
   if (length != 0 && va + length < va) return false;
-  if (lmr_free_head_ == kNoSlot) return false;
-  const uint32_t i = lmr_free_head_;
-  Lmr& e = lmrs_[i];
-  lmr_free_head_ = e.next_free;
+  const uint32_t i = take_lmr_slot();
+  if (i == kNoSlot) return false;
+  Lmr& e = *lmr_at(i);
+  ++lmr_live_;
   e.pz = pz;
   e.va = va;
   e.host = host;
@@ -126,8 +194,9 @@ AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
   *in_use = false;
   if ((lmr_context & kRmrBit) != 0) return AccessError::kInvalidContext;
   const uint32_t i = lmr_context >> 8;
-  if (i >= max_lmrs_) return AccessError::kInvalidContext;
-  Lmr& e = lmrs_[i];
+  Lmr* ep = lmr_at(i);
+  if (ep == nullptr) return AccessError::kInvalidContext;
+  Lmr& e = *ep;
   const uint32_t cur = e.context.load(std::memory_order_acquire);
   if (cur == 0) return AccessError::kInvalidContext;
   if (cur != lmr_context) return AccessError::kStaleContext;
@@ -138,22 +207,24 @@ AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
   e.context.store(0, std::memory_order_release);
   e.next_free = lmr_free_head_;
   lmr_free_head_ = i;
+  --lmr_live_;
   return AccessError::kOk;
 }
 
 bool MrTable::lmr_query(uint32_t lmr_context, LmrInfo* out) const {
-  if ((lmr_context & kRmrBit) != 0 || (lmr_context >> 8) >= max_lmrs_) return false;
-  const Lmr& e = lmrs_[lmr_context >> 8];
+  const Lmr* ep = (lmr_context & kRmrBit) != 0 ? nullptr : lmr_at(lmr_context >> 8);
+  if (ep == nullptr) return false;
+  const Lmr& e = *ep;
   if (e.context.load(std::memory_order_acquire) != lmr_context || lmr_context == 0) return false;
   *out = LmrInfo{e.pz, e.va, e.host, e.length, e.privileges, lmr_context, e.bound_rmrs};
   return true;
 }
 
 bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
-  if (rmr_free_head_ == kNoSlot) return false;
-  const uint32_t i = rmr_free_head_;
-  Rmr& r = rmrs_[i];
-  rmr_free_head_ = r.next_free;
+  const uint32_t i = take_rmr_slot();
+  if (i == kNoSlot) return false;
+  Rmr& r = *rmr_at(i);
+  ++rmr_live_;
   r.allocated = true;
   r.bound = false;
   r.pz = pz;
@@ -165,31 +236,35 @@ bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
 }
 
 bool MrTable::rmr_free(uint32_t rmr_handle) {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
-  Rmr& r = rmrs_[rmr_handle];
+  Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return false;
+  Rmr& r = *rp;
   r.context.store(0, std::memory_order_release);
   if (r.bound) {
-    const uint32_t li = r.lmr_context >> 8;
-    if (li < max_lmrs_ && lmrs_[li].bound_rmrs > 0) lmrs_[li].bound_rmrs--;
+    Lmr* l = lmr_at(r.lmr_context >> 8);
+    if (l != nullptr && l->bound_rmrs > 0) l->bound_rmrs--;
   }
   r.bound = false;
   r.allocated = false;
   r.key = next_key(r.key);  // its last context never matches a later life of the slot
   r.next_free = rmr_free_head_;
   rmr_free_head_ = rmr_handle;
+  --rmr_live_;
   return true;
 }
 
 bool MrTable::rmr_query(uint32_t rmr_handle, RmrInfo* out) const {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
-  const Rmr& r = rmrs_[rmr_handle];
+  const Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return false;
+  const Rmr& r = *rp;
   *out = RmrInfo{r.pz, r.last_context, r.bound, r.lmr_context, r.va, r.length, r.privileges};
   return true;
 }
 
 uint32_t MrTable::rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return 0;
-  uint8_t key = rmrs_[rmr_handle].key;
+  const Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return 0;
+  uint8_t key = rp->key;
   for (uint32_t i = 0; i <= binds_ahead; ++i) key = next_key(key);
   return make_context(rmr_handle, key, true);
 }
@@ -197,8 +272,9 @@ uint32_t MrTable::rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead)
 BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
                               uint64_t length, uint32_t privileges, uint32_t qp_pz,
                               uint32_t qp) const {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return BindError::kInvalidRmr;
-  const Rmr& r = rmrs_[rmr_handle];
+  const Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return BindError::kInvalidRmr;
+  const Rmr& r = *rp;
   if (r.pz != qp_pz) return BindError::kPzMismatch;
   if (r.pending && qp != 0 && r.pending_qp != qp) return BindError::kRmrBusy;
   if (length == 0) return BindError::kOk;  // unbind
@@ -222,12 +298,12 @@ BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_
 
 uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
                           uint32_t privileges) {
-  assert(rmr_handle < max_rmrs_ && rmrs_[rmr_handle].allocated);
-  Rmr& r = rmrs_[rmr_handle];
+  assert(rmr_at(rmr_handle) != nullptr && rmr_at(rmr_handle)->allocated);
+  Rmr& r = *rmr_at(rmr_handle);
   r.context.store(0, std::memory_order_release);  // the old context dies first
   if (r.bound) {
-    const uint32_t li = r.lmr_context >> 8;
-    if (li < max_lmrs_ && lmrs_[li].bound_rmrs > 0) lmrs_[li].bound_rmrs--;
+    Lmr* old = lmr_at(r.lmr_context >> 8);
+    if (old != nullptr && old->bound_rmrs > 0) old->bound_rmrs--;
   }
   r.key = next_key(r.key);
   const uint32_t ctx = make_context(rmr_handle, r.key, true);
@@ -238,7 +314,7 @@ uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va
     r.length = 0;
     return ctx;  // matches nothing: context word stays 0
   }
-  Lmr& l = lmrs_[lmr_context >> 8];
+  Lmr& l = *lmr_at(lmr_context >> 8);
   l.bound_rmrs++;
   r.bound = true;
   r.lmr_context = lmr_context;
@@ -251,8 +327,9 @@ uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va
 }
 
 bool MrTable::mark_bind_pending(uint32_t rmr_handle, uint32_t qp) {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
-  Rmr& r = rmrs_[rmr_handle];
+  Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return false;
+  Rmr& r = *rp;
   if (r.pending && r.pending_qp != qp) return false;
   r.pending = true;
   r.pending_qp = qp;
@@ -260,14 +337,14 @@ bool MrTable::mark_bind_pending(uint32_t rmr_handle, uint32_t qp) {
 }
 
 void MrTable::clear_bind_pending(uint32_t rmr_handle) {
-  if (rmr_handle < max_rmrs_) rmrs_[rmr_handle].pending = false;
+  if (Rmr* r = rmr_at(rmr_handle); r != nullptr) r->pending = false;
 }
 
 AccessError MrTable::check_local(uint32_t lmr_context, uint32_t qp_pz, uint64_t va, uint64_t len,
                                  Access access, AccessGrant* grant) const {
-  if ((lmr_context & kRmrBit) != 0 || (lmr_context >> 8) >= max_lmrs_)
-    return AccessError::kInvalidContext;
-  const Lmr& e = lmrs_[lmr_context >> 8];
+  const Lmr* ep = (lmr_context & kRmrBit) != 0 ? nullptr : lmr_at(lmr_context >> 8);
+  if (ep == nullptr) return AccessError::kInvalidContext;
+  const Lmr& e = *ep;
   const uint32_t cur = e.context.load(std::memory_order_acquire);
   if (cur == 0 || lmr_context == 0) return AccessError::kInvalidContext;
   if (cur != lmr_context) return AccessError::kStaleContext;
@@ -303,8 +380,9 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
   uint8_t* host;
   if ((rkey & kRmrBit) != 0) {
     const uint32_t i = (rkey & ~kRmrBit) >> 8;
-    if (i >= max_rmrs_) return AccessError::kInvalidContext;
-    const Rmr& r = rmrs_[i];
+    const Rmr* rp = rmr_at(i);
+    if (rp == nullptr) return AccessError::kInvalidContext;
+    const Rmr& r = *rp;
     const uint32_t cur = r.context.load(std::memory_order_acquire);
     if (cur != rkey) {
       if (!r.allocated) return AccessError::kInvalidContext;
@@ -318,8 +396,9 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
     host = r.host;
   } else {
     const uint32_t i = rkey >> 8;
-    if (i >= max_lmrs_ || rkey == 0) return AccessError::kInvalidContext;
-    const Lmr& e = lmrs_[i];
+    const Lmr* ep = rkey == 0 ? nullptr : lmr_at(i);
+    if (ep == nullptr) return AccessError::kInvalidContext;
+    const Lmr& e = *ep;
     const uint32_t cur = e.context.load(std::memory_order_acquire);
     if (cur == 0) return AccessError::kInvalidContext;
     if (cur != rkey) return AccessError::kStaleContext;

@@ -12,9 +12,12 @@
 //
 // Threading: register/free/bind run on the control path (one caller at a time
 // per table, e.g. under the IA's lock or on the engine's lcore); check_*()
-// may run concurrently on the engine lcore.  Storage is fixed at construction
-// (never reallocated) and each entry's context word is published with release
-// semantics, so a lookup never sees a half-written entry.
+// may run concurrently on the engine lcore.  Entries live in chunks of
+// kChunkEntries, allocated when the table first reaches them (an IA sized
+// for a million regions costs only its chunk directory until they are
+// used) and never moved or freed before the table; a chunk pointer and each
+// entry's context word are published with release semantics, so a lookup
+// never sees a half-written entry.
 
 #include <atomic>
 #include <cstddef>
@@ -104,6 +107,7 @@ class MrTable {
  public:
   static constexpr uint32_t kRmrBit = 0x8000'0000u;
   static constexpr uint32_t kMaxEntries = 1u << 23;  // index must fit below bit 31 after << 8
+  static constexpr uint32_t kChunkEntries = 1024;
 
   MrTable(uint32_t max_lmrs, uint32_t max_rmrs);
   ~MrTable();
@@ -150,6 +154,14 @@ class MrTable {
   bool mark_bind_pending(uint32_t rmr_handle, uint32_t qp);
   void clear_bind_pending(uint32_t rmr_handle);
 
+  uint32_t max_lmrs() const { return max_lmrs_; }
+  uint32_t max_rmrs() const { return max_rmrs_; }
+  // Entries in use now.
+  uint32_t lmr_count() const { return lmr_live_; }
+  uint32_t rmr_count() const { return rmr_live_; }
+  // Bytes of entry storage allocated so far (chunks).
+  size_t storage_bytes() const;
+
   // ---- access checks (data path; no allocation, no locks) ----
   // Local access through an LMR context (SEND/WRITE gather, RECV/READ scatter).
   AccessError check_local(uint32_t lmr_context, uint32_t qp_pz, uint64_t va, uint64_t len,
@@ -163,13 +175,23 @@ class MrTable {
  private:
   struct Lmr;
   struct Rmr;
-  std::unique_ptr<Lmr[]> lmrs_;
-  std::unique_ptr<Rmr[]> rmrs_;
+  // Entry i, or nullptr when i is beyond the table or its chunk was never
+  // allocated (no entry there was ever handed out).
+  Lmr* lmr_at(uint32_t i) const;
+  Rmr* rmr_at(uint32_t i) const;
+  // A slot for a new entry (free list first, then the next never-used index,
+  // allocating its chunk); kNoSlot-like UINT32_MAX when full or out of memory.
+  uint32_t take_lmr_slot();
+  uint32_t take_rmr_slot();
   uint32_t max_lmrs_;
   uint32_t max_rmrs_;
-  // free-list heads etc. live in the .cpp
-  uint32_t lmr_free_head_ = 0;
-  uint32_t rmr_free_head_ = 0;
+  std::unique_ptr<std::atomic<Lmr*>[]> lmr_chunks_;
+  std::unique_ptr<std::atomic<Rmr*>[]> rmr_chunks_;
+  uint32_t lmr_free_head_;
+  uint32_t rmr_free_head_;
+  uint32_t lmr_next_new_ = 0;  // indices below were handed out at least once
+  uint32_t rmr_next_new_ = 0;
+  uint32_t lmr_live_ = 0, rmr_live_ = 0;
 };
 
 }  // namespace dpdat::rc
