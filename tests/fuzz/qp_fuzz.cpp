@@ -109,6 +109,11 @@ bool verbose() {
   return v;
 }
 
+bool trace() {
+  static const bool v = std::getenv("QP_FUZZ_TRACE") != nullptr;
+  return v;
+}
+
 uint64_t load64(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
@@ -192,6 +197,7 @@ class Run {
       check(side_[s].qp->connect(p, wire::Psn(psn0 + static_cast<uint32_t>(s) * 0x100),
                                  wire::Psn(psn0 + static_cast<uint32_t>(1 - s) * 0x100)));
     }
+    link_.set_now(now_);
     link_.set_filter([this](int from, const uint8_t* d, uint32_t len) {
       hold(1 - from, d, len);
       return false;
@@ -241,6 +247,20 @@ class Run {
   void deliver(int to) {
     if (wire_[to].empty()) return;
     const auto& f = wire_[to].front();
+    if (trace()) {
+      wire::PacketView v;
+      const auto r =
+          wire::parse_packet(f, wire::ParseOptions{.pmtu = 4096, .full_segments = false}, v);
+      if (r == wire::Reject::kNone)
+        std::fprintf(stderr, "  t=%llu -> %d %s psn %06x%s", static_cast<unsigned long long>(now_),
+                     to, std::string(v.info->name).c_str(), v.bth->psn().value(),
+                     v.bth->ack_req() ? " AR" : "");
+      if (r == wire::Reject::kNone && v.aeth != nullptr)
+        std::fprintf(stderr, " syn %02x msn %u", v.aeth->syndrome, v.aeth->msn());
+      if (r == wire::Reject::kNone && v.reth != nullptr)
+        std::fprintf(stderr, " len %u", v.reth->dma_len.value());
+      std::fprintf(stderr, "\n");
+    }
     link_.inject(to, f.data(), static_cast<uint32_t>(f.size()));
     wire_[to].pop_front();
   }
@@ -253,7 +273,13 @@ class Run {
   void forge(int to, const std::vector<uint8_t>& f) {
     wire::PacketView v;
     const wire::ParseOptions opts{.pmtu = 4096, .full_segments = false};
-    if (wire::parse_packet(f, opts, v) == wire::Reject::kNone) reached_ = true;
+    if (wire::parse_packet(f, opts, v) == wire::Reject::kNone) {
+      reached_ = true;
+      if (trace())
+        std::fprintf(stderr, "  t=%llu FORGED -> %d %s psn %06x qpn %x\n",
+                     static_cast<unsigned long long>(now_), to, std::string(v.info->name).c_str(),
+                     v.bth->psn().value(), v.bth->dest_qp());
+    }
     link_.inject(to, f.data(), static_cast<uint32_t>(f.size()));
   }
 
@@ -591,7 +617,8 @@ class Run {
   void finish() {
     while (next_op_ < nops_) post_next();
     const uint64_t end = now_ + 2'000'000'000ull;
-    for (int iter = 0; iter < 20000 && now_ < end; ++iter) {
+    int iter = 0;
+    for (; iter < 20000 && now_ < end; ++iter) {
       deliver_all();
       poll();
       if (all_sends_done() && quiet()) break;
@@ -601,6 +628,24 @@ class Run {
         if (d > now_) now_ = d;
       }
     }
+    if (verbose()) {
+      int ok = 0;
+      for (uint32_t i = 0; i < nops_; ++i)
+        ok += send_[i].completions == 1 && send_[i].c.status == WcStatus::kSuccess;
+      std::fprintf(stderr,
+                   "qp_fuzz: %u WRs, %d succeeded before teardown, QP states %d/%d (%s/%s), "
+                   "forged frame reached: %s, virtual time %.3f ms, %d final iterations\n",
+                   nops_, ok, static_cast<int>(side_[0].qp->state()),
+                   static_cast<int>(side_[1].qp->state()),
+                   std::string(rc::qp_error_name(side_[0].qp->error())).c_str(),
+                   std::string(rc::qp_error_name(side_[1].qp->error())).c_str(),
+                   reached_ ? "yes" : "no", static_cast<double>(now_) / 1e6, iter);
+    }
+    // With the attacker gone, every request ends within bounded time:
+    // completed, or failed by the retry budgets (a forged frame may have
+    // desynchronised the PSNs, but must not leave the pair exchanging packets
+    // forever while requests hang).
+    check(all_sends_done());
     const bool connected =
         side_[0].qp->state() == rc::QpState::kRts && side_[1].qp->state() == rc::QpState::kRts;
     if (!reached_ && connected) {
@@ -610,18 +655,6 @@ class Run {
         if (recv_[i].posted)
           check(recv_[i].completions == 1 && recv_[i].c.status == WcStatus::kSuccess);
       }
-    }
-    if (verbose()) {
-      int ok = 0;
-      for (uint32_t i = 0; i < nops_; ++i) ok += send_[i].c.status == WcStatus::kSuccess;
-      std::fprintf(stderr,
-                   "qp_fuzz: %u WRs, %d succeeded before teardown, QP states %d/%d (%s/%s), "
-                   "forged frame reached: %s, virtual time %.3f ms\n",
-                   nops_, ok, static_cast<int>(side_[0].qp->state()),
-                   static_cast<int>(side_[1].qp->state()),
-                   std::string(rc::qp_error_name(side_[0].qp->error())).c_str(),
-                   std::string(rc::qp_error_name(side_[1].qp->error())).c_str(),
-                   reached_ ? "yes" : "no", static_cast<double>(now_) / 1e6);
     }
     // Tear down as a disconnect does: what is left flushes.
     for (Side& s : side_) s.qp->set_error(rc::QpError::kDestroyed, now_);
@@ -646,6 +679,7 @@ class Run {
       while (const uint16_t n = link_.end(e).rx_burst(fr, 32)) link_.end(e).rx_release(fr, n);
     }
     check(link_.buffers_in_use() == 0);
+    link_.set_now(0);
   }
 
   // ---------------------------------------------------------------- checks
