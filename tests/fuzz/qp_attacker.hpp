@@ -49,15 +49,30 @@ class Attacker {
  public:
   Attacker(Bytes& in, uint32_t pmtu) : in_(in), pmtu_(pmtu) {}
 
-  // The addresses and keys an attacker would aim at on side `to`.
-  uint64_t pick_va(const AttackTarget& t) {
+  // Addresses: mostly near the edges of the victim's regions (and of its RMR
+  // window), where an off-by-some check would let an access through: an
+  // access of `len` bytes that starts up to 16 bytes before or after a start,
+  // or ends up to 16 bytes before or after an end; else anywhere within
+  // 32 KiB of the start; sometimes anything.
+  uint64_t pick_va(const AttackTarget& t, uint64_t len) {
     const Host& h = *t.host;
     const Region* rs[] = {&h.tgt, &h.win, &h.src, &h.secret, &h.rcv, &h.res};
     const uint8_t k = in_.u8();
-    if (k >= 192) return in_.u64();
     const Region& r = *rs[k % 6];
-    const auto off = static_cast<int16_t>(in_.u16());
-    return r.va() + static_cast<uint64_t>(k & 0x40 ? static_cast<int64_t>(r.len()) + off : off);
+    const bool end = (k & 0x20) != 0;
+    uint64_t edge = end ? r.va() + r.len() : r.va();
+    if (&r == &h.win && (k & 0x40) != 0) edge = end ? edge - kWinPad : edge + kWinPad;  // the RMR's
+    const uint64_t near = (end ? edge - len : edge) - 16 + uint64_t{in_.u8()} % 33;
+    switch (k >> 6) {
+      case 0:
+      case 1:
+        return near;
+      case 2:
+        return r.va() +
+               static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(in_.u16())));
+      default:
+        return in_.u64();
+    }
   }
   uint32_t pick_rkey(const AttackTarget& t) {
     const Host& h = *t.host;
@@ -71,6 +86,7 @@ class Attacker {
     static constexpr uint32_t kLens[] = {0,    1,    7,       8,          256,         1024,
                                          2048, 4096, 0x10000, 0x7FFFFFFF, 0x80000000u, 0xFFFFFFFFu};
     const uint8_t k = in_.u8();
+    if (k < 64) return k % 33;  // a few bytes: across an edge
     return k >= 240 ? in_.u32() : kLens[k % std::size(kLens)];
   }
   uint32_t pick_psn(const AttackTarget& t, bool request) {
@@ -131,7 +147,7 @@ class Attacker {
           if (v.reth != nullptr) {
             auto* r = reinterpret_cast<wire::Reth*>(at(v.reth));
             r->rkey = wire::Be32(pick_rkey(t));
-            r->va = wire::Be64(pick_va(t));
+            r->va = wire::Be64(pick_va(t, r->dma_len.value()));
           }
           break;
         case 4:
@@ -142,7 +158,7 @@ class Attacker {
           if (v.atomic != nullptr) {
             auto* a = reinterpret_cast<wire::AtomicEth*>(at(v.atomic));
             a->rkey = wire::Be32(pick_rkey(t));
-            a->va = wire::Be64(pick_va(t));
+            a->va = wire::Be64(pick_va(t, 8));
             a->swap_add = wire::Be64(in_.u64());
           }
           break;
@@ -208,7 +224,6 @@ class Attacker {
     const uint8_t fl = in_.u8();
     s.ack_req = (fl & 1) != 0;
     s.se = (fl & 2) != 0;
-    s.va = pick_va(t);
     s.rkey = pick_rkey(t);
     s.dma_len = pick_len();
     s.swap_add = in_.u64();
@@ -222,8 +237,15 @@ class Attacker {
     if (wire::op_info(s.opcode).is(wire::op::kPayload)) {
       const uint16_t pl = in_.u16();
       payload.assign((fl & 4) != 0 ? pmtu_ : pl % (pmtu_ + 1), in_.u8());
+      // Mostly a RETH that agrees with the payload (a WRITE Only the length
+      // check lets through).
+      if ((fl & 8) == 0 && payload.size() <= pmtu_)
+        s.dma_len = static_cast<uint32_t>(payload.size());
     }
     s.payload = payload;
+    const bool atomic =
+        s.opcode == wire::Opcode::kCompareSwap || s.opcode == wire::Opcode::kFetchAdd;
+    s.va = pick_va(t, atomic ? 8 : s.dma_len);
     std::vector<uint8_t> f(rc::SimLink::kBufSize);
     const auto r = wire::build_packet(f, s, pmtu_);
     if (!r.ok()) return {};
