@@ -26,15 +26,19 @@
 //    the parts of the RMR's LMR outside its window, receive buffers never
 //    posted, READ/atomic result bytes outside the posted scatter lists;
 //  - every posted work request completes exactly once (by cookie), with a
-//    status of the enumeration, on its own queue pair;
-//  - when no forged frame reached a queue pair (every injected frame was
-//    refused by the parser): every success is byte-exact (WRITE, READ, SEND,
-//    immediate data, atomics executed once with the right original value), a
-//    failure leaves each byte either untouched or as the transfer would have
-//    written it, and two queue pairs still connected at the end have completed
-//    every request successfully.  A forged frame that passes the parser may
-//    legitimately be taken for the peer's (RoCE has no authentication): then
-//    only the memory and completion invariants above are asserted.
+//    status of the enumeration, on its own queue pair; once the attacker is
+//    gone, within bounded time (no livelock);
+//  - when no forged frame reached a queue pair (each was refused by the
+//    parser, named another QPN or came from another address): every success
+//    is byte-exact (WRITE, READ, SEND, immediate data, atomics executed once
+//    with the right original value), a failure leaves each byte either
+//    untouched or as the transfer would have written it, and two queue pairs
+//    still connected at the end have completed every request successfully.
+//    A forged frame with the peer's address, the QPN and a PSN in the window
+//    is indistinguishable from the peer's (RoCE has no authentication): the
+//    honest packet with that PSN is then a duplicate, acknowledged, and its
+//    sender sees success although the attacker's bytes were placed.  After
+//    such a frame only the memory, completion and liveness invariants hold.
 //  - the link's buffers all come back (no frame leaked by an engine).
 #include <algorithm>
 #include <array>
@@ -259,12 +263,15 @@ class Run {
     for (int to = 0; to < 2; ++to)
       while (!wire_[to].empty()) deliver(to);
   }
-  // A forged frame: injected; noted when it passes the parser as the
-  // engine runs it (then it reaches a state machine or the demultiplexer).
+  // A forged frame: injected; noted when the engine would hand it to the
+  // queue pair (it passes the parser as the engine runs it, names the queue
+  // pair and comes from its peer's address).  Anything else must be as
+  // harmless as if it had never been sent.
   void forge(int to, const std::vector<uint8_t>& f) {
     wire::PacketView v;
     const wire::ParseOptions opts{.pmtu = 4096, .full_segments = false};
-    if (wire::parse_packet(f, opts, v) == wire::Reject::kNone) {
+    if (wire::parse_packet(f, opts, v) == wire::Reject::kNone &&
+        v.bth->dest_qp() == side_[to].qp->qpn() && v.ip->src.value() == kIp[1 - to]) {
       reached_ = true;
       if (trace())
         std::fprintf(stderr, "  t=%llu FORGED -> %d %s psn %06x qpn %x\n",
