@@ -42,12 +42,21 @@ std::string env_name(std::string_view ia) {
 
 // Entries of the DPDAT_CONF file, in file order.
 std::vector<std::pair<std::string, std::string>> conf_entries() {
-  std::vector<std::pair<std::string, std::string>> out;
   const char* path = std::getenv("DPDAT_CONF");
   std::ifstream in(path != nullptr && *path != '\0' ? path : "/etc/dpdat.conf");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::string_view l = trim(line);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_conf_text(text.str());
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_conf_text(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view l = trim(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (l.empty() || l.front() == '#') continue;
     const size_t sp = l.find_first_of(" \t");
     if (sp == std::string_view::npos) continue;
@@ -55,8 +64,6 @@ std::vector<std::pair<std::string, std::string>> conf_entries() {
   }
   return out;
 }
-
-}  // namespace
 
 bool parse_ipv4(std::string_view s, uint32_t* ip) {
   const std::string str(s);

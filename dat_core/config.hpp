@@ -84,6 +84,12 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
 // does not parse (*err says which).
 bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err);
 
+// The entries of a DPDAT_CONF file's text, in file order: one
+// "<name> <config string>" per line, blank lines and '#' comments skipped, a
+// line without a blank after the name ignored.  lookup_ia() reads the file
+// through this.
+std::vector<std::pair<std::string, std::string>> parse_conf_text(std::string_view text);
+
 // Every IA name the registry knows (built-ins, file entries, environment).
 std::vector<std::string> list_ia_names();
 
