@@ -12,6 +12,7 @@
 set -uo pipefail
 VICTIM=$(readlink -f "$1")
 HOSTILE=$(readlink -f "$2")
+HERE=$(dirname "$(readlink -f "$0")")
 ID=$$
 TMP=$(mktemp -d /tmp/dpdat-hostile-XXXXXX)
 NSBR=dpdat-hb-$ID
@@ -63,7 +64,7 @@ done
 
 AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
 DPDAT_IA_VICTIM="vdev=net_af_packet0,iface=hp${ID}v,$AF;ip=$VIP" \
-  ip netns exec "$NSV" timeout 60 "$VICTIM" --serve victim --seconds 45 --stop "$TMP/stop" \
+  ip netns exec "$NSV" timeout 90 "$VICTIM" --serve victim --seconds 80 --stop "$TMP/stop-victim" \
   --max-conns 8 >"$TMP/victim.log" 2>&1 &
 vpid=$!
 PIDS+=($vpid)
@@ -73,10 +74,11 @@ for _ in $(seq 1 400); do
   sleep 0.05
 done
 grep -q "listening" "$TMP/victim.log" || fail "victim never listened"
+VPID=$(sed -n 's/.*listening.*pid \([0-9]*\).*/\1/p' "$TMP/victim.log")
 
 DPDAT_IA_HONEST="vdev=net_af_packet0,iface=hp${ID}h,$AF;ip=$HIP" \
-  ip netns exec "$NSH" timeout 60 "$VICTIM" --honest honest --server $VIP --seconds 12 \
-  >"$TMP/honest.log" 2>&1 &
+  ip netns exec "$NSH" timeout 90 "$VICTIM" --honest honest --server $VIP --seconds 80 \
+  --stop "$TMP/stop-honest" >"$TMP/honest.log" 2>&1 &
 hpid=$!
 PIDS+=($hpid)
 for _ in $(seq 1 400); do
@@ -86,29 +88,46 @@ for _ in $(seq 1 400); do
 done
 grep -q "connected" "$TMP/honest.log" || fail "honest peer never connected"
 
+# Each attack on its own, the victim's counters read before and after it.
+ATTACKS="spoofed-source unknown-qpn psn-out-of-window length-mismatch huge-read misaligned-atomic
+         rkey-guess forged-dreq cm-flood"
+snap() {
+  sleep 0.2  # the victim's CM handles what arrived last
+  python3 "$HERE/telemetry.py" "$VPID" "$TMP/counters-$1.json" ||
+    fail "cannot read the victim's counters from its telemetry"
+}
 start=$(date +%s%N)
-ip netns exec "$NSA" timeout 60 "$HOSTILE" --vdev "net_af_packet0,iface=hp${ID}a,$AF" \
-  --ip $AIP --victim $VIP --honest $HIP --guesses 16 --flood 64 >"$TMP/hostile.log" 2>&1
-arc=$?
+snap start
+for a in $ATTACKS; do
+  ip netns exec "$NSA" timeout 60 "$HOSTILE" --vdev "net_af_packet0,iface=hp${ID}a,$AF" \
+    --ip $AIP --victim $VIP --honest $HIP --guesses 16 --flood 64 --attacks "$a" \
+    >>"$TMP/hostile.log" 2>&1 || fail "dpdat-hostile $a exited with $?"
+  kill -0 "$vpid" 2>/dev/null || fail "victim died during $a"
+  snap "$a"
+done
 took=$(( ($(date +%s%N) - start) / 1000000 ))
-[ "$arc" -eq 0 ] || fail "dpdat-hostile exited with $arc"
+touch "$TMP/stop-honest"
 wait "$hpid" || fail "honest peer exited with $? (a transfer failed or did not verify)"
 kill -0 "$vpid" 2>/dev/null || fail "victim died"
-touch "$TMP/stop"
+touch "$TMP/stop-victim"
 wait "$vpid"
 vrc=$?
 [ "$vrc" -eq 0 ] || fail "victim exited with $vrc (5: a canary changed)"
 
-grep -h "^dpdat-hostile: \|^honest: [0-9]" "$TMP/hostile.log" "$TMP/honest.log"
+grep -h "^honest: [0-9]" "$TMP/honest.log"
 echo "attacks took ${took} ms"
-python3 - "$TMP/victim.log" "$TMP/hostile.log" <<'PY' || fail "an attack was not counted"
+python3 - "$TMP" "$ATTACKS" <<'PY' || fail "an attack was not counted"
 import json, sys
-v = json.loads(next(l for l in open(sys.argv[1]) if l.startswith("victim-json: "))[13:])
-h = json.loads(next(l for l in open(sys.argv[2]) if l.startswith("hostile-json: "))[14:])
-e = v["engine"] or {}
-def c(k): return int(e.get(k, 0))
+tmp, attacks = sys.argv[1], sys.argv[2].split()
+v = json.loads(next(l for l in open(tmp + "/victim.log") if l.startswith("victim-json: "))[13:])
+said = {}
+for l in open(tmp + "/hostile.log"):
+    if l.startswith("dpdat-hostile: "):
+        name, _, rest = l[15:].partition(": ")
+        said[name] = json.loads(rest)
+# What each attack must show in the victim's counters (its own delta).
 want = {
-  "spoofed-source": ["rx_foreign_src", "psn_out_of_window"],
+  "spoofed-source": ["rx_foreign_src", "rx_no_qp"],
   "unknown-qpn": ["rx_no_qp"],
   "psn-out-of-window": ["psn_out_of_window"],
   "length-mismatch": ["resp_err_write_length", "resp_err_length"],
@@ -118,21 +137,28 @@ want = {
   "forged-dreq": ["cm_forged_ignored"],
   "cm-flood": ["cm_malformed", "cm_req_refused"],
 }
+# Counters that say "refused": reported whenever an attack moved them.
+def refusal(k):
+    return (k.startswith(("rkey_refused_", "resp_err_", "cm_", "rx_reject_"))
+            or k in ("rx_foreign_src", "psn_out_of_window", "rx_no_qp", "rx_dropped_parse"))
 bad = []
+prev = json.load(open(tmp + "/counters-start.json"))
 print("victim: canaries intact: %s; connections accepted %d, rejected over its cap %d, endings %s"
       % (v["canaries_intact"], v["accepted"], v["rejected_over_cap"], v["endings"]))
-for attack, keys in want.items():
-    got = {k: c(k) for k in keys}
-    print("  %-18s victim counted %s" % (attack, got))
-    bad += ["%s: %s" % (attack, k) for k, n in got.items() if n == 0]
+for a in attacks:
+    cur = json.load(open("%s/counters-%s.json" % (tmp, a)))
+    delta = {k: cur[k] - prev.get(k, 0) for k in cur if refusal(k) and cur[k] != prev.get(k, 0)}
+    prev = cur
+    print("  %-18s victim counted %s" % (a, json.dumps(delta, sort_keys=True)))
+    print("  %-18s attacker saw   %s" % ("", json.dumps(said.get(a, {}), sort_keys=True)))
+    bad += ["%s: %s" % (a, k) for k in want[a] if delta.get(k, 0) == 0]
+    if "error" in said.get(a, {}): bad.append("%s: %s" % (a, said[a]["error"]))
 if v["rejected_over_cap"] == 0: bad.append("cm-flood: no REQ over the victim's cap")
-g = h.get("rkey-guess", {})
-print("  rkey guesses: %s, per guess %.0f us (median, connect + refused READ)"
-      % (g.get("answers"), g.get("per_guess_us_median", 0)))
-for a in ("psn-out-of-window", "forged-dreq"):
-    for k, ans in h.get(a, {}).items():
-        if k in ("in_sequence_after", "write_after_spoofed_dreq") and ans != "ack":
-            bad.append("%s: the connection did not survive (%s)" % (a, ans))
+for a, k in (("psn-out-of-window", "in_sequence_after"), ("forged-dreq", "write_after_spoofed_dreq")):
+    if said.get(a, {}).get(k) != "ack":
+        bad.append("%s: the connection did not survive (%s)" % (a, said.get(a, {}).get(k)))
+if said.get("rkey-guess", {}).get("accepted", 1) != 0:
+    bad.append("rkey-guess: a guessed key was accepted")
 if bad:
     print("not counted / wrong: " + "; ".join(bad)); sys.exit(1)
 PY

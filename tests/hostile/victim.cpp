@@ -1,19 +1,21 @@
 // The two honest sides of the hostile-peer test (tests/hostile/hostile.sh),
 // on the public uDAPL 1.2 API:
-//   victim --serve IA --seconds S --stop FILE
+//   victim --serve IA --seconds S [--stop FILE]
 //     accepts every connection (up to --max-conns live ones; more are
 //     rejected), gives each its own 64 KiB region, registered for remote
-//     read and write (the 1.2 API has no atomic privilege), between two 4 KiB canary areas that no
-//     grant covers, and names the region in the REP private data (va, rkey, length): what an
-//     application serving clients hands each client.  When a connection ends (disconnect, or broken
-//     by an attack) its canaries are checked and its objects freed; at the end all remaining ones
-//     are. Before it exits it reads its own engine counters from its DPDK telemetry socket and
-//     prints them with its own counts as one JSON line "victim-json: {...}".  Exit 0: canaries
-//     intact; 5: one changed.
-//   victim --honest IA SERVER_IP --seconds S
-//     connects, then until S seconds passed writes a pattern of varying
-//     length into its region with RDMA WRITE, reads it back with RDMA READ
-//     and compares byte for byte.  Exit 0 when every transfer verified.
+//     read and write (the 1.2 API has no atomic privilege), between two
+//     4 KiB canary areas that no grant covers, and names the region in the
+//     REP private data (va, rkey, length): what an application serving
+//     clients hands each client.  When a connection ends (disconnect, or
+//     broken by an attack) its canaries are checked and its objects freed;
+//     at the end all remaining ones are.  Its engine counters are read from
+//     its DPDK telemetry socket (by the script while it runs, and by itself
+//     before it exits, printed with its own counts as one JSON line
+//     "victim-json: {...}").  Exit 0: canaries intact; 5: one changed.
+//   victim --honest IA --server IP --seconds S [--stop FILE]
+//     connects, then until S seconds passed (or FILE exists) writes a
+//     pattern of varying length into its region with RDMA WRITE, reads it
+//     back with RDMA READ and compares byte for byte.  Exit 0 when every transfer verified.
 // Exit 2: bad command line; 3: DAT error; 4: connection lost.
 
 #include <arpa/inet.h>
@@ -99,8 +101,8 @@ int serve(const std::string& name, double seconds, const std::string& stop, size
   DAT_PSP_HANDLE psp;
   check(dat_evd_create(d.ia, 256, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd), "dat_evd_create cr");
   check(dat_psp_create(d.ia, kQual, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create");
-  std::printf("victim: listening on %s, qualifier %llu\n", name.c_str(),
-              static_cast<unsigned long long>(kQual));
+  std::printf("victim: listening on %s, qualifier %llu, pid %ld\n", name.c_str(),
+              static_cast<unsigned long long>(kQual), static_cast<long>(getpid()));
   std::fflush(stdout);
   std::map<DAT_EP_HANDLE, Conn> conns;
   uint64_t accepted = 0, rejected = 0, established = 0, ended = 0;
@@ -198,7 +200,8 @@ int serve(const std::string& name, double seconds, const std::string& stop, size
   std::_Exit(intact ? 0 : 5);  // the interface is torn down with the process
 }
 
-int honest(const std::string& name, const std::string& server, double seconds) {
+int honest(const std::string& name, const std::string& server, double seconds,
+           const std::string& stop) {
   Ia d(name);
   DAT_EP_HANDLE ep;
   check(dat_ep_create(d.ia, d.pz, d.dto, d.dto, d.conn, nullptr, &ep), "dat_ep_create");
@@ -255,7 +258,7 @@ int honest(const std::string& name, const std::string& server, double seconds) {
       die(4, std::string(write ? "RDMA WRITE" : "RDMA READ") + " failed after " +
                  std::to_string(transfers) + " verified transfers");
   };
-  while (now_s() < end) {
+  while (now_s() < end && access(stop.c_str(), F_OK) != 0) {
     const uint32_t len = 1 + static_cast<uint32_t>(rng() % reg.len);
     uint8_t* src = buf.data();
     uint8_t* dst = buf.data() + kRegion;
@@ -288,7 +291,7 @@ int main(int argc, char** argv) {
   auto* hon = app.add_option("--honest", ia, "be the honest peer on this IA")->excludes(srv);
   app.add_option("--server", server, "the victim's IPv4 (with --honest)")->needs(hon);
   app.add_option("--seconds", seconds, "how long to run")->check(CLI::PositiveNumber);
-  app.add_option("--stop", stop, "the victim ends early when this file exists");
+  app.add_option("--stop", stop, "end early when this file exists");
   app.add_option("--max-conns", max_conns, "live connections the victim accepts")
       ->check(CLI::Range(1, 4096));
   try {
@@ -300,5 +303,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "victim: %s\n", e.what());
     return 2;
   }
-  return srv->count() != 0 ? serve(ia, seconds, stop, max_conns) : honest(ia, server, seconds);
+  return srv->count() != 0 ? serve(ia, seconds, stop, max_conns)
+                           : honest(ia, server, seconds, stop);
 }

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,8 @@ std::string answer_name(const Answer& a) {
 struct Options {
   std::string vdev, ip, victim, honest, spoof = "10.79.0.99";
   uint64_t service = 4791;
-  uint32_t qpn_lo = 0x11, qpn_span = 128, guesses = 16, flood = 64, seed = 1;
+  uint32_t qpn_lo = 0x11, qpn_span = 128, guesses = 16, flood = 64;
+  uint64_t seed = 0;  // 0: from std::random_device
   std::vector<std::string> attacks;
 };
 
@@ -350,7 +352,11 @@ int run(const Options& o) {
     std::fprintf(stderr, "dpdat-hostile: %s\n", err.c_str());
     return 1;
   }
-  RawPeer peer(*port, my_ip, victim_ip, o.service, o.seed);
+  // Comm IDs, QPNs and PSNs differ from run to run: a REQ repeating an
+  // earlier run's comm ID is (rightly) taken for a retransmission.
+  const uint64_t seed =
+      o.seed != 0 ? o.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  RawPeer peer(*port, my_ip, victim_ip, o.service, seed);
   if (!peer.resolve(5000)) {
     std::fprintf(stderr, "dpdat-hostile: no ARP answer from the victim\n");
     return 1;
@@ -404,7 +410,7 @@ int main(int argc, char** argv) {
   app.add_option("--guesses", o.guesses, "rkey guesses (one connection each)")
       ->check(CLI::Range(1u, 100000u));
   app.add_option("--flood", o.flood, "REQs per flood")->check(CLI::Range(1u, 100000u));
-  app.add_option("--seed", o.seed, "random seed");
+  app.add_option("--seed", o.seed, "random seed (0: a fresh one)");
   app.add_option("--attacks", o.attacks, "only these attacks")
       ->delimiter(',')
       ->check(CLI::IsMember({"spoofed-source", "unknown-qpn", "psn-out-of-window",
