@@ -58,8 +58,9 @@ struct EngineCounters {
   //   cm_malformed     GSI MADs the CM codec refused
   //   cm_req_refused   REQs the CM answered with a REJ itself (no listener,
   //                    bad MTU, RSP busy)
-  //   cm_forged_ignored DREQ / REP / RTU / REJ / DREP naming no connection of
-  //                    the sender (wrong comm IDs or source address): ignored
+  //   cm_forged_ignored DREQs naming no connection of the sender (wrong
+  //                    comm IDs, or not from the connection's peer address):
+  //                    answered with a DREP as IBA asks, the connection kept
   static constexpr int32_t kPsnFar = 1 << 20;
   static constexpr size_t kRespErrorKinds = 8;
   uint64_t rx_foreign_src = 0, psn_out_of_window = 0;
