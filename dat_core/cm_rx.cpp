@@ -8,7 +8,10 @@ using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own const
 
 void Iface::on_gsi(const wire::PacketView& v, uint64_t) {
   CmIn in;
-  if (wire::parse_cm(v.payload, in.m) != wire::CmError::kOk) return;
+  if (wire::parse_cm(v.payload, in.m) != wire::CmError::kOk) {
+    engine->counters().cm_malformed++;
+    return;
+  }
   in.ip = v.ip->src.value();
   in.mac = v.eth->src;
   in.udp_port = v.udp->src_port.value();
@@ -65,15 +68,18 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   auto lit = listeners.find(m.service_id);
   if (lit == listeners.end()) {
     send_rej(mac, ip, m, wire::CmRejReason::kInvalidServiceId, nullptr, 0);
+    engine->counters().cm_req_refused++;
     return;
   }
   if (wire::cm_mtu_bytes(m.path_mtu) == 0) {
     send_rej(mac, ip, m, wire::CmRejReason::kInvalidMtu, nullptr, 0);
+    engine->counters().cm_req_refused++;
     return;
   }
   Sp* sp = lit->second;
   if (sp->type == HandleType::kRsp && (sp->ep == nullptr || sp->ep->state != EpState::kReserved)) {
     send_rej(mac, ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
+    engine->counters().cm_req_refused++;
     return;
   }
   // Bounded CM state under a flood of REQs: past the pending-CR limits a
@@ -200,9 +206,14 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   drep.remote_comm_id = m.local_comm_id;
   send_cm(mac, ip, drep);
   auto it = ep_by_comm.find(m.remote_comm_id);
-  if (it == ep_by_comm.end()) return;
+  // Only the connection's peer may end it: a DREQ naming no connection,
+  // another one's comm IDs, or sent from another address is forged or stray.
+  if (it == ep_by_comm.end() || it->second->remote_comm != m.local_comm_id ||
+      it->second->peer_ip != ip) {
+    engine->counters().cm_forged_ignored++;
+    return;
+  }
   Ep* ep = it->second;
-  if (ep->remote_comm != m.local_comm_id) return;
   // The engine broke the connection before the peer's DREQ came (a fatal
   // NAK, retries spent; the peer's QP broke too and it says so): BROKEN,
   // as the housekeeping pass would have reported it, whichever came first.

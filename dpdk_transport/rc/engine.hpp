@@ -43,6 +43,30 @@ struct EngineCounters {
   // A UD frame for any other QPN counts in rx_no_qp.
   uint64_t gsi_rx = 0, rx_gsi_dropped = 0, gsi_tx = 0, gsi_tx_backpressure = 0, gsi_tx_invalid = 0;
   uint64_t rx_reject[static_cast<size_t>(wire::Reject::kCount)] = {};
+  // What peers sent that the queue pairs and the CM refused, by reason: a
+  // hostile peer's attacks show here (parse refusals count in rx_reject[],
+  // unknown QPNs in rx_no_qp).  Kept on the engine, not the queue pair: the
+  // connection an attack broke is gone by the time one looks.
+  //   rx_foreign_src   RC frame for a live QPN whose IPv4 source is not the
+  //                    queue pair's peer (spoofed or stray): dropped
+  //   psn_out_of_window request PSN more than kPsnFar from the expected one
+  //                    (no requester has that many packets in flight)
+  //   resp_errors[]    fatal responder refusals (NAK sent, QP to error), by
+  //                    Qp::RespState error state from kErrLength on
+  //   rkey_refused[]   remote key checks refused (rkey guesses, huge READs,
+  //                    bounds), by AccessError
+  //   cm_malformed     GSI MADs the CM codec refused
+  //   cm_req_refused   REQs the CM answered with a REJ itself (no listener,
+  //                    bad MTU, RSP busy)
+  //   cm_forged_ignored DREQs naming no connection of the sender (wrong
+  //                    comm IDs, or not from the connection's peer address):
+  //                    answered with a DREP as IBA asks, the connection kept
+  static constexpr int32_t kPsnFar = 1 << 20;
+  static constexpr size_t kRespErrorKinds = 8;
+  uint64_t rx_foreign_src = 0, psn_out_of_window = 0;
+  uint64_t resp_errors[kRespErrorKinds] = {};
+  uint64_t rkey_refused[static_cast<size_t>(AccessError::kCount)] = {};
+  uint64_t cm_malformed = 0, cm_req_refused = 0, cm_forged_ignored = 0;
 };
 
 class Engine {
@@ -104,6 +128,9 @@ class Engine {
   uint64_t next_timer_deadline() const;
 
   const EngineCounters& counters() const { return ctr_; }
+  // For the queue pairs' and the CM's refusal counts (engine thread, or
+  // the holder of the engine token).
+  EngineCounters& counters() { return ctr_; }
   template <typename Fn>
   void for_each_qp(Fn fn) const {
     for (const auto& qp : qps_)

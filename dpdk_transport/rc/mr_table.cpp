@@ -1,8 +1,13 @@
 #include "mr_table.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <new>
 
 namespace dpdat::rc {
@@ -38,14 +43,60 @@ struct MrTable::Rmr {
   bool pending = false;
   uint8_t key = 0;
   uint32_t next_free = 0;
+  uint32_t binds = 0;  // binds executed on this slot: the input of its next key
 };
 
 namespace {
 constexpr uint32_t kNoSlot = 0xFFFF'FFFFu;
 
-// Key bytes cycle through 1..255 so that (index 0, key 0) = context 0 never
-// exists and a zeroed structure never matches.
-uint8_t next_key(uint8_t k) { return static_cast<uint8_t>(k == 255 ? 1 : k + 1); }
+// SipHash-2-4 (Aumasson & Bernstein) of two 64-bit words under the table's
+// 128-bit secret: a keyed pseudo-random function, so key bytes seen by a peer
+// say nothing about the next ones (a plain PRNG's state can be recovered
+// from enough outputs; this cannot without the secret).
+uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
+void sip_round(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
+  v0 += v1;
+  v1 = rotl(v1, 13);
+  v1 ^= v0;
+  v0 = rotl(v0, 32);
+  v2 += v3;
+  v3 = rotl(v3, 16);
+  v3 ^= v2;
+  v0 += v3;
+  v3 = rotl(v3, 21);
+  v3 ^= v0;
+  v2 += v1;
+  v1 = rotl(v1, 17);
+  v1 ^= v2;
+  v2 = rotl(v2, 32);
+}
+
+uint64_t siphash24(const uint64_t k[2], uint64_t m0, uint64_t m1) {
+  uint64_t v0 = k[0] ^ 0x736f6d6570736575ull, v1 = k[1] ^ 0x646f72616e646f6dull;
+  uint64_t v2 = k[0] ^ 0x6c7967656e657261ull, v3 = k[1] ^ 0x7465646279746573ull;
+  for (const uint64_t m : {m0, m1, uint64_t{16} << 56}) {  // last word: the length, 16 bytes
+    v3 ^= m;
+    sip_round(v0, v1, v2, v3);
+    sip_round(v0, v1, v2, v3);
+    v0 ^= m;
+  }
+  v2 ^= 0xff;
+  for (int i = 0; i < 4; ++i) sip_round(v0, v1, v2, v3);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// The key byte after `prev` for draw `r` (a PRF output): uniform over 1..255
+// without `prev` (rxe's rule: never the slot's previous key, never 0, so
+// context 0 = index 0 key 0 never exists and a zeroed structure never matches).
+uint8_t next_key(uint8_t prev, uint64_t r) {
+  if (prev == 0) return static_cast<uint8_t>(1 + r % 255);
+  return static_cast<uint8_t>(1 + (prev - 1 + 1 + r % 254) % 255);
+}
+
+// PRF inputs: which table and slot, and the slot's (RMR) or the table's
+// (LMR) draw count.
+constexpr uint64_t kLmrDomain = uint64_t{1} << 32, kRmrDomain = uint64_t{2} << 32;
 
 uint32_t make_context(uint32_t index, uint8_t key, bool rmr) {
   return (rmr ? MrTable::kRmrBit : 0u) | (index << 8) | key;
@@ -105,6 +156,37 @@ MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
       rmr_free_head_(kNoSlot) {
   for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) lmr_chunks_[c].store(nullptr);
   for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) rmr_chunks_[c].store(nullptr);
+  seed_keys();
+}
+
+void MrTable::seed_keys() {
+  // The kernel's entropy pool; getrandom() of 16 bytes does not block once
+  // the pool is initialised (any time after early boot) and is not
+  // interrupted by signals for requests this small.
+  uint8_t* p = reinterpret_cast<uint8_t*>(secret_);
+  size_t got = 0;
+  while (got < sizeof secret_) {
+    const ssize_t n = getrandom(p + got, sizeof secret_ - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      // No getrandom (pre-3.17 kernel or seccomp): the clock and this
+      // table's address, unpredictable to a remote peer only in part.
+      const auto t = static_cast<uint64_t>(
+          std::chrono::high_resolution_clock::now().time_since_epoch().count());
+      secret_[0] ^= t;
+      secret_[1] ^= reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull;
+      break;
+    }
+  }
+}
+
+uint8_t MrTable::draw_lmr_key(uint32_t slot, uint8_t prev) {
+  return next_key(prev, siphash24(secret_, kLmrDomain | slot, lmr_draws_++));
+}
+
+uint8_t MrTable::rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const {
+  return next_key(prev, siphash24(secret_, kRmrDomain | slot, bind));
 }
 
 MrTable::~MrTable() {
@@ -183,7 +265,7 @@ bool MrTable::lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t len
   e.length = length;
   e.privileges = privileges;
   e.bound_rmrs = 0;
-  e.key = next_key(e.key);
+  e.key = draw_lmr_key(i, e.key);
   const uint32_t ctx = make_context(i, e.key, false);
   e.context.store(ctx, std::memory_order_release);
   *lmr_context = ctx;
@@ -246,7 +328,8 @@ bool MrTable::rmr_free(uint32_t rmr_handle) {
   }
   r.bound = false;
   r.allocated = false;
-  r.key = next_key(r.key);  // its last context never matches a later life of the slot
+  // r.key stays: the slot's next bind draws a key other than its last one,
+  // so the last context never matches the slot's next life.
   r.next_free = rmr_free_head_;
   rmr_free_head_ = rmr_handle;
   --rmr_live_;
@@ -265,7 +348,7 @@ uint32_t MrTable::rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead)
   const Rmr* rp = rmr_at(rmr_handle);
   if (rp == nullptr || !rp->allocated) return 0;
   uint8_t key = rp->key;
-  for (uint32_t i = 0; i <= binds_ahead; ++i) key = next_key(key);
+  for (uint32_t i = 0; i <= binds_ahead; ++i) key = rmr_key_after(rmr_handle, key, rp->binds + i);
   return make_context(rmr_handle, key, true);
 }
 
@@ -305,7 +388,7 @@ uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va
     Lmr* old = lmr_at(r.lmr_context >> 8);
     if (old != nullptr && old->bound_rmrs > 0) old->bound_rmrs--;
   }
-  r.key = next_key(r.key);
+  r.key = rmr_key_after(rmr_handle, r.key, r.binds++);
   const uint32_t ctx = make_context(rmr_handle, r.key, true);
   r.last_context = ctx;
   r.pending = false;

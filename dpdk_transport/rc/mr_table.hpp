@@ -2,9 +2,17 @@
 // Memory registration tables (one per IA): LMRs and RMRs, their 32-bit
 // contexts, and the single routine that decides every memory access.
 //
-// Contexts are `index << 8 | key`.  The key byte is bumped every time an
-// entry is freed or an RMR is (re)bound, so a stale context fails the equality
-// check instead of touching memory (rxe's rkey = index << 8 | key habit).
+// Contexts are `index << 8 | key`.  Every LMR registration and every RMR
+// bind draws a new key byte, so a stale context fails the equality check
+// instead of touching memory (rxe's rkey = index << 8 | key habit).  As in
+// rxe the byte is random, never 0 and never the slot's previous one: one
+// context seen tells nothing of the slot's next one.  It comes from a keyed
+// pseudo-random function (SipHash-2-4) under a secret each table draws from
+// getrandom() when it is made; an RMR's next keys are a function of its
+// slot, its bind count and the secret, so dat_rmr_bind can name the context
+// of a bind still queued (rmr_predict_context).  The price of random keys: a
+// context two or more registrations old matches the slot's current one with
+// probability 1/254 (only the immediately previous one never does).
 // Bit 31 tells the tables apart: LMR contexts have it clear, RMR contexts set.
 //
 // Privilege bits are the DAT_MEM_PRIV_* values of /usr/include/dat2/dat.h
@@ -147,8 +155,9 @@ class MrTable {
   uint32_t do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
                    uint32_t privileges);
   // The context the bind after `binds_ahead` still-pending binds of this RMR
-  // will produce (dat_rmr_bind returns it before the bind executes; the key
-  // byte advances by one per executed bind).  0 for an unallocated handle.
+  // will produce (dat_rmr_bind returns it before the bind executes; each
+  // executed bind draws the next key of the slot's sequence).  0 for an
+  // unallocated handle.
   uint32_t rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const;
   // Marks a bind outstanding on queue pair `qp` (kRmrBusy for others) / done.
   bool mark_bind_pending(uint32_t rmr_handle, uint32_t qp);
@@ -192,6 +201,12 @@ class MrTable {
   uint32_t lmr_next_new_ = 0;  // indices below were handed out at least once
   uint32_t rmr_next_new_ = 0;
   uint32_t lmr_live_ = 0, rmr_live_ = 0;
+  // Key bytes (see the top of this file).
+  void seed_keys();
+  uint8_t draw_lmr_key(uint32_t slot, uint8_t prev);
+  uint8_t rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const;
+  uint64_t secret_[2] = {};
+  uint64_t lmr_draws_ = 0;
 };
 
 }  // namespace dpdat::rc

@@ -216,7 +216,10 @@ void Qp::scatter(const std::array<uint8_t*, kMaxSge>& host, const Sge* sge, uint
 
 void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
   ctr_.rx_packets++;
-  if (v.ip->src.value() != path_.peer_ip) return;  // not our peer
+  if (v.ip->src.value() != path_.peer_ip) {  // not our peer: spoofed or stray
+    engine_.counters().rx_foreign_src++;
+    return;
+  }
   if (state_ != QpState::kRts) {
     // A requester retransmitting the request we refused lost our NAK: repeat it.
     if (state_ == QpState::kError && fatal_nak_valid_ && v.info->is(wire::op::kRequest) &&

@@ -298,6 +298,7 @@ class Qp {
   RespState check_op_seq(const RespCtx& c) const;
   RespState check_resources(const RespCtx& c);
   RespState check_keys(RespCtx& c);
+  bool remote_ok(AccessError e);  // counts a refusal by reason (EngineCounters::rkey_refused)
   RespState exec_send(const RespCtx& c);
   RespState exec_write(const RespCtx& c);
   RespState exec_read(const RespCtx& c, uint64_t now);
