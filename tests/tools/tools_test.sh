@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The bench tools (ctest label "tools"):
 #   tools_test.sh CASE BUILD_DIR SOURCE_DIR
-# CASE: parser | json | duration | bidir_qps | remote | plot | info | engine_parser |
-#       atomics | atomics_remote
+# CASE: parser | json | duration | bidir_qps | remote | remote_inline | plot | info |
+#       engine_parser | atomics | atomics_remote
+# (remote_inline: remote with progress=inline on both sides, where nothing but
+# the consumer's own calls moves a side, e.g. the CM's RTU after CONNECTED)
 set -uo pipefail
 CASE=$1
 BUILD=$2
@@ -125,14 +127,16 @@ case "$CASE" in
       fail "latency on 2 QPs exited $?: $(cat "$TMP/out")"
     json_check "$TMP/lat.json" "d['lat'][0]['half_round_trip'] is False" "d['lat'][0]['iters'] == 200"
     ;;
-  remote)
+  remote | remote_inline)
+    PROG=()
+    [ "$CASE" = remote_inline ] && PROG=(--progress inline)
     SOCK=$TMP/m.sock
     S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
     C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
-    timeout 60 "$PERF" --server --vdev "$S" --ip 10.81.0.1 --oob "$TMP/oob" -q 2 >"$TMP/s.log" 2>&1 &
+    timeout 60 "$PERF" --server --vdev "$S" --ip 10.81.0.1 --oob "$TMP/oob" -q 2 "${PROG[@]}" >"$TMP/s.log" 2>&1 &
     PIDS+=($!)
     timeout 60 "$PERF" --client 10.81.0.1 --vdev "$C" --ip 10.81.0.2 --oob "$TMP/oob" -q 2 -b \
-      --verify --bw -s 4096 -n 300 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
+      "${PROG[@]}" --verify --bw -s 4096 -n 300 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
       fail "client exited $?: $(cat "$TMP/c.log") / server: $(cat "$TMP/s.log")"
     wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
     PIDS=()
