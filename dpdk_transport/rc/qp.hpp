@@ -6,6 +6,8 @@
 //                   placement, RNR, coalesced ACKs
 //   responder_replay.cpp  READ responses and atomic ACKs in PSN order, the
 //                   replay cache for duplicate READ / atomic requests
+//   responder_sr.cpp  selective repeat: packets after a hole placed by offset,
+//                   taken in order once the hole is filled
 //   completer.cpp   ACK / NAK / READ response / atomic ACK processing,
 //                   in-order completions
 //   qp_post.cpp     posting of work requests
@@ -472,8 +474,44 @@ class Qp {
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
   void sr_lower_limit(wire::Psn psn);
   void sr_unplace_msg_from(wire::Psn psn);
-  void sr_message_ended();
+  // `next`: the PSN after the message's last packet.
+  void sr_message_ended(wire::Psn next);
   bool sr_advance_in_message();
+  // The message after the one in progress (a SEND that begins right after
+  // its placed LAST, into the next receive WQE), or any later multi-packet
+  // WRITE (its RETH names target and length), whose FIRST arrived after a
+  // hole: its packets are placed the same way, marked in sr_next_bits_, and
+  // become the message in progress when epsn_ reaches its first packet.
+  struct SrNext {
+    bool valid = false;
+    bool send = false;
+    wire::Psn first;
+    uint8_t* host = nullptr;   // WRITE: the target
+    uint64_t len = 0;          // WRITE: the RETH length; SEND: the receive's capacity
+    uint64_t rq_index = 0;     // SEND: the receive WQE it fills
+    bool limit_valid = false;  // a later message begins at `limit`
+    wire::Psn limit;
+    bool last_valid = false;
+    wire::Psn last_psn;
+    uint32_t last_len = 0, last_imm = 0;
+    bool last_has_imm = false, last_se = false;
+  } sr_next_;
+  std::array<uint64_t, kSrWords> sr_next_bits_{};
+  uint32_t sr_next_count_ = 0;
+  bool sr_next_bit(wire::Psn p) const {
+    return (sr_next_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
+  }
+  void sr_next_set(wire::Psn p, bool on) {
+    uint64_t& w = sr_next_bits_[(p.value() / 64) % kSrWords];
+    const uint64_t m = uint64_t{1} << (p.value() % 64);
+    w = on ? (w | m) : (w & ~m);
+  }
+  bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
+  bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
+  void sr_next_lower_limit(wire::Psn psn);
+  void sr_unplace_next_from(wire::Psn psn);
+  void sr_drop_next() { sr_unplace_next_from(sr_next_.first); }
+  bool sr_take_next();
   // Requester: READ response packets placed ahead of the first missing one,
   // by PSN in (una, una + kSrSpan).
   std::array<uint64_t, kSrWords> rd_bits_{};

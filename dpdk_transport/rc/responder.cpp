@@ -151,7 +151,9 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       ctr_.duplicates_rx++;
       again = nak_sent_;
     } else if (v.opcode == Opcode::kWriteOnly) {
-      sr_lower_limit(c.psn);  // a message of its own: the one in progress ended before
+      // A message of its own: the ones being placed ended before.
+      sr_lower_limit(c.psn);
+      sr_next_lower_limit(c.psn);
       if (place_out_of_order(v)) {
         sr_set(c.psn, true);
         ++sr_count_;
@@ -159,11 +161,25 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       }
     } else if (v.info->is(wire::op::kFirst)) {
       sr_lower_limit(c.psn);  // a later message begins here
+      sr_next_lower_limit(c.psn);
+      if (!sr_next_.valid && sr_open_next(v, c.psn)) {
+        sr_set(c.psn, true);
+        sr_next_set(c.psn, true);
+        ++sr_count_;
+        ++sr_next_count_;
+        ctr_.sr_placed_ooo++;
+      }
     } else if (sr_in_message(v, c.psn)) {
       sr_set(c.psn, true);
       sr_msg_set(c.psn, true);
       ++sr_count_;
       ++sr_msg_count_;
+      ctr_.sr_placed_ooo++;
+    } else if (sr_place_next(v, c.psn)) {
+      sr_set(c.psn, true);
+      sr_next_set(c.psn, true);
+      ++sr_count_;
+      ++sr_next_count_;
       ctr_.sr_placed_ooo++;
     }
   }
@@ -290,7 +306,7 @@ RS Qp::exec_send(const RespCtx& c) {
   recv_in_use_ = false;
   in_msg_ = InMsg::kNone;
   ++msn_;
-  sr_message_ended();
+  sr_message_ended(epsn_ + 1);
   return RS::kAcknowledge;
 }
 
@@ -320,7 +336,7 @@ RS Qp::exec_write(const RespCtx& c) {
   }
   in_msg_ = InMsg::kNone;
   ++msn_;
-  sr_message_ended();
+  sr_message_ended(epsn_ + 1);
   return RS::kAcknowledge;
 }
 
@@ -419,166 +435,6 @@ void Qp::send_ack(uint8_t syndrome, Psn psn, uint64_t now) {
     ack_req_seen_ = false;
     unacked_ = 0;
     clear_timer(TimerKind::kAck);
-  }
-}
-
-bool Qp::place_out_of_order(const wire::PacketView& v) {
-  AccessGrant g;
-  const uint64_t len = v.reth->dma_len.value();
-  if (len != v.payload.size()) return false;  // not self-describing: wait for order
-  if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
-                       &g) != AccessError::kOk)
-    return false;  // judged (and NAKed) when it arrives in order
-  if (len != 0) std::memcpy(g.host, v.payload.data(), len);
-  return true;
-}
-
-// Selective repeat inside the message in progress (SEND, WRITE with or
-// without immediate in FIRST / MIDDLE / LAST packets): a MIDDLE or LAST
-// packet after a hole lands at its offset, (psn - epsn_) PMTUs past what is
-// placed; the completion follows in order once the message is whole
-// (advance_epsn).  Placed only where it can belong to this message: no
-// other message known to begin before it, within the RETH length for a
-// WRITE (its end PSN is known), within the receive WQE for a SEND.  A SEND's
-// end is not known ahead: a packet placed past it (its LAST and the next
-// FIRST both lost) is taken back when the message ends before it
-// (sr_message_ended) and asked for again; it wrote only into the receive
-// buffer past the message's length.  Anything refused here is judged when it
-// arrives in order.
-bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
-  const wire::OpInfo& info = *v.info;
-  const bool last = info.is(wire::op::kLast);
-  const bool ok_kind = in_msg_ == InMsg::kSend    ? info.is(wire::op::kSend)
-                       : in_msg_ == InMsg::kWrite ? info.is(wire::op::kWrite)
-                                                  : false;
-  if (!ok_kind || info.is(wire::op::kInvalidate)) return false;
-  if (sr_msg_limit_valid_ && Psn::diff(sr_msg_limit_, epsn_) > 0 &&
-      Psn::diff(psn, sr_msg_limit_) >= 0)
-    return false;
-  // A self-describing WRITE placed between: a message of its own ends this one.
-  for (Psn p = epsn_ + 1; Psn::diff(p, psn) < 0; ++p)
-    if (sr_bit(p) && !sr_msg_bit(p)) return false;
-  const size_t n = v.payload.size();
-  if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
-  const uint64_t off =
-      msg_offset_ + uint64_t(static_cast<uint32_t>(Psn::diff(psn, epsn_))) * cfg_.pmtu;
-  if (in_msg_ == InMsg::kSend) {
-    const RecvWqe& r = rq(rq_head_);
-    if (!recv_in_use_ || off + n > r.capacity) return false;
-    scatter(r.host, r.wr.sge, r.wr.num_sge, off, v.payload);
-  } else {
-    if (off + n > write_len_ || last != (off + n == write_len_)) return false;
-    if (n != 0) std::memcpy(write_host_ + off, v.payload.data(), n);
-  }
-  if (last) {
-    sr_unplace_msg_from(psn + 1);  // placed past the end: a later message's
-    sr_lower_limit(psn + 1);
-    sr_last_valid_ = true;
-    sr_last_psn_ = psn;
-    sr_last_len_ = static_cast<uint32_t>(n);
-    sr_last_has_imm_ = v.imm != nullptr;
-    sr_last_imm_ = v.imm != nullptr ? v.imm->imm.value() : 0;
-    sr_last_se_ = v.bth->se();
-  }
-  return true;
-}
-
-void Qp::sr_lower_limit(Psn psn) {
-  if (!sr_msg_limit_valid_ || Psn::diff(sr_msg_limit_, epsn_) <= 0 ||
-      Psn::diff(psn, sr_msg_limit_) < 0) {
-    sr_msg_limit_valid_ = true;
-    sr_msg_limit_ = psn;
-  }
-  sr_unplace_msg_from(psn);
-}
-
-// In-message packets placed at or after `psn` belong to a later message:
-// take them back (they are asked for again when epsn_ reaches them).
-void Qp::sr_unplace_msg_from(Psn psn) {
-  for (int32_t d = Psn::diff(psn, epsn_); sr_msg_count_ > 0 && d < kSrSpan; ++d) {
-    const Psn p = epsn_ + d;
-    if (!sr_msg_bit(p)) continue;
-    sr_msg_set(p, false);
-    sr_set(p, false);
-    --sr_msg_count_;
-    --sr_count_;
-    if (sr_last_valid_ && sr_last_psn_ == p) sr_last_valid_ = false;
-  }
-}
-
-// The message in progress ended (in order, or its placed LAST was taken).
-void Qp::sr_message_ended() {
-  if (sr_msg_count_ > 0) sr_unplace_msg_from(epsn_);
-  sr_last_valid_ = false;
-  sr_msg_limit_valid_ = false;
-}
-
-// epsn_ holds a packet of the message in progress placed earlier: take it in
-// order.  False when that cannot be yet (the LAST's completion finds no room,
-// or a WRITE with immediate no receive): the caller takes it back, it is
-// asked for again and the in-order path answers with an RNR NAK.
-bool Qp::sr_advance_in_message() {
-  if (!(sr_last_valid_ && sr_last_psn_ == epsn_)) {
-    msg_offset_ += cfg_.pmtu;
-    return true;
-  }
-  const bool is_send = in_msg_ == InMsg::kSend;
-  if (is_send || sr_last_has_imm_) {
-    if (!recv_cq_room() || (!is_send && !have_recv())) return false;
-    const RecvWqe& r = rq(rq_head_);
-    Completion wc;
-    wc.cookie = r.wr.cookie;
-    wc.qpn = qpn_;
-    wc.op = is_send ? WcOp::kRecv : WcOp::kRecvWriteImm;
-    wc.byte_len = static_cast<uint32_t>(is_send ? msg_offset_ + sr_last_len_ : write_len_);
-    wc.has_imm = sr_last_has_imm_;
-    wc.imm = sr_last_imm_;
-    wc.solicited = is_send && sr_last_se_;
-    (void)push_recv_completion(wc);  // room checked above
-    retire_recv();
-    recv_in_use_ = false;
-  }
-  msg_offset_ += sr_last_len_;
-  in_msg_ = InMsg::kNone;
-  ++msn_;
-  return true;
-}
-
-// Moves epsn_ over packets that selective repeat already placed; if a hole
-// remains in front of placed packets, reports it at once (one NAK per hole).
-void Qp::advance_epsn(uint64_t now) {
-  if (sr_count_ == 0) return;
-  bool moved = false;
-  while (sr_count_ > 0 && sr_bit(epsn_)) {
-    if (sr_msg_bit(epsn_)) {
-      const bool last = sr_last_valid_ && sr_last_psn_ == epsn_;
-      if (!sr_advance_in_message()) {
-        sr_unplace_msg_from(epsn_);
-        break;
-      }
-      sr_msg_set(epsn_, false);
-      sr_set(epsn_, false);
-      --sr_msg_count_;
-      --sr_count_;
-      ++epsn_;
-      if (last) sr_message_ended();
-    } else {
-      sr_set(epsn_, false);
-      --sr_count_;
-      if (in_msg_ != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
-      ++epsn_;
-      ++msn_;
-    }
-    ++unacked_;
-    ack_owed_ = true;
-    moved = true;
-  }
-  // The requester waits for the hole it resent to be acknowledged.
-  if (moved) ack_req_seen_ = true;
-  if (sr_count_ > 0 && !nak_sent_) {
-    nak_sent_ = true;
-    ctr_.seq_naks_tx++;
-    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   }
 }
 

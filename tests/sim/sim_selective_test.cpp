@@ -169,11 +169,11 @@ TEST(SelectiveRepeat, WriteImmHolesResentAlone) {
   }
 }
 
-// Several SENDs in flight, holes in three of them.  The responder places
-// only packets of the message in progress (a later SEND's receive WQE is
-// not known while a hole may hide a message boundary): the holes in message
-// 0 are resent alone, the messages after it go back to their own start
-// (not to the first hole), found by the tail-loss probe.
+// Several SENDs in flight, holes in three of them.  While a hole is open the
+// responder places the message in progress and the one after it (a later
+// SEND's receive WQE is not known while a hole may hide a message
+// boundary): the holes in message 0 are resent alone, messages 2.. go back
+// to their own start (not to the first hole), found by the tail-loss probe.
 TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
   for (bool sr : {true, false}) {
     Lossy f(sr);
@@ -183,11 +183,35 @@ TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
     const uint32_t sent = messages(f, WrOp::kSend, 6, 16 * kPmtu, {5, 11, 38, 72});
     EXPECT_EQ(f.ca().timeouts, 0u);
     if (sr) {
-      EXPECT_EQ(f.ca().retransmits, 1u);  // one go-back, to message 1's start
+      EXPECT_EQ(f.ca().retransmits, 1u);  // one go-back, to message 2's start
       EXPECT_EQ(f.ca().sr_resends, 2u);
-      EXPECT_LE(sent, 96u + 2u + 80u + 1u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 16u - 5u - 1u + 16u);  // messages 0 and 1
+      EXPECT_LE(sent, 96u + 2u + 64u + 1u);                  // + the probe
     } else {
       EXPECT_GE(sent, 96u + 92u);  // from packet 4 on, again
+    }
+  }
+}
+
+// Two messages in flight, a hole in each: the second message (the SEND
+// that begins right after the first's placed LAST, or a WRITE with
+// immediate, whose FIRST names its target) is placed while the first hole is
+// open, so only the two holes go out again.
+TEST(SelectiveRepeat, NextMessagePlacedWhileAHoleIsOpen) {
+  for (WrOp op : {WrOp::kSend, WrOp::kWriteImm}) {
+    for (bool sr : {true, false}) {
+      Lossy f(sr);
+      f.warm_up();
+      const uint32_t sent = messages(f, op, 2, 32 * kPmtu, {5, 40});
+      EXPECT_EQ(f.ca().timeouts, 0u);
+      if (sr) {
+        EXPECT_EQ(f.ca().retransmits, 0u) << static_cast<int>(op);
+        EXPECT_EQ(f.ca().sr_resends, 2u);
+        EXPECT_EQ(sent, 64u + 2u);
+        EXPECT_EQ(f.cb().sr_placed_ooo, 64u - 4u - 2u);
+      } else {
+        EXPECT_GE(sent, 64u + 59u);  // from packet 4 on, again
+      }
     }
   }
 }
