@@ -151,6 +151,9 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.idle_us) && c.idle_us > 0;
     } else if (key == "node") {
       ok = parse_num(val, &c.node);
+    } else if (key == "gbn") {
+      ok = val == "0" || val == "1";
+      c.gbn = val == "1";
     } else {
       *err = "unknown key '" + std::string(key) + "'";
       return false;

@@ -22,6 +22,9 @@
 //                       thread keeps spinning before it backs off (default 1000)
 //   idle_us=<n>         longest sleep of a backed-off progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
+//   gbn=<0|1>           1: go-back-N recovery for every operation, as strict IBA
+//                       peers expect (default 0: selective repeat, see
+//                       rc::QpConfig::selective_repeat)
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
 //   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
@@ -66,6 +69,7 @@ struct IfaceConfig {
   uint32_t spin_us = 1000;
   uint32_t idle_us = 200;
   uint32_t node = 0;
+  bool gbn = false;
 };
 
 // Parses a configuration string.  False with *err naming the bad key.

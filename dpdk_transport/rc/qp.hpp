@@ -497,6 +497,9 @@ class Qp {
     bool last_has_imm = false, last_se = false;
   } sr_next_;
   std::array<uint64_t, kSrWords> sr_next_bits_{};
+  // The newest packet after a hole that could not be placed.
+  bool sr_drop_valid_ = false;
+  wire::Psn sr_drop_top_;
   uint32_t sr_next_count_ = 0;
   bool sr_next_bit(wire::Psn p) const {
     return (sr_next_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;

@@ -144,12 +144,15 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const int32_t d = Psn::diff(c.psn, epsn_);
   ctr_.out_of_order_rx++;
   bool again = false;
+  const uint64_t placed_before = ctr_.sr_placed_ooo;
+  bool placed_already = false;
   if (cfg_.selective_repeat && d < kSrSpan) {
     if (sr_bit(c.psn)) {
       // Sent again although placed: the requester probes a tail it thinks
       // lost, so our NAK for the hole did not reach it.  Repeat it.
       ctr_.duplicates_rx++;
       again = nak_sent_;
+      placed_already = true;
     } else if (v.opcode == Opcode::kWriteOnly) {
       // A message of its own: the ones being placed ended before.
       sr_lower_limit(c.psn);
@@ -181,6 +184,12 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       ++sr_count_;
       ++sr_next_count_;
       ctr_.sr_placed_ooo++;
+    }
+    // Not placed: remember how far such packets reach (advance_epsn).
+    if (!placed_already && ctr_.sr_placed_ooo == placed_before &&
+        (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
+      sr_drop_valid_ = true;
+      sr_drop_top_ = c.psn;
     }
   }
   if (!nak_sent_ || again) {

@@ -345,7 +345,12 @@ void Qp::advance_epsn(uint64_t now) {
   }
   // The requester waits for the hole it resent to be acknowledged.
   if (moved) ack_req_seen_ = true;
-  if (sr_count_ > 0 && !nak_sent_) {
+  if (sr_drop_valid_ && Psn::diff(sr_drop_top_, epsn_) < 0) sr_drop_valid_ = false;
+  // A hole remains in front of placed packets, or (after moving over placed
+  // ones) in front of packets that arrived and could not be placed: report
+  // it now rather than leave the requester to its tail-loss probe.  Not
+  // while the requester goes back N (nothing placed: `moved` stays false).
+  if ((sr_count_ > 0 || (moved && sr_drop_valid_)) && !nak_sent_) {
     nak_sent_ = true;
     ctr_.seq_naks_tx++;
     send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
