@@ -172,6 +172,9 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.max_pending_crs) && c.max_pending_crs > 0;
     } else if (key == "max_pending_crs_per_sp") {
       ok = parse_num(val, &c.max_pending_crs_per_sp) && c.max_pending_crs_per_sp > 0;
+    } else if (key == "gbn") {
+      ok = val == "0" || val == "1";
+      c.gbn = val == "1";
     } else {
       *err = "unknown key '" + std::string(key) + "'";
       return false;

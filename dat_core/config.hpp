@@ -28,6 +28,9 @@
 //   max_pending_crs=<n>, max_pending_crs_per_sp=<n>  connection requests
 //                       waiting for an answer at once, per interface / per
 //                       PSP or RSP (defaults 4096, 1024); REQs beyond are rejected
+//   gbn=<0|1>           1: go-back-N recovery for every operation, as strict IBA
+//                       peers expect (default 0: selective repeat, see
+//                       rc::QpConfig::selective_repeat)
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
 //   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
@@ -75,6 +78,7 @@ struct IfaceConfig {
   // Limits (0: the default of dat::Limits).
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
   uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0;
+  bool gbn = false;
 };
 
 // Parses a configuration string.  False with *err naming the bad key.

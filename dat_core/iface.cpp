@@ -460,6 +460,7 @@ Status Iface::make_qp(Ep* ep) {
   // progress.
   qc.rq_depth = ep->srq != nullptr ? 2 : std::max(ep->attr.max_recv_dtos, 1u);
   qc.pmtu = pmtu;
+  qc.selective_repeat = !cfg.gbn;
   qc.max_rd_atomic = std::max(1u, ep->attr.max_rdma_read_out);
   // A dead peer is declared after 7 retries and at least 1 s (a peer process
   // starved of CPU for a few hundred ms is not dead).

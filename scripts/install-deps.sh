@@ -14,6 +14,8 @@ PKGS=(
   # bench tools: option parser, JSON, plots (dpdat-plot), the JSON schema
   # check of the tools tests, peers for bench/compare
   libcli11-dev nlohmann-json3-dev gnuplot-nox python3 python3-jsonschema
+  # ISA-L: its CRC-32 measured against the hand-written ICRC kernels (bench/wire_bench)
+  libisal-dev
   ucx-utils sockperf
   # the libfabric provider and what runs on it (fi_pingpong, Open MPI, NetPIPE, HPCC)
   libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev netpipe-openmpi hpcc

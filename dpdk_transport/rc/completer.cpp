@@ -3,6 +3,7 @@
 // ACK / NAK walks CompState through check_* steps, as rxe_comp.c does; a
 // NAK that ends the connection maps to its completion status in kNakOutcome.
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine.hpp"
@@ -147,7 +148,8 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   }
   if (cfg_.selective_repeat) {
     const uint64_t i = wqe_from(psn);
-    if (wqe_holds(i, psn) && sr_packet(sq(i))) {
+    if (wqe_holds(i, psn) &&
+        sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
       sr_hole_ = psn;
       sr_hole_valid_ = true;
@@ -188,7 +190,18 @@ void Qp::note_acked(Psn psn, uint64_t now) {
     if (!w.started) break;
     if (w.done || !is_rd_atomic(w.wr.op)) continue;
     const Psn last = w.first_psn + static_cast<int32_t>(w.npkts - 1);
-    if (Psn::diff(psn, last) >= 0) rewind_to(w.first_psn + static_cast<int32_t>(w.resp_pkts), now);
+    if (Psn::diff(psn, last) < 0) break;
+    if (w.wr.op == WrOp::kRead && cfg_.selective_repeat && w.resp_seen > 0) {
+      // Responses in PSN order: the tail after the newest one seen is lost
+      // (holes before it were re-requested when they showed).
+      if (w.resp_seen < w.npkts) {
+        const uint32_t from = w.resp_seen;
+        w.resp_seen = w.npkts;
+        (void)emit_packet(w, from, now, /*probe=*/false, w.npkts - from);
+      }
+      break;
+    }
+    rewind_to(w.first_psn + static_cast<int32_t>(w.resp_pkts), now);
     break;
   }
   complete_in_order(now);
@@ -221,6 +234,41 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     ctr_.duplicates_rx++;
     return;
   }
+  // Every response packet but the last of the READ carries one PMTU.  The
+  // opcode is not checked against the position: a re-request for a range
+  // is answered FIRST..LAST over that range (IBA 9.7.5.1.3).
+  const auto idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+  const uint64_t off = uint64_t{idx} * cfg_.pmtu;
+  const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - off);
+  if (v.payload.size() != want_len) {
+    ctr_.bad_responses++;
+    return;
+  }
+  if (gap > 0 && cfg_.selective_repeat && gap < kSrSpan) {
+    // Selective repeat: place it by its offset now, ask again only for the
+    // responses missing before it (several ranges may be outstanding).
+    ctr_.out_of_order_rx++;
+    if (rd_bit(psn)) {
+      ctr_.duplicates_rx++;
+      return;
+    }
+    scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
+    rd_set(psn, true);
+    ctr_.sr_placed_ooo++;
+    const uint32_t seen = std::max(w.resp_seen, w.resp_pkts);
+    if (idx > seen) {
+      // Responses leave in PSN order: [seen, idx) were lost.
+      ctr_.sr_resends++;
+      (void)emit_packet(w, seen, now, /*probe=*/false, idx - seen);
+    }
+    w.resp_seen = std::max(seen, idx + 1);
+    note_acked(w.first_psn - 1, now);
+    retries_left_ = cfg_.retry_count;
+    first_timeout_ns_ = 0;
+    backoff_ = 0;
+    arm_retransmit(now);
+    return;
+  }
   if (gap > 0) {
     // Responses were lost: re-request from the first missing one, once.
     ctr_.out_of_order_rx++;
@@ -232,19 +280,16 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     }
     return;
   }
-  const Pos p = pos_of(w.resp_pkts, w.npkts);
-  const Opcode want = seg_opcode(Seg::kReadResp, p);
-  const uint64_t off = uint64_t{w.resp_pkts} * cfg_.pmtu;
-  const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - off);
-  if (v.opcode != want || v.payload.size() != want_len) {
-    ctr_.bad_responses++;
-    return;
-  }
   scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
   w.resp_pkts++;
+  while (w.resp_pkts < w.npkts && rd_bit(w.first_psn + static_cast<int32_t>(w.resp_pkts))) {
+    rd_set(w.first_psn + static_cast<int32_t>(w.resp_pkts), false);  // placed earlier
+    w.resp_pkts++;
+  }
+  w.resp_seen = std::max(w.resp_seen, w.resp_pkts);
   read_gap_pending_ = false;
   if (w.resp_pkts == w.npkts) finish_rd_atomic(w);
-  after_response(psn, now);
+  after_response(w.first_psn + static_cast<int32_t>(w.resp_pkts - 1), now);
 }
 
 void Qp::finish_rd_atomic(SendWqe& w) {

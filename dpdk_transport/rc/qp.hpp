@@ -6,6 +6,8 @@
 //                   placement, RNR, coalesced ACKs
 //   responder_replay.cpp  READ responses and atomic ACKs in PSN order, the
 //                   replay cache for duplicate READ / atomic requests
+//   responder_sr.cpp  selective repeat: packets after a hole placed by offset,
+//                   taken in order once the hole is filled
 //   completer.cpp   ACK / NAK / READ response / atomic ACK processing,
 //                   in-order completions
 //   qp_post.cpp     posting of work requests
@@ -190,6 +192,7 @@ class Qp {
     uint32_t npkts = 0;      // PSNs the WR occupies (READ: response packets)
     uint32_t sent = 0;       // next packet index to (re)send
     uint32_t resp_pkts = 0;  // READ: response packets placed in order
+    uint32_t resp_seen = 0;  // READ: index + 1 of the newest response seen (selective repeat)
     bool started = false;    // PSNs assigned, local SGEs checked
     uint64_t rd_seq = 0;     // READ / atomic: running number among those
     bool done = false;
@@ -215,6 +218,10 @@ class Qp {
     bool replay = false;  // re-executed for a duplicate request
     uint64_t atomic_orig = 0;
     wire::Psn first_psn;  // READ: PSN of the request (job identity)
+    // READ: the packets [start_pkt, end_pkt) this job answers; opcodes run
+    // FIRST..LAST over that range (a re-request is a READ of its own).
+    uint32_t start_pkt = 0;
+    uint32_t end_pkt = 1;
   };
   struct ReplayEntry {
     bool valid = false;
@@ -245,7 +252,9 @@ class Qp {
   bool start_wqe(SendWqe& w, uint64_t now);
   bool emit_one(SendWqe& w, uint64_t now);
   // `probe`: a tail-loss probe (AckReq set, not timed).
-  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe = false);
+  // `rd_n`: a READ re-request for `rd_n` responses from `idx` (0: to the end).
+  bool emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe = false,
+                   uint32_t rd_n = 0);
   // Resends the packet holding `psn` as a probe (a READ: its request).
   void send_probe(wire::Psn psn, uint64_t now);
   void on_retransmit_timeout(uint64_t now);
@@ -443,6 +452,96 @@ class Qp {
   uint64_t sr_resend_head_ = 0, sr_resend_tail_ = 0;
   std::vector<ReplayEntry> replay_;
   uint32_t replay_next_ = 0;
+
+  // ---- selective repeat for SEND, WRITE with immediate and READ responses ----
+  // Responder: packets of the message in progress (in_msg_) placed ahead of a
+  // hole by their PSN offset (responder.cpp).  sr_msg_bits_ marks which
+  // bits of sr_bits_ are such packets (the others: self-describing WRITEs).
+  // PSNs at or after sr_msg_limit_ (while after epsn_) are known not to
+  // belong to the message: a later one began there, or its last packet is
+  // placed before.
+  std::array<uint64_t, kSrWords> sr_msg_bits_{};
+  bool sr_msg_bit(wire::Psn p) const {
+    return (sr_msg_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
+  }
+  void sr_msg_set(wire::Psn p, bool on) {
+    uint64_t& w = sr_msg_bits_[(p.value() / 64) % kSrWords];
+    const uint64_t m = uint64_t{1} << (p.value() % 64);
+    w = on ? (w | m) : (w & ~m);
+  }
+  uint32_t sr_msg_count_ = 0;  // bits set in sr_msg_bits_
+  bool sr_msg_limit_valid_ = false;
+  wire::Psn sr_msg_limit_;
+  bool sr_last_valid_ = false;  // the message's last packet is placed, at sr_last_psn_
+  wire::Psn sr_last_psn_;
+  uint32_t sr_last_len_ = 0;
+  uint32_t sr_last_imm_ = 0;
+  bool sr_last_has_imm_ = false, sr_last_se_ = false;
+  bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
+  void sr_lower_limit(wire::Psn psn);
+  void sr_unplace_msg_from(wire::Psn psn);
+  // `next`: the PSN after the message's last packet.
+  void sr_message_ended(wire::Psn next);
+  bool sr_advance_in_message();
+  // The message after the one in progress (a SEND that begins right after
+  // its placed LAST, into the next receive WQE), or any later multi-packet
+  // WRITE (its RETH names target and length), whose FIRST arrived after a
+  // hole: its packets are placed the same way, marked in sr_next_bits_, and
+  // become the message in progress when epsn_ reaches its first packet.
+  struct SrNext {
+    bool valid = false;
+    bool send = false;
+    wire::Psn first;
+    uint8_t* host = nullptr;   // WRITE: the target
+    uint64_t len = 0;          // WRITE: the RETH length; SEND: the receive's capacity
+    uint64_t rq_index = 0;     // SEND: the receive WQE it fills
+    bool limit_valid = false;  // a later message begins at `limit`
+    wire::Psn limit;
+    bool last_valid = false;
+    wire::Psn last_psn;
+    uint32_t last_len = 0, last_imm = 0;
+    bool last_has_imm = false, last_se = false;
+  } sr_next_;
+  std::array<uint64_t, kSrWords> sr_next_bits_{};
+  // The newest packet after a hole that could not be placed.
+  bool sr_drop_valid_ = false;
+  wire::Psn sr_drop_top_;
+  uint32_t sr_next_count_ = 0;
+  bool sr_next_bit(wire::Psn p) const {
+    return (sr_next_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
+  }
+  void sr_next_set(wire::Psn p, bool on) {
+    uint64_t& w = sr_next_bits_[(p.value() / 64) % kSrWords];
+    const uint64_t m = uint64_t{1} << (p.value() % 64);
+    w = on ? (w | m) : (w & ~m);
+  }
+  bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
+  bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
+  void sr_next_lower_limit(wire::Psn psn);
+  void sr_unplace_next_from(wire::Psn psn);
+  void sr_drop_next() { sr_unplace_next_from(sr_next_.first); }
+  bool sr_take_next();
+  // Requester: READ response packets placed ahead of the first missing one,
+  // by PSN in (una, una + kSrSpan).
+  std::array<uint64_t, kSrWords> rd_bits_{};
+  bool rd_bit(wire::Psn p) const {
+    return (rd_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
+  }
+  void rd_set(wire::Psn p, bool on) {
+    uint64_t& w = rd_bits_[(p.value() / 64) % kSrWords];
+    const uint64_t m = uint64_t{1} << (p.value() % 64);
+    w = on ? (w | m) : (w & ~m);
+  }
+  bool rd_placed(const SendWqe& w, uint32_t idx) const {
+    return idx >= w.resp_pkts && idx - w.resp_pkts < static_cast<uint32_t>(kSrSpan) &&
+           rd_bit(w.first_psn + static_cast<int32_t>(idx));
+  }
+  // Re-requests every run of READ responses not placed (one READ request
+  // per run); false on TX backpressure.
+  bool rd_request_holes(const SendWqe& w, uint64_t now, bool probe);
+  // Whether a hole at packet `idx` of `w` is resent alone (the responder
+  // keeps what followed it).
+  bool sr_resendable(const SendWqe& w, uint32_t idx) const;
 };
 
 }  // namespace dpdat::rc

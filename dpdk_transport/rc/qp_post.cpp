@@ -58,6 +58,7 @@ Qp::PostResult Qp::post_send(const SendWr& wr) {
   w.npkts = npkts;
   w.sent = 0;
   w.resp_pkts = 0;
+  w.resp_seen = 0;
   w.started = false;
   w.rd_seq = 0;
   w.done = false;

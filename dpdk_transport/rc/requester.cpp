@@ -113,10 +113,10 @@ void Qp::on_retransmit_timeout(uint64_t now) {
 // window.  Everything else goes back N.
 bool Qp::sr_timeout_resend(Psn una, uint64_t now) {
   const uint64_t i = wqe_from(una);
-  if (!cfg_.selective_repeat || !wqe_holds(i, una) || !sr_packet(sq(i))) return false;
+  if (!cfg_.selective_repeat || !wqe_holds(i, una)) return false;
   const SendWqe& w = sq(i);
   const auto d = static_cast<uint32_t>(Psn::diff(una, w.first_psn));
-  if (d >= w.sent || !emit_packet(w, d, now, /*probe=*/true)) return false;
+  if (!sr_resendable(w, d) || d >= w.sent || !emit_packet(w, d, now, /*probe=*/true)) return false;
   ctr_.sr_resends++;
   if (!(max_sent_psn_ == una)) send_probe(max_sent_psn_, now);
   return true;
@@ -129,10 +129,24 @@ bool Qp::sr_timeout_resend(Psn una, uint64_t now) {
 // A hole the responder reported (selective repeat) and that is still not
 // acknowledged is probed instead: its resend, or the NAK, was lost.
 void Qp::send_probe(Psn psn, uint64_t now) {
-  const uint64_t i = wqe_from(psn);
-  if (!wqe_holds(i, psn)) return;
+  uint64_t i = wqe_from(psn);
+  if (!wqe_holds(i, psn)) {
+    // The newest request is answered (READs completing out of order with
+    // an older one's re-requested responses lost): probe the oldest one.
+    psn = una_psn();
+    i = wqe_from(psn);
+    if (!wqe_holds(i, psn)) return;
+  }
   const SendWqe& w = sq(i);
   uint32_t idx = 0;
+  if (w.wr.op == WrOp::kRead && cfg_.selective_repeat) {
+    // Only the responses not placed are asked for again.
+    if (!rd_request_holes(w, now, /*probe=*/true)) return;
+    tlp_sent_ = true;
+    rtt_timing_ = false;
+    ctr_.tlp_probes++;
+    return;
+  }
   if (w.wr.op == WrOp::kRead) {
     idx = w.resp_pkts;  // re-request from the first response not placed
   } else if (!is_rd_atomic(w.wr.op)) {
@@ -189,7 +203,31 @@ bool Qp::sr_packet(const SendWqe& w) const {
   return cfg_.selective_repeat && w.wr.op == WrOp::kWrite;
 }
 
-bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe) {
+bool Qp::sr_resendable(const SendWqe& w, uint32_t idx) const {
+  if (sr_packet(w)) return true;
+  // SEND and WRITE with immediate: once the responder has the first packet
+  // it places later ones of the message by their offset (responder.cpp), so
+  // a hole after the first is resent alone.  A lost first packet leaves the
+  // rest of the message unplaceable: that goes back N.
+  return cfg_.selective_repeat && idx > 0 && is_send_write(w.wr.op);
+}
+
+bool Qp::rd_request_holes(const SendWqe& w, uint64_t now, bool probe) {
+  uint32_t i = w.resp_pkts;
+  while (i < w.npkts) {
+    if (rd_placed(w, i)) {
+      ++i;
+      continue;
+    }
+    uint32_t j = i + 1;
+    while (j < w.npkts && !rd_placed(w, j)) ++j;
+    if (!emit_packet(w, i, now, probe, j - i)) return false;
+    i = j;
+  }
+  return true;
+}
+
+bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, uint32_t rd_n) {
   const uint32_t pmtu = cfg_.pmtu;
   const Psn psn = w.first_psn + static_cast<int32_t>(idx);
   wire::BuildSpec* sp = nullptr;
@@ -224,12 +262,16 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe) {
       break;
     }
     case WrOp::kRead: {
-      // (Re-)request from the first response not yet placed (IBA 9.7.4.1.4).
+      // (Re-)request from the first response not yet placed (IBA 9.7.4.1.4),
+      // to the end or, for selective repeat, `rd_n` responses: a new READ
+      // request with the va, length and PSN of the first response wanted.
       const uint64_t off = uint64_t{idx} * pmtu;
+      const uint64_t end =
+          rd_n == 0 ? w.total_len : std::min<uint64_t>(w.total_len, uint64_t{idx + rd_n} * pmtu);
       sp = &base_spec(Opcode::kReadRequest, psn);
       sp->va = w.wr.remote_va + off;
       sp->rkey = w.wr.rkey;
-      sp->dma_len = static_cast<uint32_t>(w.total_len - off);
+      sp->dma_len = static_cast<uint32_t>(end - off);
       break;
     }
     case WrOp::kCompareSwap:
@@ -272,6 +314,12 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe) {
 }
 
 bool Qp::emit_one(SendWqe& w, uint64_t now) {
+  if (w.wr.op == WrOp::kRead && cfg_.selective_repeat && w.resp_seen > 0) {
+    // Asked again after responses arrived: only the ranges still missing.
+    if (!rd_request_holes(w, now, /*probe=*/false)) return false;
+    w.sent = w.npkts;
+    return true;
+  }
   if (!emit_packet(w, w.sent, now)) return false;
   w.sent = w.wr.op == WrOp::kRead ? w.npkts : w.sent + 1;
   return true;
@@ -282,7 +330,8 @@ bool Qp::emit_sr_resends(uint64_t now) {
   while (sr_resend_head_ != sr_resend_tail_) {
     const Psn psn = sr_resend_[sr_resend_head_ & (sr_resend_.size() - 1)];
     const uint64_t i = wqe_from(psn);
-    if (wqe_holds(i, psn) && sr_packet(sq(i))) {
+    if (wqe_holds(i, psn) &&
+        sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       const SendWqe& w = sq(i);
       const auto d = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
       // Not sent yet (goes out in order anyway) or acknowledged meanwhile: skip.

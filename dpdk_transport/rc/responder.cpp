@@ -147,16 +147,52 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const int32_t d = Psn::diff(c.psn, epsn_);
   ctr_.out_of_order_rx++;
   bool again = false;
-  if (cfg_.selective_repeat && d < kSrSpan && v.opcode == Opcode::kWriteOnly) {
+  const uint64_t placed_before = ctr_.sr_placed_ooo;
+  bool placed_already = false;
+  if (cfg_.selective_repeat && d < kSrSpan) {
     if (sr_bit(c.psn)) {
       // Sent again although placed: the requester probes a tail it thinks
       // lost, so our NAK for the hole did not reach it.  Repeat it.
       ctr_.duplicates_rx++;
       again = nak_sent_;
-    } else if (place_out_of_order(v)) {
+      placed_already = true;
+    } else if (v.opcode == Opcode::kWriteOnly) {
+      // A message of its own: the ones being placed ended before.
+      sr_lower_limit(c.psn);
+      sr_next_lower_limit(c.psn);
+      if (place_out_of_order(v)) {
+        sr_set(c.psn, true);
+        ++sr_count_;
+        ctr_.sr_placed_ooo++;
+      }
+    } else if (v.info->is(wire::op::kFirst)) {
+      sr_lower_limit(c.psn);  // a later message begins here
+      sr_next_lower_limit(c.psn);
+      if (!sr_next_.valid && sr_open_next(v, c.psn)) {
+        sr_set(c.psn, true);
+        sr_next_set(c.psn, true);
+        ++sr_count_;
+        ++sr_next_count_;
+        ctr_.sr_placed_ooo++;
+      }
+    } else if (sr_in_message(v, c.psn)) {
       sr_set(c.psn, true);
+      sr_msg_set(c.psn, true);
       ++sr_count_;
+      ++sr_msg_count_;
       ctr_.sr_placed_ooo++;
+    } else if (sr_place_next(v, c.psn)) {
+      sr_set(c.psn, true);
+      sr_next_set(c.psn, true);
+      ++sr_count_;
+      ++sr_next_count_;
+      ctr_.sr_placed_ooo++;
+    }
+    // Not placed: remember how far such packets reach (advance_epsn).
+    if (!placed_already && ctr_.sr_placed_ooo == placed_before &&
+        (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
+      sr_drop_valid_ = true;
+      sr_drop_top_ = c.psn;
     }
   }
   if (!nak_sent_ || again) {
@@ -285,6 +321,7 @@ RS Qp::exec_send(const RespCtx& c) {
   recv_in_use_ = false;
   in_msg_ = InMsg::kNone;
   ++msn_;
+  sr_message_ended(epsn_ + 1);
   return RS::kAcknowledge;
 }
 
@@ -314,6 +351,7 @@ RS Qp::exec_write(const RespCtx& c) {
   }
   in_msg_ = InMsg::kNone;
   ++msn_;
+  sr_message_ended(epsn_ + 1);
   return RS::kAcknowledge;
 }
 
@@ -324,6 +362,7 @@ RS Qp::exec_read(const RespCtx& c, uint64_t now) {
   j.first_psn = c.psn;
   j.psn = c.psn;
   j.npkts = pkts_for(c.len, cfg_.pmtu);
+  j.end_pkt = j.npkts;
   j.len = c.len;
   j.va = c.va;
   j.rkey = c.rkey;
@@ -418,36 +457,6 @@ void Qp::send_ack(uint8_t syndrome, Psn psn, uint64_t now) {
     ack_req_seen_ = false;
     unacked_ = 0;
     clear_timer(TimerKind::kAck);
-  }
-}
-
-bool Qp::place_out_of_order(const wire::PacketView& v) {
-  AccessGrant g;
-  const uint64_t len = v.reth->dma_len.value();
-  if (len != v.payload.size()) return false;  // not self-describing: wait for order
-  if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
-                       &g) != AccessError::kOk)
-    return false;  // judged (and NAKed) when it arrives in order
-  if (len != 0) std::memcpy(g.host, v.payload.data(), len);
-  return true;
-}
-
-// Moves epsn_ over packets that selective repeat already placed; if a hole
-// remains in front of placed packets, reports it at once (one NAK per hole).
-void Qp::advance_epsn(uint64_t now) {
-  if (sr_count_ == 0) return;
-  while (sr_count_ > 0 && sr_bit(epsn_)) {
-    sr_set(epsn_, false);
-    --sr_count_;
-    ++epsn_;
-    ++msn_;
-    ++unacked_;
-    ack_owed_ = true;
-  }
-  if (sr_count_ > 0 && !nak_sent_) {
-    nak_sent_ = true;
-    ctr_.seq_naks_tx++;
-    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   }
 }
 

@@ -48,28 +48,34 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
       resp_push(j);
       ctr_.atomic_replays++;
     } else {
-      // Re-execute the READ from the requested PSN on (IBA 9.7.5.1.3).
+      // Re-execute the READ from the requested PSN on (IBA 9.7.5.1.3), over
+      // the range the request names when it lies within the original (a
+      // selective re-request), else to the original's end.
+      const auto from = static_cast<uint32_t>(d);
+      uint32_t to = e.npkts;
+      const uint64_t off = uint64_t{from} * cfg_.pmtu;
+      const uint64_t rlen = v.reth->dma_len.value();
+      if (v.reth->va.value() == e.va + off && off + rlen <= e.len &&
+          (rlen % cfg_.pmtu == 0 || off + rlen == e.len))
+        to = std::min(e.npkts, from + pkts_for(rlen, cfg_.pmtu));
       AccessGrant g;
       if (mr_.check_remote(e.rkey, pz_, e.va, e.len, Access::kRemoteRead, &g) != AccessError::kOk) {
         responder_error(RespState::kErrRkey, psn, now);
         return;
       }
       for (uint64_t i = resp_head_; i < resp_tail_; ++i) {
-        RespJob& j = resp_at(i);
-        if (j.is_read && j.first_psn == e.psn) {
-          if (Psn::diff(j.psn, psn) > 0) {
-            j.psn = psn;
-            j.next_pkt = static_cast<uint32_t>(d);
-          }
-          return;
-        }
+        const RespJob& j = resp_at(i);
+        // A queued job that has still to send the whole range answers it.
+        if (j.is_read && j.first_psn == e.psn && j.next_pkt <= from && to <= j.end_pkt) return;
       }
       if (resp_full()) return;  // dropped: the requester repeats it
       RespJob j;
       j.is_read = true;
       j.first_psn = e.psn;
       j.psn = psn;
-      j.next_pkt = static_cast<uint32_t>(d);
+      j.next_pkt = from;
+      j.start_pkt = from;
+      j.end_pkt = to;
       j.npkts = e.npkts;
       j.len = e.len;
       j.va = e.va;
@@ -97,9 +103,9 @@ bool Qp::respond_emit(uint64_t now) {
       ++resp_head_;
       continue;
     }
-    while (j.next_pkt < j.npkts) {
+    while (j.next_pkt < j.end_pkt) {
       if (budget == 0) return true;
-      const Pos p = pos_of(j.next_pkt, j.npkts);
+      const Pos p = pos_of(j.next_pkt - j.start_pkt, j.end_pkt - j.start_pkt);
       const uint64_t off = uint64_t{j.next_pkt} * cfg_.pmtu;
       const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);
       wire::BuildSpec& s = base_spec(seg_opcode(Seg::kReadResp, p), j.psn);

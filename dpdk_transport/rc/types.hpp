@@ -173,8 +173,13 @@ struct QpConfig {
   // Selective repeat: RDMA WRITEs without immediate data go out as one
   // self-describing RDMA WRITE Only packet (own RETH) per PMTU, so the
   // responder places them on arrival in any order; a sequence-error NAK then
-  // names one hole and only that packet is resent.  Everything else (SEND,
-  // WRITE with immediate, READ, atomics) stays in order (go-back-N).
+  // names one hole and only that packet is resent.  The responder also
+  // places SEND and WRITE-with-immediate packets after a hole by their PSN
+  // offset (the message in progress and the next one), so a hole after a
+  // message's first packet is resent alone; READ responses after a gap are
+  // placed by offset and each gap is asked for again by range.  Atomics, and
+  // a lost first packet of a SEND / WRITE-imm, go back N.  false: go-back-N
+  // for everything (strict IBA requesters and responders).
   bool selective_repeat = true;
   // Request packets and READ responses carry ECT(0) in the IPv4 ECN field
   // (RoCEv2 over ECN-marking switches); ACKs do not.

@@ -116,6 +116,41 @@ TEST_F(ProtoDtoTest, SendWriteReadLossyWire) {
 // b with a background progress thread, a driven by the test thread: the
 // two threads share the wire (its lock serialises them) and every byte
 // still arrives where it should.
+// gbn=1: the interface's queue pairs recover by go-back-N only (for peers
+// that need strict IBA behaviour); a lossy, reordering wire still brings
+// every byte across.
+TEST_F(ProtoDtoTest, GoBackNFromConfigOnALossyWire) {
+  IfaceConfig bad;
+  std::string err;
+  EXPECT_FALSE(parse_iface_config("ring=0;ip=10.9.0.1;gbn=2", &bad, &err));
+  const IfaceConfig ca = config("proto_a_gbn", "ring=0;ip=10.9.0.1;progress=inline;gbn=1");
+  const IfaceConfig cb = config("proto_b_gbn", "ring=1;ip=10.9.0.2;progress=inline;gbn=1");
+  ASSERT_TRUE(ca.gbn && cb.gbn);
+  Ia* ia = nullptr;
+  for (const IfaceConfig* c : {&ca, &cb}) {
+    const Status st = ia_open(*c, 16, nullptr, nullptr, &ia);
+    if (!st.ok() && st.sub == Sub::RESOURCE_DEVICE) GTEST_SKIP() << "ring=0/1 held by this process";
+    ASSERT_TRUE(st.ok());
+    EXPECT_TRUE(ia_close(ia, false).ok());
+  }
+  a_.open(ca);
+  b_.open(cb);
+  connect();
+  ASSERT_NE(a_.ep->qp, nullptr);
+  EXPECT_FALSE(a_.ep->qp->config().selective_repeat);
+  EXPECT_FALSE(b_.ep->qp->config().selective_repeat);
+  rc::LinkImpairment imp;
+  imp.loss = 0.03;
+  imp.reorder = 0.02;
+  wire_->with_link([&](rc::SimLink& l) {
+    l.set_impairment(0, imp);
+    l.set_impairment(1, imp);
+  });
+  transfer_all(128 * 1024);
+  wire_->reset();
+  disconnect();
+}
+
 TEST_F(ProtoDtoTest, SendWriteReadWithProgressThread) {
   if (ends_taken("inline", "thread")) GTEST_SKIP() << "ring=0/1 held by other interfaces";
   connect();

@@ -1,0 +1,342 @@
+// Selective repeat beyond self-describing WRITEs: holes in SEND and in RDMA
+// WRITE with immediate are resent alone while the responder keeps what
+// followed them (placed by PSN offset, completed in order once whole), and
+// holes in READ responses are asked for again by range.  Each test runs the
+// same losses under go-back-N too, which resends the window: that difference
+// is what the counters and frame counts check.
+#include <gtest/gtest.h>
+
+#include "harness.hpp"
+
+namespace dpdat::rc::test {
+namespace {
+
+constexpr uint32_t kLocal = priv::kLocalRead | priv::kLocalWrite;
+constexpr uint32_t kPmtu = 1024;
+
+QpConfig cfg(bool sr) {
+  QpConfig c;
+  c.pmtu = kPmtu;
+  c.selective_repeat = sr;
+  return c;
+}
+
+wire::PacketView parse(const uint8_t* data, uint32_t len) {
+  wire::PacketView v;
+  EXPECT_EQ(wire::parse_packet(std::span<const uint8_t>(data, len),
+                               wire::ParseOptions{.pmtu = 4096, .full_segments = false}, v),
+            wire::Reject::kNone);
+  return v;
+}
+
+// A pair with targeted losses: the frames numbered in `drop_a` (1-based,
+// counted from arm()) that A sends, and those in `drop_b` that B sends, are
+// lost once each.  Counts every frame and every READ request A sends.
+struct Lossy {
+  Pair p;
+  std::vector<uint32_t> drop_a, drop_b;
+  uint32_t sent_a = 0, sent_b = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> read_reqs;  // (PSN offset, DMA length)
+  uint32_t read_first_psn = 0;
+
+  explicit Lossy(bool sr) : p(33, cfg(sr)) {
+    p.link().set_filter([this](int from_end, const uint8_t* data, uint32_t len) {
+      if (from_end == 0) {
+        ++sent_a;
+        const wire::PacketView v = parse(data, len);
+        if (v.opcode == wire::Opcode::kReadRequest)
+          read_reqs.emplace_back((v.bth->psn().value() - read_first_psn) & 0xFFFFFF,
+                                 v.reth->dma_len.value());
+        return std::find(drop_a.begin(), drop_a.end(), sent_a) == drop_a.end();
+      }
+      ++sent_b;
+      return std::find(drop_b.begin(), drop_b.end(), sent_b) == drop_b.end();
+    });
+  }
+  void arm(std::vector<uint32_t> a, std::vector<uint32_t> b = {}) {
+    drop_a = std::move(a);
+    drop_b = std::move(b);
+    sent_a = sent_b = 0;
+    read_reqs.clear();
+  }
+  // A few lossless small READs: the round trip is measured, so the tail-loss
+  // probe is armed.
+  void warm_up() {
+    Buffer l = p.reg(0, 64, kLocal);
+    Buffer r = p.reg(1, 64, kLocal | priv::kRemoteRead);
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(p.a().qp->post_send(rdma_wr(WrOp::kRead, l, r, 64)), Qp::PostResult::kOk);
+      ASSERT_TRUE(p.settle());
+    }
+    ASSERT_TRUE(p.a().qp->rtt().valid());
+    (void)drain(*p.a().scq);
+  }
+  const QpCounters& ca() { return p.a().qp->counters(); }
+  const QpCounters& cb() { return p.b().qp->counters(); }
+};
+
+SendWr send_wr(WrOp op, const Buffer& src, uint64_t off, uint64_t len, uint64_t cookie) {
+  SendWr w;
+  w.op = op;
+  w.cookie = cookie;
+  w.flags = wr_flag::kSignaled;
+  w.num_sge = 1;
+  w.sge[0] = Sge{src.lmr, src.va() + off, len};
+  w.imm = 0xC0DE0000u + static_cast<uint32_t>(cookie);
+  return w;
+}
+
+void post_recv(Pair& p, const Buffer& dst, uint64_t off, uint64_t len, uint64_t cookie) {
+  RecvWr r;
+  r.cookie = cookie;
+  r.num_sge = 1;
+  r.sge[0] = Sge{dst.lmr, dst.va() + off, len};
+  ASSERT_EQ(p.b().qp->post_recv(r), Qp::PostResult::kOk);
+}
+
+// `n` SENDs (or WRITEs with immediate) of `len` bytes back to back, with A's
+// frames in `drops` lost; every message byte-exact, completions in order.
+// Returns the frames A sent.
+uint32_t messages(Lossy& f, WrOp op, uint32_t n, uint64_t len, std::vector<uint32_t> drops) {
+  Buffer src = f.p.reg(0, n * len, kLocal);
+  Buffer dst = f.p.reg(1, n * len, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 77);
+  for (uint32_t i = 0; i < n; ++i) post_recv(f.p, dst, i * len, len, 100 + i);
+  f.arm(std::move(drops));
+  for (uint32_t i = 0; i < n; ++i) {
+    SendWr w = send_wr(op, src, i * len, len, 1 + i);
+    w.remote_va = dst.va() + i * len;
+    w.rkey = dst.lmr;
+    EXPECT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  }
+  EXPECT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == n && f.p.b().rcq->size() == n; }));
+  EXPECT_TRUE(f.p.settle());
+  const auto sc = drain(*f.p.a().scq);
+  const auto rc = drain(*f.p.b().rcq);
+  EXPECT_EQ(sc.size(), n);
+  EXPECT_EQ(rc.size(), n);
+  for (uint32_t i = 0; i < n && i < sc.size() && i < rc.size(); ++i) {
+    EXPECT_EQ(sc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(sc[i].cookie, 1u + i);
+    EXPECT_EQ(rc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].cookie, 100u + i);  // in order
+    EXPECT_EQ(rc[i].byte_len, len);
+    if (op == WrOp::kWriteImm) {
+      EXPECT_EQ(rc[i].op, WcOp::kRecvWriteImm);
+      EXPECT_TRUE(rc[i].has_imm);
+      EXPECT_EQ(rc[i].imm, 0xC0DE0001u + i);
+    } else {
+      EXPECT_EQ(rc[i].op, WcOp::kRecv);
+    }
+  }
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
+  return f.sent_a;
+}
+
+// One 64 KiB message (64 packets) losing two middle packets: only those two
+// go out again.
+TEST(SelectiveRepeat, SendHolesResentAlone) {
+  for (bool sr : {true, false}) {
+    Lossy f(sr);
+    const uint32_t sent = messages(f, WrOp::kSend, 1, 65536, {10, 30});
+    if (sr) {
+      EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N rewind
+      EXPECT_EQ(f.ca().sr_resends, 2u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 62u - 9u);  // after the first hole, all but the second
+      EXPECT_EQ(sent, 66u);
+      EXPECT_EQ(f.ca().timeouts, 0u);
+    } else {
+      EXPECT_GE(f.ca().retransmits, 1u);
+      EXPECT_GE(sent, 64u + 55u);  // the window from packet 10 on, again
+    }
+  }
+}
+
+TEST(SelectiveRepeat, WriteImmHolesResentAlone) {
+  for (bool sr : {true, false}) {
+    Lossy f(sr);
+    const uint32_t sent = messages(f, WrOp::kWriteImm, 1, 65536, {2, 40, 63});
+    if (sr) {
+      EXPECT_EQ(f.ca().retransmits, 0u);
+      EXPECT_EQ(f.ca().sr_resends, 3u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 62u - 2u);  // after the first hole, all but two
+      EXPECT_EQ(sent, 67u);
+      EXPECT_EQ(f.ca().timeouts, 0u);
+    } else {
+      EXPECT_GE(sent, 64u + 62u);
+    }
+  }
+}
+
+// Several SENDs in flight, holes in three of them.  While a hole is open the
+// responder places the message in progress and the one after it (a later
+// SEND's receive WQE is not known while a hole may hide a message
+// boundary): the holes in message 0 are resent alone, messages 2.. go back
+// to their own start (not to the first hole), found by the tail-loss probe.
+TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
+  for (bool sr : {true, false}) {
+    Lossy f(sr);
+    f.warm_up();
+    // 6 SENDs of 16 packets; holes at packets 4 and 10 of message 0, in
+    // messages 2 and 4.
+    const uint32_t sent = messages(f, WrOp::kSend, 6, 16 * kPmtu, {5, 11, 38, 72});
+    EXPECT_EQ(f.ca().timeouts, 0u);
+    if (sr) {
+      EXPECT_EQ(f.ca().retransmits, 1u);  // one go-back, to message 2's start
+      EXPECT_EQ(f.ca().sr_resends, 2u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 16u - 5u - 1u + 16u);  // messages 0 and 1
+      EXPECT_LE(sent, 96u + 2u + 64u + 1u);                  // + the probe
+    } else {
+      EXPECT_GE(sent, 96u + 92u);  // from packet 4 on, again
+    }
+  }
+}
+
+// Two messages in flight, a hole in each: the second message (the SEND
+// that begins right after the first's placed LAST, or a WRITE with
+// immediate, whose FIRST names its target) is placed while the first hole is
+// open, so only the two holes go out again.
+TEST(SelectiveRepeat, NextMessagePlacedWhileAHoleIsOpen) {
+  for (WrOp op : {WrOp::kSend, WrOp::kWriteImm}) {
+    for (bool sr : {true, false}) {
+      Lossy f(sr);
+      f.warm_up();
+      const uint32_t sent = messages(f, op, 2, 32 * kPmtu, {5, 40});
+      EXPECT_EQ(f.ca().timeouts, 0u);
+      if (sr) {
+        EXPECT_EQ(f.ca().retransmits, 0u) << static_cast<int>(op);
+        EXPECT_EQ(f.ca().sr_resends, 2u);
+        EXPECT_EQ(sent, 64u + 2u);
+        EXPECT_EQ(f.cb().sr_placed_ooo, 64u - 4u - 2u);
+      } else {
+        EXPECT_GE(sent, 64u + 59u);  // from packet 4 on, again
+      }
+    }
+  }
+}
+
+// WRITE without immediate is self-describing per packet: holes in several
+// WRITEs at once are all resent alone.
+TEST(SelectiveRepeat, SeveralHolesAcrossWrites) {
+  Lossy f(true);
+  f.warm_up();
+  Buffer src = f.p.reg(0, 6 * 16 * kPmtu, kLocal);
+  Buffer dst = f.p.reg(1, 6 * 16 * kPmtu, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 12);
+  f.arm({5, 38, 72});
+  for (uint64_t i = 0; i < 6; ++i) {
+    SendWr w = rdma_wr(WrOp::kWrite, src, dst, 16 * kPmtu, 1 + i);
+    w.sge[0].va += i * 16 * kPmtu;
+    w.remote_va += i * 16 * kPmtu;
+    w.flags = wr_flag::kSignaled;
+    ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  }
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == 6; }));
+  ASSERT_TRUE(f.p.settle());
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(f.ca().retransmits, 0u);
+  EXPECT_EQ(f.ca().timeouts, 0u);
+  EXPECT_EQ(f.sent_a, 96u + 3u);
+}
+
+// The LAST of one SEND and the FIRST of the next are both lost: the
+// responder cannot tell where the first message ends, places the second's
+// middle packets as if they were the first's, and takes them back when the
+// first message's LAST arrives.  Every byte still lands where it belongs.
+TEST(SelectiveRepeat, SendPlacedPastItsEndIsTakenBack) {
+  Lossy f(true);
+  // Receive buffers larger than the messages, so the misplacement fits.
+  Buffer src = f.p.reg(0, 2 * 4096, kLocal);
+  Buffer dst = f.p.reg(1, 2 * 16384, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 9);
+  post_recv(f.p, dst, 0, 16384, 1);
+  post_recv(f.p, dst, 16384, 16384, 2);
+  f.arm({4, 5});  // LAST of message 1, FIRST of message 2
+  ASSERT_EQ(f.p.a().qp->post_send(send_wr(WrOp::kSend, src, 0, 4096, 11)), Qp::PostResult::kOk);
+  ASSERT_EQ(f.p.a().qp->post_send(send_wr(WrOp::kSend, src, 4096, 4096, 12)), Qp::PostResult::kOk);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 2; }));
+  ASSERT_TRUE(f.p.settle());
+  const auto rc = drain(*f.p.b().rcq);
+  ASSERT_EQ(rc.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(rc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].cookie, 1u + i);
+    EXPECT_EQ(rc[i].byte_len, 4096u);
+    const auto from = static_cast<std::ptrdiff_t>(i * 4096);
+    EXPECT_TRUE(std::equal(src.bytes.begin() + from, src.bytes.begin() + from + 4096,
+                           dst.bytes.begin() + static_cast<std::ptrdiff_t>(i * 16384)));
+  }
+  EXPECT_GE(f.cb().sr_placed_ooo, 2u);  // message 2's packets 2 and 3, first as message 1's
+  EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
+  EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
+}
+
+// A 64 KiB READ whose responses 5, 6 and 20 are lost: the requester places
+// the rest as they come and asks again for [4, 6) and [19, 20) only.
+TEST(SelectiveRepeat, ReadResponseHolesReRequestedByRange) {
+  for (bool sr : {true, false}) {
+    Lossy f(sr);
+    Buffer local = f.p.reg(0, 65536, kLocal);
+    Buffer remote = f.p.reg(1, 65536, kLocal | priv::kRemoteRead);
+    fill_pattern(remote.bytes, 4);
+    f.arm({}, {5, 6, 20});
+    f.read_first_psn = 0xFFFF00;  // the harness's first request PSN of A
+    SendWr w = rdma_wr(WrOp::kRead, local, remote, 65536, 5);
+    w.flags = wr_flag::kSignaled;
+    ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+    ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == 1; }));
+    ASSERT_TRUE(f.p.settle());
+    const auto sc = drain(*f.p.a().scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(local.bytes, remote.bytes);
+    if (sr) {
+      ASSERT_EQ(f.read_reqs.size(), 3u);
+      EXPECT_EQ(f.read_reqs[0], std::make_pair(0u, 65536u));
+      EXPECT_EQ(f.read_reqs[1], std::make_pair(4u, 2u * kPmtu));
+      EXPECT_EQ(f.read_reqs[2], std::make_pair(19u, kPmtu));
+      EXPECT_EQ(f.sent_b, 64u + 3u);  // every response once, the three lost ones twice
+      EXPECT_EQ(f.ca().sr_placed_ooo, 64u - 4u - 3u);
+      EXPECT_EQ(f.ca().timeouts, 0u);
+    } else {
+      EXPECT_GE(f.sent_b, 64u + 60u);  // from response 5 to the end, again
+    }
+  }
+}
+
+// Holes in several READs at once, and a re-requested range lost again: the
+// tail-loss probe asks for what is still missing.
+TEST(SelectiveRepeat, SeveralReadsWithHolesAndALostReRequest) {
+  Lossy f(true);
+  f.warm_up();
+  Buffer local = f.p.reg(0, 4 * 16384, kLocal);
+  Buffer remote = f.p.reg(1, 4 * 16384, kLocal | priv::kRemoteRead);
+  fill_pattern(remote.bytes, 8);
+  // Responses: 16 per READ.  Lose response 3 of READ 1 and its first resend
+  // (the 65th frame B sends: after all 64 first responses), 20 (READ 2), 50 (READ 4).
+  f.arm({}, {3, 20, 50, 65});
+  for (uint64_t i = 0; i < 4; ++i) {
+    SendWr w = rdma_wr(WrOp::kRead, local, remote, 16384, 1 + i);
+    w.sge[0].va += i * 16384;
+    w.remote_va += i * 16384;
+    w.flags = wr_flag::kSignaled;
+    ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  }
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == 4; }));
+  ASSERT_TRUE(f.p.settle());
+  const auto sc = drain(*f.p.a().scq);
+  ASSERT_EQ(sc.size(), 4u);
+  for (uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(sc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(sc[i].cookie, 1 + i);
+  }
+  EXPECT_EQ(local.bytes, remote.bytes);
+  EXPECT_EQ(f.ca().retransmits, 0u);
+  EXPECT_EQ(f.ca().timeouts, 0u);
+  EXPECT_GE(f.ca().tlp_probes, 1u);  // the lost resend: asked for once more
+  EXPECT_LE(f.sent_b, 64u + 6u);
+}
+
+}  // namespace
+}  // namespace dpdat::rc::test
