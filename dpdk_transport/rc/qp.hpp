@@ -425,7 +425,8 @@ class Qp {
   uint64_t rq_head_ = 0, rq_tail_ = 0;
   wire::Psn epsn_;
   uint32_t msn_ = 0;
-  bool nak_sent_ = false;  // one sequence-error NAK per gap
+  bool nak_sent_ = false;     // one sequence-error NAK per gap
+  bool nak_was_rnr_ = false;  // the NAK nak_sent_ stands for is an RNR NAK
   // The NAK that moved this responder to error, repeated to retransmitted
   // requests so the requester learns the reason even when the NAK was lost.
   bool fatal_nak_valid_ = false;

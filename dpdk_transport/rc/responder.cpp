@@ -152,9 +152,13 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   if (cfg_.selective_repeat && d < kSrSpan) {
     if (sr_bit(c.psn)) {
       // Sent again although placed: the requester probes a tail it thinks
-      // lost, so our NAK for the hole did not reach it.  Repeat it.
+      // lost, so our NAK for the hole did not reach it.  Repeat it.  Not
+      // after an RNR NAK: the requester resends the window behind the packet
+      // it was told to wait for, which shows nothing lost, and a sequence
+      // NAK then would spend its transport retries while the consumer keeps
+      // its receive CQ full.
       ctr_.duplicates_rx++;
-      again = nak_sent_;
+      again = nak_sent_ && !nak_was_rnr_;
       placed_already = true;
     } else if (v.opcode == Opcode::kWriteOnly) {
       // A message of its own: the ones being placed ended before.
@@ -199,6 +203,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the
     // requester shows it missed it.
     nak_sent_ = true;
+    nak_was_rnr_ = false;
     ctr_.seq_naks_tx++;
     send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   }
@@ -443,6 +448,7 @@ void Qp::send_rnr_nak(Psn psn, bool cq_full, uint64_t now) {
   ctr_.rnr_naks_tx++;
   if (cq_full) ctr_.cq_stalls++;
   nak_sent_ = true;  // later packets of the burst are not sequence errors
+  nak_was_rnr_ = true;
   send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
 }
 

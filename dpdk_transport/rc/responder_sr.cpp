@@ -352,6 +352,7 @@ void Qp::advance_epsn(uint64_t now) {
   // while the requester goes back N (nothing placed: `moved` stays false).
   if ((sr_count_ > 0 || (moved && sr_drop_valid_)) && !nak_sent_) {
     nak_sent_ = true;
+    nak_was_rnr_ = false;
     ctr_.seq_naks_tx++;
     send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   }
