@@ -99,6 +99,7 @@ bool Qp::respond_emit(uint64_t now) {
     }
     while (j.next_pkt < j.npkts) {
       if (budget == 0) return true;
+      if (!cc_may_send(now)) return false;  // the pace timer resumes it
       const Pos p = pos_of(j.next_pkt, j.npkts);
       const uint64_t off = uint64_t{j.next_pkt} * cfg_.pmtu;
       const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);
