@@ -151,6 +151,12 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.idle_us) && c.idle_us > 0;
     } else if (key == "node") {
       ok = parse_num(val, &c.node);
+    } else if (key == "cc") {
+      const auto m = rc::parse_cc_mode(val);
+      ok = m.has_value();
+      if (ok) c.cc = *m;
+    } else if (key == "cc_line_gbps") {
+      ok = parse_num(val, &c.cc_line_gbps) && c.cc_line_gbps > 0 && c.cc_line_gbps <= 100'000;
     } else {
       *err = "unknown key '" + std::string(key) + "'";
       return false;

@@ -22,6 +22,12 @@
 //                       thread keeps spinning before it backs off (default 1000)
 //   idle_us=<n>         longest sleep of a backed-off progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
+//   cc=<both|dcqcn|delay|off>  congestion control of the interface's queue
+//                       pairs (default both): DCQCN on CNPs (and CNPs sent for
+//                       CE-marked packets received), a delay window on round
+//                       trips, per-QP pacing; off: neither
+//   cc_line_gbps=<n>    DCQCN's line rate, the rate a QP starts at and recovers
+//                       to (default 100)
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
 //   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
@@ -36,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "rc/congestion_config.hpp"
 #include "wire/cm.hpp"
 #include "wire/headers.hpp"
 
@@ -66,6 +73,8 @@ struct IfaceConfig {
   uint32_t spin_us = 1000;
   uint32_t idle_us = 200;
   uint32_t node = 0;
+  rc::CcMode cc = rc::CcMode::kBoth;
+  uint32_t cc_line_gbps = 100;
 };
 
 // Parses a configuration string.  False with *err naming the bad key.

@@ -52,7 +52,7 @@ class Flows {
 
   Flows(uint64_t seed, uint32_t n, const QpConfig& qcfg, const LinkImpairment& a_to_b,
         uint64_t msg_len = 64 * 1024, uint32_t depth = 4)
-      : link_(seed, 16384, 16384), msg_len_(msg_len), depth_(depth) {
+      : link_(seed, 4096, 4096), msg_len_(msg_len), depth_(depth) {
     EngineConfig ecfg;
     ecfg.pmtu = 4096;
     for (int i = 0; i < 2; ++i) {

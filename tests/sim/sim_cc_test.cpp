@@ -160,8 +160,8 @@ TEST(SimCc, SenderCutsOnCnpsThenRecoversOnceTheQueueIsGone) {
   f.link().set_impairment(0, open);
   const uint64_t cuts = q.counters().cc_rate_cuts;
   f.run(0, 30'000'000);
-  EXPECT_EQ(q.counters().cc_rate_cuts, cuts);  // no more marks, no more cuts
-  EXPECT_FALSE(q.cc().rp().limited());         // recovered to the line rate
+  EXPECT_EQ(q.counters().cc_rate_cuts, cuts);          // no more marks, no more cuts
+  EXPECT_FALSE(q.cc().rp().limited());                 // recovered to the line rate
   EXPECT_EQ(q.cc().pace_rate_bps(), 20'000'000'000u);  // paced at the line rate only
 }
 
