@@ -13,9 +13,27 @@ namespace dpdat::rc {
 // delay control to the measured round trip, for paths that do not mark.
 enum class CcMode : uint8_t { kOff, kDcqcn, kDelay, kBoth };
 
-std::string_view cc_mode_name(CcMode m) noexcept;
+// Header-only: the configuration parser (also compiled into librsm, which
+// does not link rc) uses them.
+constexpr std::string_view cc_mode_name(CcMode m) noexcept {
+  switch (m) {
+    case CcMode::kOff:
+      return "off";
+    case CcMode::kDcqcn:
+      return "dcqcn";
+    case CcMode::kDelay:
+      return "delay";
+    case CcMode::kBoth:
+      return "both";
+  }
+  return "invalid";
+}
 // "off", "dcqcn", "delay", "both"; nullopt for anything else.
-std::optional<CcMode> parse_cc_mode(std::string_view s) noexcept;
+constexpr std::optional<CcMode> parse_cc_mode(std::string_view s) noexcept {
+  for (CcMode m : {CcMode::kOff, CcMode::kDcqcn, CcMode::kDelay, CcMode::kBoth})
+    if (s == cc_mode_name(m)) return m;
+  return std::nullopt;
+}
 
 struct CcConfig {
   CcMode mode = CcMode::kBoth;

@@ -5,26 +5,6 @@
 
 namespace dpdat::rc {
 
-std::string_view cc_mode_name(CcMode m) noexcept {
-  switch (m) {
-    case CcMode::kOff:
-      return "off";
-    case CcMode::kDcqcn:
-      return "dcqcn";
-    case CcMode::kDelay:
-      return "delay";
-    case CcMode::kBoth:
-      return "both";
-  }
-  return "invalid";
-}
-
-std::optional<CcMode> parse_cc_mode(std::string_view s) noexcept {
-  for (CcMode m : {CcMode::kOff, CcMode::kDcqcn, CcMode::kDelay, CcMode::kBoth})
-    if (s == cc_mode_name(m)) return m;
-  return std::nullopt;
-}
-
 // ------------------------------------------------------------------ DCQCN
 
 DcqcnRate::DcqcnRate(const CcConfig& c)
@@ -127,7 +107,8 @@ void DelayWindow::on_rtt(uint64_t rtt_ns, uint64_t now) {
     decreased_ = true;
     ++decreases_;
   }
-  cwnd_ = std::clamp(cwnd_, c_.min_window, max_);
+  // A floor above 0 keeps a sub-packet window paced (0 would mean unpaced).
+  cwnd_ = std::clamp(cwnd_, std::max(c_.min_window, 1e-3), max_);
 }
 
 // ------------------------------------------------------------------ both

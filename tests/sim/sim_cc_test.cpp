@@ -109,6 +109,41 @@ TEST(SimCc, NoCnpWithoutDcqcn) {
   }
 }
 
+TEST(SimCc, ReadResponsesAreControlledAtTheResponder) {
+  // READ data flows responder -> requester: CE on the responses makes the
+  // requester send CNPs to the responder's QP, whose rate is then cut.
+  QpConfig q;
+  q.pmtu = 1024;
+  q.cc.mode = CcMode::kDcqcn;
+  q.cc.line_rate_bps = 2'000'000'000;
+  q.cc.pace_line_rate = true;
+  Pair p(6, q);
+  LinkImpairment imp;
+  imp.rate_bps = 1'000'000'000;
+  imp.ecn_threshold_bytes = 8 * 1024;
+  p.link().set_impairment(1, imp);  // B -> A
+  constexpr uint64_t kLen = 2 << 20;
+  Buffer dst = p.reg(0, kLen, kLocal);
+  Buffer src = p.reg(1, kLen, kLocal | priv::kRemoteRead, 9);
+  EXPECT_EQ(p.a().qp->post_send(rdma_wr(WrOp::kRead, dst, src, kLen)), Qp::PostResult::kOk);
+  EXPECT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
+  const auto cs = drain(*p.a().scq);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(src.bytes, dst.bytes);
+  const QpCounters& a = p.a().qp->counters();
+  const QpCounters& b = p.b().qp->counters();
+  EXPECT_GT(a.ce_rx, 0u);
+  EXPECT_GT(a.cnp_tx, 0u);
+  EXPECT_EQ(b.cnp_rx, a.cnp_tx);
+  EXPECT_EQ(b.cc_rate_cuts, b.cnp_rx);
+  // The responder's READ responses were held by its pacer, at a rate cut
+  // below the line rate.
+  EXPECT_GT(b.cc_paced, 0u);
+  EXPECT_TRUE(p.b().qp->cc().rp().limited());
+  EXPECT_LT(p.b().qp->cc().pace_rate_bps(), 2'000'000'000u);
+}
+
 // ------------------------------------------------------------ reaction point
 
 TEST(SimCc, DcqcnCutsAndRecoversAsThePaperSays) {
