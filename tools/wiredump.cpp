@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "pcap.hpp"
-#include "sample_frames.hpp"
 #include "wire/crc32.hpp"
 #include "wire/packet.hpp"
+#include "wire/pcap.hpp"
+#include "wire/sample_frames.hpp"
 
 namespace {
 
@@ -52,10 +52,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  tools::PcapWriter* pcap = nullptr;
-  std::unique_ptr<tools::PcapWriter> pcap_owner;
+  wire::PcapWriter* pcap = nullptr;
+  std::unique_ptr<wire::PcapWriter> pcap_owner;
   if (!pcap_path.empty()) {
-    pcap_owner = std::make_unique<tools::PcapWriter>(pcap_path);
+    pcap_owner = std::make_unique<wire::PcapWriter>(pcap_path);
     if (!pcap_owner->ok()) {
       std::fprintf(stderr, "cannot write %s\n", pcap_path.c_str());
       return 1;
@@ -64,11 +64,11 @@ int main(int argc, char** argv) {
   }
 
   std::printf("dpdat wire layer: one frame per RC opcode (PMTU %u, CRC-32 path: %s)\n\n",
-              tools::kSamplePmtu, wire::crc32_impl_name());
+              wire::kSamplePmtu, wire::crc32_impl_name());
   std::vector<uint8_t> buf(8192);
   int failures = 0;
-  for (const auto& f : tools::sample_frames()) {
-    const auto r = wire::build_packet(buf, f.spec, tools::kSamplePmtu);
+  for (const auto& f : wire::sample_frames()) {
+    const auto r = wire::build_packet(buf, f.spec, wire::kSamplePmtu);
     if (!r.ok()) {
       std::fprintf(stderr, "build failed for opcode 0x%02x\n",
                    static_cast<unsigned>(f.spec.opcode));
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     }
     wire::PacketView v;
     const auto rej = wire::parse_packet(std::span(buf.data(), r.len),
-                                        wire::ParseOptions{.pmtu = tools::kSamplePmtu}, v);
+                                        wire::ParseOptions{.pmtu = wire::kSamplePmtu}, v);
     if (rej != wire::Reject::kNone) {
       std::fprintf(stderr, "parse rejected opcode 0x%02x: %.*s\n",
                    static_cast<unsigned>(f.spec.opcode),

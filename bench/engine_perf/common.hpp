@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "loopback.hpp"
+#include "dpdk/loopback.hpp"
 #include "rc/engine_runner.hpp"
 
 namespace dpdat::engine_perf {
@@ -81,7 +81,7 @@ inline bool reg(rc::MrTable& mr, uint32_t pz, size_t n, Reg* r) {
   r->bytes.assign(std::max<size_t>(n, 8), 0);
   return mr.lmr_register(pz, r->bytes.data(), r->va(), r->bytes.size(), rc::priv::kAll, &r->lmr);
 }
-inline bool reg(tools::Endpoint& e, size_t n, Reg* r) { return reg(*e.mr, e.pz, n, r); }
+inline bool reg(dpdk::Endpoint& e, size_t n, Reg* r) { return reg(*e.mr, e.pz, n, r); }
 
 struct BwTarget {
   uint64_t va;

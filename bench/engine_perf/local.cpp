@@ -34,7 +34,7 @@ void print_lat(size_t n, uint64_t iters, std::vector<double>& samples) {
 namespace {
 
 template <typename Poll>
-bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTarget dst,
+bool run_bw_to(dpdk::Endpoint& req, dpdk::Endpoint* resp, const Reg& src, BwTarget dst,
                uint32_t dst_lmr, size_t n, uint64_t iters, const Options& o, Poll poll,
                Poster preq = {}, Poster presp = {}) {
   const bool send = o.op == "send";
@@ -45,7 +45,7 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   const uint32_t kSig = 16;
   std::vector<uint64_t> stamps;
   stamps.reserve(iters / kSig + 2);
-  const uint64_t t0 = tools::now_ns();
+  const uint64_t t0 = dpdk::steady_now_ns();
   const uint64_t deadline = t0 + 60'000'000'000ull;
   rc::SendWr w = rdma_wr(op_of(o), src, dst, 0, n);
   uint32_t spins = 0;
@@ -74,17 +74,18 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
         return false;
       }
       completed = std::min(iters, (completed / kSig + 1) * kSig);
-      stamps.push_back(tools::now_ns());
+      stamps.push_back(dpdk::steady_now_ns());
     }
     if (resp != nullptr)
       while (resp->rcq->pop(&c)) {
       }
-    if ((++spins & 1023u) == 0 && tools::now_ns() > deadline) {  // a clock read per 1024 polls
+    if ((++spins & 1023u) == 0 &&
+        dpdk::steady_now_ns() > deadline) {  // a clock read per 1024 polls
       std::fprintf(stderr, "timed out\n");
       return false;
     }
   }
-  const uint64_t total_ns = tools::now_ns() - t0;
+  const uint64_t total_ns = dpdk::steady_now_ns() - t0;
   const double secs = static_cast<double>(total_ns) / 1e9;
   // Peak: the best rate over any span of at least 1/20 of the run (and
   // 100 us), so single polls that happen to complete a batch do not count.
@@ -108,7 +109,7 @@ bool run_bw_to(tools::Endpoint& req, tools::Endpoint* resp, const Reg& src, BwTa
   return true;
 }
 
-bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
+bool run_bw(dpdk::Loopback& lo, const Options& o, size_t n, uint64_t iters,
             rc::EngineRunner* ra = nullptr, rc::EngineRunner* rb = nullptr) {
   Reg src, dst;
   if (!reg(lo.a(), n, &src) || !reg(lo.b(), n, &dst)) return false;
@@ -122,7 +123,7 @@ bool run_bw(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
 
 // Latency: ping-pong of RDMA WRITEs; each side waits for the peer's write to
 // land in memory (polling the last byte), as perftest's write_lat does.
-bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
+bool run_lat(dpdk::Loopback& lo, const Options& o, size_t n, uint64_t iters,
              rc::EngineRunner* ra = nullptr, rc::EngineRunner* rb = nullptr) {
   (void)o;
   Reg a_src, a_dst, b_src, b_dst;
@@ -131,9 +132,9 @@ bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
     return false;
   const Poster pa{ra}, pb{rb};
   auto wait = [&](auto pred) {
-    const uint64_t end = tools::now_ns() + 1'000'000'000;
+    const uint64_t end = dpdk::steady_now_ns() + 1'000'000'000;
     while (!pred()) {
-      if (tools::now_ns() > end) return false;
+      if (dpdk::steady_now_ns() > end) return false;
       if (ra != nullptr) {
         std::this_thread::yield();
       } else {
@@ -149,7 +150,7 @@ bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
   for (uint64_t i = 0; i < iters + 100; ++i) {  // 100 warm-up rounds
     const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
     a_src.bytes[last] = tag;
-    const uint64_t t0 = tools::now_ns();
+    const uint64_t t0 = dpdk::steady_now_ns();
     if (!pa.send(lo.a().qp, make_wr(Options{}, a_src, b_dst, std::max<size_t>(n, 1), false)))
       return false;
     if (!wait([&] { return peek(b_dst.bytes[last]) == tag; })) return false;
@@ -157,7 +158,7 @@ bool run_lat(tools::Loopback& lo, const Options& o, size_t n, uint64_t iters,
     if (!pb.send(lo.b().qp, make_wr(Options{}, b_src, a_dst, std::max<size_t>(n, 1), false)))
       return false;
     if (!wait([&] { return peek(a_dst.bytes[last]) == tag; })) return false;
-    const uint64_t t1 = tools::now_ns();
+    const uint64_t t1 = dpdk::steady_now_ns();
     if (i >= 100) samples.push_back(static_cast<double>(t1 - t0) / 2e3);  // half round trip, us
     while (lo.a().scq->pop(&c) || lo.b().scq->pop(&c)) {
     }
@@ -176,7 +177,7 @@ int run_local(const Options& o) {
     std::fprintf(stderr, "dpdat-engine-perf: %s\n", eal.error.c_str());
     return 1;
   }
-  tools::Loopback lo;
+  dpdk::Loopback lo;
   rc::QpConfig q;
   q.pmtu = o.pmtu;
   q.selective_repeat = !o.gbn;
@@ -194,8 +195,8 @@ int run_local(const Options& o) {
     // One engine thread per endpoint; this thread only posts and reaps.
     rc::RunnerConfig rcfg;
     rcfg.policy = rc::IdlePolicy::kBackoff;
-    ra = std::make_unique<rc::EngineRunner>(*lo.a().engine, rcfg, &tools::now_ns);
-    rb = std::make_unique<rc::EngineRunner>(*lo.b().engine, rcfg, &tools::now_ns);
+    ra = std::make_unique<rc::EngineRunner>(*lo.a().engine, rcfg, &dpdk::steady_now_ns);
+    rb = std::make_unique<rc::EngineRunner>(*lo.b().engine, rcfg, &dpdk::steady_now_ns);
     ra->start();
     rb->start();
   }

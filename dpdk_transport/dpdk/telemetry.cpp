@@ -107,6 +107,7 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
                                        {"rx_looped", c.rx_looped},
                                        {"loop_full", c.loop_full},
                                        {"mtu", p.mtu()},
+                                       {"max_pmtu", p.max_pmtu()},
                                        {"queues", p.queues()}};
   // Per RX/TX queue pair (one per engine): which queues carry the traffic.
   // Read unsynchronised from the telemetry thread, as the sums above.

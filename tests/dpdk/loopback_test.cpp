@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "dpdk/eal.hpp"
-#include "loopback.hpp"
+#include "dpdk/loopback.hpp"
 
 namespace dpdat {
 namespace {
@@ -22,7 +22,7 @@ struct Mem {
   uint64_t va() const { return reinterpret_cast<uint64_t>(bytes.data()); }
 };
 
-Mem reg(tools::Endpoint& e, size_t n, uint32_t priv, uint8_t fill = 0) {
+Mem reg(dpdk::Endpoint& e, size_t n, uint32_t priv, uint8_t fill = 0) {
   Mem m;
   m.bytes.assign(n == 0 ? 1 : n, fill);
   EXPECT_TRUE(e.mr->lmr_register(e.pz, m.bytes.data(), m.va(), n, priv, &m.lmr));
@@ -30,13 +30,13 @@ Mem reg(tools::Endpoint& e, size_t n, uint32_t priv, uint8_t fill = 0) {
 }
 
 // Deregister before the memory goes, as a consumer must.
-void unreg(tools::Endpoint& e, const Mem& m) {
+void unreg(dpdk::Endpoint& e, const Mem& m) {
   bool in_use = true;
   EXPECT_EQ(e.mr->lmr_free(m.lmr, &in_use), rc::AccessError::kOk);
   EXPECT_FALSE(in_use);
 }
 
-std::string stats(tools::Endpoint& e) {
+std::string stats(dpdk::Endpoint& e) {
   const auto& q = e.qp->counters();
   const auto& p = e.port->counters();
   const auto& g = e.engine->counters();
@@ -70,7 +70,7 @@ class Loop : public ::testing::Test {
     q.pmtu = 1024;
     ASSERT_TRUE(lo_.open(q, &err)) << err;
   }
-  tools::Loopback lo_;
+  dpdk::Loopback lo_;
 };
 
 const size_t kSizes[] = {0, 1, 1023, 1024, 1025, 65536, 1u << 20, 4u << 20};

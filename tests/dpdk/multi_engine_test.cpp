@@ -7,16 +7,16 @@
 #include <thread>
 
 #include "dpdk/eal.hpp"
+#include "dpdk/loopback.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/telemetry.hpp"
-#include "loopback.hpp"
 #include "rc/engine_group.hpp"
 #include "rc/engine_runner.hpp"
 
 namespace dpdat {
 namespace {
 
-uint64_t clock_ns() { return tools::now_ns(); }
+uint64_t clock_ns() { return dpdk::steady_now_ns(); }
 
 struct Side {
   std::unique_ptr<dpdk::Port> port;

@@ -17,7 +17,7 @@
 #include <random>
 
 #include "dpdk/eal.hpp"
-#include "loopback.hpp"
+#include "dpdk/loopback.hpp"
 
 namespace dpdat {
 namespace {
@@ -89,7 +89,7 @@ class MultiSeg : public ::testing::Test {
     rc::QpConfig q;
     q.pmtu = 1024;
     std::string err;
-    lo_ = std::make_unique<tools::Loopback>();
+    lo_ = std::make_unique<dpdk::Loopback>();
     ASSERT_TRUE(lo_->open(q, &err)) << err;
     // B's port "net_ring_<link>_b" receives from the ring "<link>_ab0".
     char name[RTE_ETH_NAME_MAX_LEN];
@@ -107,7 +107,7 @@ class MultiSeg : public ::testing::Test {
   // Polls A, re-cuts everything it sent to B (alternating the head mode),
   // polls B.
   void step() {
-    const uint64_t t = tools::now_ns();
+    const uint64_t t = dpdk::steady_now_ns();
     lo_->a().engine->poll(t);
     // Everything A queued (some of it already at post time), in order.
     std::vector<void*> objs(rte_ring_count(a_to_b_));
@@ -126,7 +126,7 @@ class MultiSeg : public ::testing::Test {
   }
 
   std::unique_ptr<rte_mempool, PoolDeleter> pool_;
-  std::unique_ptr<tools::Loopback> lo_;
+  std::unique_ptr<dpdk::Loopback> lo_;
   rte_ring* a_to_b_ = nullptr;
   uint64_t cut_ = 0;
 };
@@ -157,8 +157,8 @@ TEST_F(MultiSeg, ScatteredFramesArePlacedByteExact) {
   w.remote_va = dst.va();
   w.rkey = dst.lmr;
   ASSERT_EQ(a.qp->post_send(w), rc::Qp::PostResult::kOk);
-  const uint64_t end = tools::now_ns() + 10'000'000'000ull;
-  while (a.scq->size() == 0 && tools::now_ns() < end) {
+  const uint64_t end = dpdk::steady_now_ns() + 10'000'000'000ull;
+  while (a.scq->size() == 0 && dpdk::steady_now_ns() < end) {
     step();
     if (HasFatalFailure()) return;
   }

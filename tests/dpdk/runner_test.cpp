@@ -10,13 +10,13 @@
 #include <thread>
 
 #include "dpdk/eal.hpp"
-#include "loopback.hpp"
+#include "dpdk/loopback.hpp"
 #include "rc/engine_runner.hpp"
 
 namespace dpdat {
 namespace {
 
-uint64_t clock_ns() { return tools::now_ns(); }
+uint64_t clock_ns() { return dpdk::steady_now_ns(); }
 
 struct Buf {
   std::vector<uint8_t> bytes;
@@ -24,7 +24,7 @@ struct Buf {
   uint64_t va() const { return reinterpret_cast<uint64_t>(bytes.data()); }
 };
 
-Buf reg(tools::Endpoint& e, size_t n) {
+Buf reg(dpdk::Endpoint& e, size_t n) {
   Buf b;
   b.bytes.assign(n, 0);
   EXPECT_TRUE(e.mr->lmr_register(e.pz, b.bytes.data(), b.va(), n, rc::priv::kAll, &b.lmr));
@@ -42,7 +42,7 @@ bool wait_pop(rc::CompletionQueue& cq, rc::Completion* c, uint64_t timeout_ns = 
 
 TEST(Runner, ThreadedEnginesMoveDataAndBackOffWhenIdle) {
   ASSERT_TRUE(dpdk::eal_init().ok);
-  tools::Loopback lo;
+  dpdk::Loopback lo;
   std::string err;
   rc::QpConfig q;
   q.pmtu = 1024;
@@ -132,7 +132,7 @@ TEST(Runner, ThreadedEnginesMoveDataAndBackOffWhenIdle) {
 
 TEST(Runner, RefusedWorkRequestCompletesInError) {
   ASSERT_TRUE(dpdk::eal_init().ok);
-  tools::Loopback lo;
+  dpdk::Loopback lo;
   std::string err;
   ASSERT_TRUE(lo.open(rc::QpConfig{}, &err)) << err;
   rc::EngineRunner ra(*lo.a().engine, rc::RunnerConfig{}, &clock_ns);
@@ -157,7 +157,7 @@ TEST(Runner, RefusedWorkRequestCompletesInError) {
 // wait for room: every one is reported, in order, none dropped.
 TEST(Runner, RefusedWorkRequestsWaitForCompletionQueueRoom) {
   ASSERT_TRUE(dpdk::eal_init().ok);
-  tools::Loopback lo;
+  dpdk::Loopback lo;
   std::string err;
   ASSERT_TRUE(lo.open(rc::QpConfig{}, &err, /*cq_depth=*/8)) << err;
   rc::EngineRunner ra(*lo.a().engine, rc::RunnerConfig{}, &clock_ns);

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "dpdk/eal.hpp"
+#include "dpdk/loopback.hpp"
 #include "dpdk/telemetry.hpp"
-#include "loopback.hpp"
 
 namespace dpdat {
 namespace {
@@ -36,7 +36,7 @@ std::string query(const std::string& path, const std::string& cmd) {
 TEST(Telemetry, CountersOverTheSocket) {
   const auto& eal = dpdk::eal_init();
   ASSERT_TRUE(eal.ok);
-  tools::Loopback lo;
+  dpdk::Loopback lo;
   std::string err;
   ASSERT_TRUE(lo.open(rc::QpConfig{}, &err)) << err;
   // Some traffic, so the counters are not all zero.

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sample_frames.hpp"
 #include "wire/cm.hpp"
+#include "wire/sample_frames.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "common/reference_crc.hpp"
-#include "pcap.hpp"
-#include "sample_frames.hpp"
 #include "wire/cm.hpp"
 #include "wire/packet.hpp"
+#include "wire/pcap.hpp"
+#include "wire/sample_frames.hpp"
 
 namespace dpdat {
 namespace {
@@ -65,15 +65,15 @@ class Tshark : public ::testing::Test {
 };
 
 TEST_F(Tshark, EveryOpcodeDecodesCleanly) {
-  const auto samples = tools::sample_frames();
+  const auto samples = wire::sample_frames();
   std::vector<std::vector<uint8_t>> frames;
   const std::string pcap = dir_ + "/all.pcap";
   {
-    tools::PcapWriter w(pcap);
+    wire::PcapWriter w(pcap);
     ASSERT_TRUE(w.ok());
     for (const auto& s : samples) {
       std::vector<uint8_t> f(8192);
-      const auto r = wire::build_packet(f, s.spec, tools::kSamplePmtu);
+      const auto r = wire::build_packet(f, s.spec, wire::kSamplePmtu);
       ASSERT_TRUE(r.ok());
       f.resize(r.len);
       ASSERT_TRUE(w.write(f));
@@ -159,19 +159,19 @@ TEST_F(Tshark, EveryOpcodeDecodesCleanly) {
 }
 
 TEST_F(Tshark, CorruptedIcrcIsOursToCatch) {
-  const auto all = tools::sample_frames();  // owns the payloads the specs point at
+  const auto all = wire::sample_frames();  // owns the payloads the specs point at
   const auto& s = all.front();
   std::vector<uint8_t> f(8192);
-  const auto r = wire::build_packet(f, s.spec, tools::kSamplePmtu);
+  const auto r = wire::build_packet(f, s.spec, wire::kSamplePmtu);
   ASSERT_TRUE(r.ok());
   f.resize(r.len);
   f[f.size() - 1] ^= 0x01;
   wire::PacketView v;
-  EXPECT_EQ(wire::parse_packet(f, wire::ParseOptions{.pmtu = tools::kSamplePmtu}, v),
+  EXPECT_EQ(wire::parse_packet(f, wire::ParseOptions{.pmtu = wire::kSamplePmtu}, v),
             wire::Reject::kBadIcrc);
   const std::string pcap = dir_ + "/bad.pcap";
   {
-    tools::PcapWriter w(pcap);
+    wire::PcapWriter w(pcap);
     ASSERT_TRUE(w.write(f));
   }
   // tshark decodes it all the same (it has no ICRC check to fail).
@@ -197,13 +197,13 @@ TEST_F(Tshark, CnpDecodes) {
   s.dest_qp = 0x000123;
   s.psn = wire::Psn(0);
   std::vector<uint8_t> f(256);
-  const auto r = wire::build_packet(f, s, tools::kSamplePmtu);
+  const auto r = wire::build_packet(f, s, wire::kSamplePmtu);
   ASSERT_TRUE(r.ok());
   f.resize(r.len);
   ASSERT_EQ(f.size(), 14u + 20 + 8 + 12 + 16 + 4);
   const std::string pcap = dir_ + "/cnp.pcap";
   {
-    tools::PcapWriter w(pcap);
+    wire::PcapWriter w(pcap);
     ASSERT_TRUE(w.write(f));
   }
   const std::string out =
@@ -231,7 +231,7 @@ TEST_F(Tshark, CnpDecodes) {
   EXPECT_TRUE(c[6].empty()) << "malformed";
   EXPECT_TRUE(c[7].empty() || c[7].find("error") == std::string::npos) << "expert: " << c[7];
   wire::PacketView v;
-  EXPECT_EQ(wire::parse_packet(f, wire::ParseOptions{.pmtu = tools::kSamplePmtu}, v),
+  EXPECT_EQ(wire::parse_packet(f, wire::ParseOptions{.pmtu = wire::kSamplePmtu}, v),
             wire::Reject::kNone);
 }
 
@@ -299,7 +299,7 @@ TEST_F(Tshark, CmMessagesDecode) {
   std::vector<std::vector<uint8_t>> frames;
   const std::string pcap = dir_ + "/cm.pcap";
   {
-    tools::PcapWriter w(pcap);
+    wire::PcapWriter w(pcap);
     ASSERT_TRUE(w.ok());
     for (size_t i = 0; i < msgs.size(); ++i) {
       std::vector<uint8_t> f(wire::kCmFrameSize);

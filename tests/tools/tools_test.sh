@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bench tools (ctest label "tools"):
 #   tools_test.sh CASE BUILD_DIR SOURCE_DIR
-# CASE: parser | json | duration | bidir_qps | remote | plot | engine_parser
+# CASE: parser | json | duration | bidir_qps | remote | plot | info | engine_parser |
+#       atomics | atomics_remote
 set -uo pipefail
 CASE=$1
 BUILD=$2
@@ -68,10 +69,14 @@ case "$CASE" in
     expect_usage_error "--client" --client 10.0.0.300 --vdev net_memif0 --ip 10.0.0.1
     expect_usage_error "--iters and --duration" -n 10 -D 1
     expect_usage_error "--bidirectional" -b --lat
+    expect_usage_error "--size: atomics move 8 bytes" --op atomic-fadd -s 64
+    expect_usage_error "--all: atomics" --op atomic-cswap -a
+    expect_usage_error "--inline-size: dpdat has no inline sends" --inline-size 64
+    expect_usage_error "--inline-size" --inline-size -1
     "$PERF" --help >"$TMP/help" 2>&1 || fail "--help exited $?"
     for opt in --op --all --size --iters --duration --qps --bidirectional --tx-depth --post-list \
       --cq-mod --report-gbits --lat --bw --histogram --json --csv --progress --server --client \
-      --vdev --ip --oob --mtu --pmtu --verify --linger; do
+      --vdev --ip --oob --mtu --pmtu --verify --linger --inline-size atomic-fadd atomic-cswap; do
       grep -q -- "$opt" "$TMP/help" || fail "--help does not list $opt"
     done
     grep -q "=128" "$TMP/help" || fail "--help does not show the defaults (tx-depth 128)"
@@ -88,6 +93,7 @@ case "$CASE" in
       "len(d['lat'][0]['samples_us']) == 2000" \
       "d['lat'][0]['min_us'] <= d['lat'][0]['median_us'] <= d['lat'][0]['p99_us'] <= d['lat'][0]['p999_us'] <= d['lat'][0]['max_us']" \
       "d['config']['mode'] == 'one-process' and d['config']['op'] == 'write'" \
+      "d['config']['port_mtu'] >= 1500 and d['config']['pmtu'] in (1024, 2048, 4096)" \
       "d['config']['argv'][0].endswith('dpdat-perf')" \
       "any(k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())" \
       "any(k.endswith('.qp_retransmits') for k in d['counters'])"
@@ -165,6 +171,60 @@ case "$CASE" in
     echo "ok: dpdat0 opened: port and limits shown"
     "$INFO" --bogus 2>/dev/null
     [ $? -eq 2 ] || fail "dpdat-info --bogus did not exit 2"
+    ;;
+  atomics)
+    # Through dpdat-perf, which starts dpdat-perf-dat2 (DAT 2.0, IB extensions).
+    [ -x "$BUILD/tools/dpdat-perf-dat2" ] || fail "dpdat-perf-dat2 not built"
+    touch "$TMP/start"
+    timeout 60 "$PERF" --op atomic-fadd -q 2 -n 1000 --json "$TMP/fadd.json" >"$TMP/out" 2>&1 ||
+      fail "--op atomic-fadd exited $?: $(cat "$TMP/out")"
+    grep -q "full round trip" "$TMP/out" || fail "the latency header does not say full round trip"
+    json_check "$TMP/fadd.json" "d['api'].startswith('DAT 2.0')" "d['config']['op'] == 'atomic-fadd'" \
+      "d['bw'][0]['size'] == 8 and d['bw'][0]['per_qp_msgs'] == [1000] * 2" "d['bw'][0]['verified']" \
+      "d['bw'][0]['msg_rate_mpps'] > 0" \
+      "d['lat'][0]['half_round_trip'] is False and d['lat'][0]['iters'] == 1000"
+    timeout 60 "$PERF" --op atomic-cswap -b -q 2 -n 1000 --json "$TMP/cswap.json" >"$TMP/out" 2>&1 ||
+      fail "--op atomic-cswap -b exited $?: $(cat "$TMP/out")"
+    json_check "$TMP/cswap.json" "d['config']['op'] == 'atomic-cswap'" \
+      "d['bw'][0]['per_qp_msgs'] == [1000] * 4" "d['bw'][0]['verified']" \
+      "d['lat'][0]['iters'] == 1000"
+    # No registry of the user's: the program writes its own and removes it.
+    left=$(find /tmp -maxdepth 1 -name 'dpdat-perf-dat.conf.*' -newer "$TMP/start" 2>/dev/null)
+    [ -z "$left" ] || fail "left its dat.conf behind: $left"
+    # A user's DAT_OVERRIDE is used as it is: an IA it does not name is not found.
+    printf 'other u2.0 nonthreadsafe default libdaplodpdk.so.2 dapl.2.0 "ring=0;ip=10.0.0.1" ""\n' \
+      >"$TMP/dat.conf"
+    DAT_OVERRIDE=$TMP/dat.conf timeout 60 "$PERF" --op atomic-fadd --lat -n 10 >"$TMP/out" 2>&1
+    [ $? -eq 1 ] && grep -q "dat_ia_open(dpdat0).*NOT_REGISTERED" "$TMP/out" ||
+      fail "DAT_OVERRIDE without dpdat0: $(cat "$TMP/out")"
+    echo "ok: a user's DAT_OVERRIDE is honoured"
+    ;;
+  atomics_remote)
+    SOCK=$TMP/m.sock
+    S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
+    C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
+    timeout 60 "$PERF" --op atomic-cswap --server --vdev "$S" --ip 10.82.0.1 --oob "$TMP/oob" -q 2 \
+      >"$TMP/s.log" 2>&1 &
+    PIDS+=($!)
+    timeout 60 "$PERF" --op atomic-cswap --client 10.82.0.1 --vdev "$C" --ip 10.82.0.2 \
+      --oob "$TMP/oob" -q 2 -b -n 500 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
+      fail "client exited $?: $(cat "$TMP/c.log") / server: $(cat "$TMP/s.log")"
+    wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
+    PIDS=()
+    json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [500] * 4" "d['bw'][0]['verified']" \
+      "d['config']['mode'] == 'client' and d['config']['op'] == 'atomic-cswap'" \
+      "d['lat'][0]['half_round_trip'] is False and d['lat'][0]['iters'] == 500"
+    # A uDAPL 1.2 server has no atomics: the client says what to do.
+    rm -f "$SOCK"
+    timeout 60 "$PERF" --server --vdev "$S" --ip 10.82.0.1 --oob "$TMP/oob2" >"$TMP/s.log" 2>&1 &
+    PIDS+=($!)
+    timeout 60 "$PERF" --op atomic-fadd --client 10.82.0.1 --vdev "$C" --ip 10.82.0.2 \
+      --oob "$TMP/oob2" -n 10 >"$TMP/c.log" 2>&1
+    [ $? -eq 1 ] && grep -q "start the server with --op atomic-fadd" "$TMP/c.log" ||
+      fail "atomics against a 1.2 server: $(cat "$TMP/c.log")"
+    wait "${PIDS[0]}"
+    PIDS=()
+    echo "ok: a uDAPL 1.2 server is named as the reason"
     ;;
   engine_parser)
     "$ENGINE" --size abc 2>"$TMP/err"

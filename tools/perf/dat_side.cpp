@@ -16,6 +16,13 @@ uint8_t peek(const uint8_t* p) {
   return std::atomic_ref<const uint8_t>(*p).load(std::memory_order_acquire);
 }
 
+uint64_t peek64(const uint8_t* p) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 namespace {
 
 DAT_DTO_COOKIE cookie_of(uint64_t v) {
@@ -108,8 +115,13 @@ bool Side::open(const std::string& name, uint32_t qps, uint32_t depth, size_t re
   r.for_va = region_.data();
   DAT_VLEN rsize = 0;
   DAT_VADDR raddr = 0;
-  DPDAT_TRY(dat_lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, r, region_.size(), pz_, DAT_MEM_PRIV_ALL_FLAG,
+#ifdef DPDAT_PERF_DAT2
+  DPDAT_TRY(dat_lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, r, region_.size(), pz_, kRegionPrivileges,
+                           DAT_VA_TYPE_VA, &lmr_, &lctx_, &rctx_, &rsize, &raddr));
+#else
+  DPDAT_TRY(dat_lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, r, region_.size(), pz_, kRegionPrivileges,
                            &lmr_, &lctx_, &rctx_, &rsize, &raddr));
+#endif
   return true;
 }
 
@@ -170,15 +182,15 @@ DAT_LMR_TRIPLET Side::local(size_t off, size_t len) const {
   DAT_LMR_TRIPLET t{};
   t.lmr_context = lctx_;
   t.virtual_address = reinterpret_cast<DAT_VADDR>(region_.data() + off);
-  t.segment_length = len;
+  t.segment_length = seg_length(len);
   return t;
 }
 
 DAT_RMR_TRIPLET Side::triplet() const {
   DAT_RMR_TRIPLET t{};
   t.rmr_context = rctx_;
-  t.target_address = reinterpret_cast<DAT_VADDR>(region_.data());
-  t.segment_length = region_.size();
+  rmr_address(t) = reinterpret_cast<DAT_VADDR>(region_.data());
+  t.segment_length = seg_length(region_.size());
   return t;
 }
 
@@ -186,8 +198,8 @@ DAT_RETURN Side::write(size_t k, size_t off, size_t len, const DAT_RMR_TRIPLET& 
                        uint64_t cookie, bool signal) {
   DAT_LMR_TRIPLET l = local(off, len);
   DAT_RMR_TRIPLET r = to;
-  r.target_address += to_off;
-  r.segment_length = len;
+  rmr_address(r) += to_off;
+  r.segment_length = seg_length(len);
   return dat_ep_post_rdma_write(conns_[k].ep, 1, &l, cookie_of(cookie), &r, flags_of(signal));
 }
 
@@ -195,8 +207,8 @@ DAT_RETURN Side::read(size_t k, size_t off, size_t len, const DAT_RMR_TRIPLET& f
                       size_t from_off, uint64_t cookie, bool signal) {
   DAT_LMR_TRIPLET l = local(off, len);
   DAT_RMR_TRIPLET r = from;
-  r.target_address += from_off;
-  r.segment_length = len;
+  rmr_address(r) += from_off;
+  r.segment_length = seg_length(len);
   return dat_ep_post_rdma_read(conns_[k].ep, 1, &l, cookie_of(cookie), &r, flags_of(signal));
 }
 
@@ -210,6 +222,35 @@ DAT_RETURN Side::recv(size_t k, size_t off, size_t len, uint64_t cookie) {
   return dat_ep_post_recv(conns_[k].ep, 1, &l, cookie_of(cookie), DAT_COMPLETION_DEFAULT_FLAG);
 }
 
+DAT_RETURN Side::fetch_add(size_t k, size_t off, const DAT_RMR_TRIPLET& to, size_t to_off,
+                           uint64_t add, uint64_t cookie, bool signal) {
+#ifdef DPDAT_PERF_DAT2
+  DAT_LMR_TRIPLET l = local(off, 8);
+  DAT_RMR_TRIPLET r = to;
+  rmr_address(r) += to_off;
+  r.segment_length = 8;
+  return dat_ib_post_fetch_and_add(conns_[k].ep, add, &l, cookie_of(cookie), &r, flags_of(signal));
+#else
+  (void)k, (void)off, (void)to, (void)to_off, (void)add, (void)cookie, (void)signal;
+  return DAT_MODEL_NOT_SUPPORTED;
+#endif
+}
+
+DAT_RETURN Side::cmp_swap(size_t k, size_t off, const DAT_RMR_TRIPLET& to, size_t to_off,
+                          uint64_t cmp, uint64_t swap, uint64_t cookie, bool signal) {
+#ifdef DPDAT_PERF_DAT2
+  DAT_LMR_TRIPLET l = local(off, 8);
+  DAT_RMR_TRIPLET r = to;
+  rmr_address(r) += to_off;
+  r.segment_length = 8;
+  return dat_ib_post_cmp_and_swap(conns_[k].ep, cmp, swap, &l, cookie_of(cookie), &r,
+                                  flags_of(signal));
+#else
+  (void)k, (void)off, (void)to, (void)to_off, (void)cmp, (void)swap, (void)cookie, (void)signal;
+  return DAT_MODEL_NOT_SUPPORTED;
+#endif
+}
+
 int Side::reap(DAT_EVD_HANDLE evd, std::vector<Done>* out, std::string* err) {
   int n = 0;
   DAT_EVENT ev;
@@ -220,7 +261,21 @@ int Side::reap(DAT_EVD_HANDLE evd, std::vector<Done>* out, std::string* err) {
       *err = dat_error("dat_evd_dequeue", r);
       return -1;
     }
-    if (ev.event_number != DAT_DTO_COMPLETION_EVENT) {
+    // DAT 2.0 reports the IB extensions' DTOs as DAT_IB_DTO_EVENTs with the
+    // same completion data (and the operation in the extension data).
+    bool dto = ev.event_number == DAT_DTO_COMPLETION_EVENT;
+#ifdef DPDAT_PERF_DAT2
+    if (static_cast<int>(ev.event_number) == static_cast<int>(DAT_IB_DTO_EVENT)) {
+      const auto* x = reinterpret_cast<const DAT_IB_EXTENSION_EVENT_DATA*>(ev.event_extension_data);
+      if (x->status != DAT_OP_SUCCESS) {
+        *err = "extended DTO completion in error, status " +
+               std::to_string(static_cast<int>(x->status));
+        return -1;
+      }
+      dto = true;
+    }
+#endif
+    if (!dto) {
       *err = "unexpected event on a DTO EVD";
       return -1;
     }

@@ -1,14 +1,16 @@
 #pragma once
-// One side of a dpdat-perf run through the public uDAPL 1.2 API: an IA, a PZ,
-// one registered region, a CR EVD with a PSP (passive side), and N EPs each
-// with its own request, receive and connection EVDs.
+// One side of a dpdat-perf run through the public DAT API (uDAPL 1.2, or
+// DAT 2.0: dat_api.hpp): an IA, a PZ, one registered region, a CR EVD with a
+// PSP (passive side), and N EPs each with its own request, receive and
+// connection EVDs.
 
-#include <dat/udat.h>
 #include <netinet/in.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "dat_api.hpp"
 
 namespace dpdat::perf {
 
@@ -57,6 +59,13 @@ class Side {
                   uint64_t cookie, bool signal);
   DAT_RETURN send(size_t k, size_t off, size_t len, uint64_t cookie, bool signal);
   DAT_RETURN recv(size_t k, size_t off, size_t len, uint64_t cookie);
+  // The IB extensions' atomics (DAT 2.0 only; DAT 1.2 has none: the
+  // 1.2 build answers DAT_MODEL_NOT_SUPPORTED): the 8-byte word at `to_off` of the peer's
+  // region; its previous value lands at `off` of ours.
+  DAT_RETURN fetch_add(size_t k, size_t off, const DAT_RMR_TRIPLET& to, size_t to_off, uint64_t add,
+                       uint64_t cookie, bool signal);
+  DAT_RETURN cmp_swap(size_t k, size_t off, const DAT_RMR_TRIPLET& to, size_t to_off, uint64_t cmp,
+                      uint64_t swap, uint64_t cookie, bool signal);
 
   // Dequeues every event on `evd` (each dequeue also drives the interface).
   // Returns the number of DTO completions appended to *out, or -1 with *err
@@ -89,7 +98,8 @@ class Side {
   sockaddr_in addr_{};
 };
 
-// Reads a byte the interface may be placing from another thread.
+// Reads a byte (a word) the interface may be placing from another thread.
 uint8_t peek(const uint8_t* p);
+uint64_t peek64(const uint8_t* p);
 
 }  // namespace dpdat::perf

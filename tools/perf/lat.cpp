@@ -53,6 +53,40 @@ bool await_tag(Side& s, const Layout& L, size_t k, size_t n, uint8_t tag, bool d
   return true;
 }
 
+// Posts by `post` on QP k.  An unsignalled WR keeps its send-queue slot
+// until the peer's ACK is processed, which may come after the peer's answer:
+// while the queue is full, dequeue (which drives this side) and `drive`,
+// then post again (bounded by spin_until).  False with *err on failure.
+bool post_with_room(Side& s, size_t k, const std::function<DAT_RETURN()>& post,
+                    const std::function<void()>& drive, const char* what, std::string* err) {
+  DAT_RETURN r = post();
+  std::vector<Done> d;
+  std::string reap_err;
+  if (DAT_GET_TYPE(r) == DAT_INSUFFICIENT_RESOURCES &&
+      !spin_until(
+          [&] {
+            r = post();
+            return !reap_err.empty() || DAT_GET_TYPE(r) != DAT_INSUFFICIENT_RESOURCES;
+          },
+          [&] {
+            (void)s.reap(s.conn(k).req, &d, &reap_err);
+            d.clear();
+            if (drive) drive();
+          })) {
+    *err = std::string(what) + ": the send queue stayed full";
+    return false;
+  }
+  if (!reap_err.empty()) {
+    *err = reap_err;
+    return false;
+  }
+  if (r != DAT_SUCCESS) {
+    *err = dat_error(what, r);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool dequeue_while_polling(const Options& o) { return !o.poll_mem || o.progress == "inline"; }
@@ -73,29 +107,32 @@ bool lat_prepare(Side& s, const std::string& op, const Layout& L, std::string* e
 bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t n, uint8_t tag,
                const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err) {
   s.data()[L.src(k) + n - 1] = tag;
-  DAT_RETURN r;
-  if (op == "send") {
-    if (!await_recv(s, L, k, {}, err)) return false;
-    r = s.send(k, L.src(k), n, 0, false);
-  } else {
-    if (!await_tag(s, L, k, n, tag, dequeue, {}, err)) return false;
-    r = s.write(k, L.src(k), n, initiator, L.landing(k), 0, false);
-  }
-  if (r != DAT_SUCCESS) {
-    *err = dat_error("dat_ep_post (echo)", r);
-    return false;
-  }
-  return true;
+  if (op == "send")
+    return await_recv(s, L, k, {}, err) &&
+           post_with_room(
+               s, k, [&] { return s.send(k, L.src(k), n, 0, false); }, {},
+               "dat_ep_post_send (echo)", err);
+  return await_tag(s, L, k, n, tag, dequeue, {}, err) &&
+         post_with_room(
+             s, k, [&] { return s.write(k, L.src(k), n, initiator, L.landing(k), 0, false); }, {},
+             "dat_ep_post_rdma_write (echo)", err);
 }
 
 bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iters,
              const DAT_RMR_TRIPLET& peer, const std::function<bool(size_t, uint8_t)>& peer_step,
              const std::function<void()>& drive, LatFigures* out, std::string* err) {
   out->size = n;
-  out->half_round_trip = o.op != "read";
+  out->half_round_trip = o.half_round_trip();
   out->samples.clear();
   out->samples.reserve(iters);
   std::vector<Done> d;
+  // Atomics: the value each QP's next WR must fetch from its word.
+  std::vector<uint64_t> expect;
+  if (o.atomic()) {
+    std::vector<Flow> words;
+    for (size_t k = 0; k < L.qps; ++k) words.push_back(Flow{&s, k, peer});
+    if (!atomic_words(words, L, drive, &expect, err)) return false;
+  }
   CpuMark cpu0 = CpuMark::now();
   for (uint64_t i = 0; i < iters + kLatWarmup; ++i) {
     if (i == kLatWarmup) cpu0 = CpuMark::now();
@@ -103,19 +140,18 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
     const uint8_t tag = lat_tag(i);
     s.data()[L.src(k) + n - 1] = tag;
     const uint64_t t0 = now_ns();
-    DAT_RETURN r;
-    if (o.op == "read") {
-      r = s.read(k, L.landing(k), n, peer, L.src(k), i + 1, true);
-    } else if (o.op == "send") {
-      r = s.send(k, L.src(k), n, 0, false);
-    } else {
-      r = s.write(k, L.src(k), n, peer, L.landing(k), 0, false);
-    }
-    if (r != DAT_SUCCESS) {
-      *err = dat_error("dat_ep_post", r);
-      return false;
-    }
-    if (o.op == "read") {
+    auto post = [&]() -> DAT_RETURN {
+      if (o.op == "read") return s.read(k, L.landing(k), n, peer, L.src(k), i + 1, true);
+      if (o.op == "atomic-fadd")
+        return s.fetch_add(k, L.scratch(k), peer, L.landing(k), 1, i + 1, true);
+      if (o.op == "atomic-cswap")
+        return s.cmp_swap(k, L.scratch(k), peer, L.landing(k), expect[k], expect[k] + 1, i + 1,
+                          true);
+      if (o.op == "send") return s.send(k, L.src(k), n, 0, false);
+      return s.write(k, L.src(k), n, peer, L.landing(k), 0, false);
+    };
+    if (!post_with_room(s, k, post, drive, "dat_ep_post", err)) return false;
+    if (!o.half_round_trip()) {
       bool failed = false;
       d.clear();
       if (!spin_until(
@@ -127,7 +163,7 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
                 if (drive) drive();
               }) ||
           failed) {
-        if (!failed) *err = "latency: an RDMA READ never completed";
+        if (!failed) *err = "latency: the " + o.op + " never completed";
         return false;
       }
     } else {
@@ -137,6 +173,15 @@ bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iter
         return false;
     }
     const uint64_t t1 = now_ns();
+    if (o.atomic()) {
+      const uint64_t got = peek64(s.data() + L.scratch(k));
+      if (got != expect[k]) {
+        *err = o.op + " latency: QP " + std::to_string(k) + " fetched " + std::to_string(got) +
+               ", expected " + std::to_string(expect[k]);
+        return false;
+      }
+      ++expect[k];
+    }
     if (i >= kLatWarmup)
       out->samples.push_back(static_cast<double>(t1 - t0) / (out->half_round_trip ? 2e3 : 1e3));
   }

@@ -49,10 +49,7 @@ int run_local(const Options& o) {
       setenv(var.c_str(), (cfg + ";progress=" + o.progress).c_str(), 1);
     }
   }
-  Layout L;
-  for (uint64_t s : o.sizes) L.slice = std::max<size_t>(L.slice, s);
-  L.slice = std::max<size_t>(L.slice, 8);
-  L.qps = o.qps;
+  Layout L = layout_for(o);
   Side a, b;
   std::string err;
   if (!a.open(o.ia_a, o.qps, o.tx_depth, L.total(), &err) ||
@@ -64,7 +61,7 @@ int run_local(const Options& o) {
   run.link = "in-process net_ring (" + o.ia_a + " <-> " + o.ia_b + ")";
   run.pmd = "net_ring";
   run.cpus = affinity();
-  std::printf("dpdat-perf: %s over the uDAPL 1.2 API, %s, %u EP%s, progress %s\n", o.op.c_str(),
+  std::printf("dpdat-perf: %s over the %s API, %s, %u EP%s, progress %s\n", o.op.c_str(), kApiName,
               run.link.c_str(), o.qps, o.qps > 1 ? "s" : "",
               o.progress.empty() ? "default" : o.progress.c_str());
   const DAT_RMR_TRIPLET ta = a.triplet(), tb = b.triplet();
@@ -98,7 +95,7 @@ int run_local(const Options& o) {
         std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
         return 1;
       }
-      if (o.verify && o.op != "read") {
+      if (o.verify && o.op != "read" && !o.atomic()) {
         if (!verify_slices(a, L, n, tb, drive_b, &err) ||
             (o.bidirectional && !verify_slices(
                                     b, L, n, ta, [&] { (void)drive_side(a, &err); }, &err))) {
@@ -112,7 +109,7 @@ int run_local(const Options& o) {
     }
   }
   if (o.lat) {
-    print_lat_header(o, o.op != "read");
+    print_lat_header(o, o.half_round_trip());
     const std::vector<uint64_t> sizes =
         o.sizes.size() == 1 || !o.bw ? o.sizes : std::vector<uint64_t>{8};
     for (size_t n : sizes) {

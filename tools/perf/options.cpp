@@ -25,8 +25,14 @@ std::string check(const Options& o) {
   if (o.vdev.find(';') != std::string::npos) return "--vdev: ';' separates config keys";
   if (o.iters != 0 && o.duration > 0) return "--iters and --duration exclude each other";
   if (o.lat && o.bidirectional) return "--bidirectional applies to bandwidth tests";
-  for (uint64_t s : o.sizes)
+  for (uint64_t s : o.sizes) {
     if (s == 0) return "--size: must be at least 1";
+    if (o.atomic() && s != 8) return "--size: atomics move 8 bytes";
+  }
+  if (o.inline_size != 0)
+    return "--inline-size: dpdat has no inline sends to map it to (neither the DAT API nor "
+           "the engine copies a payload at post time; the buffer is the consumer's until the "
+           "completion); only 0 is accepted";
   return {};
 }
 
@@ -35,14 +41,16 @@ std::string check(const Options& o) {
 int parse_options(int argc, char** argv, Options* o) {
   for (int i = 0; i < argc; ++i) o->argv.emplace_back(argv[i]);
   CLI::App app{
-      "dpdat-perf: perftest-style bandwidth and latency over the uDAPL 1.2 API (libdat).\n"
+      "dpdat-perf: perftest-style bandwidth and latency over the uDAPL 1.2 API (libdat);\n"
+      "the atomics run over DAT 2.0 (libdat2 and dpdat's plug-in, IB extensions) in\n"
+      "dpdat-perf-dat2, which dpdat-perf starts for them.\n"
       "Default: client and server in one process over the built-in in-process link\n"
       "(IAs dpdat0 and dpdat1), RDMA WRITE bandwidth 2 B .. 1 MiB and 8 B latency.",
       "dpdat-perf"};
   app.get_formatter()->column_width(34);
   bool all = false;
   app.add_option("--op", o->op, "operation")
-      ->check(CLI::IsMember({"write", "read", "send"}))
+      ->check(CLI::IsMember({"write", "read", "send", "atomic-fadd", "atomic-cswap"}))
       ->capture_default_str();
   app.add_flag("-a,--all", all, "every size 2 B .. 8 MiB");
   app.add_option("-s,--size", o->sizes, "message size(s) in bytes")
@@ -64,6 +72,9 @@ int parse_options(int argc, char** argv, Options* o) {
       ->capture_default_str();
   app.add_option("-Q,--cq-mod", o->cq_mod, "one completion event every N WRs")
       ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  app.add_option("--inline-size", o->inline_size,
+                 "perftest's inline threshold: dpdat has no inline sends, only 0 is accepted")
       ->capture_default_str();
   app.add_flag("--report-gbits", o->report_gbits, "bandwidth in Gb/s instead of MB/s (2^20 B)");
   app.add_flag("--lat", o->lat, "latency only");
@@ -87,7 +98,8 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_option("--mtu", o->mtu, "port MTU asked of the PMD")->check(CLI::Range(256u, 9216u));
   app.add_option("--pmtu", o->pmtu, "RoCE path MTU cap")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
-  app.add_flag("--verify", o->verify, "read each WRITE/SEND back and compare (bandwidth)");
+  app.add_flag("--verify", o->verify,
+               "read each WRITE/SEND back and compare (bandwidth; atomics: always)");
   app.add_option("--linger", o->linger,
                  "client: after the tests stay connected, calling nothing, for SECONDS "
                  "(idle CPU measurements)")
@@ -116,8 +128,14 @@ int parse_options(int argc, char** argv, Options* o) {
     return 2;
   }
   if (!o->lat && !o->bw) o->lat = o->bw = true;
+  if (o->atomic() && all) {
+    std::fprintf(stderr, "dpdat-perf: --all: atomics move 8 bytes\n");
+    return 2;
+  }
   if (o->sizes.empty()) {
-    if (all) {
+    if (o->atomic()) {
+      o->sizes = {8};
+    } else if (all) {
       for (uint64_t s = 2; s <= (8u << 20); s *= 2) o->sizes.push_back(s);
     } else {
       o->sizes = {2, 64, 1024, 4096, 65536, 1u << 20};

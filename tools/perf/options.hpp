@@ -1,6 +1,6 @@
 #pragma once
 // dpdat-perf's command line (CLI11): perftest's option names where they
-// apply to the uDAPL 1.2 API, dpdat's names for the link.
+// apply to the DAT API, dpdat's names for the link.
 
 #include <cstdint>
 #include <string>
@@ -9,15 +9,16 @@
 namespace dpdat::perf {
 
 struct Options {
-  std::string op = "write";  // write | read | send
+  std::string op = "write";  // write | read | send | atomic-fadd | atomic-cswap
   std::vector<uint64_t> sizes;
   uint64_t iters = 0;     // per QP; 0: chosen from the size
   double duration = 0.0;  // -D seconds; 0: run by iterations
   uint32_t qps = 1;
   bool bidirectional = false;
-  uint32_t tx_depth = 128;  // WRs in flight per EP
-  uint32_t post_list = 1;   // WRs posted back to back before completions are polled
-  uint32_t cq_mod = 16;     // every cq_mod-th WR asks for a completion event
+  uint32_t tx_depth = 128;   // WRs in flight per EP
+  uint32_t post_list = 1;    // WRs posted back to back before completions are polled
+  uint32_t cq_mod = 16;      // every cq_mod-th WR asks for a completion event
+  uint32_t inline_size = 0;  // perftest's --inline-size: dpdat has none (0 only)
   bool report_gbits = false;
   bool lat = false;
   bool bw = false;
@@ -42,6 +43,10 @@ struct Options {
   std::vector<std::string> argv;  // as given, for the report
 
   bool remote() const { return server || !client_of.empty(); }
+  // The IB extensions' atomics: DAT 2.0 only (dpdat-perf-dat2), 8 bytes.
+  bool atomic() const { return op.rfind("atomic-", 0) == 0; }
+  // WRITE and SEND latency is half a ping-pong; READ and atomics one round trip.
+  bool half_round_trip() const { return op == "write" || op == "send"; }
 };
 
 // Parses argv.  Returns -1 to go on, or the exit status (0 after --help; 2

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch.hpp"
 #include "modes.hpp"
 #include "oob.hpp"
 #include "runs.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x44504631;  // "DPF1"
 enum : uint32_t { kCmdBw = 1, kCmdLat = 2, kCmdStop = 3, kCmdDone = 4 };
-enum : uint32_t { kOpWrite = 0, kOpRead = 1, kOpSend = 2 };
+enum : uint32_t { kOpWrite = 0, kOpRead = 1, kOpSend = 2, kOpFadd = 3, kOpCswap = 4 };
 constexpr size_t kMaxQps = 64;
 
 struct Hello {
@@ -35,7 +36,7 @@ struct Hello {
   uint32_t qps;
   uint64_t slice;
   uint32_t depth;
-  uint32_t pad;
+  uint32_t dat_major;  // the DAT API this side runs over: 1 (1.2) or 2 (2.0)
 };
 struct Triplet {
   uint64_t rmr_context;
@@ -63,9 +64,19 @@ struct Reply {
 };
 
 uint32_t op_code(const std::string& op) {
-  return op == "read" ? kOpRead : op == "send" ? kOpSend : kOpWrite;
+  return op == "read"           ? kOpRead
+         : op == "send"         ? kOpSend
+         : op == "atomic-fadd"  ? kOpFadd
+         : op == "atomic-cswap" ? kOpCswap
+                                : kOpWrite;
 }
-std::string op_name(uint32_t c) { return c == kOpRead ? "read" : c == kOpSend ? "send" : "write"; }
+std::string op_name(uint32_t c) {
+  return c == kOpRead    ? "read"
+         : c == kOpSend  ? "send"
+         : c == kOpFadd  ? "atomic-fadd"
+         : c == kOpCswap ? "atomic-cswap"
+                         : "write";
+}
 
 int fail(const std::string& what) {
   std::fprintf(stderr, "dpdat-perf: %s\n", what.c_str());
@@ -119,14 +130,6 @@ bool recv_text(tools::Oob& oob, std::string* t) {
   return true;
 }
 
-std::string ia_config(const Options& o) {
-  std::string c = "vdev=" + o.vdev + ";ip=" + o.ip;
-  if (o.mtu != 0) c += ";mtu=" + std::to_string(o.mtu);
-  if (o.pmtu != 0) c += ";pmtu=" + std::to_string(o.pmtu);
-  if (!o.progress.empty()) c += ";progress=" + o.progress;
-  return c;
-}
-
 int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer,
           const Options& o) {
   std::string err;
@@ -148,7 +151,7 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
     const uint32_t ready = kMagic;
     if (c.kind == kCmdLat) {
       if (!lat_prepare(s, ro.op, L, &err) || !oob.send(ready)) return fail(err);
-      if (ro.op != "read")
+      if (ro.half_round_trip())
         for (uint64_t i = 0; i < c.iters + kLatWarmup; ++i)
           if (!echo_once(s, ro.op, L, i % L.qps, c.size, lat_tag(i), peer, dequeue_while_polling(o),
                          &err))
@@ -193,17 +196,17 @@ int run_remote(const Options& o) {
   tools::Oob oob;
   if (o.server ? !oob.serve(o.oob, 120'000, &err) : !oob.connect(o.oob, 30'000, &err))
     return fail(err);
-  Layout L;
-  for (uint64_t s : o.sizes) L.slice = std::max<size_t>(L.slice, s);
-  L.slice = std::max<size_t>(L.slice, 8);
-  L.qps = o.qps;
-  const Hello me{kMagic, o.qps, L.slice, o.tx_depth, 0};
+  Layout L = layout_for(o);
+  const Hello me{kMagic, o.qps, L.slice, o.tx_depth, kDat2 ? 2u : 1u};
   Hello peer_hello{};
   if (!oob.send(me) || !oob.recv(&peer_hello) || peer_hello.magic != kMagic)
     return fail("bootstrap exchange over " + o.oob + " failed");
   if (peer_hello.qps != o.qps)
     return fail("the peer runs " + std::to_string(peer_hello.qps) + " QPs, we " +
                 std::to_string(o.qps) + ": give both the same --qps");
+  if (o.atomic() && peer_hello.dat_major != 2)
+    return fail(std::string("atomics need both sides over DAT 2.0: start the ") +
+                (o.server ? "client" : "server") + " with --op " + o.op + " too");
   L.slice = std::max<size_t>(L.slice, peer_hello.slice);
   // The server's IA first: a net_memif client needs the server's socket.
   Side s;
@@ -226,13 +229,13 @@ int run_remote(const Options& o) {
         return fail(err);
   }
   const DAT_RMR_TRIPLET mine = s.triplet();
-  const Triplet tm{mine.rmr_context, mine.target_address, mine.segment_length};
+  const Triplet tm{mine.rmr_context, rmr_address(mine), mine.segment_length};
   Triplet tp{};
   if (!oob.send(tm) || !oob.recv(&tp)) return fail("triplet exchange failed");
   DAT_RMR_TRIPLET peer{};
   peer.rmr_context = static_cast<DAT_RMR_CONTEXT>(tp.rmr_context);
-  peer.target_address = tp.address;
-  peer.segment_length = tp.length;
+  rmr_address(peer) = tp.address;
+  peer.segment_length = seg_length(tp.length);
   if (o.server) {
     std::printf("dpdat-perf server: %u EP%s connected over %s, serving\n", o.qps,
                 o.qps > 1 ? "s" : "", o.vdev.c_str());
@@ -243,8 +246,8 @@ int run_remote(const Options& o) {
   run.link = o.vdev;
   run.pmd = o.vdev.substr(0, o.vdev.find_first_of("0123456789,"));
   run.cpus = affinity();
-  std::printf("dpdat-perf: %s to %s over the uDAPL 1.2 API, %s, %u EP%s, progress %s\n",
-              o.op.c_str(), o.client_of.c_str(), o.vdev.c_str(), o.qps, o.qps > 1 ? "s" : "",
+  std::printf("dpdat-perf: %s to %s over the %s API, %s, %u EP%s, progress %s\n", o.op.c_str(),
+              o.client_of.c_str(), kApiName, o.vdev.c_str(), o.qps, o.qps > 1 ? "s" : "",
               o.progress.empty() ? "default" : o.progress.c_str());
   // One round: command, the server's "ready", the measurement, stop, reply.
   auto round = [&](uint32_t kind, size_t n, uint64_t iters, const std::function<bool()>& body,
@@ -283,7 +286,7 @@ int run_remote(const Options& o) {
         f.msg_rate_mpps = static_cast<double>(f.iters) / std::max(f.secs, rep.secs) / 1e6;
         for (size_t k = 0; k < o.qps; ++k) f.per_qp_msgs.push_back(rep.per_qp[k]);
       }
-      if (o.verify && o.op != "read") {
+      if (o.verify && o.op != "read" && !o.atomic()) {
         if (!verify_slices(s, L, n, peer, {}, &err)) return fail(err);
         f.verified = true;
       }
@@ -292,7 +295,7 @@ int run_remote(const Options& o) {
     }
   }
   if (o.lat) {
-    print_lat_header(o, o.op != "read");
+    print_lat_header(o, o.half_round_trip());
     const std::vector<uint64_t> sizes =
         o.sizes.size() == 1 || !o.bw ? o.sizes : std::vector<uint64_t>{8};
     for (size_t n : sizes) {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "dat_api.hpp"
+
 #ifndef DPDAT_VERSION
 #define DPDAT_VERSION "unknown"
 #endif
@@ -89,7 +91,22 @@ bool write_histogram(const std::string& to, const LatFigures& f) {
 
 namespace {
 
+// What this side's port(s) report through telemetry: the MTU in use and
+// the PMTU it allows (the smallest over the ports of the run; 0 unknown).
+uint64_t port_value(const Run& r, const std::string& key) {
+  uint64_t v = 0;
+  for (const auto& [k, x] : r.counters)
+    if (k.rfind("port.", 0) == 0 && k.size() > key.size() &&
+        k.compare(k.size() - key.size() - 1, std::string::npos, "." + key) == 0)
+      v = v == 0 ? x : std::min(v, x);
+  return v;
+}
+
 nlohmann::json config_json(const Options& o, const Run& r) {
+  const uint64_t max_pmtu = port_value(r, "max_pmtu");
+  const uint64_t pmtu = o.pmtu != 0 && max_pmtu != 0 ? std::min<uint64_t>(o.pmtu, max_pmtu)
+                        : o.pmtu != 0                ? o.pmtu
+                                                     : max_pmtu;
   return {{"op", o.op},
           {"sizes", o.sizes},
           {"iters", o.iters},
@@ -106,6 +123,8 @@ nlohmann::json config_json(const Options& o, const Run& r) {
           {"pmd", r.pmd},
           {"mtu", o.mtu},
           {"pmtu_cap", o.pmtu},
+          {"port_mtu", port_value(r, "mtu")},
+          {"pmtu", pmtu},
           {"progress", o.progress.empty() ? "default" : o.progress},
           {"cpus", r.cpus},
           {"argv", o.argv}};
@@ -116,7 +135,7 @@ nlohmann::json config_json(const Options& o, const Run& r) {
 bool write_json(const std::string& path, const Options& o, const Run& r, std::string* err) {
   nlohmann::json j;
   j["tool"] = "dpdat-perf";
-  j["api"] = "uDAPL 1.2 (libdat)";
+  j["api"] = kApiName;
   j["version"] = DPDAT_VERSION;
   j["git_revision"] = DPDAT_GIT_REV;
   j["config"] = config_json(o, r);

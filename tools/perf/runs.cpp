@@ -7,6 +7,15 @@
 
 namespace dpdat::perf {
 
+Layout layout_for(const Options& o) {
+  Layout L;
+  for (uint64_t s : o.sizes) L.slice = std::max<size_t>(L.slice, s);
+  L.slice = std::max<size_t>(L.slice, 8);
+  if (o.atomic()) L.slice = std::max<size_t>(L.slice, size_t{o.tx_depth} * kAtomicWord);
+  L.qps = o.qps;
+  return L;
+}
+
 uint64_t bw_iters(const Options& o, size_t n) {
   if (o.iters != 0) return o.iters;
   const uint64_t total =
@@ -76,6 +85,7 @@ DAT_RETURN post_one(Flow& f, const Options& o, const Layout& L, size_t n, uint64
                     bool signal) {
   if (o.op == "write") return f.s->write(f.k, L.src(f.k), n, f.dst, L.landing(f.k), cookie, signal);
   if (o.op == "read") return f.s->read(f.k, L.landing(f.k), n, f.dst, L.src(f.k), cookie, signal);
+  if (o.atomic()) return post_atomic(f, o, L, cookie, signal);
   return f.s->send(f.k, L.src(f.k), n, cookie, signal);
 }
 
@@ -86,6 +96,11 @@ bool run_bw(std::vector<Flow>& flows, const Options& o, const Layout& L, size_t 
   const bool timed = o.duration > 0;
   const uint64_t kMod = o.cq_mod;
   const uint32_t depth = o.tx_depth;
+  if (o.atomic()) {
+    std::vector<uint64_t> base;
+    if (!atomic_words(flows, L, drive, &base, err)) return false;
+    for (size_t i = 0; i < flows.size(); ++i) flows[i].base = base[i];
+  }
   const uint64_t t0 = now_ns();
   const uint64_t warm_ns =
       timed ? static_cast<uint64_t>(std::clamp(o.duration * 0.2, 0.2, 2.0) * 1e9) : 0;
@@ -185,6 +200,10 @@ bool run_bw(std::vector<Flow>& flows, const Options& o, const Layout& L, size_t 
   out->peak_mbs = std::max(peak / 1048576.0, out->avg_mbs);
   out->per_qp_msgs.clear();
   for (const Flow& f : flows) out->per_qp_msgs.push_back(f.completed);
+  if (o.atomic()) {
+    if (!atomic_verify(flows, o, L, drive, err)) return false;
+    out->verified = true;
+  }
   return true;
 }
 

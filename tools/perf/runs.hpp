@@ -25,6 +25,10 @@ struct Layout {
   size_t total() const { return 3 * area(); }
 };
 
+// The layout for o's sizes (at least 8 bytes a slice; for atomics a result
+// word per WR in flight).
+Layout layout_for(const Options& o);
+
 // One stream of messages: requests posted on EP k of `s` toward the peer's
 // `dst` triplet.  For SEND in one process `rs`/`rk` is the receiving EP.
 struct Flow {
@@ -34,6 +38,7 @@ struct Flow {
   Side* rs = nullptr;
   size_t rk = 0;
   uint64_t posted = 0, completed = 0, recvs = 0, recv_done = 0;
+  uint64_t base = 0;  // atomics: the target word's value before the run
 };
 
 // Bandwidth of `flows` at n bytes: `iters` messages per flow, or for
@@ -50,6 +55,22 @@ void fill_pattern(Side& s, const Layout& L, size_t n, uint8_t salt);
 // Reads slice k of the peer's landing area back (RDMA READ) into scratch and
 // compares it with our source slice.  False with *err on mismatch / error.
 bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& peer,
+                   const std::function<void()>& drive, std::string* err);
+
+// Atomics (atomics.cpp).  The word of flow f is the peer's landing(f.k); the
+// value fetched by its WR number j (1-based) lands in slot (j - 1) % tx_depth
+// of our scratch(f.k), so the slice holds at least tx_depth words.
+// fetch-and-add adds 1; compare-and-swap j compares with base + j - 1 and
+// swaps in base + j: either way WR j fetches base + j - 1 and the word ends
+// at base + (WRs done).
+inline constexpr size_t kAtomicWord = 8;
+DAT_RETURN post_atomic(Flow& f, const Options& o, const Layout& L, uint64_t j, bool signal);
+// Reads each flow's word (a fetch-and-add of 0, waited for) into *v.
+bool atomic_words(std::vector<Flow>& flows, const Layout& L, const std::function<void()>& drive,
+                  std::vector<uint64_t>* v, std::string* err);
+// After a bandwidth run: every flow's word reads base + posted, and the last
+// min(posted, tx_depth) slots hold the values their WRs must have fetched.
+bool atomic_verify(std::vector<Flow>& flows, const Options& o, const Layout& L,
                    const std::function<void()>& drive, std::string* err);
 
 // Waits (bounded: 5 s) until pred() holds, calling poll() meanwhile.

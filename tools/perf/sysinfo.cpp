@@ -52,6 +52,16 @@ std::map<std::string, uint64_t> telemetry_counters() {
   std::map<std::string, uint64_t> out;
   tools::TelemetryClient t;
   if (!t.open(tools::TelemetryClient::socket_of(getpid()))) return out;
+  const auto ports = t.query("/dpdat/ports");
+  if (ports.is_array())
+    for (const auto& id : ports) {
+      if (!id.is_number_unsigned()) continue;
+      const std::string n = std::to_string(id.get<uint64_t>());
+      const auto c = t.query("/dpdat/port," + n);
+      if (!c.is_object()) continue;
+      for (const auto& [k, v] : c.items())
+        if (v.is_number_unsigned()) out["port." + n + "." + k] = v;
+    }
   const auto engines = t.query("/dpdat/engines");
   if (!engines.is_array()) return out;
   for (const auto& name : engines) {

@@ -27,7 +27,8 @@ std::string affinity();
 
 // dpdat's engine and port counters of this process, read over its DPDK
 // telemetry socket (/var/run/dpdk/dpdat<pid>/dpdk_telemetry.v2, dpdat's
-// default EAL file prefix); keys "engine.<name>.<counter>".  Empty when the
+// default EAL file prefix); keys "engine.<name>.<counter>" and
+// "port.<id>.<counter>" (with the port's MTU and the PMTU it allows).  Empty when the
 // socket is not there (e.g. DPDAT_EAL_ARGS chose another prefix).
 std::map<std::string, uint64_t> telemetry_counters();
 

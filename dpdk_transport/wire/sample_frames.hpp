@@ -7,31 +7,30 @@
 
 #include "wire/packet.hpp"
 
-namespace dpdat::tools {
+namespace dpdat::wire {
 
 inline constexpr uint32_t kSamplePmtu = 1024;
 
 // spec.payload points into `payload`: keep the vector these came in alive
 // (a copied SampleFrame still points at the original's bytes).
 struct SampleFrame {
-  wire::BuildSpec spec;
+  BuildSpec spec;
   std::vector<uint8_t> payload;
 };
 
 // Payload size for an opcode: a full PMTU where the opcode requires it, a
 // small odd size (to exercise pad) for LAST/ONLY, none where none is allowed.
-inline size_t sample_payload_len(wire::Opcode o, size_t small) {
-  const auto& info = wire::op_info(o);
-  if (!info.is(wire::op::kPayload)) return 0;
-  const bool full =
-      info.is(wire::op::kMiddle) || (info.is(wire::op::kFirst) && !info.is(wire::op::kLast));
+inline size_t sample_payload_len(Opcode o, size_t small) {
+  const auto& info = op_info(o);
+  if (!info.is(op::kPayload)) return 0;
+  const bool full = info.is(op::kMiddle) || (info.is(op::kFirst) && !info.is(op::kLast));
   return full ? kSamplePmtu : small;
 }
 
 inline std::vector<SampleFrame> sample_frames(size_t small_payload = 13) {
   std::vector<SampleFrame> out;
   uint32_t i = 0;
-  for (wire::Opcode o : wire::kAllRcOpcodes) {
+  for (Opcode o : kAllRcOpcodes) {
     SampleFrame f;
     auto& s = f.spec;
     s.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
@@ -41,7 +40,7 @@ inline std::vector<SampleFrame> sample_frames(size_t small_payload = 13) {
     s.src_port = static_cast<uint16_t>(0xC000 + i);
     s.opcode = o;
     s.dest_qp = 0x000100 + i;
-    s.psn = wire::Psn(0xFFFFF0 + i);  // crosses the 24-bit wrap
+    s.psn = Psn(0xFFFFF0 + i);  // crosses the 24-bit wrap
     s.ack_req = (i % 2) == 0;
     s.va = 0x00007F0000001000ull + i * 0x100ull;
     s.rkey = 0x1200 + i;
@@ -62,4 +61,11 @@ inline std::vector<SampleFrame> sample_frames(size_t small_payload = 13) {
   return out;
 }
 
+}  // namespace dpdat::wire
+
+// The spelling tests/fuzz/seed_writer.cpp still uses.
+namespace dpdat::tools {
+using wire::kSamplePmtu;
+using wire::sample_frames;
+using wire::SampleFrame;
 }  // namespace dpdat::tools

@@ -1,8 +1,8 @@
 #pragma once
 // Two dpdat endpoints in one process over the default in-process link (two
 // net_ring ports), each with its own memory tables and RC engine, progressed
-// inline by the calling thread.  Used by dpdat-perf's default mode and by the
-// in-process DPDK tests.
+// inline by the calling thread.  A fixture of the in-process DPDK tests and
+// the engine micro-benchmark (bench/engine_perf).
 
 #include <chrono>
 #include <cstdint>
@@ -15,14 +15,10 @@
 #include "rc/engine.hpp"
 #include "rc/mr_table.hpp"
 
-namespace dpdat::tools {
-
-inline uint64_t now_ns() { return dpdk::steady_now_ns(); }
-
-using dpdk::TscClock;  // dpdk/tsc_clock.hpp
+namespace dpdat::dpdk {
 
 struct Endpoint {
-  std::unique_ptr<dpdk::Port> port;
+  std::unique_ptr<Port> port;
   std::unique_ptr<rc::MrTable> mr;
   std::unique_ptr<rc::Engine> engine;
   std::unique_ptr<rc::CompletionQueue> scq, rcq;
@@ -38,21 +34,21 @@ class Loopback {
     uint16_t pa = 0, pb = 0;
     static int instance = 0;
     const std::string name = "dpdat_lo" + std::to_string(instance++);
-    if (!dpdk::Port::make_ring_link(name, &pa, &pb, err)) return false;
+    if (!Port::make_ring_link(name, &pa, &pb, err)) return false;
     const uint16_t ids[2] = {pa, pb};
     for (int i = 0; i < 2; ++i) {
       Endpoint& e = ep_[i];
-      dpdk::PortConfig pc;
+      PortConfig pc;
       pc.name = name + (i == 0 ? "a" : "b");
       pc.ip = 0xC0A80001u + static_cast<uint32_t>(i);  // 192.168.0.1/2: never leaves the process
-      e.port = dpdk::Port::open(ids[i], pc, err);
+      e.port = Port::open(ids[i], pc, err);
       if (!e.port) return false;
       e.mr = std::make_unique<rc::MrTable>(1024, 256);
       rc::EngineConfig ec;
       ec.pmtu = 4096;
       e.engine = std::make_unique<rc::Engine>(*e.port, *e.mr, ec);
       e.name = pc.name;
-      dpdk::telemetry_add_engine(e.name, e.engine.get());
+      telemetry_add_engine(e.name, e.engine.get());
       e.scq = std::make_unique<rc::CompletionQueue>(cq_depth);
       e.rcq = std::make_unique<rc::CompletionQueue>(cq_depth);
       rc::QpConfig q = qcfg;
@@ -94,9 +90,9 @@ class Loopback {
   // Polls until pred() holds or timeout_ns passes (wall clock).
   template <typename Pred>
   bool run_until(Pred pred, uint64_t timeout_ns = 10'000'000'000ull) {
-    const uint64_t end = now_ns() + timeout_ns;
+    const uint64_t end = steady_now_ns() + timeout_ns;
     while (!pred()) {
-      if (now_ns() > end) return false;
+      if (steady_now_ns() > end) return false;
       poll();
     }
     return true;
@@ -104,7 +100,7 @@ class Loopback {
 
   ~Loopback() {
     for (auto& e : ep_) {
-      if (!e.name.empty()) dpdk::telemetry_remove_engine(e.name);
+      if (!e.name.empty()) telemetry_remove_engine(e.name);
       e.engine.reset();  // returns its mbufs before the port's pool goes
       e.port.reset();
     }
@@ -115,4 +111,4 @@ class Loopback {
   TscClock clock_;  // made after main() initialised the EAL, before open()
 };
 
-}  // namespace dpdat::tools
+}  // namespace dpdat::dpdk

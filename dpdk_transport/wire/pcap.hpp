@@ -1,13 +1,13 @@
 #pragma once
 // Minimal classic-pcap writer (LINKTYPE_ETHERNET), for dumping frames that
-// tshark/Wireshark can read.  Used by tools and the interop tests.
+// tshark/Wireshark can read.  Used by dpdat-wiredump and the interop tests.
 
 #include <cstdint>
 #include <cstdio>
 #include <span>
 #include <string>
 
-namespace dpdat::tools {
+namespace dpdat::wire {
 
 class PcapWriter {
  public:
@@ -42,4 +42,4 @@ class PcapWriter {
   bool ok_ = false;
 };
 
-}  // namespace dpdat::tools
+}  // namespace dpdat::wire
