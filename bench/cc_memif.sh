@@ -3,6 +3,7 @@
 # congestion control off and on (--cc off / both), alternating, ROUNDS times
 # each, one pinned CPU per process where the machine has two:
 #   bench/cc_memif.sh PATH/TO/dpdat-engine-perf [ROUNDS] [ITERS]
+# (MODES="off both dcqcn delay" in the environment picks other --cc modes.)
 # Prints one line per run ("cc <mode> run <k>: <Gb/s average>", or failed
 # with the client's log) and the median per mode; exit status 1 when a run
 # failed.  Root (memif socket, hugepages as the EAL wants them).
@@ -43,10 +44,15 @@ run_one() {
   grep "cc $mode" "$TMP/client.log" | sed 's/^/   /' >&2
 }
 
-declare -A RES=([off]= [both]=)
+read -r -a MODE_LIST <<<"${MODES:-off both}"
+for mode in "${MODE_LIST[@]}"; do
+  case $mode in off | dcqcn | delay | both) ;; *) echo "$0: unknown mode '$mode' in MODES" >&2; exit 2 ;; esac
+done
+declare -A RES
+for mode in "${MODE_LIST[@]}"; do RES[$mode]=; done
 FAILED=0
 for k in $(seq 1 "$ROUNDS"); do
-  for mode in off both; do
+  for mode in "${MODE_LIST[@]}"; do
     if g=$(run_one "$mode"); then
       echo "cc $mode run $k: $g Gb/s"
       RES[$mode]+="$g "
@@ -56,7 +62,7 @@ for k in $(seq 1 "$ROUNDS"); do
     fi
   done
 done
-for mode in off both; do
+for mode in "${MODE_LIST[@]}"; do
   med=$(tr ' ' '\n' <<<"${RES[$mode]}" | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
   echo "cc $mode: median ${med:-none} Gb/s over $(wc -w <<<"${RES[$mode]}") good runs of $ROUNDS"
 done
