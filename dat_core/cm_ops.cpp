@@ -42,6 +42,7 @@ void Iface::send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessag
   rec.rejected = true;
   rec.rej = r;
   rec.expires = now_ns() + kPassiveRecordNs;
+  passive_expiry.emplace_back(rec.expires, (uint64_t{ip} << 32) | req.local_comm_id);
 }
 
 void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
@@ -180,6 +181,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   rec = PassiveRec{};
   rec.ep = ep;
   rec.expires = now + kPassiveRecordNs;
+  passive_expiry.emplace_back(rec.expires, key);
   return kOk;
 }
 
@@ -281,7 +283,7 @@ void Iface::keep_dreq(const Ep* ep) {
   d.retx_interval = ep->retx_interval;
   d.retries = ep->retries;
   d.owner = ep->ia;
-  pending_dreqs.push_back(d);
+  pending_dreqs[d.comm] = d;
   housekeep_by(d.next_retx);
 }
 

@@ -8,7 +8,10 @@ using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own const
 
 void Iface::on_gsi(const wire::PacketView& v, uint64_t) {
   CmIn in;
-  if (wire::parse_cm(v.payload, in.m) != wire::CmError::kOk) return;
+  if (wire::parse_cm(v.payload, in.m) != wire::CmError::kOk) {
+    engine->counters().cm_malformed++;
+    return;
+  }
   in.ip = v.ip->src.value();
   in.mac = v.eth->src;
   in.udp_port = v.udp->src_port.value();
@@ -65,15 +68,26 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   auto lit = listeners.find(m.service_id);
   if (lit == listeners.end()) {
     send_rej(mac, ip, m, wire::CmRejReason::kInvalidServiceId, nullptr, 0);
+    engine->counters().cm_req_refused++;
     return;
   }
   if (wire::cm_mtu_bytes(m.path_mtu) == 0) {
     send_rej(mac, ip, m, wire::CmRejReason::kInvalidMtu, nullptr, 0);
+    engine->counters().cm_req_refused++;
     return;
   }
   Sp* sp = lit->second;
   if (sp->type == HandleType::kRsp && (sp->ep == nullptr || sp->ep->state != EpState::kReserved)) {
     send_rej(mac, ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
+    engine->counters().cm_req_refused++;
+    return;
+  }
+  // Bounded CM state under a flood of REQs: past the pending-CR limits a
+  // REQ is refused (no CR, no passive record, no event), the peer told "no
+  // resources"; established connections are not touched.
+  if (sp->crs >= limits.max_pending_crs_per_sp || pending_crs >= limits.max_pending_crs) {
+    reqs_refused++;
+    send_rej(mac, ip, m, wire::CmRejReason::kNoResources, nullptr, 0);
     return;
   }
   Ep* provider_ep = nullptr;
@@ -95,6 +109,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   register_handle(cr);
   sp->ia->children.insert(cr);
   sp->crs++;
+  pending_crs++;
   if (sp->type == HandleType::kRsp) {
     cr->ep = sp->ep;
     sp->ep->state = EpState::kPassivePending;
@@ -105,6 +120,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   rec = PassiveRec{};
   rec.cr = cr;
   rec.expires = now + kPassiveRecordNs;
+  passive_expiry.emplace_back(rec.expires, key);
   Event ev;
   ev.num = EventNum::kConnRequest;
   ev.evd = sp->evd;
@@ -141,6 +157,7 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     ep->peer_qpn = m.qpn;
     send_cm(ep->peer_mac, ep->peer_ip, rtu);
     ep->cm = CmState::kEstablished;
+    watched.erase(ep);  // no CM timer while established (see cm_timers)
     ep->state = EpState::kConnected;
     ep->next_retx = 0;
     conn_event(ep, EventNum::kEstablished, m.pdata.data(), m.pdata_len);
@@ -161,6 +178,7 @@ void Iface::on_rtu(const wire::CmMessage& m) {
   Ep* ep = it->second;
   if (ep->cm != CmState::kRepSent || ep->remote_comm != m.local_comm_id) return;
   ep->cm = CmState::kEstablished;
+  watched.erase(ep);  // no CM timer while established (see cm_timers)
   ep->state = EpState::kConnected;
   conn_event(ep, EventNum::kEstablished, nullptr, 0);
 }
@@ -188,9 +206,14 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   drep.remote_comm_id = m.local_comm_id;
   send_cm(mac, ip, drep);
   auto it = ep_by_comm.find(m.remote_comm_id);
-  if (it == ep_by_comm.end()) return;
+  // Only the connection's peer may end it: a DREQ naming no connection,
+  // another one's comm IDs, or sent from another address is forged or stray.
+  if (it == ep_by_comm.end() || it->second->remote_comm != m.local_comm_id ||
+      it->second->peer_ip != ip) {
+    engine->counters().cm_forged_ignored++;
+    return;
+  }
   Ep* ep = it->second;
-  if (ep->remote_comm != m.local_comm_id) return;
   // The engine broke the connection before the peer's DREQ came (a fatal
   // NAK, retries spent; the peer's QP broke too and it says so): BROKEN,
   // as the housekeeping pass would have reported it, whichever came first.
@@ -205,7 +228,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
 }
 
 void Iface::on_drep(const wire::CmMessage& m) {
-  std::erase_if(pending_dreqs, [&m](const PendingDreq& d) { return d.comm == m.remote_comm_id; });
+  pending_dreqs.erase(m.remote_comm_id);
   auto it = ep_by_comm.find(m.remote_comm_id);
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;

@@ -10,6 +10,25 @@ using namespace cm;  // NOLINT(google-build-using-namespace): the CM's own const
 
 void Iface::cm_timers(uint64_t now) {
   uint64_t next = now + kHousekeepingNs;
+  // Established connections are not walked: the engine names the queue
+  // pairs that went to error, and only their EPs are looked at.
+  engine->take_errors([this](uint32_t qpn) {
+    auto it = ep_by_qpn.find(qpn);
+    if (it == ep_by_qpn.end()) return;
+    Ep* ep = it->second;
+    if (ep->cm != CmState::kEstablished || ep->qp == nullptr ||
+        ep->qp->state() != rc::QpState::kError)
+      return;
+    // The RC engine gave up (retry budget, fatal NAK): the connection is
+    // broken.  Tell the peer once, best effort.
+    wire::CmMessage d;
+    d.type = wire::CmMsg::kDreq;
+    d.local_comm_id = ep->local_comm;
+    d.remote_comm_id = ep->remote_comm;
+    d.qpn = ep->peer_qpn;
+    send_cm(ep->peer_mac, ep->peer_ip, d);
+    finish_disconnect(ep, EventNum::kBroken);
+  });
   // A pass may end EPs (and take them off `watched`): it walks a copy, in a
   // vector kept for the purpose (no allocation once it has grown).
   std::vector<Ep*>& eps = watched_pass;
@@ -68,20 +87,7 @@ void Iface::cm_timers(uint64_t now) {
         }
         send_out(ep, now);
         break;
-      case CmState::kEstablished:
-        if (ep->qp != nullptr && ep->qp->state() == rc::QpState::kError) {
-          // The RC engine gave up (retry budget, fatal NAK): the connection is
-          // broken.  Tell the peer once, best effort.
-          wire::CmMessage d;
-          d.type = wire::CmMsg::kDreq;
-          d.local_comm_id = ep->local_comm;
-          d.remote_comm_id = ep->remote_comm;
-          d.qpn = ep->peer_qpn;
-          send_cm(ep->peer_mac, ep->peer_ip, d);
-          finish_disconnect(ep, EventNum::kBroken);
-          continue;
-        }
-        break;
+      case CmState::kEstablished:  // watched by take_errors() above
       case CmState::kIdle:
       case CmState::kDone:
         watched.erase(ep);
@@ -90,12 +96,23 @@ void Iface::cm_timers(uint64_t now) {
     if (ep->cm != CmState::kEstablished) next = std::min(next, ep->next_retx);
   }
   pending_dreq_timers(now, &next);
-  for (auto it = passive.begin(); it != passive.end();) {
-    if (it->second.cr == nullptr && now >= it->second.expires)
-      it = passive.erase(it);
-    else
-      ++it;
+  // Records of answered requests expire kPassiveRecordNs after their last
+  // change: only the records whose time came are looked at (passive_expiry
+  // is in time order; a record changed since has a later entry too, one
+  // still pending is looked at again later).
+  while (!passive_expiry.empty() && passive_expiry.front().first <= now) {
+    const uint64_t key = passive_expiry.front().second;
+    passive_expiry.pop_front();
+    auto it = passive.find(key);
+    if (it == passive.end()) continue;
+    if (it->second.cr != nullptr) {
+      passive_expiry.emplace_back(now + kPassiveRecordNs, key);
+    } else if (now >= it->second.expires) {
+      passive.erase(it);
+    }
   }
+  // Queue pairs that failed while this pass ran (DREQs, flushes): at once.
+  if (engine->has_errors()) next = now;
   next_housekeeping.store(next);
 }
 
@@ -104,24 +121,22 @@ void Iface::cm_timers(uint64_t now) {
 // peer is gone; it finds out by its own retries, as for a lost DREQ).
 void Iface::pending_dreq_timers(uint64_t now, uint64_t* next) {
   for (auto it = pending_dreqs.begin(); it != pending_dreqs.end();) {
-    if (now >= it->next_retx) {
-      if (++it->retries > kDreqRetries) {
+    PendingDreq& d = it->second;
+    if (now >= d.next_retx) {
+      if (++d.retries > kDreqRetries) {
         it = pending_dreqs.erase(it);
         continue;
       }
-      send_cm(it->mac, it->ip, it->dreq);
-      it->next_retx = now + it->retx_interval;
-      it->retx_interval = std::min(it->retx_interval * 2, kCmRetxMaxNs);
+      send_cm(d.mac, d.ip, d.dreq);
+      d.next_retx = now + d.retx_interval;
+      d.retx_interval = std::min(d.retx_interval * 2, kCmRetxMaxNs);
     }
-    *next = std::min(*next, it->next_retx);
+    *next = std::min(*next, d.next_retx);
     ++it;
   }
 }
 
-bool Iface::dreq_pending(uint32_t comm) const {
-  return std::any_of(pending_dreqs.begin(), pending_dreqs.end(),
-                     [comm](const PendingDreq& d) { return d.comm == comm; });
-}
+bool Iface::dreq_pending(uint32_t comm) const { return pending_dreqs.count(comm) != 0; }
 
 void Iface::drop_ep(Ep* ep) {
   if (ep->local_comm != 0) {
@@ -129,14 +144,19 @@ void Iface::drop_ep(Ep* ep) {
     if (it != ep_by_comm.end() && it->second == ep) ep_by_comm.erase(it);
   }
   watched.erase(ep);
-  for (auto& [key, rec] : passive)
-    if (rec.ep == ep) rec.ep = nullptr;
+  // Only an accepted EP is in a passive record, under its peer's REQ
+  // (peer address, the peer's communication ID = our remote_comm).
+  if (auto it = passive.find((uint64_t{ep->peer_ip} << 32) | ep->remote_comm);
+      it != passive.end() && it->second.ep == ep)
+    it->second.ep = nullptr;
 }
 
 void Iface::drop_cr(Cr* cr) {
-  for (auto& [key, rec] : passive)
-    if (rec.cr == cr) rec.cr = nullptr;
+  if (auto it = passive.find((uint64_t{cr->peer_ip} << 32) | cr->req.local_comm_id);
+      it != passive.end() && it->second.cr == cr)
+    it->second.cr = nullptr;
   if (cr->sp != nullptr && cr->sp->crs > 0) cr->sp->crs--;
+  if (pending_crs > 0) pending_crs--;
   if (cr->ep != nullptr && cr->ep->provider_created &&
       cr->ep->state == EpState::kTentativePending) {
     // A provider-created EP the consumer never accepted goes with its CR.

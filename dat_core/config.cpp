@@ -42,12 +42,21 @@ std::string env_name(std::string_view ia) {
 
 // Entries of the DPDAT_CONF file, in file order.
 std::vector<std::pair<std::string, std::string>> conf_entries() {
-  std::vector<std::pair<std::string, std::string>> out;
   const char* path = std::getenv("DPDAT_CONF");
   std::ifstream in(path != nullptr && *path != '\0' ? path : "/etc/dpdat.conf");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::string_view l = trim(line);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_conf_text(text.str());
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_conf_text(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view l = trim(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (l.empty() || l.front() == '#') continue;
     const size_t sp = l.find_first_of(" \t");
     if (sp == std::string_view::npos) continue;
@@ -55,8 +64,6 @@ std::vector<std::pair<std::string, std::string>> conf_entries() {
   }
   return out;
 }
-
-}  // namespace
 
 bool parse_ipv4(std::string_view s, uint32_t* ip) {
   const std::string str(s);
@@ -157,6 +164,20 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       if (ok) c.cc = *m;
     } else if (key == "cc_line_gbps") {
       ok = parse_num(val, &c.cc_line_gbps) && c.cc_line_gbps > 0 && c.cc_line_gbps <= 100'000;
+    } else if (key == "max_eps") {
+      ok = parse_num(val, &c.max_eps) && c.max_eps > 0 && c.max_eps <= (1u << 20);
+    } else if (key == "max_lmrs") {
+      ok = parse_num(val, &c.max_lmrs) && c.max_lmrs > 0 && c.max_lmrs <= (1u << 23);
+    } else if (key == "max_rmrs") {
+      ok = parse_num(val, &c.max_rmrs) && c.max_rmrs > 0 && c.max_rmrs <= (1u << 23);
+    } else if (key == "max_evds") {
+      ok = parse_num(val, &c.max_evds) && c.max_evds > 0 && c.max_evds <= (1u << 24);
+    } else if (key == "max_pzs") {
+      ok = parse_num(val, &c.max_pzs) && c.max_pzs > 0 && c.max_pzs <= (1u << 24);
+    } else if (key == "max_pending_crs") {
+      ok = parse_num(val, &c.max_pending_crs) && c.max_pending_crs > 0;
+    } else if (key == "max_pending_crs_per_sp") {
+      ok = parse_num(val, &c.max_pending_crs_per_sp) && c.max_pending_crs_per_sp > 0;
     } else {
       *err = "unknown key '" + std::string(key) + "'";
       return false;

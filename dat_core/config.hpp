@@ -28,6 +28,12 @@
 //                       trips, per-QP pacing; off: neither
 //   cc_line_gbps=<n>    DCQCN's line rate, the rate a QP starts at and recovers
 //                       to (default 100)
+//   max_eps=<n>, max_lmrs=<n>, max_rmrs=<n>, max_evds=<n>, max_pzs=<n>
+//                       limits of the interface (dat_ia_query reports them;
+//                       defaults 65536, 1048576, 1048576, 131072, 65536)
+//   max_pending_crs=<n>, max_pending_crs_per_sp=<n>  connection requests
+//                       waiting for an answer at once, per interface / per
+//                       PSP or RSP (defaults 4096, 1024); REQs beyond are rejected
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
 //   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
@@ -75,6 +81,9 @@ struct IfaceConfig {
   uint32_t node = 0;
   rc::CcMode cc = rc::CcMode::kBoth;
   uint32_t cc_line_gbps = 100;
+  // Limits (0: the default of dat::Limits).
+  uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
+  uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0;
 };
 
 // Parses a configuration string.  False with *err naming the bad key.
@@ -83,6 +92,12 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
 // Resolves an IA name.  False when the name is unknown or its configuration
 // does not parse (*err says which).
 bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err);
+
+// The entries of a DPDAT_CONF file's text, in file order: one
+// "<name> <config string>" per line, blank lines and '#' comments skipped, a
+// line without a blank after the name ignored.  lookup_ia() reads the file
+// through this.
+std::vector<std::pair<std::string, std::string>> parse_conf_text(std::string_view text);
 
 // Every IA name the registry knows (built-ins, file entries, environment).
 std::vector<std::string> list_ia_names();

@@ -147,6 +147,15 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
   f->cm_drops = cfg.cm_drops;
   for (const auto& [ip, mac] : cfg.neighbors) f->link->add_neighbor(ip, mac);
   f->pmtu = std::min(cfg.pmtu, f->link->max_pmtu());
+  Limits& L = f->limits;
+  for (auto [set, field] : {std::pair{cfg.max_eps, &L.max_eps},
+                            {cfg.max_lmrs, &L.max_lmrs},
+                            {cfg.max_rmrs, &L.max_rmrs},
+                            {cfg.max_evds, &L.max_evds},
+                            {cfg.max_pzs, &L.max_pzs},
+                            {cfg.max_pending_crs, &L.max_pending_crs},
+                            {cfg.max_pending_crs_per_sp, &L.max_pending_crs_per_sp}})
+    if (set != 0) *field = set;
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
   rc::EngineConfig ec;
   ec.max_qps = f->limits.max_eps;
@@ -221,9 +230,10 @@ bool Iface::step(uint64_t now, bool have_mu) {
     if (locked_here) note_iface_locked();
   }
   const bool ctl = have_mu || locked_here;
+  bool cm_ran = false;
   if (ctl && !cm_in.empty()) {
     process_cm_in(now);
-    moved = true;
+    moved = cm_ran = true;
   }
   // Completions wait while CM messages of the same burst do, so that a
   // connection's events come before the completions that follow them.
@@ -233,7 +243,15 @@ bool Iface::step(uint64_t now, bool have_mu) {
     rc::Completion c;
     while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
   }
-  if (ctl && now >= next_housekeeping.load(std::memory_order_relaxed)) cm_timers(now);
+  if (ctl && now >= next_housekeeping.load(std::memory_order_relaxed)) {
+    cm_timers(now);
+    cm_ran = true;
+  }
+  // CM replies (an RTU, a DREP) and timer resends leave now: with inline
+  // progress the consumer may not drive the interface again for a long time
+  // (it returned from dat_evd_wait with its CONNECTED event), and the peer
+  // waits for them.
+  if (cm_ran) engine->flush();
   if (locked_here) {
     mu.unlock();
     note_iface_unlocked();

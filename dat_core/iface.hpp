@@ -7,15 +7,18 @@
 
 namespace dpdat::dat {
 
-// Limits an interface reports (DAT IA / EP attributes are filled from these).
+// Limits an interface reports (DAT IA / EP attributes are filled from these)
+// and enforces.  max_eps, max_lmrs, max_rmrs, max_evds and max_pzs may be set
+// per interface (config keys of the same names, IfaceConfig); the tables
+// behind them grow on demand, so a large limit costs nothing until used.
 struct Limits {
-  uint32_t max_eps = 1024;
+  uint32_t max_eps = 1u << 16;
   uint32_t max_dto_per_ep = 4096;
-  uint32_t max_evds = 4096;
+  uint32_t max_evds = 1u << 17;  // two per endpoint at max_eps
   uint32_t max_evd_qlen = 1u << 16;
   uint32_t max_iov = rc::kMaxSge;
-  uint32_t max_lmrs = 1u << 16;
-  uint32_t max_rmrs = 1u << 14;
+  uint32_t max_lmrs = 1u << 20;
+  uint32_t max_rmrs = 1u << 20;
   uint32_t max_pzs = 1u << 16;
   uint64_t max_lmr_size = uint64_t{1} << 40;
   uint64_t max_message_size = 1u << 30;
@@ -24,6 +27,11 @@ struct Limits {
   uint32_t max_srqs = 1024;
   uint32_t max_recv_per_srq = 1u << 16;
   uint32_t max_ep_per_srq = 1024;
+  // Connection requests that may wait for an answer at once (not yet
+  // accepted or rejected by the consumer), per PSP/RSP and per interface;
+  // a REQ beyond either is rejected (REJ "no resources") and counted.
+  uint32_t max_pending_crs_per_sp = 1024;
+  uint32_t max_pending_crs = 4096;
 };
 
 struct PassiveRec {
@@ -85,9 +93,10 @@ struct Iface {
   std::vector<Evd*> cq_evds;
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
-  std::unordered_set<Ep*> watched;         // EPs with CM timers or a connection to watch
-  std::vector<Ep*> watched_pass;           // cm_timers()'s copy of `watched`
-  std::vector<PendingDreq> pending_dreqs;  // abrupt disconnects awaiting their DREP
+  std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
+  std::vector<Ep*> watched_pass;    // cm_timers()'s copy of `watched`
+  // Abrupt disconnects awaiting their DREP, by our communication ID.
+  std::unordered_map<uint32_t, PendingDreq> pending_dreqs;
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
   MpscRing<Handoff> handoff{1024};
   std::vector<CmIn> cm_in;  // token held
@@ -107,6 +116,12 @@ struct Iface {
   // CM timers due at (0: at the next progress); lowered by the data path when
   // a failed completion may mean a broken connection.
   std::atomic<uint64_t> next_housekeeping{0};
+  uint32_t evd_count = 0;  // EVDs and PZs that exist (Limits::max_evds / max_pzs)
+  uint32_t pz_count = 0;
+  uint32_t pending_crs = 0;   // CRs not yet answered (Limits::max_pending_crs)
+  uint64_t reqs_refused = 0;  // REQs rejected for a pending-CR limit
+  // (expiry time, passive key) in time order: cm_timers drops expired records.
+  std::deque<std::pair<uint64_t, uint64_t>> passive_expiry;
   uint32_t next_pz = 1;
   uint32_t next_comm = 1;
   uint64_t rng = 0;

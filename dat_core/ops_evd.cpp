@@ -25,6 +25,9 @@ Status make_evd(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
   if (qlen <= 0 || static_cast<uint64_t>(qlen) > f->limits.max_evd_qlen)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   if (flags == 0 || (flags & ~0x1F1u) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
+  if (f->evd_count >= f->limits.max_evds)
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEVD);
+  f->evd_count++;
   auto* e = new Evd(ia);
   e->qlen = static_cast<uint32_t>(qlen);
   (void)e->q.resize(e->qlen);  // empty: always fits
@@ -44,6 +47,7 @@ void free_evd(Evd* e) {
   Iface* f = e->ia->iface;
   if (e->cq) f->cq_evds.erase(std::find(f->cq_evds.begin(), f->cq_evds.end(), e));
   if (e->cno != nullptr) e->cno->evds--;
+  f->evd_count--;
   // Its own IA is closing abruptly: IAs that borrowed it lose their async EVD.
   for (Ia* u : e->async_users) u->async_evd = nullptr;
   destroy(e);

@@ -36,7 +36,10 @@ void free_children(Ia* ia) {
     }
   for (Object* o : of_type(HandleType::kEvd)) free_evd(static_cast<Evd*>(o));
   for (Object* o : of_type(HandleType::kCno)) destroy(static_cast<Cno*>(o));
-  for (Object* o : of_type(HandleType::kPz)) destroy(static_cast<Pz*>(o));
+  for (Object* o : of_type(HandleType::kPz)) {
+    ia->iface->pz_count--;
+    destroy(static_cast<Pz*>(o));
+  }
 }
 
 void fill_sa(unsigned char* out, uint32_t ip) {
@@ -106,7 +109,7 @@ Status ia_close(Ia* ia, bool graceful) {
   // every such DREQ is answered, which means the peer took everything sent
   // before it.  A peer that never answers costs that much, once.
   std::vector<uint32_t> waiting;
-  for (PendingDreq& d : f->pending_dreqs)
+  for (auto& [comm, d] : f->pending_dreqs)
     if (d.owner == ia) {
       waiting.push_back(d.comm);
       d.owner = nullptr;
@@ -115,8 +118,8 @@ Status ia_close(Ia* ia, bool graceful) {
   if (!waiting.empty()) {
     std::condition_variable_any none;  // nothing signals it: wait_for polls and backs off
     (void)wait_for(f, lk, none, kCloseLingerUs, [f, &waiting] {
-      return std::none_of(waiting.begin(), waiting.end(),
-                          [f](uint32_t c) { return f->dreq_pending(c); });
+      std::erase_if(waiting, [f](uint32_t c) { return !f->dreq_pending(c); });
+      return waiting.empty();
     });
   }
   return kOk;
@@ -124,6 +127,9 @@ Status ia_close(Ia* ia, bool graceful) {
 
 Status pz_create(Ia* ia, Pz** out) {
   Lock lk(ia->iface);
+  if (ia->iface->pz_count >= ia->iface->limits.max_pzs)
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_PROTECTION_DOMAIN);
+  ia->iface->pz_count++;
   auto* pz = new Pz(ia);
   pz->id = ia->iface->next_pz++;
   adopt(ia, pz);
@@ -134,6 +140,7 @@ Status pz_create(Ia* ia, Pz** out) {
 Status pz_free(Pz* pz) {
   Lock lk(pz->ia->iface);
   if (pz->refs > 0) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_PZ_IN_USE);
+  pz->ia->iface->pz_count--;
   destroy(pz);
   return kOk;
 }

@@ -53,7 +53,7 @@ constexpr uint64_t kFullRecheckNs = 1'000'000;
 // Posts straight into the queue pair if this thread can take the engine
 // token now and nothing handed off is left (a request claimed from then on
 // is not older than this one); false when it cannot (*out untouched).  Then
-// it progresses the interface inline, so the request leaves at once.
+// a send progresses the interface inline, so the request leaves at once.
 bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, uint64_t now,
                 Status* out) {
   if (!f->token.try_lock()) return false;
@@ -64,7 +64,10 @@ bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, 
   }
   const rc::Qp::PostResult r = f->post_into_qp(ep, swr, rwr);
   f->last_consumer_progress.store(now, std::memory_order_relaxed);
-  if (r == rc::Qp::PostResult::kOk) f->step(now, false);
+  // A send leaves at once; a receive only waits for what comes, so its post
+  // does not poll the link (a consumer reposting a buffer before it answers
+  // a message would otherwise pay for a poll before its answer goes out).
+  if (r == rc::Qp::PostResult::kOk && swr != nullptr) f->step(now, false);
   f->token.unlock();
   // A request handed over while this thread held the token: its poster's
   // try failed, so it is taken here (drive() also makes the upcalls).

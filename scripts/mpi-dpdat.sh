@@ -16,6 +16,9 @@
 # fi%r).  Open MPI gets no TCP or shared-memory path: pml cm with mtl ofi,
 # btl self only, one-sided through osc pt2pt (the PML).  --stats makes each
 # rank print its interface's frame counters at the end (DPDAT_FI_STATS).
+# A rank that finds nothing to do yields its CPU (mpi_yield_when_idle) only
+# when there are more ranks than CPUs: a sched_yield per idle poll costs a
+# ping-pong about 0.3 us, but busy ranks sharing a CPU starve each other.
 # Exit status: the job's; 2 for bad arguments.
 set -uo pipefail
 
@@ -98,10 +101,12 @@ else
   RUN=(ip netns exec "$NS")
 fi
 
+YIELD=0
+[ "$RANKS" -gt "$(nproc)" ] && YIELD=1
 ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
 [ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
 [ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
 [ -n "$ASAN_RT" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
 "${RUN[@]}" mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${ENVS[@]}" \
   --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "dpdat;ofi_rxm" \
-  --mca btl self --mca osc pt2pt --mca mpi_yield_when_idle 1 "$@"
+  --mca btl self --mca osc pt2pt --mca mpi_yield_when_idle "$YIELD" "$@"

@@ -141,7 +141,10 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
 CqEvent resolve(dat::Event&& ev) {
   CqEvent s;
   s.ev = std::move(ev);
-  if (s.ev.num == dat::EventNum::kDto) {
+  // Only a send-side completion can be an inject slot's (and only those
+  // pay for the handle lookup).
+  if (s.ev.num == dat::EventNum::kDto && s.ev.op != rc::WcOp::kRecv &&
+      s.ev.op != rc::WcOp::kRecvWriteImm) {
     if (Ep* ep = ep_of(s.ev.ep); ep != nullptr) s.slotted = slot_of(ep, s.ev.cookie, &s.slot);
   }
   return s;
@@ -150,7 +153,7 @@ CqEvent resolve(dat::Event&& ev) {
 ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
   auto* cq = reinterpret_cast<Cq*>(fcq);
   if (buf == nullptr && count > 0) return -FI_EINVAL;
-  std::lock_guard lk(cq->mu);
+  dat::SpinLockGuard lk(cq->mu);
   if (cq->err) return -FI_EAVAIL;
   auto& stash = cq->stash;
   const size_t esize = entry_size(cq->format);
@@ -188,7 +191,7 @@ ssize_t cq_readfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src) {
 ssize_t cq_readerr(fid_cq* fcq, fi_cq_err_entry* buf, uint64_t flags) {
   auto* cq = reinterpret_cast<Cq*>(fcq);
   if (buf == nullptr || flags != 0) return -FI_EINVAL;
-  std::lock_guard lk(cq->mu);
+  dat::SpinLockGuard lk(cq->mu);
   if (!cq->err) return -FI_EAGAIN;
   void* user_data = buf->err_data;
   const size_t user_size = buf->err_data_size;
@@ -218,7 +221,7 @@ ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int tim
     dat::Event ev;
     const dat::Status st = dat::evd_wait(cq->evd, left_us, 1, &ev, nullptr);
     if (st.ok()) {
-      std::lock_guard lk(cq->mu);
+      dat::SpinLockGuard lk(cq->mu);
       cq->stash.push_back(resolve(std::move(ev)));
     } else if (st.type != dat::Type::TIMEOUT_EXPIRED) {
       // Another thread waits on this CQ: poll gently.
@@ -297,7 +300,7 @@ fi_ops_cq g_cq_ops = {sizeof(fi_ops_cq), cq_read,      cq_readfrom, cq_readerr,
 }  // namespace
 
 bool reclaim_slots(Cq* cq) {
-  std::lock_guard lk(cq->mu);
+  dat::SpinLockGuard lk(cq->mu);
   for (;;) {
     dat::Event ev;
     if (!dat::evd_dequeue(cq->evd, &ev).ok()) return false;

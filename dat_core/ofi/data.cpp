@@ -11,36 +11,19 @@ namespace dpdat::ofi {
 bool slot_of(Ep* ep, uint64_t cookie, Slot* out) {
   const auto base = reinterpret_cast<uintptr_t>(ep->bounce.data());
   if (ep->bounce.empty() || cookie < base || cookie >= base + ep->bounce.size()) return false;
-  const size_t i = (cookie - base) / kInjectSize;
-  std::lock_guard lk(ep->slot_mu);
+  const uint64_t i = (cookie - base) / kInjectSize;
+  dat::SpinLockGuard lk(ep->slot_mu);
   *out = ep->slots[i];
   ep->slots[i] = Slot{};
+  // Its place in the ring: the first position from the tail on that uses
+  // slot i (a stale completion, of a slot freed already, frees nothing).
+  const uint64_t pos =
+      ep->slot_tail + (i + kInjectSlots - ep->slot_tail % kInjectSlots) % kInjectSlots;
+  if (pos < ep->slot_head) ep->slot_tail = pos + 1;
   return true;
 }
 
 namespace {
-
-// A free slot's index, reclaiming completed ones from the transmit CQ when
-// none is free; -1 when every slot is still in flight.
-int take_slot(Ep* ep) {
-  for (int round = 0; round < 2; ++round) {
-    {
-      std::lock_guard lk(ep->slot_mu);
-      for (size_t i = 0; i < ep->slots.size(); ++i)
-        if (!ep->slots[i].busy) {
-          ep->slots[i].busy = true;
-          return static_cast<int>(i);
-        }
-    }
-    if (round == 0 && !reclaim_slots(ep->txcq)) return -1;
-  }
-  return -1;
-}
-
-void give_back(Ep* ep, int i) {
-  std::lock_guard lk(ep->slot_mu);
-  ep->slots[static_cast<size_t>(i)] = Slot{};
-}
 
 struct Request {
   rc::WrOp op = rc::WrOp::kSend;
@@ -70,6 +53,33 @@ int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
   return 0;
 }
 
+// Copies an inject request into the ring's next slot and posts it from
+// there (slot_mu held: the ring's order is the queue pair's).
+ssize_t post_slot(Ep* ep, const Request& r, dat::PostArgs* a, size_t total, bool report) {
+  const uint64_t pos = ep->slot_head;
+  const size_t i = pos % kInjectSlots;
+  uint8_t* dst = ep->bounce.data() + i * kInjectSize;
+  size_t off = 0;
+  for (size_t k = 0; k < r.count; ++k) {
+    if (r.iov[k].iov_len > 0) std::memcpy(dst + off, r.iov[k].iov_base, r.iov[k].iov_len);
+    off += r.iov[k].iov_len;
+  }
+  rc::Sge sge{ep->bounce_lmr->lmr_context, reinterpret_cast<uintptr_t>(dst), total};
+  a->sge = &sge;
+  a->nsge = 1;
+  a->cookie = reinterpret_cast<uintptr_t>(dst);
+  if (!report && pos % kInjectSignalEvery != kInjectSignalEvery - 1)
+    a->cflags |= dat::cflag::kSuppress;
+  ep->slots[i] = Slot{report, r.context, r.flags, total};
+  const int rc = to_fi(dat::ep_post(ep->dep, *a));
+  if (rc == 0) {
+    ep->slot_head = pos + 1;
+  } else {
+    ep->slots[i] = Slot{};
+  }
+  return rc;
+}
+
 ssize_t post(Ep* ep, const Request& r) {
   if (ep->dep == nullptr) return -FI_EOPBADSTATE;
   if (r.count > rc::kMaxSge || (r.count > 0 && r.iov == nullptr)) return -FI_EINVAL;
@@ -85,37 +95,27 @@ ssize_t post(Ep* ep, const Request& r) {
   rc::Sge sge[rc::kMaxSge];
   a.sge = sge;
   a.nsge = static_cast<uint32_t>(r.count);
-  int slot = -1;
   if ((r.flags & FI_INJECT) != 0) {
     size_t total = 0;
     for (size_t i = 0; i < r.count; ++i) total += r.iov[i].iov_len;
     if (total > kInjectSize) return -FI_EMSGSIZE;
-    slot = take_slot(ep);
-    if (slot < 0) return -FI_EAGAIN;
-    uint8_t* dst = ep->bounce.data() + static_cast<size_t>(slot) * kInjectSize;
-    size_t off = 0;
-    for (size_t i = 0; i < r.count; ++i) {
-      if (r.iov[i].iov_len > 0) std::memcpy(dst + off, r.iov[i].iov_base, r.iov[i].iov_len);
-      off += r.iov[i].iov_len;
+    const bool report = want && !r.silent;
+    for (int round = 0; round < 2; ++round) {
+      {
+        dat::SpinLockGuard lk(ep->slot_mu);
+        if (ep->slot_head - ep->slot_tail < kInjectSlots)
+          return post_slot(ep, r, &a, total, report);
+      }
+      // Every slot in flight: completions taken off the transmit CQ free some.
+      if (round == 0 && !reclaim_slots(ep->txcq)) break;
     }
-    sge[0] = rc::Sge{ep->bounce_lmr->lmr_context, reinterpret_cast<uintptr_t>(dst), total};
-    a.nsge = 1;
-    a.cookie = reinterpret_cast<uintptr_t>(dst);
-    {
-      std::lock_guard lk(ep->slot_mu);
-      Slot& s = ep->slots[static_cast<size_t>(slot)];
-      s.report = want && !r.silent;
-      s.context = r.context;
-    }
-  } else {
-    uint64_t total = 0;
-    if (int e = to_sges(r, sge, &total); e != 0) return e;
-    a.cookie = reinterpret_cast<uintptr_t>(r.context);
-    if (!want) a.cflags |= dat::cflag::kSuppress;
+    return -FI_EAGAIN;
   }
-  const int rc = to_fi(dat::ep_post(ep->dep, a));
-  if (rc != 0 && slot >= 0) give_back(ep, slot);
-  return rc;
+  uint64_t total = 0;
+  if (int e = to_sges(r, sge, &total); e != 0) return e;
+  a.cookie = reinterpret_cast<uintptr_t>(r.context);
+  if (!want) a.cflags |= dat::cflag::kSuppress;
+  return to_fi(dat::ep_post(ep->dep, a));
 }
 
 Ep* ep_cast(fid_ep* e) { return reinterpret_cast<Ep*>(e); }

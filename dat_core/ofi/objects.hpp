@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ops.hpp"
+#include "spin_lock.hpp"
 
 namespace dpdat::ofi {
 
@@ -45,6 +46,10 @@ inline constexpr uint32_t kProvVersion = FI_VERSION(0, 1);
 inline constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
 inline constexpr size_t kInjectSize = 256;
 inline constexpr size_t kInjectSlots = 64;
+// One inject slot in this many asks for a completion (any other only when
+// its consumer wants one): completions come in order, so one frees the
+// slots posted before it too, and a full ring always holds some that will.
+inline constexpr uint64_t kInjectSignalEvery = 16;
 inline constexpr size_t kCqDataSize = 4;
 inline constexpr size_t kCmDataSize = 92;  // what a CM REQ carries (wire::kCmReqPdata)
 inline constexpr size_t kTxSize = 256;
@@ -132,7 +137,6 @@ int eq_attach(Eq* eq, dat::Ia* ia);
 // An inject / bounce slot: bytes the provider owns, sent from its own
 // registration; `report` when the consumer asked for a completion.
 struct Slot {
-  bool busy = false;
   bool report = false;
   void* context = nullptr;
   uint64_t flags = 0;
@@ -155,7 +159,7 @@ struct Cq {
   fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
   size_t size = 0;
   dat::Evd* evd = nullptr;
-  std::mutex mu;
+  dat::SpinLock mu;           // held for one read (the data path: no futex)
   std::deque<CqEvent> stash;  // taken off the EVD while reclaiming inject slots
   std::optional<fi_cq_err_entry> err;
   std::atomic<uint32_t> refs{0};  // bound EPs
@@ -193,14 +197,19 @@ struct Ep {
   ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
   uint16_t peer_port = 0;
   uint32_t peer_ip = 0;
-  std::mutex slot_mu;
+  // The inject slots are a ring, taken in the order their requests are
+  // posted (slot_mu is held from taking one to posting it): slot_head is
+  // the next to take, slot_tail the oldest still in flight.
+  dat::SpinLock slot_mu;
+  uint64_t slot_head = 0, slot_tail = 0;
   std::vector<uint8_t> bounce;
   std::vector<Slot> slots;
   dat::Lmr* bounce_lmr = nullptr;
 };
 
-// Whether `cookie` names one of ep's inject slots; frees it and reports
-// what the consumer asked for.
+// Whether `cookie` names one of ep's inject slots; frees it (and the slots
+// taken before it, which completed first) and reports what the consumer
+// asked for.
 bool slot_of(Ep* ep, uint64_t cookie, Slot* out);
 
 // --------------------------------------------------------------- entry points

@@ -15,7 +15,13 @@ std::map<std::string, const rc::Engine*> g_engines;
 
 void fill(rte_tel_data* d, const std::map<std::string, uint64_t>& m) {
   rte_tel_data_start_dict(d);
-  for (const auto& [k, v] : m) rte_tel_data_add_dict_u64(d, k.c_str(), v);
+  // DPDK telemetry refuses names with characters other than letters,
+  // digits, '_' and '/': reason names ("out-of-bounds") are written with '_'.
+  for (const auto& [k, v] : m) {
+    std::string name = k;
+    std::replace(name.begin(), name.end(), '-', '_');
+    rte_tel_data_add_dict_u64(d, name.c_str(), v);
+  }
 }
 
 int cmd_ports(const char*, const char*, rte_tel_data* d) {
@@ -140,6 +146,18 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
                                        {"gsi_tx_invalid", c.gsi_tx_invalid}};
   for (size_t r = 1; r < static_cast<size_t>(wire::Reject::kCount); ++r)
     m["rx_reject_" + std::string(wire::reject_name(static_cast<wire::Reject>(r)))] = c.rx_reject[r];
+  // Refusals by reason (what a hostile peer's attacks count in).
+  m["rx_foreign_src"] = c.rx_foreign_src;
+  m["psn_out_of_window"] = c.psn_out_of_window;
+  for (size_t i = 0; i < rc::EngineCounters::kRespErrorKinds; ++i)
+    m["resp_" + std::string(rc::Qp::state_name(static_cast<rc::Qp::RespState>(
+                    static_cast<size_t>(rc::Qp::RespState::kErrLength) + i)))] = c.resp_errors[i];
+  for (size_t i = 1; i < static_cast<size_t>(rc::AccessError::kCount); ++i)
+    m["rkey_refused_" + std::string(rc::access_error_name(static_cast<rc::AccessError>(i)))] =
+        c.rkey_refused[i];
+  m["cm_malformed"] = c.cm_malformed;
+  m["cm_req_refused"] = c.cm_req_refused;
+  m["cm_forged_ignored"] = c.cm_forged_ignored;
   rc::QpCounters sum;
   uint64_t qps = 0;
   // Congestion control gauges: QPs paced now, the lowest paced rate among

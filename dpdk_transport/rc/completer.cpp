@@ -131,8 +131,20 @@ CS Qp::do_rnr_nak(Psn psn, uint64_t now) {
 }
 
 CS Qp::do_seq_nak(Psn psn, uint64_t now) {
+  const Psn acked_before = acked_psn_;
   if (check_nak_psn(psn, CS::kSeqNak, now) == CS::kStale) return CS::kStale;
   ctr_.seq_naks_rx++;
+  // A sequence NAK that acknowledges nothing new is a retry like a timeout
+  // (as rxe counts it): without the budget, a responder whose expected PSN a
+  // forged packet moved past a request keeps NAKing its retransmission and
+  // the two ends exchange packets forever while the request never completes.
+  if (acked_psn_ == acked_before) {
+    if (retries_left_ == 0) {
+      fail_wqe_at(psn, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
+      return CS::kDone;
+    }
+    retries_left_--;
+  }
   if (cfg_.selective_repeat) {
     const uint64_t i = wqe_from(psn);
     if (wqe_holds(i, psn) && sr_packet(sq(i))) {

@@ -14,16 +14,12 @@ static_assert(wire::kCmFrameSize <= 256 + kFrameOverhead);
 constexpr size_t kGsiEngine = 0;
 }  // namespace
 
-Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg)
-    : io_(io), mr_(mr), cfg_(cfg), qps_(cfg.max_qps) {
+Engine::Engine(PacketIo& io, MrTable& mr, const EngineConfig& cfg) : io_(io), mr_(mr), cfg_(cfg) {
   rx_.resize(cfg_.burst);
   tx_ready_.reserve(cfg_.burst);
   tx_cache_.reserve(cfg_.burst);
-  active_.reserve(cfg_.max_qps);
-  active_next_.reserve(cfg_.max_qps);
   touched_.reserve(cfg_.burst);
   release_.reserve(cfg_.burst * EngineGroup::kMaxEngines);
-  timers_.reserve(size_t{cfg_.max_qps} * static_cast<size_t>(Qp::TimerKind::kCount));
   tx_ip_csum_offload_ = (io_.offloads() & kOffloadTxIpCsum) != 0;
 }
 
@@ -36,13 +32,33 @@ Engine::~Engine() {
 Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq,
                       CompletionQueue* recv_cq) {
   if (cfg.pmtu > cfg_.pmtu) return nullptr;  // the parser would reject its packets
-  for (uint32_t i = 0; i < qps_.size(); ++i) {
-    if (qps_[i] == nullptr) {
-      qps_[i] = std::make_unique<Qp>(*this, mr_, cfg_.qpn_base + i, pz, cfg, send_cq, recv_cq);
-      return qps_[i].get();
-    }
+  if (live_qps_ >= cfg_.max_qps) return nullptr;
+  // The per-QP tables of the data path keep room for every queue pair that
+  // exists (amortised growth here, on the control path, never in poll()).
+  const size_t n = size_t{live_qps_} + 1;
+  if (active_.capacity() < n) {
+    const size_t want = std::min<size_t>(std::max<size_t>(2 * n, 64), cfg_.max_qps);
+    active_.reserve(want);
+    active_next_.reserve(want);
+    errored_.reserve(want);
+    errored_swap_.reserve(want);
+    timers_.reserve(want * static_cast<size_t>(Qp::TimerKind::kCount));
   }
-  return nullptr;
+  uint32_t i;
+  if (!free_slots_.empty()) {
+    i = free_slots_.back();
+  } else {
+    i = static_cast<uint32_t>(qps_.size());
+    // QPNs are 24 bits; in a group, bits 16..23 name the owning engine.
+    const uint32_t qpn = cfg_.qpn_base + i;
+    if (qpn > 0xFFFFFFu || (group_ != nullptr && EngineGroup::owner(qpn) != group_index_))
+      return nullptr;
+    qps_.emplace_back();
+  }
+  qps_[i] = std::make_unique<Qp>(*this, mr_, cfg_.qpn_base + i, pz, cfg, send_cq, recv_cq);
+  if (!free_slots_.empty() && free_slots_.back() == i) free_slots_.pop_back();
+  ++live_qps_;
+  return qps_[i].get();
 }
 
 void Engine::destroy_qp(Qp* qp) {
@@ -53,7 +69,11 @@ void Engine::destroy_qp(Qp* qp) {
   std::erase(active_, qp);
   std::erase(touched_, qp);
   const uint32_t i = qp->qpn() - cfg_.qpn_base;
-  if (i < qps_.size() && qps_[i].get() == qp) qps_[i].reset();
+  if (i < qps_.size() && qps_[i].get() == qp) {
+    qps_[i].reset();
+    free_slots_.push_back(i);
+    --live_qps_;
+  }
 }
 
 Qp* Engine::find_qp(uint32_t qpn) const {

@@ -43,6 +43,30 @@ struct EngineCounters {
   // A UD frame for any other QPN counts in rx_no_qp.
   uint64_t gsi_rx = 0, rx_gsi_dropped = 0, gsi_tx = 0, gsi_tx_backpressure = 0, gsi_tx_invalid = 0;
   uint64_t rx_reject[static_cast<size_t>(wire::Reject::kCount)] = {};
+  // What peers sent that the queue pairs and the CM refused, by reason: a
+  // hostile peer's attacks show here (parse refusals count in rx_reject[],
+  // unknown QPNs in rx_no_qp).  Kept on the engine, not the queue pair: the
+  // connection an attack broke is gone by the time one looks.
+  //   rx_foreign_src   RC frame for a live QPN whose IPv4 source is not the
+  //                    queue pair's peer (spoofed or stray): dropped
+  //   psn_out_of_window request PSN more than kPsnFar from the expected one
+  //                    (no requester has that many packets in flight)
+  //   resp_errors[]    fatal responder refusals (NAK sent, QP to error), by
+  //                    Qp::RespState error state from kErrLength on
+  //   rkey_refused[]   remote key checks refused (rkey guesses, huge READs,
+  //                    bounds), by AccessError
+  //   cm_malformed     GSI MADs the CM codec refused
+  //   cm_req_refused   REQs the CM answered with a REJ itself (no listener,
+  //                    bad MTU, RSP busy)
+  //   cm_forged_ignored DREQs naming no connection of the sender (wrong
+  //                    comm IDs, or not from the connection's peer address):
+  //                    answered with a DREP as IBA asks, the connection kept
+  static constexpr int32_t kPsnFar = 1 << 20;
+  static constexpr size_t kRespErrorKinds = 8;
+  uint64_t rx_foreign_src = 0, psn_out_of_window = 0;
+  uint64_t resp_errors[kRespErrorKinds] = {};
+  uint64_t rkey_refused[static_cast<size_t>(AccessError::kCount)] = {};
+  uint64_t cm_malformed = 0, cm_req_refused = 0, cm_forged_ignored = 0;
 };
 
 class Engine {
@@ -87,6 +111,9 @@ class Engine {
   // One iteration of the loop.  Returns the number of frames received plus
   // sent, so a caller can back off when it stays 0.
   uint32_t poll(uint64_t now_ns);
+  // Sends what was built outside poll() (send_gsi() from a CM handler run
+  // after it) without receiving; returns the frames sent.
+  uint32_t flush() { return flush_tx(); }
   // True when no queue pair has anything queued, in flight or timed.
   bool idle() const;
   // True when nothing can progress before new input or a timer: no active
@@ -101,6 +128,9 @@ class Engine {
   uint64_t next_timer_deadline() const;
 
   const EngineCounters& counters() const { return ctr_; }
+  // For the queue pairs' and the CM's refusal counts (engine thread, or
+  // the holder of the engine token).
+  EngineCounters& counters() { return ctr_; }
   template <typename Fn>
   void for_each_qp(Fn fn) const {
     for (const auto& qp : qps_)
@@ -108,6 +138,11 @@ class Engine {
   }
   MrTable& mr() { return mr_; }
   const EngineConfig& config() const { return cfg_; }
+  // Queue pairs that exist now.
+  uint32_t qp_count() const { return live_qps_; }
+  // Where the queue pairs' rings come from (qp_ring.hpp).
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
 
   // ---- used by Qp ----
   // A TX buffer for one frame, or nullptr under back-pressure.
@@ -120,12 +155,27 @@ class Engine {
   void tx_abort(Frame* f);
   void arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline);
   void activate(Qp* qp);
+  // A queue pair went to error (Qp::set_error): its QPN is kept for
+  // take_errors(), so the layer above learns of broken connections without
+  // looking at every queue pair.
+  void note_error(uint32_t qpn) { errored_.push_back(qpn); }
+
+  // QPNs of queue pairs that went to error since the last call (the queue
+  // pair may be gone, its QPN reused: look it up and check its state).
+  bool has_errors() const { return !errored_.empty(); }
+  template <typename Fn>
+  void take_errors(Fn fn) {
+    errored_swap_.clear();
+    std::swap(errored_, errored_swap_);
+    for (const uint32_t qpn : errored_swap_) fn(qpn);
+  }
 
  private:
   // Timers: a binary min-heap by deadline with at most one entry per QP and
   // kind, whose position the QP keeps (Qp::timer_slot_), so arming moves the
-  // entry instead of adding one; sized at construction (max_qps x kinds),
-  // it never allocates on the data path.
+  // entry instead of adding one.  Its capacity grows with the queue pairs
+  // (create_qp reserves room for every kind of every queue pair that
+  // exists), so it never allocates on the data path.
   struct TimerEntry {
     uint64_t deadline;
     Qp* qp;
@@ -145,7 +195,13 @@ class Engine {
   MrTable& mr_;
   EngineConfig cfg_;
   EngineCounters ctr_;
+  BlockPool pool_;  // before qps_: the queue pairs give their rings back to it
+  // Slot i holds QPN qpn_base + i; grown on demand up to max_qps, freed
+  // slots reused (free_slots_) before new ones are added.
   std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<uint32_t> free_slots_;
+  uint32_t live_qps_ = 0;
+  std::vector<uint32_t> errored_, errored_swap_;  // see note_error()
   std::vector<Qp*> active_;
   std::vector<Qp*> active_next_;
   std::vector<TimerEntry> timers_;  // heap; capacity reserved, see TimerEntry

@@ -1,8 +1,14 @@
 #include "mr_table.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <new>
 
 namespace dpdat::rc {
 
@@ -37,14 +43,60 @@ struct MrTable::Rmr {
   bool pending = false;
   uint8_t key = 0;
   uint32_t next_free = 0;
+  uint32_t binds = 0;  // binds executed on this slot: the input of its next key
 };
 
 namespace {
 constexpr uint32_t kNoSlot = 0xFFFF'FFFFu;
 
-// Key bytes cycle through 1..255 so that (index 0, key 0) = context 0 never
-// exists and a zeroed structure never matches.
-uint8_t next_key(uint8_t k) { return static_cast<uint8_t>(k == 255 ? 1 : k + 1); }
+// SipHash-2-4 (Aumasson & Bernstein) of two 64-bit words under the table's
+// 128-bit secret: a keyed pseudo-random function, so key bytes seen by a peer
+// say nothing about the next ones (a plain PRNG's state can be recovered
+// from enough outputs; this cannot without the secret).
+uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
+void sip_round(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
+  v0 += v1;
+  v1 = rotl(v1, 13);
+  v1 ^= v0;
+  v0 = rotl(v0, 32);
+  v2 += v3;
+  v3 = rotl(v3, 16);
+  v3 ^= v2;
+  v0 += v3;
+  v3 = rotl(v3, 21);
+  v3 ^= v0;
+  v2 += v1;
+  v1 = rotl(v1, 17);
+  v1 ^= v2;
+  v2 = rotl(v2, 32);
+}
+
+uint64_t siphash24(const uint64_t k[2], uint64_t m0, uint64_t m1) {
+  uint64_t v0 = k[0] ^ 0x736f6d6570736575ull, v1 = k[1] ^ 0x646f72616e646f6dull;
+  uint64_t v2 = k[0] ^ 0x6c7967656e657261ull, v3 = k[1] ^ 0x7465646279746573ull;
+  for (const uint64_t m : {m0, m1, uint64_t{16} << 56}) {  // last word: the length, 16 bytes
+    v3 ^= m;
+    sip_round(v0, v1, v2, v3);
+    sip_round(v0, v1, v2, v3);
+    v0 ^= m;
+  }
+  v2 ^= 0xff;
+  for (int i = 0; i < 4; ++i) sip_round(v0, v1, v2, v3);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// The key byte after `prev` for draw `r` (a PRF output): uniform over 1..255
+// without `prev` (rxe's rule: never the slot's previous key, never 0, so
+// context 0 = index 0 key 0 never exists and a zeroed structure never matches).
+uint8_t next_key(uint8_t prev, uint64_t r) {
+  if (prev == 0) return static_cast<uint8_t>(1 + r % 255);
+  return static_cast<uint8_t>(1 + (prev - 1 + 1 + r % 254) % 255);
+}
+
+// PRF inputs: which table and slot, and the slot's (RMR) or the table's
+// (LMR) draw count.
+constexpr uint64_t kLmrDomain = uint64_t{1} << 32, kRmrDomain = uint64_t{2} << 32;
 
 uint32_t make_context(uint32_t index, uint8_t key, bool rmr) {
   return (rmr ? MrTable::kRmrBit : 0u) | (index << 8) | key;
@@ -88,34 +140,132 @@ std::string_view bind_error_name(BindError e) noexcept {
   return i < kNames.size() ? kNames[i] : "invalid";
 }
 
+namespace {
+uint32_t clamp_entries(uint32_t n) { return n == 0 ? 1 : std::min(n, MrTable::kMaxEntries); }
+uint32_t chunks_for(uint32_t n) {
+  return (n + MrTable::kChunkEntries - 1) / MrTable::kChunkEntries;
+}
+}  // namespace
+
 MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
-    : lmrs_(new Lmr[max_lmrs == 0 ? 1 : std::min(max_lmrs, kMaxEntries)]),
-      rmrs_(new Rmr[max_rmrs == 0 ? 1 : std::min(max_rmrs, kMaxEntries)]),
-      max_lmrs_(max_lmrs == 0 ? 1 : std::min(max_lmrs, kMaxEntries)),
-      max_rmrs_(max_rmrs == 0 ? 1 : std::min(max_rmrs, kMaxEntries)) {
-  for (uint32_t i = 0; i < max_lmrs_; ++i) lmrs_[i].next_free = i + 1 < max_lmrs_ ? i + 1 : kNoSlot;
-  for (uint32_t i = 0; i < max_rmrs_; ++i) rmrs_[i].next_free = i + 1 < max_rmrs_ ? i + 1 : kNoSlot;
-  lmr_free_head_ = 0;
-  rmr_free_head_ = 0;
+    : max_lmrs_(clamp_entries(max_lmrs)),
+      max_rmrs_(clamp_entries(max_rmrs)),
+      lmr_chunks_(new std::atomic<Lmr*>[chunks_for(max_lmrs_)]),
+      rmr_chunks_(new std::atomic<Rmr*>[chunks_for(max_rmrs_)]),
+      lmr_free_head_(kNoSlot),
+      rmr_free_head_(kNoSlot) {
+  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) lmr_chunks_[c].store(nullptr);
+  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) rmr_chunks_[c].store(nullptr);
+  seed_keys();
 }
 
-MrTable::~MrTable() = default;
+void MrTable::seed_keys() {
+  // The kernel's entropy pool; getrandom() of 16 bytes does not block once
+  // the pool is initialised (any time after early boot) and is not
+  // interrupted by signals for requests this small.
+  uint8_t* p = reinterpret_cast<uint8_t*>(secret_);
+  size_t got = 0;
+  while (got < sizeof secret_) {
+    const ssize_t n = getrandom(p + got, sizeof secret_ - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      // No getrandom (pre-3.17 kernel or seccomp): the clock and this
+      // table's address, unpredictable to a remote peer only in part.
+      const auto t = static_cast<uint64_t>(
+          std::chrono::high_resolution_clock::now().time_since_epoch().count());
+      secret_[0] ^= t;
+      secret_[1] ^= reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull;
+      break;
+    }
+  }
+}
+
+uint8_t MrTable::draw_lmr_key(uint32_t slot, uint8_t prev) {
+  return next_key(prev, siphash24(secret_, kLmrDomain | slot, lmr_draws_++));
+}
+
+uint8_t MrTable::rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const {
+  return next_key(prev, siphash24(secret_, kRmrDomain | slot, bind));
+}
+
+MrTable::~MrTable() {
+  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) delete[] lmr_chunks_[c].load();
+  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) delete[] rmr_chunks_[c].load();
+}
+
+size_t MrTable::storage_bytes() const {
+  size_t n = 0;
+  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c)
+    if (lmr_chunks_[c].load(std::memory_order_relaxed) != nullptr) n += sizeof(Lmr) * kChunkEntries;
+  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c)
+    if (rmr_chunks_[c].load(std::memory_order_relaxed) != nullptr) n += sizeof(Rmr) * kChunkEntries;
+  return n;
+}
+
+MrTable::Lmr* MrTable::lmr_at(uint32_t i) const {
+  if (i >= max_lmrs_) return nullptr;
+  Lmr* c = lmr_chunks_[i / kChunkEntries].load(std::memory_order_acquire);
+  return c == nullptr ? nullptr : &c[i % kChunkEntries];
+}
+
+MrTable::Rmr* MrTable::rmr_at(uint32_t i) const {
+  if (i >= max_rmrs_) return nullptr;
+  Rmr* c = rmr_chunks_[i / kChunkEntries].load(std::memory_order_acquire);
+  return c == nullptr ? nullptr : &c[i % kChunkEntries];
+}
+
+uint32_t MrTable::take_lmr_slot() {
+  if (lmr_free_head_ != kNoSlot) {
+    const uint32_t i = lmr_free_head_;
+    lmr_free_head_ = lmr_at(i)->next_free;
+    return i;
+  }
+  if (lmr_next_new_ >= max_lmrs_) return kNoSlot;
+  const uint32_t i = lmr_next_new_;
+  std::atomic<Lmr*>& chunk = lmr_chunks_[i / kChunkEntries];
+  if (chunk.load(std::memory_order_relaxed) == nullptr) {
+    Lmr* fresh = new (std::nothrow) Lmr[kChunkEntries];
+    if (fresh == nullptr) return kNoSlot;
+    chunk.store(fresh, std::memory_order_release);
+  }
+  ++lmr_next_new_;
+  return i;
+}
+
+uint32_t MrTable::take_rmr_slot() {
+  if (rmr_free_head_ != kNoSlot) {
+    const uint32_t i = rmr_free_head_;
+    rmr_free_head_ = rmr_at(i)->next_free;
+    return i;
+  }
+  if (rmr_next_new_ >= max_rmrs_) return kNoSlot;
+  const uint32_t i = rmr_next_new_;
+  std::atomic<Rmr*>& chunk = rmr_chunks_[i / kChunkEntries];
+  if (chunk.load(std::memory_order_relaxed) == nullptr) {
+    Rmr* fresh = new (std::nothrow) Rmr[kChunkEntries];
+    if (fresh == nullptr) return kNoSlot;
+    chunk.store(fresh, std::memory_order_release);
+  }
+  ++rmr_next_new_;
+  return i;
+}
 
 bool MrTable::lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
                            uint32_t privileges, uint32_t* lmr_context) {
   if ((privileges & ~priv::kValidMask) != 0) return false;
   if (length != 0 && va + length < va) return false;
-  if (lmr_free_head_ == kNoSlot) return false;
-  const uint32_t i = lmr_free_head_;
-  Lmr& e = lmrs_[i];
-  lmr_free_head_ = e.next_free;
+  const uint32_t i = take_lmr_slot();
+  if (i == kNoSlot) return false;
+  Lmr& e = *lmr_at(i);
+  ++lmr_live_;
   e.pz = pz;
   e.va = va;
   e.host = host;
   e.length = length;
   e.privileges = privileges;
   e.bound_rmrs = 0;
-  e.key = next_key(e.key);
+  e.key = draw_lmr_key(i, e.key);
   const uint32_t ctx = make_context(i, e.key, false);
   e.context.store(ctx, std::memory_order_release);
   *lmr_context = ctx;
@@ -126,8 +276,9 @@ AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
   *in_use = false;
   if ((lmr_context & kRmrBit) != 0) return AccessError::kInvalidContext;
   const uint32_t i = lmr_context >> 8;
-  if (i >= max_lmrs_) return AccessError::kInvalidContext;
-  Lmr& e = lmrs_[i];
+  Lmr* ep = lmr_at(i);
+  if (ep == nullptr) return AccessError::kInvalidContext;
+  Lmr& e = *ep;
   const uint32_t cur = e.context.load(std::memory_order_acquire);
   if (cur == 0) return AccessError::kInvalidContext;
   if (cur != lmr_context) return AccessError::kStaleContext;
@@ -138,22 +289,24 @@ AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
   e.context.store(0, std::memory_order_release);
   e.next_free = lmr_free_head_;
   lmr_free_head_ = i;
+  --lmr_live_;
   return AccessError::kOk;
 }
 
 bool MrTable::lmr_query(uint32_t lmr_context, LmrInfo* out) const {
-  if ((lmr_context & kRmrBit) != 0 || (lmr_context >> 8) >= max_lmrs_) return false;
-  const Lmr& e = lmrs_[lmr_context >> 8];
+  const Lmr* ep = (lmr_context & kRmrBit) != 0 ? nullptr : lmr_at(lmr_context >> 8);
+  if (ep == nullptr) return false;
+  const Lmr& e = *ep;
   if (e.context.load(std::memory_order_acquire) != lmr_context || lmr_context == 0) return false;
   *out = LmrInfo{e.pz, e.va, e.host, e.length, e.privileges, lmr_context, e.bound_rmrs};
   return true;
 }
 
 bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
-  if (rmr_free_head_ == kNoSlot) return false;
-  const uint32_t i = rmr_free_head_;
-  Rmr& r = rmrs_[i];
-  rmr_free_head_ = r.next_free;
+  const uint32_t i = take_rmr_slot();
+  if (i == kNoSlot) return false;
+  Rmr& r = *rmr_at(i);
+  ++rmr_live_;
   r.allocated = true;
   r.bound = false;
   r.pz = pz;
@@ -165,40 +318,46 @@ bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
 }
 
 bool MrTable::rmr_free(uint32_t rmr_handle) {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
-  Rmr& r = rmrs_[rmr_handle];
+  Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return false;
+  Rmr& r = *rp;
   r.context.store(0, std::memory_order_release);
   if (r.bound) {
-    const uint32_t li = r.lmr_context >> 8;
-    if (li < max_lmrs_ && lmrs_[li].bound_rmrs > 0) lmrs_[li].bound_rmrs--;
+    Lmr* l = lmr_at(r.lmr_context >> 8);
+    if (l != nullptr && l->bound_rmrs > 0) l->bound_rmrs--;
   }
   r.bound = false;
   r.allocated = false;
-  r.key = next_key(r.key);  // its last context never matches a later life of the slot
+  // r.key stays: the slot's next bind draws a key other than its last one,
+  // so the last context never matches the slot's next life.
   r.next_free = rmr_free_head_;
   rmr_free_head_ = rmr_handle;
+  --rmr_live_;
   return true;
 }
 
 bool MrTable::rmr_query(uint32_t rmr_handle, RmrInfo* out) const {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
-  const Rmr& r = rmrs_[rmr_handle];
+  const Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return false;
+  const Rmr& r = *rp;
   *out = RmrInfo{r.pz, r.last_context, r.bound, r.lmr_context, r.va, r.length, r.privileges};
   return true;
 }
 
 uint32_t MrTable::rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return 0;
-  uint8_t key = rmrs_[rmr_handle].key;
-  for (uint32_t i = 0; i <= binds_ahead; ++i) key = next_key(key);
+  const Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return 0;
+  uint8_t key = rp->key;
+  for (uint32_t i = 0; i <= binds_ahead; ++i) key = rmr_key_after(rmr_handle, key, rp->binds + i);
   return make_context(rmr_handle, key, true);
 }
 
 BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
                               uint64_t length, uint32_t privileges, uint32_t qp_pz,
                               uint32_t qp) const {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return BindError::kInvalidRmr;
-  const Rmr& r = rmrs_[rmr_handle];
+  const Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return BindError::kInvalidRmr;
+  const Rmr& r = *rp;
   if (r.pz != qp_pz) return BindError::kPzMismatch;
   if (r.pending && qp != 0 && r.pending_qp != qp) return BindError::kRmrBusy;
   if (length == 0) return BindError::kOk;  // unbind
@@ -222,14 +381,14 @@ BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_
 
 uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
                           uint32_t privileges) {
-  assert(rmr_handle < max_rmrs_ && rmrs_[rmr_handle].allocated);
-  Rmr& r = rmrs_[rmr_handle];
+  assert(rmr_at(rmr_handle) != nullptr && rmr_at(rmr_handle)->allocated);
+  Rmr& r = *rmr_at(rmr_handle);
   r.context.store(0, std::memory_order_release);  // the old context dies first
   if (r.bound) {
-    const uint32_t li = r.lmr_context >> 8;
-    if (li < max_lmrs_ && lmrs_[li].bound_rmrs > 0) lmrs_[li].bound_rmrs--;
+    Lmr* old = lmr_at(r.lmr_context >> 8);
+    if (old != nullptr && old->bound_rmrs > 0) old->bound_rmrs--;
   }
-  r.key = next_key(r.key);
+  r.key = rmr_key_after(rmr_handle, r.key, r.binds++);
   const uint32_t ctx = make_context(rmr_handle, r.key, true);
   r.last_context = ctx;
   r.pending = false;
@@ -238,7 +397,7 @@ uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va
     r.length = 0;
     return ctx;  // matches nothing: context word stays 0
   }
-  Lmr& l = lmrs_[lmr_context >> 8];
+  Lmr& l = *lmr_at(lmr_context >> 8);
   l.bound_rmrs++;
   r.bound = true;
   r.lmr_context = lmr_context;
@@ -251,8 +410,9 @@ uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va
 }
 
 bool MrTable::mark_bind_pending(uint32_t rmr_handle, uint32_t qp) {
-  if (rmr_handle >= max_rmrs_ || !rmrs_[rmr_handle].allocated) return false;
-  Rmr& r = rmrs_[rmr_handle];
+  Rmr* rp = rmr_at(rmr_handle);
+  if (rp == nullptr || !rp->allocated) return false;
+  Rmr& r = *rp;
   if (r.pending && r.pending_qp != qp) return false;
   r.pending = true;
   r.pending_qp = qp;
@@ -260,14 +420,14 @@ bool MrTable::mark_bind_pending(uint32_t rmr_handle, uint32_t qp) {
 }
 
 void MrTable::clear_bind_pending(uint32_t rmr_handle) {
-  if (rmr_handle < max_rmrs_) rmrs_[rmr_handle].pending = false;
+  if (Rmr* r = rmr_at(rmr_handle); r != nullptr) r->pending = false;
 }
 
 AccessError MrTable::check_local(uint32_t lmr_context, uint32_t qp_pz, uint64_t va, uint64_t len,
                                  Access access, AccessGrant* grant) const {
-  if ((lmr_context & kRmrBit) != 0 || (lmr_context >> 8) >= max_lmrs_)
-    return AccessError::kInvalidContext;
-  const Lmr& e = lmrs_[lmr_context >> 8];
+  const Lmr* ep = (lmr_context & kRmrBit) != 0 ? nullptr : lmr_at(lmr_context >> 8);
+  if (ep == nullptr) return AccessError::kInvalidContext;
+  const Lmr& e = *ep;
   const uint32_t cur = e.context.load(std::memory_order_acquire);
   if (cur == 0 || lmr_context == 0) return AccessError::kInvalidContext;
   if (cur != lmr_context) return AccessError::kStaleContext;
@@ -303,8 +463,9 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
   uint8_t* host;
   if ((rkey & kRmrBit) != 0) {
     const uint32_t i = (rkey & ~kRmrBit) >> 8;
-    if (i >= max_rmrs_) return AccessError::kInvalidContext;
-    const Rmr& r = rmrs_[i];
+    const Rmr* rp = rmr_at(i);
+    if (rp == nullptr) return AccessError::kInvalidContext;
+    const Rmr& r = *rp;
     const uint32_t cur = r.context.load(std::memory_order_acquire);
     if (cur != rkey) {
       if (!r.allocated) return AccessError::kInvalidContext;
@@ -318,8 +479,9 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
     host = r.host;
   } else {
     const uint32_t i = rkey >> 8;
-    if (i >= max_lmrs_ || rkey == 0) return AccessError::kInvalidContext;
-    const Lmr& e = lmrs_[i];
+    const Lmr* ep = rkey == 0 ? nullptr : lmr_at(i);
+    if (ep == nullptr) return AccessError::kInvalidContext;
+    const Lmr& e = *ep;
     const uint32_t cur = e.context.load(std::memory_order_acquire);
     if (cur == 0) return AccessError::kInvalidContext;
     if (cur != rkey) return AccessError::kStaleContext;

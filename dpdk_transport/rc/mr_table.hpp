@@ -2,9 +2,17 @@
 // Memory registration tables (one per IA): LMRs and RMRs, their 32-bit
 // contexts, and the single routine that decides every memory access.
 //
-// Contexts are `index << 8 | key`.  The key byte is bumped every time an
-// entry is freed or an RMR is (re)bound, so a stale context fails the equality
-// check instead of touching memory (rxe's rkey = index << 8 | key habit).
+// Contexts are `index << 8 | key`.  Every LMR registration and every RMR
+// bind draws a new key byte, so a stale context fails the equality check
+// instead of touching memory (rxe's rkey = index << 8 | key habit).  As in
+// rxe the byte is random, never 0 and never the slot's previous one: one
+// context seen tells nothing of the slot's next one.  It comes from a keyed
+// pseudo-random function (SipHash-2-4) under a secret each table draws from
+// getrandom() when it is made; an RMR's next keys are a function of its
+// slot, its bind count and the secret, so dat_rmr_bind can name the context
+// of a bind still queued (rmr_predict_context).  The price of random keys: a
+// context two or more registrations old matches the slot's current one with
+// probability 1/254 (only the immediately previous one never does).
 // Bit 31 tells the tables apart: LMR contexts have it clear, RMR contexts set.
 //
 // Privilege bits are the DAT_MEM_PRIV_* values of /usr/include/dat2/dat.h
@@ -12,9 +20,12 @@
 //
 // Threading: register/free/bind run on the control path (one caller at a time
 // per table, e.g. under the IA's lock or on the engine's lcore); check_*()
-// may run concurrently on the engine lcore.  Storage is fixed at construction
-// (never reallocated) and each entry's context word is published with release
-// semantics, so a lookup never sees a half-written entry.
+// may run concurrently on the engine lcore.  Entries live in chunks of
+// kChunkEntries, allocated when the table first reaches them (an IA sized
+// for a million regions costs only its chunk directory until they are
+// used) and never moved or freed before the table; a chunk pointer and each
+// entry's context word are published with release semantics, so a lookup
+// never sees a half-written entry.
 
 #include <atomic>
 #include <cstddef>
@@ -104,6 +115,7 @@ class MrTable {
  public:
   static constexpr uint32_t kRmrBit = 0x8000'0000u;
   static constexpr uint32_t kMaxEntries = 1u << 23;  // index must fit below bit 31 after << 8
+  static constexpr uint32_t kChunkEntries = 1024;
 
   MrTable(uint32_t max_lmrs, uint32_t max_rmrs);
   ~MrTable();
@@ -143,12 +155,21 @@ class MrTable {
   uint32_t do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
                    uint32_t privileges);
   // The context the bind after `binds_ahead` still-pending binds of this RMR
-  // will produce (dat_rmr_bind returns it before the bind executes; the key
-  // byte advances by one per executed bind).  0 for an unallocated handle.
+  // will produce (dat_rmr_bind returns it before the bind executes; each
+  // executed bind draws the next key of the slot's sequence).  0 for an
+  // unallocated handle.
   uint32_t rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const;
   // Marks a bind outstanding on queue pair `qp` (kRmrBusy for others) / done.
   bool mark_bind_pending(uint32_t rmr_handle, uint32_t qp);
   void clear_bind_pending(uint32_t rmr_handle);
+
+  uint32_t max_lmrs() const { return max_lmrs_; }
+  uint32_t max_rmrs() const { return max_rmrs_; }
+  // Entries in use now.
+  uint32_t lmr_count() const { return lmr_live_; }
+  uint32_t rmr_count() const { return rmr_live_; }
+  // Bytes of entry storage allocated so far (chunks).
+  size_t storage_bytes() const;
 
   // ---- access checks (data path; no allocation, no locks) ----
   // Local access through an LMR context (SEND/WRITE gather, RECV/READ scatter).
@@ -163,13 +184,29 @@ class MrTable {
  private:
   struct Lmr;
   struct Rmr;
-  std::unique_ptr<Lmr[]> lmrs_;
-  std::unique_ptr<Rmr[]> rmrs_;
+  // Entry i, or nullptr when i is beyond the table or its chunk was never
+  // allocated (no entry there was ever handed out).
+  Lmr* lmr_at(uint32_t i) const;
+  Rmr* rmr_at(uint32_t i) const;
+  // A slot for a new entry (free list first, then the next never-used index,
+  // allocating its chunk); kNoSlot-like UINT32_MAX when full or out of memory.
+  uint32_t take_lmr_slot();
+  uint32_t take_rmr_slot();
   uint32_t max_lmrs_;
   uint32_t max_rmrs_;
-  // free-list heads etc. live in the .cpp
-  uint32_t lmr_free_head_ = 0;
-  uint32_t rmr_free_head_ = 0;
+  std::unique_ptr<std::atomic<Lmr*>[]> lmr_chunks_;
+  std::unique_ptr<std::atomic<Rmr*>[]> rmr_chunks_;
+  uint32_t lmr_free_head_;
+  uint32_t rmr_free_head_;
+  uint32_t lmr_next_new_ = 0;  // indices below were handed out at least once
+  uint32_t rmr_next_new_ = 0;
+  uint32_t lmr_live_ = 0, rmr_live_ = 0;
+  // Key bytes (see the top of this file).
+  void seed_keys();
+  uint8_t draw_lmr_key(uint32_t slot, uint8_t prev);
+  uint8_t rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const;
+  uint64_t secret_[2] = {};
+  uint64_t lmr_draws_ = 0;
 };
 
 }  // namespace dpdat::rc

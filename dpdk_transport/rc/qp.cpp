@@ -76,18 +76,36 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       recv_cq_(recv_cq),
       sq_cap_(std::max<uint32_t>(cfg.sq_depth, 1)),
       rq_cap_(std::max<uint32_t>(cfg.rq_depth, 1)),
-      sq_(std::bit_ceil(uint64_t{sq_cap_})),
       dead_after_ns_(std::max(cfg.min_retry_time_ns, fixed_retry_time(cfg))),
       rtt_(cfg.retransmit_timeout_ns, cfg.adaptive_rto ? cfg.rto_min_ns : cfg.retransmit_timeout_ns,
            cfg.retransmit_timeout_ns),
-      rq_(std::bit_ceil(uint64_t{rq_cap_})),
       // Responses in the queue at once: one per READ / atomic the peer may
       // have outstanding (its initiator depth, bounded by our replay cache)
       // plus as many replays of them.
-      resp_q_(std::bit_ceil(2 * uint64_t{replay_depth(cfg)})),
+      resp_cap_(std::bit_ceil(2 * replay_depth(cfg))),
       sr_resend_(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg.window, 1)})),
       replay_(replay_depth(cfg)),
       cc_(cfg.cc, std::max<uint32_t>(cfg.window, 1)) {}
+
+Qp::~Qp() {
+  BlockPool& pool = engine_.pool();
+  sq_.release(pool);
+  rq_.release(pool);
+  resp_q_.release(pool);
+}
+
+void Qp::release_idle_rings() {
+  BlockPool& pool = engine_.pool();
+  if (sq_head_ == sq_tail_) sq_.release(pool);
+  if (rq_head_ == rq_tail_) rq_.release(pool);
+  if (resp_empty()) resp_q_.release(pool);
+}
+
+void Qp::resp_push(const RespJob& j) {
+  if (!resp_q_.reserve_one(engine_.pool(), resp_head_, resp_tail_, resp_cap_)) return;
+  resp_at(resp_tail_) = j;
+  ++resp_tail_;
+}
 
 bool Qp::set_pmtu(uint32_t pmtu) {
   if (state_ != QpState::kReset || !wire::is_valid_pmtu(pmtu)) return false;
@@ -202,7 +220,10 @@ void Qp::scatter(const std::array<uint8_t*, kMaxSge>& host, const Sge* sge, uint
 
 void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
   ctr_.rx_packets++;
-  if (v.ip->src.value() != path_.peer_ip) return;  // not our peer
+  if (v.ip->src.value() != path_.peer_ip) {  // not our peer: spoofed or stray
+    engine_.counters().rx_foreign_src++;
+    return;
+  }
   if (state_ != QpState::kRts) {
     // A requester retransmitting the request we refused lost our NAK: repeat it.
     if (state_ == QpState::kError && fatal_nak_valid_ && v.info->is(wire::op::kRequest) &&
@@ -242,10 +263,12 @@ bool Qp::progress(uint64_t now) {
   complete_in_order(now);
   if (state_ != QpState::kRts) {
     flush_recvs();
+    release_idle_rings();
     return sq_head_ != sq_tail_ || rq_head_ != rq_tail_;  // stalled flushes
   }
   bool more = respond_emit(now);
   more = emit_requests(now) || more;
+  release_idle_rings();
   return more || (sq_head_ != sq_tail_ && sq(sq_head_).done);
 }
 
@@ -308,6 +331,7 @@ void Qp::set_error(QpError why, uint64_t now) {
     send_ack(kAckSyndrome, epsn_ - 1, now);
   state_ = QpState::kError;
   error_ = why;
+  engine_.note_error(qpn_);
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
     SendWqe& w = sq(i);
     if (!w.done) {

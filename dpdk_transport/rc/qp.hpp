@@ -25,6 +25,7 @@
 #include "congestion.hpp"
 #include "congestion_control.hpp"
 #include "mr_table.hpp"
+#include "qp_ring.hpp"
 #include "srq.hpp"
 #include "types.hpp"
 #include "wire/packet.hpp"
@@ -112,6 +113,7 @@ class Qp {
 
   Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& cfg,
      CompletionQueue* send_cq, CompletionQueue* recv_cq);
+  ~Qp();
   Qp(const Qp&) = delete;
   Qp& operator=(const Qp&) = delete;
 
@@ -233,10 +235,13 @@ class Qp {
   };
 
   // The rings are a power of two long (a mask, not a division, per access);
-  // sq_cap_ / rq_cap_ are the configured depths that posting enforces.
-  SendWqe& sq(uint64_t i) { return sq_[i & (sq_.size() - 1)]; }
-  const SendWqe& sq(uint64_t i) const { return sq_[i & (sq_.size() - 1)]; }
-  RecvWqe& rq(uint64_t i) { return rq_[i & (rq_.size() - 1)]; }
+  // sq_cap_ / rq_cap_ are the configured depths that posting enforces.  Their
+  // storage comes from the engine's pool while they hold entries (qp_ring.hpp).
+  SendWqe& sq(uint64_t i) { return sq_[i]; }
+  const SendWqe& sq(uint64_t i) const { return sq_[i]; }
+  RecvWqe& rq(uint64_t i) { return rq_[i]; }
+  // Gives the storage of the empty rings back to the engine's pool.
+  void release_idle_rings();
 
   // requester (requester.cpp)
   bool emit_requests(uint64_t now);
@@ -300,6 +305,7 @@ class Qp {
   RespState check_op_seq(const RespCtx& c) const;
   RespState check_resources(const RespCtx& c);
   RespState check_keys(RespCtx& c);
+  bool remote_ok(AccessError e);  // counts a refusal by reason (EngineCounters::rkey_refused)
   RespState exec_send(const RespCtx& c);
   RespState exec_write(const RespCtx& c);
   RespState exec_read(const RespCtx& c, uint64_t now);
@@ -328,12 +334,11 @@ class Qp {
   // per request); a request that finds it full is dropped unacknowledged and
   // the requester repeats it.
   bool resp_empty() const { return resp_head_ == resp_tail_; }
-  bool resp_full() const { return resp_tail_ - resp_head_ == resp_q_.size(); }
-  RespJob& resp_at(uint64_t i) { return resp_q_[i & (resp_q_.size() - 1)]; }
-  void resp_push(const RespJob& j) {
-    resp_at(resp_tail_) = j;
-    ++resp_tail_;
-  }
+  bool resp_full() const { return resp_tail_ - resp_head_ >= resp_cap_; }
+  RespJob& resp_at(uint64_t i) { return resp_q_[i]; }
+  // Without memory for the ring the job is dropped like one that finds the
+  // ring full (the requester repeats the request).
+  void resp_push(const RespJob& j);
 
   // shared
   void set_timer(TimerKind k, uint64_t deadline);
@@ -382,7 +387,7 @@ class Qp {
   const uint32_t sq_cap_, rq_cap_;
 
   // requester / completer
-  std::vector<SendWqe> sq_;
+  PoolRing<SendWqe> sq_;
   uint64_t sq_head_ = 0;  // oldest WR not yet completed
   uint64_t sq_emit_ = 0;  // WR the emitter works on
   uint64_t sq_tail_ = 0;  // next free slot
@@ -414,7 +419,7 @@ class Qp {
   bool rd_atomic_room() const;
 
   // responder
-  std::vector<RecvWqe> rq_;
+  PoolRing<RecvWqe> rq_;
   uint64_t rq_head_ = 0, rq_tail_ = 0;
   wire::Psn epsn_;
   uint32_t msn_ = 0;
@@ -432,7 +437,8 @@ class Qp {
   uint32_t unacked_ = 0;
   bool ack_req_seen_ = false;
   bool ack_owed_ = false;
-  std::vector<RespJob> resp_q_;  // ring, power of two; see resp_push()
+  PoolRing<RespJob> resp_q_;  // ring of at most resp_cap_ (a power of two); see resp_push()
+  uint32_t resp_cap_ = 0;
   uint64_t resp_head_ = 0, resp_tail_ = 0;
   // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
   static constexpr uint32_t kSrWords = 32;

@@ -17,6 +17,9 @@ using namespace detail;
 Qp::PostResult Qp::post_send(const SendWr& wr) {
   if (state_ != QpState::kRts) return PostResult::kInvalidState;
   if (sq_tail_ - sq_head_ >= sq_cap_) return PostResult::kQueueFull;
+  // (An unused ring goes back to the pool at the next progress().)
+  if (!sq_.reserve_one(engine_.pool(), sq_head_, sq_tail_, sq_cap_))
+    return PostResult::kQueueFull;  // no memory for the ring now
   if (wr.num_sge > kMaxSge) return PostResult::kInvalidWr;
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) {
@@ -75,6 +78,8 @@ Qp::PostResult Qp::post_recv(const RecvWr& wr) {
     if (wr.sge[i].length > (uint64_t{1} << 31)) return PostResult::kInvalidWr;
     capacity += wr.sge[i].length;
   }
+  if (!rq_.reserve_one(engine_.pool(), rq_head_, rq_tail_, rq_cap_))
+    return PostResult::kQueueFull;  // no memory for the ring now
   RecvWqe& r = rq(rq_tail_);
   copy_wr(r.wr, wr);
   r.capacity = capacity;
@@ -92,6 +97,7 @@ bool Qp::attach_srq(Srq* srq) {
 bool Qp::have_recv() {
   if (rq_head_ != rq_tail_) return true;
   if (srq_ == nullptr) return false;
+  if (!rq_.reserve_one(engine_.pool(), rq_head_, rq_tail_, rq_cap_)) return false;  // RNR
   RecvWr wr;
   if (!srq_->take(&wr)) return false;
   RecvWqe& r = rq(rq_tail_);

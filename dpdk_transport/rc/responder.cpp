@@ -56,6 +56,7 @@ constexpr bool resp_table_in_order() {
   return true;
 }
 static_assert(resp_table_in_order());
+static_assert(kNumRespErrors == EngineCounters::kRespErrorKinds);
 
 }  // namespace
 
@@ -129,6 +130,8 @@ void Qp::on_request(const wire::PacketView& v, uint64_t now) {
 RS Qp::check_psn(RespCtx& c, uint64_t now) {
   (void)now;
   const int32_t d = Psn::diff(c.psn, epsn_);
+  if (d > EngineCounters::kPsnFar || d < -EngineCounters::kPsnFar)
+    engine_.counters().psn_out_of_window++;
   if (d < 0) return RS::kDuplicate;
   if (d > 0) return RS::kOutOfSequence;
   const wire::OpInfo& info = *c.v.info;
@@ -223,8 +226,8 @@ RS Qp::check_keys(RespCtx& c) {
       AccessGrant g;
       c.va = v.reth->va.value();
       c.len = v.reth->dma_len.value();
-      if (mr_.check_remote(v.reth->rkey.value(), pz_, c.va, c.len, Access::kRemoteWrite, &g) !=
-          AccessError::kOk)
+      if (!remote_ok(
+              mr_.check_remote(v.reth->rkey.value(), pz_, c.va, c.len, Access::kRemoteWrite, &g)))
         return RS::kErrRkey;
       write_host_ = g.host;
       write_len_ = c.len;
@@ -237,7 +240,7 @@ RS Qp::check_keys(RespCtx& c) {
     c.len = v.reth->dma_len.value();
     c.rkey = v.reth->rkey.value();
     AccessGrant g;
-    if (mr_.check_remote(c.rkey, pz_, c.va, c.len, Access::kRemoteRead, &g) != AccessError::kOk)
+    if (!remote_ok(mr_.check_remote(c.rkey, pz_, c.va, c.len, Access::kRemoteRead, &g)))
       return RS::kErrRkey;
     return RS::kExecRead;
   }
@@ -245,10 +248,13 @@ RS Qp::check_keys(RespCtx& c) {
     c.va = v.atomic->va.value();
     c.rkey = v.atomic->rkey.value();
     c.len = 8;
+    // A misaligned target is a malformed request (IBA 9.4.5: NAK invalid
+    // request) whatever the key: refused before any key is looked at.
+    if ((c.va & 7u) != 0) return RS::kErrMisaligned;
     AccessGrant g;
     const AccessError e = mr_.check_remote(c.rkey, pz_, c.va, 8, Access::kRemoteAtomic, &g);
     if (e == AccessError::kMisaligned) return RS::kErrMisaligned;
-    if (e != AccessError::kOk) return RS::kErrRkey;
+    if (!remote_ok(e)) return RS::kErrRkey;
     if ((reinterpret_cast<uintptr_t>(g.host) & 7u) != 0) return RS::kErrMisaligned;
     c.host = g.host;
     return RS::kExecAtomic;
@@ -366,9 +372,16 @@ void Qp::acknowledge(const RespCtx& c, uint64_t now) {
   advance_epsn(now);
 }
 
+bool Qp::remote_ok(AccessError e) {
+  if (e == AccessError::kOk) return true;
+  engine_.counters().rkey_refused[static_cast<size_t>(e)]++;
+  return false;
+}
+
 void Qp::responder_error(RespState s, Psn psn, uint64_t now) {
   const size_t i = static_cast<size_t>(s) - static_cast<size_t>(kRespErrFirst);
   const RespError& e = kRespError[i < std::size(kRespError) ? i : std::size(kRespError) - 1];
+  engine_.counters().resp_errors[i < std::size(kRespError) ? i : std::size(kRespError) - 1]++;
   if (e.recv_status != WcStatus::kSuccess) {
     Completion wc;
     wc.cookie = rq(rq_head_).wr.cookie;

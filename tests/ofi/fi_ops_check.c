@@ -5,7 +5,8 @@
  * CM data both ways (56 bytes each, carrying the server's buffer address and
  * key), RMA write and read back, remote CQ data through fi_writedata (a
  * receive at the server), 8-byte FI_SUM (fetch, inject) and FI_CSWAP
- * atomics, fi_cq_sread / fi_eq_sread timeouts, a refused connection (EQ
+ * atomics, 320 injected writes (the inject slots wrap) and one with
+ * FI_COMPLETION, fi_cq_sread / fi_eq_sread timeouts, a refused connection (EQ
  * error entry), an absent call (-FI_ENOSYS), unmet hints (-FI_ENODATA) and
  * a protection fault (a CQ error entry with FI_EACCES and the provider's
  * reason).  Prints "fi_ops_check <role>: ok" and exits 0 when everything
@@ -187,6 +188,13 @@ static int client(const char* ip, const char* port) {
   h2->ep_attr->type = FI_EP_MSG;
   h2->caps |= FI_TAGGED;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA, "tagged hints met");
+  h2->caps = hints->caps | FI_MULTI_RECV;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
+        "FI_MULTI_RECV hints met");
+  h2->caps = hints->caps;
+  h2->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
+        "shared receive context hints met");
   fi_freeinfo(h2);
 
   OK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, hints, &info));
@@ -199,6 +207,28 @@ static int client(const char* ip, const char* port) {
   struct fi_cntr_attr cattr = {0};
   struct fid_cntr* cntr;
   CHECK(fi_cntr_open(domain, &cattr, &cntr, NULL) == -FI_ENOSYS, "fi_cntr_open not ENOSYS");
+  /* no wait objects: CQ and EQ take FI_WAIT_NONE / FI_WAIT_UNSPEC only,
+   * FI_GETWAIT has nothing to give */
+  {
+    struct fid_cq* cq2;
+    struct fid_eq* eq2;
+    struct fi_cq_attr qa = {.size = 16, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD};
+    CHECK(fi_cq_open(domain, &qa, &cq2, NULL) == -FI_ENOSYS, "CQ with FI_WAIT_FD not ENOSYS");
+    struct fi_eq_attr qe = {.size = 16, .wait_obj = FI_WAIT_FD};
+    CHECK(fi_eq_open(fabric, &qe, &eq2, NULL) == -FI_ENOSYS, "EQ with FI_WAIT_FD not ENOSYS");
+    int fd = -1;
+    CHECK(fi_control(&txcq->fid, FI_GETWAIT, &fd) == -FI_ENOSYS, "CQ FI_GETWAIT not ENOSYS");
+    CHECK(fi_control(&eq->fid, FI_GETWAIT, &fd) == -FI_ENOSYS, "EQ FI_GETWAIT not ENOSYS");
+  }
+  /* no shared contexts */
+  {
+    struct fi_rx_attr rxa = {0};
+    struct fi_tx_attr txa = {0};
+    struct fid_ep* srx;
+    struct fid_stx* stx;
+    CHECK(fi_srx_context(domain, &rxa, &srx, NULL) == -FI_ENOSYS, "fi_srx_context not ENOSYS");
+    CHECK(fi_stx_context(domain, &txa, &stx, NULL) == -FI_ENOSYS, "fi_stx_context not ENOSYS");
+  }
   struct fi_cq_data_entry c;
   double t0 = now_s();
   ssize_t r = fi_cq_sread(rxcq, &c, 1, NULL, 200);
@@ -281,6 +311,43 @@ static int client(const char* ip, const char* port) {
   size_t cnt = 0;
   CHECK(fi_atomicvalid(ep, FI_UINT64, FI_SUM, &cnt) == 0 && cnt == 1, "atomicvalid SUM");
   CHECK(fi_atomicvalid(ep, FI_UINT64, FI_PROD, &cnt) != 0, "atomicvalid PROD accepted");
+
+  /* injected writes, five times the provider's 64 inject slots (which
+   * complete one in 16, freeing the ones before): each lands, none leaves a
+   * completion, and FI_INJECT | FI_COMPLETION gets its own */
+  {
+    enum { N = 320, OFF = 45056 };
+    uint64_t v;
+    double end = now_s() + 10;
+    for (int i = 0; i < N; ++i) {
+      v = 0x1000000ull * (uint64_t)i + 0x77;
+      for (;;) {
+        r = fi_inject_write(ep, &v, 8, 0, in.addr + OFF + 8 * (uint64_t)i, in.key);
+        if (r != -FI_EAGAIN) break;
+        CHECK(fi_cq_read(txcq, &c, 1) == -FI_EAGAIN, "an inject left a completion");
+        CHECK(now_s() < end, "inject %d: slots never freed", i);
+      }
+      CHECK(r == 0, "fi_inject_write %d = %zd", i, r);
+    }
+    v = 0x5151;
+    struct iovec iv = {&v, 8};
+    struct fi_rma_iov ri = {in.addr + OFF + 8 * N, 8, in.key};
+    struct fi_msg_rma m = {&iv, NULL, 1, 0, &ri, 1, &v, 0};
+    OK((int)fi_writemsg(ep, &m, FI_INJECT | FI_COMPLETION));
+    wait_cq(txcq, &c, "inject write with completion");
+    CHECK(c.op_context == &v && (c.flags & FI_WRITE), "inject completion context %p", c.op_context);
+    OK((int)fi_read(ep, buf + 24576, 8 * (N + 1), desc, 0, in.addr + OFF, in.key, buf + 24576));
+    wait_cq(txcq, &c, "read injected");
+    CHECK(c.op_context == buf + 24576, "read completion after injects: context %p", c.op_context);
+    for (int i = 0; i < N; ++i) {
+      memcpy(&v, buf + 24576 + 8 * i, 8);
+      CHECK(v == 0x1000000ull * (uint64_t)i + 0x77, "injected write %d holds %#llx", i,
+            (unsigned long long)v);
+    }
+    memcpy(&v, buf + 24576 + 8 * N, 8);
+    CHECK(v == 0x5151, "inject write with completion holds %#llx", (unsigned long long)v);
+    CHECK(fi_cq_read(txcq, &c, 1) == -FI_EAGAIN, "a stray completion after the injects");
+  }
 
   /* remote CQ data: write 64 bytes with data, the server checks and acks */
   for (int i = 0; i < 64; ++i) buf[20000 + i] = (unsigned char)(i ^ 0x5A);

@@ -141,6 +141,14 @@ TEST_P(Protection, RemoteAccessErrorNakAndCompletion) {
   EXPECT_EQ(p.a().qp->error(), QpError::kRemoteAccess);
   EXPECT_EQ(p.b().qp->state(), QpState::kError);
   EXPECT_TRUE(saw_nak(p, 1, wire::aeth::kNakRemoteAccessError));
+  // Counted by reason on B's engine: one rkey error, one refused key check.
+  const EngineCounters& bc = p.b().engine->counters();
+  EXPECT_EQ(bc.resp_errors[static_cast<size_t>(Qp::RespState::kErrRkey) -
+                           static_cast<size_t>(Qp::RespState::kErrLength)],
+            1u);
+  uint64_t refused = 0;
+  for (uint64_t k : bc.rkey_refused) refused += k;
+  EXPECT_EQ(refused, 1u);
   // Nothing outside the registered range moved, ever.  Inside it, nothing
   // moved either, except in one case: with selective repeat each WRITE packet
   // is checked on its own, so the in-bounds packets of a WRITE whose last
@@ -189,6 +197,12 @@ TEST(Errors, AtomicWithoutAtomicPrivilegeAndMisaligned) {
               variant == 0 ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest);
     EXPECT_TRUE(saw_nak(
         p, 1, variant == 0 ? wire::aeth::kNakRemoteAccessError : wire::aeth::kNakInvalidRequest));
+    const EngineCounters& bc = p.b().engine->counters();
+    EXPECT_EQ(bc.rkey_refused[static_cast<size_t>(AccessError::kNoPrivilege)],
+              variant == 0 ? 1u : 0u);
+    EXPECT_EQ(bc.resp_errors[static_cast<size_t>(Qp::RespState::kErrMisaligned) -
+                             static_cast<size_t>(Qp::RespState::kErrLength)],
+              variant == 1 ? 1u : 0u);
     for (uint8_t b : target.bytes) EXPECT_EQ(b, 0);
   }
 }
@@ -656,6 +670,17 @@ TEST(Link, InjectedFramesAreJudgedByTheParser) {
   p.link().inject(1, frame.data(), static_cast<uint32_t>(r2.len));
   p.step();
   EXPECT_EQ(p.b().engine->counters().rx_no_qp, 1u);
+  // The right QPN and PSN from an address that is not B's peer: dropped and
+  // counted, nothing placed.
+  s.dest_qp = p.b().qp->qpn();
+  s.psn = wire::Psn(0xFFFF01);
+  s.src_ip = 0x0A000009;
+  const auto r3 = wire::build_packet(frame, s, 1024);
+  ASSERT_TRUE(p.b().qp->post_recv(rw) == Qp::PostResult::kOk);
+  p.link().inject(1, frame.data(), static_cast<uint32_t>(r3.len));
+  p.step();
+  EXPECT_EQ(p.b().engine->counters().rx_foreign_src, 1u);
+  EXPECT_EQ(p.b().rcq->size(), 0u);
 }
 
 TEST(Link, DelayedLossyLinkStillExact) {

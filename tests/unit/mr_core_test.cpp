@@ -200,6 +200,96 @@ TEST_F(MrCore, RebindUnbindAndLmrFreeWhileBound) {
   EXPECT_EQ(t.check_bind(r, l2, va, 8, priv::kRemoteRead, 1), BindError::kInvalidRmr);
 }
 
+// Key bytes of one slot's successive registrations: never 0, never the
+// previous one, and spread: the step from one key to the next is not a
+// constant (a counter's step is always 1), nor a few values.  With 2000
+// draws uniform over 254 steps each step is seen ~8 times; a counter puts
+// all 2000 on one.  The bounds fail by chance with probability < 1e-20.
+std::vector<uint8_t> slot_keys(MrTable& t, int n, bool rmr) {
+  std::vector<uint8_t> keys;
+  std::vector<uint8_t> mem(64);
+  uint32_t l = 0, r = 0;
+  if (rmr) {
+    EXPECT_TRUE(t.lmr_register(1, mem.data(), 0, 64, kL, &l));
+    EXPECT_TRUE(t.rmr_alloc(1, &r));
+  }
+  for (int i = 0; i < n; ++i) {
+    uint32_t ctx = 0;
+    if (rmr) {
+      const uint32_t want = t.rmr_predict_context(r, 0);
+      ctx = t.do_bind(r, l, 0, 8, priv::kRemoteRead);
+      EXPECT_EQ(ctx, want);
+    } else {
+      bool in_use = false;
+      EXPECT_TRUE(t.lmr_register(1, mem.data(), 0, 64, kL, &ctx));
+      EXPECT_EQ(t.lmr_free(ctx, &in_use), AccessError::kOk);
+    }
+    EXPECT_EQ((ctx & ~MrTable::kRmrBit) >> 8, rmr ? r : 0u);  // the same slot every time
+    keys.push_back(static_cast<uint8_t>(ctx & 0xFF));
+  }
+  return keys;
+}
+
+void expect_unpredictable(const std::vector<uint8_t>& keys) {
+  std::map<int, int> steps;
+  std::map<int, int> values;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_NE(keys[i], 0);
+    values[keys[i]]++;
+    if (i == 0) continue;
+    ASSERT_NE(keys[i], keys[i - 1]) << i;
+    steps[(keys[i] - keys[i - 1] + 255) % 255]++;
+  }
+  int top = 0;
+  for (auto& [d, n] : steps) top = std::max(top, n);
+  EXPECT_LT(top, 60) << "one step from key to key dominates: predictable";
+  EXPECT_GT(steps.size(), 200u);
+  EXPECT_GT(values.size(), 240u);  // all of 1..255 in use
+}
+
+TEST(MrKeys, ReRegistrationsOfOneSlotAreUnpredictable) {
+  MrTable t(1, 1);
+  expect_unpredictable(slot_keys(t, 2000, false));
+  expect_unpredictable(slot_keys(t, 2000, true));
+}
+
+TEST(MrKeys, EachTableDrawsItsOwnSequence) {
+  // Two tables put through the same operations give other keys: the
+  // sequence is seeded per table, not fixed.  Equal by chance: 254^-31.
+  MrTable a(1, 1), b(1, 1);
+  EXPECT_NE(slot_keys(a, 32, false), slot_keys(b, 32, false));
+}
+
+TEST(MrKeys, PredictedRmrContextsMatchTheBindsThatFollowAndOldOnesAreRefused) {
+  MrTable t(2, 2);
+  std::vector<uint8_t> mem(64);
+  uint32_t l = 0, r = 0;
+  ASSERT_TRUE(t.lmr_register(1, mem.data(), 0, 64, kL, &l));
+  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  std::vector<uint32_t> want;
+  for (uint32_t i = 0; i < 5; ++i) want.push_back(t.rmr_predict_context(r, i));
+  uint32_t prev = 0;
+  for (uint32_t i = 0; i < 5; ++i) {
+    const uint32_t ctx = t.do_bind(r, l, 0, 8, priv::kRemoteRead);
+    EXPECT_EQ(ctx, want[i]);
+    AccessGrant g;
+    EXPECT_EQ(t.check_remote(ctx, 1, 0, 8, Access::kRemoteRead, &g), AccessError::kOk);
+    if (prev != 0) {
+      EXPECT_EQ(t.check_remote(prev, 1, 0, 8, Access::kRemoteRead, &g), AccessError::kStaleContext);
+    }
+    prev = ctx;
+  }
+  // Freed and allocated again: the slot's next bind is not its last context.
+  ASSERT_TRUE(t.rmr_free(r));
+  uint32_t r2 = 0;
+  ASSERT_TRUE(t.rmr_alloc(1, &r2));
+  ASSERT_EQ(r2, r);
+  const uint32_t next = t.do_bind(r2, l, 0, 8, priv::kRemoteRead);
+  EXPECT_NE(next, prev);
+  AccessGrant g;
+  EXPECT_EQ(t.check_remote(prev, 1, 0, 8, Access::kRemoteRead, &g), AccessError::kStaleContext);
+}
+
 TEST_F(MrCore, NamesCoverEveryValue) {
   for (size_t i = 0; i < static_cast<size_t>(AccessError::kCount); ++i)
     EXPECT_NE(access_error_name(static_cast<AccessError>(i)), "invalid");
@@ -244,6 +334,7 @@ TEST(MrCoreRandom, AgreesWithReferenceModel) {
       ASSERT_TRUE(t.lmr_register(pz, mem.data() + va, va, len, privs, &ctx));
       ASSERT_EQ(lmrs.count(ctx), 0u);
       lmrs[ctx] = RefLmr{pz, va, len, privs};
+      std::erase(dead, ctx);  // a dead context drawn again is live now
     } else if (op == 1 && !lmrs.empty()) {
       auto it = pick(lmrs);
       bool in_use = false;
@@ -286,6 +377,7 @@ TEST(MrCoreRandom, AgreesWithReferenceModel) {
         if (r->second.ctx) dead.push_back(r->second.ctx);
         const uint32_t ctx = t.do_bind(r->first, l->first, va, len, privs);
         r->second = RefRmr{pz, len != 0, l->first, va, len, privs, ctx};
+        if (len != 0) std::erase(dead, ctx);
         if (len != 0) l->second.bound++;
       }
     } else if (op == 4 && !rmrs.empty()) {
@@ -314,6 +406,11 @@ TEST(MrCoreRandom, AgreesWithReferenceModel) {
         ASSERT_EQ(e == AccessError::kOk, (R.privs & priv::kRemoteWrite) != 0) << step;
       }
       for (uint32_t d : dead) {
+        // Random key bytes: a context two or more lives old may be the
+        // slot's current one again (probability 1/254); any other must fail.
+        bool live = lmrs.count(d) != 0;
+        for (auto& [h, R] : rmrs) live = live || (R.bound && R.ctx == d);
+        if (live) continue;
         AccessGrant g;
         ASSERT_NE(t.check_remote(d, 1, 0, 0, Access::kRemoteRead, &g), AccessError::kOk);
         ASSERT_NE(t.check_remote(d, 2, 0, 0, Access::kRemoteRead, &g), AccessError::kOk);

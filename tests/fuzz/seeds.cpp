@@ -1,0 +1,138 @@
+// Writes the seed corpus of one fuzz target into a directory:
+//   fuzz_seeds <cm|config|qp> <dir>
+// cm: one MAD per CM message type; config: configuration strings and a
+// DPDAT_CONF file; qp: workloads of every operation with honest, lossy and
+// hostile schedules (see the input layout in qp_fuzz.cpp).
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "wire/cm.hpp"
+
+namespace {
+
+int g_n = 0;
+std::string g_dir;
+
+bool write(const void* data, size_t len) {
+  const std::string path = g_dir + "/seed" + std::to_string(g_n++);
+  FILE* out = std::fopen(path.c_str(), "wb");
+  if (out == nullptr) return false;
+  const bool ok = std::fwrite(data, 1, len, out) == len;
+  return std::fclose(out) == 0 && ok;
+}
+
+bool cm_seeds() {
+  using namespace dpdat::wire;
+  for (const auto t : kAllCmMsgs) {
+    CmMessage m;
+    m.type = t;
+    m.tid = 0x0102030405060708ull;
+    m.local_comm_id = 0x11223344;
+    m.remote_comm_id = 0x55667788;
+    m.service_id = 0x1000;
+    m.qpn = 0x000011;
+    m.start_psn = 0xFFFF00;
+    m.src_ip = 0xC0A86401;
+    m.dst_ip = 0xC0A86402;
+    m.pdata_len = static_cast<uint8_t>(cm_pdata_max(t));
+    for (size_t i = 0; i < m.pdata_len; ++i) m.pdata[i] = static_cast<uint8_t>(i);
+    std::array<uint8_t, kMadSize> mad;
+    if (!write_cm_mad(m, mad) || !write(mad.data(), mad.size())) return false;
+    m.pdata_len = 3;
+    if (!write_cm_mad(m, mad) || !write(mad.data(), mad.size())) return false;
+  }
+  return true;
+}
+
+bool config_seeds() {
+  static const char* const kSeeds[] = {
+      "ring=0;ip=192.168.77.1",
+      "vdev=net_memif0,role=server,socket=/tmp/m;ip=10.0.0.1;mtu=9000;pmtu=4096",
+      "port=0000:01:00.0; ip = 10.1.2.3 ;neighbor=10.1.2.4@02:00:00:00:00:02;"
+      "neighbor=10.1.2.5@0A:0b:0C:0d:0E:0f",
+      "ring=1;ip=192.168.77.2;loss=0.25;cm_drop=req:2;cm_drop=drep:1;progress=busy;spin_us=5;"
+      "idle_us=7;node=42",
+      "vdev=net_af_packet0,iface=veth0;ip=1.2.3.4;progress=inline;pmtu=256",
+      "ring=0;ip=1.1.1.1;progress=thread;loss=1e-3",
+      "# comment\ndpdat0 ring=0;ip=192.168.77.1\n  dpdat1\tring=1;ip=192.168.77.2\r\n\nbad\n",
+      "ring=2;ip=1.2.3.4",
+      "vdev=;ip=1.2.3.4",
+      "ring=0;port=x;ip=1.2.3.4",
+      "ring=0;ip=256.1.1.1",
+      "ring=0;ip=1.2.3.4;mtu=575",
+      "ring=0;ip=1.2.3.4;pmtu=300",
+      "ring=0;ip=1.2.3.4;neighbor=1.2.3.5@02:00:00:00:00",
+      "ring=0;ip=1.2.3.4;cm_drop=mra:1",
+      "ring=0;ip=1.2.3.4;bogus=1",
+      "ring=0;ip=1.2.3.4;noequals",
+  };
+  for (const char* s : kSeeds)
+    if (!write(s, std::strlen(s))) return false;
+  return true;
+}
+
+bool qp_seeds() {
+  // Workload: configuration byte, WR count, then (op byte, size class) per WR.
+  // Op byte: side (bit 0), operation (bits 1-3: WRITE, WRITE-imm, SEND,
+  // SEND-imm, READ, CMP-SWAP, FETCH-ADD, WRITE to the RMR), fence (4), two
+  // SGEs (5), compare matches (6), READ through the RMR (7).
+  const std::vector<uint8_t> all_ops = {
+      0x2D, 11,            // PMTU 512, SR, near wrap, window 8, depth 1 (cfg 0x2D)
+      0x00, 12, 0x03, 7,   // A WRITE 1024;  B WRITE-imm 256
+      0x04, 13, 0x07, 1,   // A SEND 1025;   B SEND-imm 1
+      0x08, 15, 0x89, 14,  // A READ 2048;   B READ 1536 via RMR
+      0x4A, 0,  0x0D, 0,   // A CMP-SWAP (matching); B FETCH-ADD
+      0x3E, 10, 0x21, 9,   // A WRITE to the RMR, fenced, 2 SGEs; B WRITE 511
+      0x0C, 0,             // A FETCH-ADD
+  };
+  auto with = [&](std::vector<uint8_t> tail, uint8_t cfg = 0x2D) {
+    std::vector<uint8_t> v = all_ops;
+    v[0] = cfg;
+    v.insert(v.end(), tail.begin(), tail.end());
+    return write(v.data(), v.size());
+  };
+  // Actions: low nibble = action, bit 4 = direction (to side 1 when set).
+  // 0 deliver, 1 drop, 2 duplicate, 3 reorder, 4 deliver all, 5 poll,
+  // 6 jump to timer, 7 advance time, 8 inject mutated, 9 inject built,
+  // 10 corrupt, 11/12 post next WR, 13-15 deliver all + poll.
+  const bool ok =
+      with({}) && with({}, 0x00) && with({}, 0xF3) && with({}, 0x6E) &&
+      with({0x0B, 0x0B, 0x0B, 0x05, 0x11, 0x05, 0x01, 0x05, 0x0D, 0x12,
+            0x05, 0x13, 0x05, 0x06, 0x0D, 0x1A, 0x00, 0x0D, 0x06, 0x06}) &&
+      with({0x0B, 0x0B, 0x0B, 0x0B, 0x05, 0x05, 0x33, 0x73, 0x0D, 0x0D, 0x11, 0x11, 0x06, 0x06,
+            0x06, 0x0D}) &&
+      // Hostile: mutated recent frames (PSN, rkey/VA, length) and built ones.
+      with({0x0B, 0x0B, 0x05, 0x0D, 0x18, 0x00, 0x01, 0x01, 0x05, 0x0D, 0x18, 0x01,
+            0x02, 0x03, 0x01, 0x00, 0x10, 0x0D, 0x08, 0x02, 0x02, 0x08, 0x20, 0x0D}) &&
+      with({0x0B, 0x0B, 0x05, 0x19, 0x0A, 0xF0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+            0x00, 0x05, 0x0D, 0x19, 0x0C, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, 0x0D}) &&
+      with({0x0B, 0x0B, 0x0B, 0x05, 0x0D, 0x09, 0x11, 0x00, 0x00, 0x00, 0x00, 0x06, 0x0D});
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: fuzz_seeds <cm|config|qp> <dir>\n");
+    return 2;
+  }
+  g_dir = argv[2];
+  const std::string t = argv[1];
+  bool ok = false;
+  if (t == "cm") {
+    ok = cm_seeds();
+  } else if (t == "config") {
+    ok = config_seeds();
+  } else if (t == "qp") {
+    ok = qp_seeds();
+  } else {
+    std::fprintf(stderr, "fuzz_seeds: unknown target '%s'\n", t.c_str());
+    return 2;
+  }
+  if (!ok) std::fprintf(stderr, "fuzz_seeds: cannot write into %s\n", g_dir.c_str());
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The hostile-peer test: a victim dpdat process (victim --serve) serving an
+# honest peer (victim --honest: verified RDMA WRITE / READ in a loop) while
+# dpdat-hostile attacks it with raw RoCEv2 frames, all three over
+# net_af_packet on veth links to one bridge, each in its own namespace.
+#   hostile.sh PATH/TO/dpdat-hostile-victim PATH/TO/dpdat-hostile
+# Passes when the honest peer's transfers all verified, the victim did not
+# crash, the canaries around every region it granted are intact, and the
+# victim's engine counters (read from its DPDK telemetry) show each attack
+# counted by reason.  Creates its namespaces, bridge and veths (only
+# 10.79.0.0/24 inside namespaces it made) and removes them on every exit.
+set -uo pipefail
+VICTIM=$(readlink -f "$1")
+HOSTILE=$(readlink -f "$2")
+HERE=$(dirname "$(readlink -f "$0")")
+ID=$$
+TMP=$(mktemp -d /tmp/dpdat-hostile-XXXXXX)
+NSBR=dpdat-hb-$ID
+NSV=dpdat-hv-$ID
+NSH=dpdat-hh-$ID
+NSA=dpdat-ha-$ID
+VIP=10.79.0.1
+HIP=10.79.0.2
+AIP=10.79.0.3
+PIDS=()
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  for n in "$NSV" "$NSH" "$NSA" "$NSBR"; do ip netns del "$n" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*"
+  for f in victim honest hostile; do
+    echo "--- $f log"
+    grep -v "mp action callback" "$TMP/$f.log" 2>/dev/null | tail -40
+  done
+  exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || { echo "hostile.sh: needs root (namespaces)"; exit 77; }
+
+# One bridge in its own namespace; one veth per party, its bridge end there.
+for n in "$NSBR" "$NSV" "$NSH" "$NSA"; do
+  ip netns add "$n" || fail "cannot create namespace $n"
+  ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+  ip netns exec "$n" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+  ip netns exec "$n" ip link set lo up
+done
+ip netns exec "$NSBR" ip link add br0 type bridge || fail "cannot create bridge"
+ip netns exec "$NSBR" ip link set br0 up
+for p in v h a; do
+  case $p in v) ns=$NSV ;; h) ns=$NSH ;; a) ns=$NSA ;; esac
+  ip link add "hp$ID$p" type veth peer name "hb$ID$p" || fail "cannot create veth"
+  ip link set "hp$ID$p" netns "$ns"
+  ip link set "hb$ID$p" netns "$NSBR"
+  ip netns exec "$NSBR" ip link set "hb$ID$p" master br0
+  ip netns exec "$NSBR" ip link set "hb$ID$p" up
+  ip netns exec "$ns" ip link set "hp$ID$p" up
+done
+
+AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+DPDAT_IA_VICTIM="vdev=net_af_packet0,iface=hp${ID}v,$AF;ip=$VIP" \
+  ip netns exec "$NSV" timeout 90 "$VICTIM" --serve victim --seconds 80 --stop "$TMP/stop-victim" \
+  --max-conns 8 >"$TMP/victim.log" 2>&1 &
+vpid=$!
+PIDS+=($vpid)
+for _ in $(seq 1 400); do
+  grep -q "listening" "$TMP/victim.log" 2>/dev/null && break
+  kill -0 "$vpid" 2>/dev/null || fail "victim exited before listening"
+  sleep 0.05
+done
+grep -q "listening" "$TMP/victim.log" || fail "victim never listened"
+VPID=$(sed -n 's/.*listening.*pid \([0-9]*\).*/\1/p' "$TMP/victim.log")
+
+DPDAT_IA_HONEST="vdev=net_af_packet0,iface=hp${ID}h,$AF;ip=$HIP" \
+  ip netns exec "$NSH" timeout 90 "$VICTIM" --honest honest --server $VIP --seconds 80 \
+  --stop "$TMP/stop-honest" >"$TMP/honest.log" 2>&1 &
+hpid=$!
+PIDS+=($hpid)
+for _ in $(seq 1 400); do
+  grep -q "connected" "$TMP/honest.log" 2>/dev/null && break
+  kill -0 "$hpid" 2>/dev/null || fail "honest peer exited before connecting"
+  sleep 0.05
+done
+grep -q "connected" "$TMP/honest.log" || fail "honest peer never connected"
+
+# Each attack on its own, the victim's counters read before and after it.
+ATTACKS="spoofed-source unknown-qpn psn-out-of-window length-mismatch huge-read misaligned-atomic
+         rkey-guess forged-dreq cm-flood"
+snap() {
+  sleep 0.2  # the victim's CM handles what arrived last
+  python3 "$HERE/telemetry.py" "$VPID" "$TMP/counters-$1.json" ||
+    fail "cannot read the victim's counters from its telemetry"
+}
+start=$(date +%s%N)
+snap start
+for a in $ATTACKS; do
+  ip netns exec "$NSA" timeout 60 "$HOSTILE" --vdev "net_af_packet0,iface=hp${ID}a,$AF" \
+    --ip $AIP --victim $VIP --honest $HIP --guesses 16 --flood 64 --attacks "$a" \
+    >>"$TMP/hostile.log" 2>&1 || fail "dpdat-hostile $a exited with $?"
+  kill -0 "$vpid" 2>/dev/null || fail "victim died during $a"
+  snap "$a"
+done
+took=$(( ($(date +%s%N) - start) / 1000000 ))
+touch "$TMP/stop-honest"
+wait "$hpid" || fail "honest peer exited with $? (a transfer failed or did not verify)"
+kill -0 "$vpid" 2>/dev/null || fail "victim died"
+touch "$TMP/stop-victim"
+wait "$vpid"
+vrc=$?
+[ "$vrc" -eq 0 ] || fail "victim exited with $vrc (5: a canary changed)"
+
+grep -h "^honest: [0-9]" "$TMP/honest.log"
+echo "attacks took ${took} ms"
+python3 - "$TMP" "$ATTACKS" <<'PY' || fail "an attack was not counted"
+import json, sys
+tmp, attacks = sys.argv[1], sys.argv[2].split()
+v = json.loads(next(l for l in open(tmp + "/victim.log") if l.startswith("victim-json: "))[13:])
+said = {}
+for l in open(tmp + "/hostile.log"):
+    if l.startswith("dpdat-hostile: "):
+        name, _, rest = l[15:].partition(": ")
+        said[name] = json.loads(rest)
+# What each attack must show in the victim's counters (its own delta).
+want = {
+  "spoofed-source": ["rx_foreign_src", "rx_no_qp"],
+  "unknown-qpn": ["rx_no_qp"],
+  "psn-out-of-window": ["psn_out_of_window"],
+  "length-mismatch": ["resp_err_write_length", "resp_err_length"],
+  "huge-read": ["rkey_refused_out_of_bounds"],
+  "misaligned-atomic": ["resp_err_misaligned"],
+  "rkey-guess": ["rkey_refused_stale_context", "resp_err_rkey"],
+  "forged-dreq": ["cm_forged_ignored"],
+  "cm-flood": ["cm_malformed", "cm_req_refused"],
+}
+# Counters that say "refused": reported whenever an attack moved them.
+def refusal(k):
+    return (k.startswith(("rkey_refused_", "resp_err_", "cm_", "rx_reject_"))
+            or k in ("rx_foreign_src", "psn_out_of_window", "rx_no_qp", "rx_dropped_parse"))
+bad = []
+prev = json.load(open(tmp + "/counters-start.json"))
+print("victim: canaries intact: %s; connections accepted %d, rejected over its cap %d, endings %s"
+      % (v["canaries_intact"], v["accepted"], v["rejected_over_cap"], v["endings"]))
+for a in attacks:
+    cur = json.load(open("%s/counters-%s.json" % (tmp, a)))
+    delta = {k: cur[k] - prev.get(k, 0) for k in cur if refusal(k) and cur[k] != prev.get(k, 0)}
+    prev = cur
+    print("  %-18s victim counted %s" % (a, json.dumps(delta, sort_keys=True)))
+    print("  %-18s attacker saw   %s" % ("", json.dumps(said.get(a, {}), sort_keys=True)))
+    bad += ["%s: %s" % (a, k) for k in want[a] if delta.get(k, 0) == 0]
+    if "error" in said.get(a, {}): bad.append("%s: %s" % (a, said[a]["error"]))
+if v["rejected_over_cap"] == 0: bad.append("cm-flood: no REQ over the victim's cap")
+for a, k in (("psn-out-of-window", "in_sequence_after"), ("forged-dreq", "write_after_spoofed_dreq")):
+    if said.get(a, {}).get(k) != "ack":
+        bad.append("%s: the connection did not survive (%s)" % (a, said.get(a, {}).get(k)))
+if said.get("rkey-guess", {}).get("accepted", 1) != 0:
+    bad.append("rkey-guess: a guessed key was accepted")
+if bad:
+    print("not counted / wrong: " + "; ".join(bad)); sys.exit(1)
+PY
+echo "PASS: the honest peer's transfers verified, the victim's canaries are intact, every attack counted"
