@@ -158,6 +158,12 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.idle_us) && c.idle_us > 0;
     } else if (key == "node") {
       ok = parse_num(val, &c.node);
+    } else if (key == "cc") {
+      const auto m = rc::parse_cc_mode(val);
+      ok = m.has_value();
+      if (ok) c.cc = *m;
+    } else if (key == "cc_line_gbps") {
+      ok = parse_num(val, &c.cc_line_gbps) && c.cc_line_gbps > 0 && c.cc_line_gbps <= 100'000;
     } else if (key == "max_eps") {
       ok = parse_num(val, &c.max_eps) && c.max_eps > 0 && c.max_eps <= (1u << 20);
     } else if (key == "max_lmrs") {

@@ -22,6 +22,12 @@
 //                       thread keeps spinning before it backs off (default 1000)
 //   idle_us=<n>         longest sleep of a backed-off progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
+//   cc=<both|dcqcn|delay|off>  congestion control of the interface's queue
+//                       pairs (default both): DCQCN on CNPs (and CNPs sent for
+//                       CE-marked packets received), a delay window on round
+//                       trips, per-QP pacing; off: neither
+//   cc_line_gbps=<n>    DCQCN's line rate, the rate a QP starts at and recovers
+//                       to (default 100)
 //   max_eps=<n>, max_lmrs=<n>, max_rmrs=<n>, max_evds=<n>, max_pzs=<n>
 //                       limits of the interface (dat_ia_query reports them;
 //                       defaults 65536, 1048576, 1048576, 131072, 65536)
@@ -45,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "rc/congestion_config.hpp"
 #include "wire/cm.hpp"
 #include "wire/headers.hpp"
 
@@ -75,6 +82,8 @@ struct IfaceConfig {
   uint32_t spin_us = 1000;
   uint32_t idle_us = 200;
   uint32_t node = 0;
+  rc::CcMode cc = rc::CcMode::kBoth;
+  uint32_t cc_line_gbps = 100;
   // Limits (0: the default of dat::Limits).
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
   uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0;

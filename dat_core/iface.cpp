@@ -465,6 +465,8 @@ Status Iface::make_qp(Ep* ep) {
   // A dead peer is declared after 7 retries and at least 1 s (a peer process
   // starved of CPU for a few hundred ms is not dead).
   qc.min_retry_time_ns = 1'000'000'000;
+  qc.cc.mode = cfg.cc;
+  qc.cc.line_rate_bps = uint64_t{cfg.cc_line_gbps} * 1'000'000'000;
   rc::CompletionQueue* scq = ep->req_evd != nullptr ? ep->req_evd->cq.get() : &sink_cq;
   rc::CompletionQueue* rcq = ep->recv_evd != nullptr ? ep->recv_evd->cq.get() : &sink_cq;
   ep->qp = engine->create_qp(ep->pz->id, qc, scq, rcq);

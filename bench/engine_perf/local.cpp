@@ -181,6 +181,7 @@ int run_local(const Options& o) {
   rc::QpConfig q;
   q.pmtu = o.pmtu;
   q.selective_repeat = !o.gbn;
+  q.cc.mode = o.cc;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
   q.rq_depth = 512;
   if (o.window != 0) q.window = o.window;

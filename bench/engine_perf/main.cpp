@@ -21,6 +21,7 @@ int finish(const Options& o, int rc) {
                       {"op", o.op},
                       {"link", o.vdev.empty() ? "in-process net_ring" : o.vdev},
                       {"progress", o.thread_progress ? "thread" : "inline"},
+                      {"cc", std::string(rc::cc_mode_name(o.cc))},
                       {"bw", g_bw},
                       {"lat", g_lat}};
   std::ofstream out(o.json);
@@ -38,6 +39,7 @@ void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
                "          [--pmtu 256..4096] [--tx-depth N] [--window PKTS] [--gbn]\n"
+               "          [--cc both|dcqcn|delay|off]\n"
                "          [--progress inline|thread]\n"
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
                "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
@@ -76,6 +78,13 @@ int run_main(int argc, char** argv) {
       o.window = static_cast<uint32_t>(std::stoul(next()));
     } else if (a == "--gbn") {
       o.gbn = true;
+    } else if (a == "--cc" && i + 1 < argc) {
+      const auto m = rc::parse_cc_mode(next());
+      if (!m) {
+        std::fprintf(stderr, "dpdat-engine-perf: --cc takes both, dcqcn, delay or off\n");
+        return 2;
+      }
+      o.cc = *m;
     } else if (a == "--server") {
       o.server = true;
     } else if (a == "--client" && i + 1 < argc) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <string_view>
 
 #include "dpdk/eal.hpp"
 #include "remote.hpp"
@@ -62,6 +63,7 @@ rc::QpConfig qp_config(const Options& o, uint32_t pmtu) {
   rc::QpConfig q;
   q.pmtu = pmtu;
   q.selective_repeat = !o.gbn;
+  q.cc.mode = o.cc;
   q.sq_depth = std::max<uint32_t>(o.tx_depth * 2, 256);
   if (o.window != 0) q.window = o.window;
   if (o.rto_us != 0) q.retransmit_timeout_ns = o.rto_us * 1000;
@@ -141,6 +143,13 @@ bool Multi::report(const char* who) {
                 " out-of-order %" PRIu64 "\n",
                 k, c.tx_packets, c.rx_packets, c.retransmits + c.sr_resends, c.timeouts,
                 c.seq_naks_rx, c.seq_naks_tx, c.duplicates_rx, c.out_of_order_rx);
+    const std::string_view mode = rc::cc_mode_name(qps[k]->config().cc.mode);
+    std::printf(
+        " QP %zu cc %.*s: CE rx %" PRIu64 " CNPs tx %" PRIu64 " rx %" PRIu64 " rate cuts %" PRIu64
+        " window cuts %" PRIu64 " paced %" PRIu64 " pace rate %.2f Gb/s (0: none) window %.2f\n",
+        k, static_cast<int>(mode.size()), mode.data(), c.ce_rx, c.cnp_tx, c.cnp_rx, c.cc_rate_cuts,
+        c.cc_window_cuts, c.cc_paced, static_cast<double>(qps[k]->cc().pace_rate_bps()) / 1e9,
+        qps[k]->cc().window_pkts());
   }
   bool ok = true;
   for (size_t k = 0; k < qps.size(); ++k)

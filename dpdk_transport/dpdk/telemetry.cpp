@@ -160,7 +160,17 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   m["cm_forged_ignored"] = c.cm_forged_ignored;
   rc::QpCounters sum;
   uint64_t qps = 0;
+  // Congestion control gauges: QPs paced now, the lowest paced rate among
+  // them and the smallest delay window (packets x 1000).
+  uint64_t cc_paced_qps = 0, cc_min_rate_bps = 0, cc_min_window_milli = 0;
   e.for_each_qp([&](const rc::Qp& qp) {
+    const uint64_t rate = qp.cc().pace_rate_bps();
+    if (rate != 0) {
+      ++cc_paced_qps;
+      cc_min_rate_bps = cc_min_rate_bps == 0 ? rate : std::min(cc_min_rate_bps, rate);
+    }
+    const auto win = static_cast<uint64_t>(qp.cc().window_pkts() * 1000);
+    cc_min_window_milli = qps == 0 ? win : std::min(cc_min_window_milli, win);
     const rc::QpCounters& q = qp.counters();
     ++qps;
     sum.tx_packets += q.tx_packets;
@@ -177,6 +187,12 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
     sum.acks_rx += q.acks_rx;
     sum.cq_stalls += q.cq_stalls;
     sum.tx_backpressure += q.tx_backpressure;
+    sum.ce_rx += q.ce_rx;
+    sum.cnp_tx += q.cnp_tx;
+    sum.cnp_rx += q.cnp_rx;
+    sum.cc_rate_cuts += q.cc_rate_cuts;
+    sum.cc_window_cuts += q.cc_window_cuts;
+    sum.cc_paced += q.cc_paced;
   });
   m["qps"] = qps;
   m["qp_tx_packets"] = sum.tx_packets;
@@ -193,6 +209,15 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   m["qp_acks_rx"] = sum.acks_rx;
   m["qp_cq_stalls"] = sum.cq_stalls;
   m["qp_tx_backpressure"] = sum.tx_backpressure;
+  m["qp_ce_rx"] = sum.ce_rx;
+  m["qp_cnp_tx"] = sum.cnp_tx;
+  m["qp_cnp_rx"] = sum.cnp_rx;
+  m["qp_cc_rate_cuts"] = sum.cc_rate_cuts;
+  m["qp_cc_window_cuts"] = sum.cc_window_cuts;
+  m["qp_cc_paced"] = sum.cc_paced;
+  m["qp_cc_paced_qps"] = cc_paced_qps;
+  m["qp_cc_min_rate_bps"] = cc_min_rate_bps;
+  m["qp_cc_min_window_milli"] = cc_min_window_milli;
   return m;
 }
 

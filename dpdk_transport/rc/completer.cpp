@@ -176,6 +176,7 @@ void Qp::note_acked(Psn psn, uint64_t now) {
     rtt_timing_ = false;
     rtt_.sample(now - rtt_t0_);
     ctr_.rtt_samples++;
+    cc_on_rtt(now - rtt_t0_, now);
   }
   tlp_sent_ = false;  // progress: a new tail may be probed
   if (sr_hole_valid_ && Psn::diff(sr_hole_, psn) <= 0) sr_hole_valid_ = false;

@@ -84,7 +84,8 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       // plus as many replays of them.
       resp_cap_(std::bit_ceil(2 * replay_depth(cfg))),
       sr_resend_(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg.window, 1)})),
-      replay_(replay_depth(cfg)) {}
+      replay_(replay_depth(cfg)),
+      cc_(cfg.cc, std::max<uint32_t>(cfg.window, 1)) {}
 
 Qp::~Qp() {
   BlockPool& pool = engine_.pool();
@@ -154,7 +155,9 @@ wire::BuildSpec& Qp::base_spec(Opcode op, Psn psn) {
   s.se = false;
   s.payload = {};
   s.gather = {};
-  s.tos = cfg_.ecn_capable && op != Opcode::kAck && op != Opcode::kAtomicAck ? kEct0 : 0;
+  s.tos = cfg_.ecn_capable && op != Opcode::kAck && op != Opcode::kAtomicAck && op != Opcode::kCnp
+              ? kEct0
+              : 0;
   return s;
 }
 
@@ -174,6 +177,7 @@ bool Qp::transmit(const wire::BuildSpec& spec, uint64_t now) {
   }
   engine_.tx_commit(f, static_cast<uint32_t>(r.len), spec.ip_csum_offload ? kFrameTxIpCsum : 0);
   ctr_.tx_packets++;
+  cc_on_sent(spec, static_cast<uint32_t>(r.len), now);
   return true;
 }
 
@@ -227,6 +231,7 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
       send_ack(fatal_nak_syndrome_, fatal_nak_psn_, now);
     return;
   }
+  if ((v.ip->tos & 3u) == 3u) cc_on_ce(now);  // ECN CE (RFC 3168)
   const wire::OpInfo& info = *v.info;
   if (info.is(wire::op::kRequest)) {
     on_request(v, now);
@@ -244,6 +249,9 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
     case Opcode::kReadRespLast:
     case Opcode::kReadRespOnly:
       on_read_response(v, now);
+      break;
+    case Opcode::kCnp:
+      cc_on_cnp(now);
       break;
     default:
       ctr_.bad_responses++;
@@ -286,6 +294,7 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
       if (ack_owed_ && resp_empty()) send_ack(kAckSyndrome, epsn_ - 1, now);
       if (ack_owed_) engine_.activate(this);
       return;
+    case TimerKind::kPace:  // the engine activates the QP: it emits again
     case TimerKind::kCount:
       return;
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "congestion.hpp"
+#include "congestion_control.hpp"
 #include "mr_table.hpp"
 #include "qp_ring.hpp"
 #include "srq.hpp"
@@ -41,11 +42,15 @@ struct QpCounters {
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
            bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
            rtt_samples = 0, tlp_probes = 0;
+  // Congestion control: CE-marked packets received, CNPs sent / received,
+  // DCQCN rate cuts, delay-window decreases, sends held by the pacer.
+  uint64_t ce_rx = 0, cnp_tx = 0, cnp_rx = 0, cc_rate_cuts = 0, cc_window_cuts = 0, cc_paced = 0;
 };
 
 class Qp {
  public:
-  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kCount };
+  // kPace: the pacer's next send time (congestion control).
+  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kPace, kCount };
 
   // Requester: where emit_requests() stands with the WQE at sq_emit_.
   enum class ReqState : uint8_t {
@@ -122,6 +127,8 @@ class Qp {
   const QpCounters& counters() const { return ctr_; }
   // Round-trip estimate and the current (un-backed-off) retransmission timeout.
   const RttEstimator& rtt() const { return rtt_; }
+  // Congestion control state: current paced rate, delay window, DCQCN state.
+  const CongestionControl& cc() const { return cc_; }
 
   // The path MTU the connection agreed on (the CM's choice, at most the one
   // the QP was created with).  Only in kReset; false for any other state or a
@@ -182,7 +189,7 @@ class Qp {
   // entry per QP and kind.
   static constexpr uint32_t kNoTimerSlot = UINT32_MAX;
   std::array<uint32_t, static_cast<size_t>(TimerKind::kCount)> timer_slot_{
-      kNoTimerSlot, kNoTimerSlot, kNoTimerSlot, kNoTimerSlot};
+      kNoTimerSlot, kNoTimerSlot, kNoTimerSlot, kNoTimerSlot, kNoTimerSlot};
 
  private:
   struct SendWqe {
@@ -543,6 +550,20 @@ class Qp {
   // Whether a hole at packet `idx` of `w` is resent alone (the responder
   // keeps what followed it).
   bool sr_resendable(const SendWqe& w, uint32_t idx) const;
+
+  // ---- congestion control (qp_congestion.cpp) ----
+  // Data packets (requests with payload or a READ's response) may leave now;
+  // otherwise the pace timer is armed for when they may (no busy polling).
+  bool cc_may_send(uint64_t now);
+  // The window the requester keeps to: cfg_.window, or less by the delay control.
+  uint32_t cc_window() const { return cc_.window(cfg_.window); }
+  // A received packet: CE on data answers with a CNP (notification point);
+  // a CNP cuts the rate (reaction point).
+  void cc_on_ce(uint64_t now);
+  void cc_on_cnp(uint64_t now);
+  void cc_on_rtt(uint64_t rtt_ns, uint64_t now);
+  void cc_on_sent(const wire::BuildSpec& spec, uint32_t frame_len, uint64_t now);
+  CongestionControl cc_;
 };
 
 }  // namespace dpdat::rc

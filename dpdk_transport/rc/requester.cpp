@@ -68,7 +68,9 @@ uint64_t Qp::wqe_from(Psn psn) const {
 }
 
 void Qp::arm_retransmit(uint64_t now) {
-  if (state_ != QpState::kRts || !has_outstanding()) {
+  // Nothing unacknowledged on the wire (a WQE half sent, its next packet
+  // held by the pacer): no timer; the next packet sent arms it again.
+  if (state_ != QpState::kRts || !has_outstanding() || Psn::diff(una_psn(), max_sent_psn_) > 0) {
     clear_timer(TimerKind::kRetransmit);
     clear_timer(TimerKind::kProbe);
     return;
@@ -290,7 +292,7 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
   wire::BuildSpec& s = *sp;
   const int32_t in_flight = Psn::diff(psn, una_psn()) + 1;
   s.ack_req = last || probe || ++since_ack_req_ >= cfg_.ack_every ||
-              in_flight >= static_cast<int32_t>(cfg_.window);
+              in_flight >= static_cast<int32_t>(cc_window());
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
   // The newest PSN this packet covers (a READ request: its whole response).
@@ -358,7 +360,7 @@ Qp::ReqState Qp::check_fence(const SendWqe& w) const {
   if (w.wr.op == WrOp::kBind) return ReqState::kExecBind;
   if ((w.wr.flags & wr_flag::kFence) != 0 && rd_atomic_outstanding_ > 0) return ReqState::kBlocked;
   if (is_rd_atomic(w.wr.op) && !rd_atomic_room()) return ReqState::kBlocked;
-  if (Psn::diff(next_psn_, una_psn()) >= static_cast<int32_t>(cfg_.window))
+  if (Psn::diff(next_psn_, una_psn()) >= static_cast<int32_t>(cc_window()))
     return ReqState::kBlocked;
   return ReqState::kStartWqe;
 }
@@ -384,7 +386,8 @@ Qp::ReqState Qp::req_emit(SendWqe& w, uint64_t now) {
   if (w.done) return ReqState::kNextWqe;
   while (w.sent < w.npkts) {
     const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
-    if (Psn::diff(psn, una_psn()) >= static_cast<int32_t>(cfg_.window)) return ReqState::kBlocked;
+    if (Psn::diff(psn, una_psn()) >= static_cast<int32_t>(cc_window())) return ReqState::kBlocked;
+    if (!cc_may_send(now)) return ReqState::kBlocked;  // the pace timer resumes it
     if (!emit_one(w, now)) return ReqState::kBackpressure;
   }
   return ReqState::kNextWqe;

@@ -105,6 +105,7 @@ bool Qp::respond_emit(uint64_t now) {
     }
     while (j.next_pkt < j.end_pkt) {
       if (budget == 0) return true;
+      if (!cc_may_send(now)) return false;  // the pace timer resumes it
       const Pos p = pos_of(j.next_pkt - j.start_pkt, j.end_pkt - j.start_pkt);
       const uint64_t off = uint64_t{j.next_pkt} * cfg_.pmtu;
       const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);

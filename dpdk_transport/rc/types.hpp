@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "congestion_config.hpp"
 #include "spsc_ring.hpp"
 #include "wire/headers.hpp"
 #include "wire/psn.hpp"
@@ -184,6 +185,9 @@ struct QpConfig {
   // Request packets and READ responses carry ECT(0) in the IPv4 ECN field
   // (RoCEv2 over ECN-marking switches); ACKs do not.
   bool ecn_capable = true;
+  // Congestion control (congestion_control.hpp): DCQCN on CNPs, a delay
+  // window on measured round trips, per-QP pacing.
+  CcConfig cc;
 };
 
 // Addresses of both ends of a connection (Ethernet/IPv4/UDP, peer's QPN).

@@ -199,6 +199,14 @@ struct Ieth {
 };
 static_assert(sizeof(Ieth) == 4 && alignof(Ieth) == 1);
 
+// The 16 reserved bytes after the BTH of a RoCEv2 congestion notification
+// packet (RoCEv2 annex A17.9.3: BTH opcode 0x81, then 16 bytes of zeros, then
+// the ICRC).  Sent as zeros, ignored on receipt.
+struct CnpResv {
+  uint8_t resv[16];
+};
+static_assert(sizeof(CnpResv) == 16 && alignof(CnpResv) == 1);
+
 inline constexpr size_t kL2L3L4Size = sizeof(EthHdr) + sizeof(Ipv4Hdr) + sizeof(UdpHdr);
 
 }  // namespace dpdat::wire

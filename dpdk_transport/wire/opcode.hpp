@@ -1,9 +1,11 @@
 #pragma once
 // The opcode table: the single source of truth for which extension headers
 // follow the BTH, where they sit, what the packet may carry and what it means.
-// It holds the 23 RC opcodes and one UD opcode, SEND Only, which carries the
-// connection-management MADs to and from the GSI (QP1; see cm.hpp).  RC queue
-// pairs never see a UD opcode: the engine routes those (op::kUd) to the GSI.
+// It holds the 23 RC opcodes, one UD opcode, SEND Only, which carries the
+// connection-management MADs to and from the GSI (QP1; see cm.hpp), and the
+// RoCEv2 congestion notification packet (CNP, annex A17.9.3), which a
+// receiver that saw ECN CE sends to the sending queue pair.  RC queue pairs
+// never see a UD opcode: the engine routes those (op::kUd) to the GSI.
 // Opcode and OpFlags are distinct types: `opcode & kSend` does not compile.
 
 #include <array>
@@ -43,11 +45,24 @@ enum class Opcode : uint8_t {
   kSendOnlyInv = 0x17,
   // IBA table 35, UD transport (upper 3 bits 011).
   kUdSendOnly = 0x64,
+  // RoCEv2 annex A17.9.3 (upper 3 bits 100: CNP).
+  kCnp = 0x81,
 };
 
 // Which extension headers follow the BTH (in this fixed order on the wire:
-// DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH — IBA 9.2 figure 56).
-enum class Ext : uint8_t { kDeth, kReth, kAtomicEth, kAeth, kAtomicAckEth, kImmDt, kIeth, kCount };
+// DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH — IBA 9.2 figure 56;
+// a CNP carries only its 16 reserved bytes).
+enum class Ext : uint8_t {
+  kDeth,
+  kReth,
+  kAtomicEth,
+  kAeth,
+  kAtomicAckEth,
+  kImmDt,
+  kIeth,
+  kCnpResv,
+  kCount
+};
 
 class OpFlags {
  public:
@@ -81,11 +96,12 @@ inline constexpr OpFlags kImm{1u << 12};
 inline constexpr OpFlags kInvalidate{1u << 13};
 inline constexpr OpFlags kRdmaAccess{1u << 14};  // carries RETH/AtomicETH: checked against an rkey
 inline constexpr OpFlags kUd{1u << 15};          // UD transport: never for an RC queue pair
+inline constexpr OpFlags kCnp{1u << 16};  // congestion notification (neither request nor response)
 }  // namespace op
 
 inline constexpr std::array<size_t, static_cast<size_t>(Ext::kCount)> kExtSize = {
     sizeof(Deth),         sizeof(Reth),  sizeof(AtomicEth), sizeof(Aeth),
-    sizeof(AtomicAckEth), sizeof(ImmDt), sizeof(Ieth)};
+    sizeof(AtomicAckEth), sizeof(ImmDt), sizeof(Ieth),      sizeof(CnpResv)};
 
 struct OpInfo {
   std::string_view name;  // IBA spelling, as Wireshark prints it
@@ -127,7 +143,7 @@ constexpr std::array<OpInfo, 256> build_table() {
   using namespace op;
   constexpr uint8_t D = bit(Ext::kDeth), R = bit(Ext::kReth), A = bit(Ext::kAeth),
                     X = bit(Ext::kAtomicEth), K = bit(Ext::kAtomicAckEth), I = bit(Ext::kImmDt),
-                    V = bit(Ext::kIeth);
+                    V = bit(Ext::kIeth), C = bit(Ext::kCnpResv);
   const OpFlags sreq = kRequest | kSend | kPayload;
   const OpFlags wreq = kRequest | kWrite | kPayload;
   const OpFlags rresp = kResponse | kRead | kPayload;
@@ -163,6 +179,7 @@ constexpr std::array<OpInfo, 256> build_table() {
   set(Opcode::kSendOnlyInv,
       make("RC Send Only Invalidate", sreq | kOnly | kConsumesRecv | kInvalidate, V));
   set(Opcode::kUdSendOnly, make("UD Send Only", sreq | kOnly | kConsumesRecv | kUd, D));
+  set(Opcode::kCnp, make("CNP", kCnp, C));
   return t;
 }
 }  // namespace detail
@@ -184,12 +201,18 @@ inline constexpr std::array<Opcode, 23> kAllRcOpcodes = {
 // The UD opcodes the table defines (for the GSI only).
 inline constexpr std::array<Opcode, 1> kAllUdOpcodes = {Opcode::kUdSendOnly};
 
-// Every opcode the table defines: the RC ones, then the UD ones.
-inline constexpr std::array<Opcode, kAllRcOpcodes.size() + kAllUdOpcodes.size()> kAllOpcodes = [] {
-  std::array<Opcode, kAllRcOpcodes.size() + kAllUdOpcodes.size()> a{};
+// The congestion notification packet.
+inline constexpr std::array<Opcode, 1> kAllCnpOpcodes = {Opcode::kCnp};
+
+// Every opcode the table defines: the RC ones, then the UD ones, then the CNP.
+inline constexpr size_t kOpcodeCount =
+    kAllRcOpcodes.size() + kAllUdOpcodes.size() + kAllCnpOpcodes.size();
+inline constexpr std::array<Opcode, kOpcodeCount> kAllOpcodes = [] {
+  std::array<Opcode, kOpcodeCount> a{};
   size_t i = 0;
   for (Opcode o : kAllRcOpcodes) a[i++] = o;
   for (Opcode o : kAllUdOpcodes) a[i++] = o;
+  for (Opcode o : kAllCnpOpcodes) a[i++] = o;
   return a;
 }();
 
@@ -206,6 +229,9 @@ static_assert(op_info(Opcode::kUdSendOnly).hdr_len == 12 + 8);
 static_assert(op_info(Opcode::kUdSendOnly).off(Ext::kDeth) == 12);
 static_assert(op_info(Opcode::kUdSendOnly).is(op::kUd) && !op_info(Opcode::kSendOnly).is(op::kUd));
 static_assert(!op_info(uint8_t{0x65}).valid && !op_info(uint8_t{0x20}).valid);
+static_assert(op_info(Opcode::kCnp).hdr_len == 12 + 16);
+static_assert(!op_info(Opcode::kCnp).is(op::kRequest) && !op_info(Opcode::kCnp).is(op::kResponse));
+static_assert(!op_info(uint8_t{0x80}).valid && !op_info(uint8_t{0x82}).valid);
 
 // Valid path MTUs (IBA 9.7.7 / RoCE): 256 .. 4096.
 constexpr bool is_valid_pmtu(uint32_t pmtu) {

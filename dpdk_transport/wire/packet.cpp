@@ -172,6 +172,7 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   if (info.has(Ext::kImmDt)) reinterpret_cast<ImmDt*>(t + info.off(Ext::kImmDt))->imm = Be32(s.imm);
   if (info.has(Ext::kIeth))
     reinterpret_cast<Ieth*>(t + info.off(Ext::kIeth))->rkey = Be32(s.inv_rkey);
+  if (info.has(Ext::kCnpResv)) std::memset(t + info.off(Ext::kCnpResv), 0, sizeof(CnpResv));
 
   // The payload goes in behind the headers and the ICRC is computed in the
   // same pass where the CRC path can (crc32_copy_masked: each payload byte

@@ -60,6 +60,9 @@ TEST(Telemetry, CountersOverTheSocket) {
   const auto ec = dpdk::engine_counters(*lo.a().engine);
   EXPECT_EQ(ec.at("qps"), 1u);
   EXPECT_GT(ec.at("qp_tx_packets"), 0u);
+  // Congestion control: nothing marks on this link, so no CNP either way.
+  EXPECT_EQ(ec.at("qp_cnp_tx") + ec.at("qp_cnp_rx") + ec.at("qp_ce_rx"), 0u);
+  EXPECT_EQ(ec.count("qp_cc_min_rate_bps"), 1u);
 
   // The telemetry socket of this process.
   std::string prefix;

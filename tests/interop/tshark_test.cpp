@@ -181,6 +181,60 @@ TEST_F(Tshark, CorruptedIcrcIsOursToCatch) {
   EXPECT_EQ(num(split(out, '\n').at(0)), static_cast<uint64_t>(s.spec.opcode));
 }
 
+// The RoCEv2 congestion notification packet (annex A17.9.3).  tshark 4.0
+// has no name for BTH opcode 0x81: it decodes the frame as InfiniBand with
+// that opcode, the dest QP and PSN, and shows what follows the BTH (the 16
+// reserved bytes, then the ICRC) as vendor-specific data, with no malformed
+// or expert mark.
+TEST_F(Tshark, CnpDecodes) {
+  wire::BuildSpec s;
+  s.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+  s.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+  s.src_ip = 0xC0A86402;
+  s.dst_ip = 0xC0A86401;
+  s.src_port = 0xC0DE;
+  s.opcode = wire::Opcode::kCnp;
+  s.dest_qp = 0x000123;
+  s.psn = wire::Psn(0);
+  std::vector<uint8_t> f(256);
+  const auto r = wire::build_packet(f, s, wire::kSamplePmtu);
+  ASSERT_TRUE(r.ok());
+  f.resize(r.len);
+  ASSERT_EQ(f.size(), 14u + 20 + 8 + 12 + 16 + 4);
+  const std::string pcap = dir_ + "/cnp.pcap";
+  {
+    wire::PcapWriter w(pcap);
+    ASSERT_TRUE(w.write(f));
+  }
+  const std::string out =
+      run("tshark -r " + pcap +
+          " --disable-protocol rpcordma -T fields -E separator=';' -E occurrence=l"
+          " -e frame.protocols -e infiniband.bth.opcode -e infiniband.bth.destqp"
+          " -e infiniband.bth.psn -e infiniband.bth.a -e infiniband.vendor -e _ws.malformed"
+          " -e _ws.expert.severity 2>/dev/null");
+  const auto c = split(split(out, '\n').at(0), ';');
+  ASSERT_EQ(c.size(), 8u) << out;
+  EXPECT_NE(c[0].find("infiniband"), std::string::npos);
+  EXPECT_EQ(num(c[1]), 0x81u);
+  EXPECT_EQ(num(c[2]), 0x123u);
+  EXPECT_EQ(num(c[3]), 0u);
+  EXPECT_EQ(num(c[4]), 0u);
+  std::string tail;  // reserved bytes and ICRC, as tshark prints bytes
+  static const char* kHex = "0123456789abcdef";
+  for (size_t i = 54; i < f.size(); ++i) {
+    tail += kHex[f[i] >> 4];
+    tail += kHex[f[i] & 15];
+  }
+  EXPECT_EQ(c[5], tail);
+  EXPECT_EQ(tail.substr(0, 32), std::string(32, '0'));
+  EXPECT_EQ(std::stoull(c[5].substr(32), nullptr, 16), __builtin_bswap32(ref_icrc(f)));
+  EXPECT_TRUE(c[6].empty()) << "malformed";
+  EXPECT_TRUE(c[7].empty() || c[7].find("error") == std::string::npos) << "expert: " << c[7];
+  wire::PacketView v;
+  EXPECT_EQ(wire::parse_packet(f, wire::ParseOptions{.pmtu = wire::kSamplePmtu}, v),
+            wire::Reject::kNone);
+}
+
 // Lower-case hex of `n` bytes of private data padded with zeros to `area`, as
 // tshark prints a byte field.
 std::string pdata_hex(const wire::CmMessage& m, size_t area) {

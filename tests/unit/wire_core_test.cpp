@@ -308,6 +308,30 @@ TEST(WireCoreGolden, AckAtomicAndInvalidateHeaders) {
   EXPECT_EQ(0, std::memcmp(f.data() + 54, ieth, sizeof ieth));
 }
 
+TEST(WireCoreGolden, CongestionNotificationPacket) {
+  // RoCEv2 annex A17.9.3: BTH opcode 0x81, the dest QP the one to slow down,
+  // then 16 reserved bytes (zero), then the ICRC; no payload.
+  BuildSpec s = spec_for(Opcode::kCnp, {});
+  s.psn = Psn(0);
+  s.ack_req = false;
+  s.se = false;
+  auto f = build(s, 1024);
+  ASSERT_EQ(f.size(), 14u + 20 + 8 + 12 + 16 + 4);
+  EXPECT_EQ(f[42], 0x81);
+  const uint8_t qp[] = {0xAB, 0xCD, 0xEF};
+  EXPECT_EQ(0, std::memcmp(f.data() + 42 + 5, qp, sizeof qp));
+  for (size_t i = 54; i < 70; ++i) EXPECT_EQ(f[i], 0) << i;
+  PacketView v;
+  ASSERT_EQ(parse_packet(f, ParseOptions{.pmtu = 1024}, v), Reject::kNone);
+  EXPECT_EQ(v.opcode, Opcode::kCnp);
+  EXPECT_EQ(v.bth->dest_qp(), 0xABCDEFu);
+  EXPECT_TRUE(v.payload.empty());
+  // A CNP carries no payload: one with bytes after the reserved field is rejected.
+  std::vector<uint8_t> pay(4, 1);
+  EXPECT_EQ(build_packet(f, spec_for(Opcode::kCnp, pay), 1024).error,
+            BuildError::kPayloadNotAllowed);
+}
+
 // ------------------------------------------------------------ rejections
 
 std::vector<uint8_t> good_write(size_t n = 100) {
@@ -538,6 +562,12 @@ TEST(WireCoreTable, Consistency) {
       off += kExtSize[e];
     }
     EXPECT_EQ(i.hdr_len, off) << i.name;
+    if (i.is(op::kCnp)) {  // RoCEv2 annex A17.9.3: upper 3 bits 100, 16 reserved bytes
+      EXPECT_EQ(raw, 0x81u) << i.name;
+      EXPECT_EQ(i.hdr_len, 12u + 16u);
+      EXPECT_FALSE(i.is(op::kRequest) || i.is(op::kResponse) || i.is(op::kPayload));
+      continue;
+    }
     EXPECT_NE(i.is(op::kRequest), i.is(op::kResponse)) << i.name;
     if (i.is(op::kUd)) {
       EXPECT_EQ(raw & 0xE0u, 0x60u) << i.name;  // UD opcodes: upper 3 bits 011
@@ -548,7 +578,8 @@ TEST(WireCoreTable, Consistency) {
     }
   }
   EXPECT_EQ(valid, kAllOpcodes.size());
-  EXPECT_EQ(kAllOpcodes.size(), kAllRcOpcodes.size() + kAllUdOpcodes.size());
+  EXPECT_EQ(kAllOpcodes.size(),
+            kAllRcOpcodes.size() + kAllUdOpcodes.size() + kAllCnpOpcodes.size());
   for (Opcode o : kAllOpcodes) EXPECT_TRUE(op_info(o).valid);
   for (Opcode o : kAllRcOpcodes) EXPECT_FALSE(op_info(o).is(op::kUd));
   for (Opcode o : kAllUdOpcodes) EXPECT_TRUE(op_info(o).is(op::kUd));
