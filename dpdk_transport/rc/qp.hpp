@@ -27,6 +27,7 @@
 #include "congestion.hpp"
 #include "congestion_control.hpp"
 #include "mr_table.hpp"
+#include "psn_bitmap.hpp"
 #include "qp_ring.hpp"
 #include "srq.hpp"
 #include "types.hpp"
@@ -327,14 +328,8 @@ class Qp {
   void remember(const ReplayEntry& e);
   bool place_out_of_order(const wire::PacketView& v);
   void advance_epsn(uint64_t now);
-  bool sr_bit(wire::Psn p) const {
-    return (sr_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
-  }
-  void sr_set(wire::Psn p, bool on) {
-    uint64_t& w = sr_bits_[(p.value() / 64) % kSrWords];
-    const uint64_t m = uint64_t{1} << (p.value() % 64);
-    w = on ? (w | m) : (w & ~m);
-  }
+  bool sr_bit(wire::Psn p) const { return sr_bits_.test(p); }
+  void sr_set(wire::Psn p, bool on) { sr_bits_.set(p, on); }
 
   // responder output (responder_replay.cpp)
   void handle_duplicate(const wire::PacketView& v, uint64_t now);
@@ -451,9 +446,9 @@ class Qp {
   uint32_t resp_cap_ = 0;
   uint64_t resp_head_ = 0, resp_tail_ = 0;
   // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
-  static constexpr uint32_t kSrWords = 32;
-  static constexpr int32_t kSrSpan = kSrWords * 64;
-  std::array<uint64_t, kSrWords> sr_bits_{};
+  using SrBits = PsnBitmap<32>;
+  static constexpr int32_t kSrSpan = SrBits::kSpan;
+  SrBits sr_bits_;
   uint32_t sr_count_ = 0;
   // requester: single PSNs to resend, a ring (power of two, >= window).
   std::vector<wire::Psn> sr_resend_;
@@ -468,15 +463,9 @@ class Qp {
   // PSNs at or after sr_msg_limit_ (while after epsn_) are known not to
   // belong to the message: a later one began there, or its last packet is
   // placed before.
-  std::array<uint64_t, kSrWords> sr_msg_bits_{};
-  bool sr_msg_bit(wire::Psn p) const {
-    return (sr_msg_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
-  }
-  void sr_msg_set(wire::Psn p, bool on) {
-    uint64_t& w = sr_msg_bits_[(p.value() / 64) % kSrWords];
-    const uint64_t m = uint64_t{1} << (p.value() % 64);
-    w = on ? (w | m) : (w & ~m);
-  }
+  SrBits sr_msg_bits_;
+  bool sr_msg_bit(wire::Psn p) const { return sr_msg_bits_.test(p); }
+  void sr_msg_set(wire::Psn p, bool on) { sr_msg_bits_.set(p, on); }
   uint32_t sr_msg_count_ = 0;  // bits set in sr_msg_bits_
   bool sr_msg_limit_valid_ = false;
   wire::Psn sr_msg_limit_;
@@ -510,19 +499,13 @@ class Qp {
     uint32_t last_len = 0, last_imm = 0;
     bool last_has_imm = false, last_se = false;
   } sr_next_;
-  std::array<uint64_t, kSrWords> sr_next_bits_{};
+  SrBits sr_next_bits_;
   // The newest packet after a hole that could not be placed.
   bool sr_drop_valid_ = false;
   wire::Psn sr_drop_top_;
   uint32_t sr_next_count_ = 0;
-  bool sr_next_bit(wire::Psn p) const {
-    return (sr_next_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
-  }
-  void sr_next_set(wire::Psn p, bool on) {
-    uint64_t& w = sr_next_bits_[(p.value() / 64) % kSrWords];
-    const uint64_t m = uint64_t{1} << (p.value() % 64);
-    w = on ? (w | m) : (w & ~m);
-  }
+  bool sr_next_bit(wire::Psn p) const { return sr_next_bits_.test(p); }
+  void sr_next_set(wire::Psn p, bool on) { sr_next_bits_.set(p, on); }
   bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
   bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
   void sr_next_lower_limit(wire::Psn psn);
@@ -531,15 +514,9 @@ class Qp {
   bool sr_take_next();
   // Requester: READ response packets placed ahead of the first missing one,
   // by PSN in (una, una + kSrSpan).
-  std::array<uint64_t, kSrWords> rd_bits_{};
-  bool rd_bit(wire::Psn p) const {
-    return (rd_bits_[(p.value() / 64) % kSrWords] >> (p.value() % 64)) & 1u;
-  }
-  void rd_set(wire::Psn p, bool on) {
-    uint64_t& w = rd_bits_[(p.value() / 64) % kSrWords];
-    const uint64_t m = uint64_t{1} << (p.value() % 64);
-    w = on ? (w | m) : (w & ~m);
-  }
+  SrBits rd_bits_;
+  bool rd_bit(wire::Psn p) const { return rd_bits_.test(p); }
+  void rd_set(wire::Psn p, bool on) { rd_bits_.set(p, on); }
   bool rd_placed(const SendWqe& w, uint32_t idx) const {
     return idx >= w.resp_pkts && idx - w.resp_pkts < static_cast<uint32_t>(kSrSpan) &&
            rd_bit(w.first_psn + static_cast<int32_t>(idx));

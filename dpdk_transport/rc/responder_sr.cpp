@@ -261,10 +261,7 @@ bool Qp::sr_take_next() {
     write_len_ = sr_next_.len;
   }
   msg_offset_ = 0;
-  for (size_t i = 0; i < kSrWords; ++i) {
-    sr_msg_bits_[i] |= sr_next_bits_[i];
-    sr_next_bits_[i] = 0;
-  }
+  sr_msg_bits_.take_all(sr_next_bits_);
   sr_msg_count_ += sr_next_count_;
   sr_next_count_ = 0;
   sr_last_valid_ = sr_next_.last_valid;
