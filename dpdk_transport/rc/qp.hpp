@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -328,8 +329,10 @@ class Qp {
   void remember(const ReplayEntry& e);
   bool place_out_of_order(const wire::PacketView& v);
   void advance_epsn(uint64_t now);
-  bool sr_bit(wire::Psn p) const { return sr_bits_.test(p); }
-  void sr_set(wire::Psn p, bool on) { sr_bits_.set(p, on); }
+  bool sr_bit(wire::Psn p) const { return srm_ != nullptr && srm_->placed.test(p); }
+  void sr_set(wire::Psn p, bool on) {
+    if (on || srm_ != nullptr) sr_maps().placed.set(p, on);
+  }
 
   // responder output (responder_replay.cpp)
   void handle_duplicate(const wire::PacketView& v, uint64_t now);
@@ -448,7 +451,17 @@ class Qp {
   // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
   using SrBits = PsnBitmap<32>;
   static constexpr int32_t kSrSpan = SrBits::kSpan;
-  SrBits sr_bits_;
+  // The bitmaps below exist only once a QP met a hole (sr_maps()): an idle
+  // or lossless QP carries none of their 1 KiB.
+  struct SrMaps {
+    SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
+    SrBits msg, next, rd;
+  };
+  std::unique_ptr<SrMaps> srm_;
+  SrMaps& sr_maps() {
+    if (srm_ == nullptr) srm_ = std::make_unique<SrMaps>();
+    return *srm_;
+  }
   uint32_t sr_count_ = 0;
   // requester: single PSNs to resend, a ring (power of two, >= window).
   std::vector<wire::Psn> sr_resend_;
@@ -458,15 +471,16 @@ class Qp {
 
   // ---- selective repeat for SEND, WRITE with immediate and READ responses ----
   // Responder: packets of the message in progress (in_msg_) placed ahead of a
-  // hole by their PSN offset (responder.cpp).  sr_msg_bits_ marks which
-  // bits of sr_bits_ are such packets (the others: self-describing WRITEs).
+  // hole by their PSN offset (responder.cpp).  the msg bitmap marks which
+  // placed PSNs are such packets (the others: self-describing WRITEs).
   // PSNs at or after sr_msg_limit_ (while after epsn_) are known not to
   // belong to the message: a later one began there, or its last packet is
   // placed before.
-  SrBits sr_msg_bits_;
-  bool sr_msg_bit(wire::Psn p) const { return sr_msg_bits_.test(p); }
-  void sr_msg_set(wire::Psn p, bool on) { sr_msg_bits_.set(p, on); }
-  uint32_t sr_msg_count_ = 0;  // bits set in sr_msg_bits_
+  bool sr_msg_bit(wire::Psn p) const { return srm_ != nullptr && srm_->msg.test(p); }
+  void sr_msg_set(wire::Psn p, bool on) {
+    if (on || srm_ != nullptr) sr_maps().msg.set(p, on);
+  }
+  uint32_t sr_msg_count_ = 0;  // bits set in the msg bitmap
   bool sr_msg_limit_valid_ = false;
   wire::Psn sr_msg_limit_;
   bool sr_last_valid_ = false;  // the message's last packet is placed, at sr_last_psn_
@@ -483,7 +497,7 @@ class Qp {
   // The message after the one in progress (a SEND that begins right after
   // its placed LAST, into the next receive WQE), or any later multi-packet
   // WRITE (its RETH names target and length), whose FIRST arrived after a
-  // hole: its packets are placed the same way, marked in sr_next_bits_, and
+  // hole: its packets are placed the same way, marked in the next bitmap, and
   // become the message in progress when epsn_ reaches its first packet.
   struct SrNext {
     bool valid = false;
@@ -499,13 +513,14 @@ class Qp {
     uint32_t last_len = 0, last_imm = 0;
     bool last_has_imm = false, last_se = false;
   } sr_next_;
-  SrBits sr_next_bits_;
   // The newest packet after a hole that could not be placed.
   bool sr_drop_valid_ = false;
   wire::Psn sr_drop_top_;
   uint32_t sr_next_count_ = 0;
-  bool sr_next_bit(wire::Psn p) const { return sr_next_bits_.test(p); }
-  void sr_next_set(wire::Psn p, bool on) { sr_next_bits_.set(p, on); }
+  bool sr_next_bit(wire::Psn p) const { return srm_ != nullptr && srm_->next.test(p); }
+  void sr_next_set(wire::Psn p, bool on) {
+    if (on || srm_ != nullptr) sr_maps().next.set(p, on);
+  }
   bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
   bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
   void sr_next_lower_limit(wire::Psn psn);
@@ -514,9 +529,10 @@ class Qp {
   bool sr_take_next();
   // Requester: READ response packets placed ahead of the first missing one,
   // by PSN in (una, una + kSrSpan).
-  SrBits rd_bits_;
-  bool rd_bit(wire::Psn p) const { return rd_bits_.test(p); }
-  void rd_set(wire::Psn p, bool on) { rd_bits_.set(p, on); }
+  bool rd_bit(wire::Psn p) const { return srm_ != nullptr && srm_->rd.test(p); }
+  void rd_set(wire::Psn p, bool on) {
+    if (on || srm_ != nullptr) sr_maps().rd.set(p, on);
+  }
   bool rd_placed(const SendWqe& w, uint32_t idx) const {
     return idx >= w.resp_pkts && idx - w.resp_pkts < static_cast<uint32_t>(kSrSpan) &&
            rd_bit(w.first_psn + static_cast<int32_t>(idx));

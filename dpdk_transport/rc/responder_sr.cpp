@@ -261,7 +261,7 @@ bool Qp::sr_take_next() {
     write_len_ = sr_next_.len;
   }
   msg_offset_ = 0;
-  sr_msg_bits_.take_all(sr_next_bits_);
+  if (srm_ != nullptr) srm_->msg.take_all(srm_->next);
   sr_msg_count_ += sr_next_count_;
   sr_next_count_ = 0;
   sr_last_valid_ = sr_next_.last_valid;
