@@ -4,6 +4,7 @@
 // NAK that ends the connection maps to its completion status in kNakOutcome.
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine.hpp"
@@ -156,6 +157,9 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
       const bool queued = sr_resend_tail_ != sr_resend_head_ &&
                           sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
       if (!queued && sr_resend_tail_ - sr_resend_head_ < cfg_.window) {
+        // Sized at the first hole (a lossless QP never needs it).
+        if (sr_resend_.empty())
+          sr_resend_.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
         sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
         ++sr_resend_tail_;
       }

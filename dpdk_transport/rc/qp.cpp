@@ -50,9 +50,6 @@ std::string_view qp_error_name(QpError e) noexcept {
 }
 
 namespace {
-uint32_t replay_depth(const QpConfig& cfg) {
-  return std::max<uint32_t>({cfg.replay_depth, cfg.max_rd_atomic, 1});
-}
 // From the first timeout to the one that breaks the QP when every timeout
 // waits retransmit_timeout_ns backed off (x2 per timeout, at most x64).
 constexpr uint8_t kEct0 = 0x02;  // IPv4 ECN field: ECN-capable transport (0)
@@ -83,8 +80,6 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       // have outstanding (its initiator depth, bounded by our replay cache)
       // plus as many replays of them.
       resp_cap_(std::bit_ceil(2 * replay_depth(cfg))),
-      sr_resend_(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg.window, 1)})),
-      replay_(replay_depth(cfg)),
       cc_(cfg.cc, std::max<uint32_t>(cfg.window, 1)) {}
 
 Qp::~Qp() {

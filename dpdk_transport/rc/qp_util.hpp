@@ -3,6 +3,7 @@
 // completer, posting): packet counts, opcode choice by segment position, WR
 // copies.  Internal to rc/.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -71,5 +72,10 @@ static_assert(seg_opcode(Seg::kSend, Pos::kOnly, true) == Opcode::kSendOnlyImm);
 
 inline constexpr uint8_t kAckSyndrome =
     wire::aeth::make(wire::aeth::kAck, wire::aeth::kCreditsInvalid);
+
+// Entries of the responder's READ / atomic replay cache.
+inline uint32_t replay_depth(const QpConfig& cfg) {
+  return std::max<uint32_t>({cfg.replay_depth, cfg.max_rd_atomic, 1});
+}
 
 }  // namespace dpdat::rc::detail

@@ -18,6 +18,8 @@ namespace aeth = wire::aeth;
 using namespace detail;
 
 void Qp::remember(const ReplayEntry& e) {
+  // Sized at the first READ / atomic served (most QPs never serve one).
+  if (replay_.empty()) replay_.resize(replay_depth(cfg_));
   replay_[replay_next_] = e;
   replay_next_ = (replay_next_ + 1) % static_cast<uint32_t>(replay_.size());
 }
