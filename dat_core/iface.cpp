@@ -239,7 +239,13 @@ bool Iface::step(uint64_t now, bool have_mu) {
   // connection's events come before the completions that follow them.
   if (ctl || cm_in.empty()) {
     if (!srqs.empty()) check_srqs();
-    for (Evd* e : cq_evds) moved |= drain_cq(e);
+    ready_pass.swap(ready_cqs);
+    for (rc::CompletionQueue* cq : ready_pass) {
+      cq->unlisted();
+      moved |= drain_cq(static_cast<Evd*>(cq->owner()));
+      if (!cq->empty()) cq->relist();  // its EVD is full: again next step
+    }
+    ready_pass.clear();
     rc::Completion c;
     while (sink_cq.pop(&c)) moved = true;  // EPs without an EVD for this stream
   }
@@ -322,6 +328,11 @@ rc::Qp::PostResult Iface::post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::
     (swr != nullptr ? ep->sends_posted : ep->recvs_posted).fetch_add(1, std::memory_order_relaxed);
   }
   return r;
+}
+
+void Iface::unwatch_cq(rc::CompletionQueue* cq) {
+  std::erase(ready_cqs, cq);
+  std::erase(ready_pass, cq);
 }
 
 // Moves completions from the EVD's RC completion queue into its event queue

@@ -91,6 +91,10 @@ struct Iface {
   std::unordered_map<uint64_t, Sp*> listeners;
   std::unordered_map<uint64_t, PassiveRec> passive;  // (peer ip << 32 | peer comm id)
   std::vector<Evd*> cq_evds;
+  // The EVDs' completion queues with entries (rc::CompletionQueue::watch):
+  // step() visits these, not every EVD.  Capacity kept >= cq_evds.size().
+  std::vector<rc::CompletionQueue*> ready_cqs, ready_pass;
+  void unwatch_cq(rc::CompletionQueue* cq);
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch

@@ -37,6 +37,9 @@ Status make_evd(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
   if ((flags & (evd_flag::kDto | evd_flag::kRmrBind)) != 0) {
     e->cq = std::make_unique<rc::CompletionQueue>(e->qlen);
     f->cq_evds.push_back(e);
+    f->ready_cqs.reserve(f->cq_evds.size());
+    f->ready_pass.reserve(f->cq_evds.size());
+    e->cq->watch(&f->ready_cqs, e);
   }
   adopt(ia, e);
   *out = e;
@@ -45,7 +48,10 @@ Status make_evd(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
 
 void free_evd(Evd* e) {
   Iface* f = e->ia->iface;
-  if (e->cq) f->cq_evds.erase(std::find(f->cq_evds.begin(), f->cq_evds.end(), e));
+  if (e->cq) {
+    f->cq_evds.erase(std::find(f->cq_evds.begin(), f->cq_evds.end(), e));
+    f->unwatch_cq(e->cq.get());
+  }
   if (e->cno != nullptr) e->cno->evds--;
   f->evd_count--;
   // Its own IA is closing abruptly: IAs that borrowed it lose their async EVD.
@@ -187,8 +193,10 @@ Status evd_resize(Evd* e, int64_t qlen) {
     rc::Completion c;
     std::vector<rc::Completion> held;
     while (e->cq->pop(&c)) held.push_back(c);
+    e->ia->iface->unwatch_cq(e->cq.get());
     e->cq = std::make_unique<rc::CompletionQueue>(
         std::max<size_t>(static_cast<size_t>(qlen), held.size()));
+    e->cq->watch(&e->ia->iface->ready_cqs, e);
     for (const auto& x : held) (void)e->cq->push(x);
   }
   e->qlen = static_cast<uint32_t>(qlen);

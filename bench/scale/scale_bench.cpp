@@ -10,7 +10,7 @@
 //      alone, then next to --idle idle connections, in the same run.
 // Memory is the malloc heap in use (mallinfo2), process RSS beside it.
 // Usage: dpdat-scale-bench [--conns N] [--idle N] [--size B] [--depth D]
-//                          [--seconds S] [--batch B]
+//                          [--seconds S] [--batch B] [--idle-evds N]
 
 #include <malloc.h>
 
@@ -115,7 +115,7 @@ double busy_rate(Ep* ep, Evd* req, const Reg& src, const Reg& dst, uint32_t size
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t conns = 10'000, idle = 50'000, size = 4096, depth = 32, batch = 512;
+  uint32_t conns = 10'000, idle = 50'000, size = 4096, depth = 32, batch = 512, idle_evds = 0;
   double seconds = 2.0;
   for (int i = 1; i < argc; ++i) {
     const std::string_view o = argv[i];
@@ -130,12 +130,16 @@ int main(int argc, char** argv) {
       depth = number(o, v);
     } else if (o == "--batch") {
       batch = number(o, v);
+    } else if (o == "--idle-evds") {
+      idle_evds = number(o, v);
     } else if (o == "--seconds") {
       seconds = number(o, v);
     } else if (o == "--help") {
       std::printf(
           "usage: dpdat-scale-bench [--conns N (10000)] [--idle N (50000)] [--size B (4096)]\n"
-          "                         [--depth D (32)] [--seconds S (2)] [--batch B (512)]\n");
+          "                         [--depth D (32)] [--seconds S (2)] [--batch B (512)]\n"
+          "                         [--idle-evds N (0): DTO EVDs per side next to the idle\n"
+          "                          connections, as programs with an EVD per endpoint have]\n");
       return 0;
     } else {
       usage(("unknown option " + std::string(o)).c_str());
@@ -229,6 +233,12 @@ int main(int argc, char** argv) {
     err = connect_many(a, b, kIpB, 7000, idle - conns, batch);
     if (!err.empty()) usage(err.c_str());
   }
+  for (Ia* ia : {ia_a, ia_b})
+    for (uint32_t k = 0; k < idle_evds; ++k) {
+      Evd* e = nullptr;
+      if (!evd_create(ia, 8, nullptr, evd_flag::kDto, &e).ok()) usage("evd_create failed");
+    }
+  if (idle_evds > 0) std::printf("%u idle DTO EVDs on each side\n", idle_evds);
   const uint32_t total_idle = std::max(idle, conns);
   std::printf("%u idle connections in place (%.3f s more set-up)\n", total_idle, seconds_since(t0));
   const double crowded = busy_rate(ba.eps[0], ba.req, src, dst, size, depth, seconds);

@@ -128,7 +128,41 @@ struct Completion {
 // Completions from the engine to one consumer: a lock-free SPSC ring, so the
 // engine may run on its own lcore while the consumer polls from its thread.
 // When full the queue pair stalls its completions (none is lost).
-using CompletionQueue = SpscRing<Completion>;
+// A consumer with many queues may watch() them: a queue then puts itself on
+// the consumer's ready list on the push that finds it unlisted, so the
+// consumer visits only queues with entries, not every queue (O(active work)
+// with thousands of idle connections).  The list is used by the thread that
+// pushes (the engine's), which must also be the one that takes it; the
+// consumer reserves room for every watched queue, so listing never allocates.
+class CompletionQueue : public SpscRing<Completion> {
+ public:
+  using SpscRing<Completion>::SpscRing;
+  void watch(std::vector<CompletionQueue*>* ready, void* owner) {
+    ready_ = ready;
+    owner_ = owner;
+    listed_ = false;
+    if (!empty()) relist();
+  }
+  void* owner() const { return owner_; }
+  bool push(const Completion& c) {
+    if (!SpscRing<Completion>::push(c)) return false;
+    relist();
+    return true;
+  }
+  // The consumer took it off its ready list.
+  void unlisted() { listed_ = false; }
+  void relist() {
+    if (ready_ != nullptr && !listed_) {
+      listed_ = true;
+      ready_->push_back(this);
+    }
+  }
+
+ private:
+  std::vector<CompletionQueue*>* ready_ = nullptr;
+  void* owner_ = nullptr;
+  bool listed_ = false;
+};
 
 // An RNR retry count of 7 means "retry forever" (IBA 9.7.5.2.8, the verbs
 // rnr_retry semantics DAT providers default to): a sender waits for the
