@@ -322,6 +322,40 @@ TEST(Retry, PeerVanishesQpBreaksWithinBudget) {
   EXPECT_TRUE(p.settle());  // nothing keeps running afterwards
 }
 
+// The same for every operation whose recovery differs (READ re-requests
+// ranges, SEND / WRITE with immediate resend holes): a silent peer still
+// breaks the QP within the budget, after an RDMA READ too (the two-process
+// kill-client test found a server's READ probe retrying forever).
+class RetryByOp : public ::testing::TestWithParam<WrOp> {};
+
+TEST_P(RetryByOp, PeerVanishesQpBreaksWithinBudget) {
+  QpConfig c = cfg();
+  c.retry_count = 4;
+  c.retransmit_timeout_ns = 500'000;
+  Pair p(12, c);
+  Buffer src = p.reg(0, 5000, kLocal | priv::kRemoteRead);
+  Buffer dst = p.reg(1, 5000, kLocal | priv::kRemoteWrite | priv::kRemoteRead);
+  p.link().set_filter([](int from_end, const uint8_t*, uint32_t) { return from_end == 0; });
+  if (GetParam() == WrOp::kSend) {
+    RecvWr rw;
+    rw.num_sge = 1;
+    rw.sge[0] = Sge{dst.lmr, dst.va(), 5000};
+    ASSERT_EQ(p.b().qp->post_recv(rw), Qp::PostResult::kOk);
+  }
+  ASSERT_EQ(p.a().qp->post_send(rdma_wr(GetParam(), src, dst, 5000, 1)), Qp::PostResult::kOk);
+  const uint64_t t0 = p.now();
+  ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }, 100'000'000));
+  EXPECT_GE(p.now() - t0, 15'500'000u);
+  EXPECT_LT(p.now() - t0, 16'000'000u);
+  EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kRetryExceeded);
+  EXPECT_EQ(p.a().qp->error(), QpError::kRetryExceeded);
+  EXPECT_TRUE(p.settle());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, RetryByOp,
+                         ::testing::Values(WrOp::kWrite, WrOp::kRead, WrOp::kSend,
+                                           WrOp::kWriteImm));
+
 // With a minimum retry time, a silent peer is declared dead only once the
 // retries are spent AND that long has passed since the first timeout; a peer
 // that comes back within it (a stalled host) loses nothing.
