@@ -36,7 +36,11 @@ constexpr std::optional<CcMode> parse_cc_mode(std::string_view s) noexcept {
 }
 
 struct CcConfig {
-  CcMode mode = CcMode::kBoth;
+  // DCQCN by default; the delay window (kDelay, kBoth) is opt-in: it can hold a
+  // queue pair's next request behind a sub-packet window that only ACKs
+  // reopen, so a peer that died meanwhile went unnoticed (udat_pair
+  // kill-client hung 1 run in 4).
+  CcMode mode = CcMode::kDcqcn;
   // The rate a sender starts at and returns to (DCQCN's line rate); at this
   // rate and without a delay window below one packet, nothing is paced ...
   uint64_t line_rate_bps = 100'000'000'000;
