@@ -66,6 +66,7 @@ case "$CASE" in
     expect_usage_error "--duration" -D x
     expect_usage_error "--iters" -n -5
     expect_usage_error "--progress" --progress fast
+    expect_usage_error "--bidirectional" --client 10.0.0.1 --vdev net_null0 --ip 10.0.0.2 -b --progress inline
     expect_usage_error "--pmtu" --pmtu 1000
     expect_usage_error "--vdev" --server
     expect_usage_error "--client" --client 10.0.0.300 --vdev net_memif0 --ip 10.0.0.1
@@ -135,12 +136,16 @@ case "$CASE" in
     C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
     timeout 60 "$PERF" --server --vdev "$S" --ip 10.81.0.1 --oob "$TMP/oob" -q 2 "${PROG[@]}" >"$TMP/s.log" 2>&1 &
     PIDS+=($!)
-    timeout 60 "$PERF" --client 10.81.0.1 --vdev "$C" --ip 10.81.0.2 --oob "$TMP/oob" -q 2 -b \
-      "${PROG[@]}" --verify --bw -s 4096 -n 300 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
+    BIDIR=(-b)
+    [ "$CASE" = remote_inline ] && BIDIR=()  # refused: see the parser case
+    timeout 60 "$PERF" --client 10.81.0.1 --vdev "$C" --ip 10.81.0.2 --oob "$TMP/oob" -q 2 \
+      "${BIDIR[@]}" "${PROG[@]}" --verify --bw -s 4096 -n 300 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
       fail "client exited $?: $(cat "$TMP/c.log") / server: $(cat "$TMP/s.log")"
     wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
     PIDS=()
-    json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [300] * 4" "d['bw'][0]['verified']" \
+    NMSGS=4
+    [ "$CASE" = remote_inline ] && NMSGS=2
+    json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [300] * $NMSGS" "d['bw'][0]['verified']" \
       "d['bw'][0]['cpu_peer_pct'] >= 0" "d['config']['mode'] == 'client'" \
       "any(k.startswith('peer.engine.') and k.endswith('.qp_rx_packets') and v > 0 for k, v in d['counters'].items())" \
       "any(k.startswith('engine.') and k.endswith('.qp_tx_packets') and v > 0 for k, v in d['counters'].items())"

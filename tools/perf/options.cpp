@@ -25,6 +25,10 @@ std::string check(const Options& o) {
   if (o.vdev.find(';') != std::string::npos) return "--vdev: ';' separates config keys";
   if (o.iters != 0 && o.duration > 0) return "--iters and --duration exclude each other";
   if (o.lat && o.bidirectional) return "--bidirectional applies to bandwidth tests";
+  if (o.remote() && o.bidirectional && o.progress == "inline")
+    return "--bidirectional with --progress inline across processes: each side waits for the "
+           "other's report over the out-of-band socket without driving its interface, so the "
+           "peer's transfers time out; use adaptive or busy progress";
   for (uint64_t s : o.sizes) {
     if (s == 0) return "--size: must be at least 1";
     if (o.atomic() && s != 8) return "--size: atomics move 8 bytes";
