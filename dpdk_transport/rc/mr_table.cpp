@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <new>
 
 namespace dpdat::rc {
 
@@ -47,7 +46,6 @@ struct MrTable::Rmr {
 };
 
 namespace {
-constexpr uint32_t kNoSlot = 0xFFFF'FFFFu;
 
 // SipHash-2-4 (Aumasson & Bernstein) of two 64-bit words under the table's
 // 128-bit secret: a keyed pseudo-random function, so key bytes seen by a peer
@@ -142,20 +140,10 @@ std::string_view bind_error_name(BindError e) noexcept {
 
 namespace {
 uint32_t clamp_entries(uint32_t n) { return n == 0 ? 1 : std::min(n, MrTable::kMaxEntries); }
-uint32_t chunks_for(uint32_t n) {
-  return (n + MrTable::kChunkEntries - 1) / MrTable::kChunkEntries;
-}
 }  // namespace
 
 MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
-    : max_lmrs_(clamp_entries(max_lmrs)),
-      max_rmrs_(clamp_entries(max_rmrs)),
-      lmr_chunks_(new std::atomic<Lmr*>[chunks_for(max_lmrs_)]),
-      rmr_chunks_(new std::atomic<Rmr*>[chunks_for(max_rmrs_)]),
-      lmr_free_head_(kNoSlot),
-      rmr_free_head_(kNoSlot) {
-  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) lmr_chunks_[c].store(nullptr);
-  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) rmr_chunks_[c].store(nullptr);
+    : lmrs_(clamp_entries(max_lmrs)), rmrs_(clamp_entries(max_rmrs)) {
   seed_keys();
 }
 
@@ -189,76 +177,19 @@ uint8_t MrTable::rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const
   return next_key(prev, siphash24(secret_, kRmrDomain | slot, bind));
 }
 
-MrTable::~MrTable() {
-  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c) delete[] lmr_chunks_[c].load();
-  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c) delete[] rmr_chunks_[c].load();
-}
+MrTable::~MrTable() = default;
 
-size_t MrTable::storage_bytes() const {
-  size_t n = 0;
-  for (uint32_t c = 0; c < chunks_for(max_lmrs_); ++c)
-    if (lmr_chunks_[c].load(std::memory_order_relaxed) != nullptr) n += sizeof(Lmr) * kChunkEntries;
-  for (uint32_t c = 0; c < chunks_for(max_rmrs_); ++c)
-    if (rmr_chunks_[c].load(std::memory_order_relaxed) != nullptr) n += sizeof(Rmr) * kChunkEntries;
-  return n;
-}
-
-MrTable::Lmr* MrTable::lmr_at(uint32_t i) const {
-  if (i >= max_lmrs_) return nullptr;
-  Lmr* c = lmr_chunks_[i / kChunkEntries].load(std::memory_order_acquire);
-  return c == nullptr ? nullptr : &c[i % kChunkEntries];
-}
-
-MrTable::Rmr* MrTable::rmr_at(uint32_t i) const {
-  if (i >= max_rmrs_) return nullptr;
-  Rmr* c = rmr_chunks_[i / kChunkEntries].load(std::memory_order_acquire);
-  return c == nullptr ? nullptr : &c[i % kChunkEntries];
-}
-
-uint32_t MrTable::take_lmr_slot() {
-  if (lmr_free_head_ != kNoSlot) {
-    const uint32_t i = lmr_free_head_;
-    lmr_free_head_ = lmr_at(i)->next_free;
-    return i;
-  }
-  if (lmr_next_new_ >= max_lmrs_) return kNoSlot;
-  const uint32_t i = lmr_next_new_;
-  std::atomic<Lmr*>& chunk = lmr_chunks_[i / kChunkEntries];
-  if (chunk.load(std::memory_order_relaxed) == nullptr) {
-    Lmr* fresh = new (std::nothrow) Lmr[kChunkEntries];
-    if (fresh == nullptr) return kNoSlot;
-    chunk.store(fresh, std::memory_order_release);
-  }
-  ++lmr_next_new_;
-  return i;
-}
-
-uint32_t MrTable::take_rmr_slot() {
-  if (rmr_free_head_ != kNoSlot) {
-    const uint32_t i = rmr_free_head_;
-    rmr_free_head_ = rmr_at(i)->next_free;
-    return i;
-  }
-  if (rmr_next_new_ >= max_rmrs_) return kNoSlot;
-  const uint32_t i = rmr_next_new_;
-  std::atomic<Rmr*>& chunk = rmr_chunks_[i / kChunkEntries];
-  if (chunk.load(std::memory_order_relaxed) == nullptr) {
-    Rmr* fresh = new (std::nothrow) Rmr[kChunkEntries];
-    if (fresh == nullptr) return kNoSlot;
-    chunk.store(fresh, std::memory_order_release);
-  }
-  ++rmr_next_new_;
-  return i;
-}
+size_t MrTable::storage_bytes() const { return lmrs_.storage_bytes() + rmrs_.storage_bytes(); }
+MrTable::Lmr* MrTable::lmr_at(uint32_t i) const { return lmrs_.at(i); }
+MrTable::Rmr* MrTable::rmr_at(uint32_t i) const { return rmrs_.at(i); }
 
 bool MrTable::lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
                            uint32_t privileges, uint32_t* lmr_context) {
   if ((privileges & ~priv::kValidMask) != 0) return false;
   if (length != 0 && va + length < va) return false;
-  const uint32_t i = take_lmr_slot();
-  if (i == kNoSlot) return false;
+  const uint32_t i = lmrs_.take();
+  if (i == lmrs_.kNone) return false;
   Lmr& e = *lmr_at(i);
-  ++lmr_live_;
   e.pz = pz;
   e.va = va;
   e.host = host;
@@ -287,9 +218,7 @@ AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
     return AccessError::kOk;
   }
   e.context.store(0, std::memory_order_release);
-  e.next_free = lmr_free_head_;
-  lmr_free_head_ = i;
-  --lmr_live_;
+  lmrs_.give_back(i);
   return AccessError::kOk;
 }
 
@@ -303,10 +232,9 @@ bool MrTable::lmr_query(uint32_t lmr_context, LmrInfo* out) const {
 }
 
 bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
-  const uint32_t i = take_rmr_slot();
-  if (i == kNoSlot) return false;
+  const uint32_t i = rmrs_.take();
+  if (i == rmrs_.kNone) return false;
   Rmr& r = *rmr_at(i);
-  ++rmr_live_;
   r.allocated = true;
   r.bound = false;
   r.pz = pz;
@@ -330,9 +258,7 @@ bool MrTable::rmr_free(uint32_t rmr_handle) {
   r.allocated = false;
   // r.key stays: the slot's next bind draws a key other than its last one,
   // so the last context never matches the slot's next life.
-  r.next_free = rmr_free_head_;
-  rmr_free_head_ = rmr_handle;
-  --rmr_live_;
+  rmrs_.give_back(rmr_handle);
   return true;
 }
 

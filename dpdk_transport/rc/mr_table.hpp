@@ -33,6 +33,8 @@
 #include <memory>
 #include <string_view>
 
+#include "chunked_slots.hpp"
+
 namespace dpdat::rc {
 
 namespace priv {
@@ -163,11 +165,11 @@ class MrTable {
   bool mark_bind_pending(uint32_t rmr_handle, uint32_t qp);
   void clear_bind_pending(uint32_t rmr_handle);
 
-  uint32_t max_lmrs() const { return max_lmrs_; }
-  uint32_t max_rmrs() const { return max_rmrs_; }
+  uint32_t max_lmrs() const { return lmrs_.max(); }
+  uint32_t max_rmrs() const { return rmrs_.max(); }
   // Entries in use now.
-  uint32_t lmr_count() const { return lmr_live_; }
-  uint32_t rmr_count() const { return rmr_live_; }
+  uint32_t lmr_count() const { return lmrs_.live(); }
+  uint32_t rmr_count() const { return rmrs_.live(); }
   // Bytes of entry storage allocated so far (chunks).
   size_t storage_bytes() const;
 
@@ -184,23 +186,10 @@ class MrTable {
  private:
   struct Lmr;
   struct Rmr;
-  // Entry i, or nullptr when i is beyond the table or its chunk was never
-  // allocated (no entry there was ever handed out).
   Lmr* lmr_at(uint32_t i) const;
   Rmr* rmr_at(uint32_t i) const;
-  // A slot for a new entry (free list first, then the next never-used index,
-  // allocating its chunk); kNoSlot-like UINT32_MAX when full or out of memory.
-  uint32_t take_lmr_slot();
-  uint32_t take_rmr_slot();
-  uint32_t max_lmrs_;
-  uint32_t max_rmrs_;
-  std::unique_ptr<std::atomic<Lmr*>[]> lmr_chunks_;
-  std::unique_ptr<std::atomic<Rmr*>[]> rmr_chunks_;
-  uint32_t lmr_free_head_;
-  uint32_t rmr_free_head_;
-  uint32_t lmr_next_new_ = 0;  // indices below were handed out at least once
-  uint32_t rmr_next_new_ = 0;
-  uint32_t lmr_live_ = 0, rmr_live_ = 0;
+  ChunkedSlots<Lmr, kChunkEntries> lmrs_;
+  ChunkedSlots<Rmr, kChunkEntries> rmrs_;
   // Key bytes (see the top of this file).
   void seed_keys();
   uint8_t draw_lmr_key(uint32_t slot, uint8_t prev);
