@@ -430,8 +430,9 @@ class Qp {
   uint64_t rq_head_ = 0, rq_tail_ = 0;
   wire::Psn epsn_;
   uint32_t msn_ = 0;
-  bool nak_sent_ = false;     // one sequence-error NAK per gap
-  bool nak_was_rnr_ = false;  // the NAK nak_sent_ stands for is an RNR NAK
+  // The NAK sent for the current gap, if any: one sequence-error NAK per gap;
+  // after an RNR NAK, later packets of the burst are no sequence errors.
+  enum class NakSent : uint8_t { kNone, kSeq, kRnr } nak_sent_ = NakSent::kNone;
   // The NAK that moved this responder to error, repeated to retransmitted
   // requests so the requester learns the reason even when the NAK was lost.
   bool fatal_nak_valid_ = false;
@@ -489,6 +490,7 @@ class Qp {
   uint32_t sr_last_imm_ = 0;
   bool sr_last_has_imm_ = false, sr_last_se_ = false;
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
+  void sr_mark_placed(wire::Psn psn, bool next);
   void sr_lower_limit(wire::Psn psn);
   void sr_unplace_msg_from(wire::Psn psn);
   // `next`: the PSN after the message's last packet.

@@ -142,6 +142,21 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   return RS::kCheckLength;
 }
 
+// A packet of the message in progress (or, `next`, of the one after it) was
+// placed ahead of the hole at `psn`.
+void Qp::sr_mark_placed(Psn psn, bool next) {
+  sr_set(psn, true);
+  if (next) {
+    sr_next_set(psn, true);
+    ++sr_next_count_;
+  } else {
+    sr_msg_set(psn, true);
+    ++sr_msg_count_;
+  }
+  ++sr_count_;
+  ctr_.sr_placed_ooo++;
+}
+
 void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const wire::PacketView& v = c.v;
   const int32_t d = Psn::diff(c.psn, epsn_);
@@ -158,7 +173,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       // NAK then would spend its transport retries while the consumer keeps
       // its receive CQ full.
       ctr_.duplicates_rx++;
-      again = nak_sent_ && !nak_was_rnr_;
+      again = nak_sent_ == NakSent::kSeq;
       placed_already = true;
     } else if (v.opcode == Opcode::kWriteOnly) {
       // A message of its own: the ones being placed ended before.
@@ -172,25 +187,11 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     } else if (v.info->is(wire::op::kFirst)) {
       sr_lower_limit(c.psn);  // a later message begins here
       sr_next_lower_limit(c.psn);
-      if (!sr_next_.valid && sr_open_next(v, c.psn)) {
-        sr_set(c.psn, true);
-        sr_next_set(c.psn, true);
-        ++sr_count_;
-        ++sr_next_count_;
-        ctr_.sr_placed_ooo++;
-      }
+      if (!sr_next_.valid && sr_open_next(v, c.psn)) sr_mark_placed(c.psn, /*next=*/true);
     } else if (sr_in_message(v, c.psn)) {
-      sr_set(c.psn, true);
-      sr_msg_set(c.psn, true);
-      ++sr_count_;
-      ++sr_msg_count_;
-      ctr_.sr_placed_ooo++;
+      sr_mark_placed(c.psn, /*next=*/false);
     } else if (sr_place_next(v, c.psn)) {
-      sr_set(c.psn, true);
-      sr_next_set(c.psn, true);
-      ++sr_count_;
-      ++sr_next_count_;
-      ctr_.sr_placed_ooo++;
+      sr_mark_placed(c.psn, /*next=*/true);
     }
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && ctr_.sr_placed_ooo == placed_before &&
@@ -199,11 +200,10 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_drop_top_ = c.psn;
     }
   }
-  if (!nak_sent_ || again) {
+  if (nak_sent_ == NakSent::kNone || again) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the
     // requester shows it missed it.
-    nak_sent_ = true;
-    nak_was_rnr_ = false;
+    nak_sent_ = NakSent::kSeq;
     ctr_.seq_naks_tx++;
     send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   }
@@ -375,7 +375,7 @@ RS Qp::exec_read(const RespCtx& c, uint64_t now) {
   remember(ReplayEntry{true, true, c.psn, j.npkts, c.va, c.rkey, c.len, 0});
   epsn_ = c.psn + static_cast<int32_t>(j.npkts);
   ++msn_;
-  nak_sent_ = false;
+  nak_sent_ = NakSent::kNone;
   advance_epsn(now);
   engine_.activate(this);
   return RS::kQueued;
@@ -401,7 +401,7 @@ RS Qp::exec_atomic(const RespCtx& c, uint64_t now) {
   remember(ReplayEntry{true, false, c.psn, 1, c.va, c.rkey, 8, orig});
   epsn_ = c.psn + 1;
   ++msn_;
-  nak_sent_ = false;
+  nak_sent_ = NakSent::kNone;
   advance_epsn(now);
   engine_.activate(this);
   return RS::kQueued;
@@ -409,7 +409,7 @@ RS Qp::exec_atomic(const RespCtx& c, uint64_t now) {
 
 void Qp::acknowledge(const RespCtx& c, uint64_t now) {
   ++epsn_;
-  nak_sent_ = false;
+  nak_sent_ = NakSent::kNone;
   ++unacked_;
   ack_owed_ = true;
   if (c.v.bth->ack_req()) ack_req_seen_ = true;
@@ -447,8 +447,7 @@ void Qp::responder_error(RespState s, Psn psn, uint64_t now) {
 void Qp::send_rnr_nak(Psn psn, bool cq_full, uint64_t now) {
   ctr_.rnr_naks_tx++;
   if (cq_full) ctr_.cq_stalls++;
-  nak_sent_ = true;  // later packets of the burst are not sequence errors
-  nak_was_rnr_ = true;
+  nak_sent_ = NakSent::kRnr;
   send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
 }
 

@@ -347,9 +347,8 @@ void Qp::advance_epsn(uint64_t now) {
   // ones) in front of packets that arrived and could not be placed: report
   // it now rather than leave the requester to its tail-loss probe.  Not
   // while the requester goes back N (nothing placed: `moved` stays false).
-  if ((sr_count_ > 0 || (moved && sr_drop_valid_)) && !nak_sent_) {
-    nak_sent_ = true;
-    nak_was_rnr_ = false;
+  if ((sr_count_ > 0 || (moved && sr_drop_valid_)) && nak_sent_ == NakSent::kNone) {
+    nak_sent_ = NakSent::kSeq;
     ctr_.seq_naks_tx++;
     send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   }
