@@ -3,7 +3,7 @@
 // paced at a 10 Gb/s line rate, so they offer 80 Gb/s), each with control
 // off / DCQCN / delay / both, on a link that ECN-marks every frame above 16
 // KiB queued (ecn:1, step), on one that marks as RED does (ecn:2: from 16 KiB
-// with a probability rising to 10 % at 128 KiB, every frame beyond), and on
+// with a probability rising to 20 % at 64 KiB, every frame beyond), and on
 // one that never marks (ecn:0), in one run.  The link: 10
 // Gb/s, 2 us one way, a 512 KiB queue; 64 KiB WRITEs, 4 outstanding per
 // flow, 4 KiB PMTU; 10 ms warm-up, then 40 ms measured.  Counters per case: aggregate
@@ -33,8 +33,8 @@ void BM_Bottleneck(benchmark::State& state) {
     imp.queue_bytes = 512 * 1024;
     imp.ecn_threshold_bytes = ecn != 0 ? 16 * 1024 : 0;
     if (ecn == 2) {
-      imp.ecn_max_bytes = 128 * 1024;
-      imp.ecn_pmax = 0.1;
+      imp.ecn_max_bytes = 64 * 1024;
+      imp.ecn_pmax = 0.2;
     }
     Flows f(7, flows, cc_qp_config(mode, kBottleneckBps), imp);
     r = f.run(/*warmup_ns=*/10'000'000, /*measure_ns=*/40'000'000);
