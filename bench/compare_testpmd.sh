@@ -18,7 +18,13 @@
 #   REPS=5                rounds; every figure is the median over the rounds,
 #                         rounds interleave the cases so load bursts spread out
 #   PMTU=1024             dpdat PMTU; the frame is a WRITE Only with RETH:
-#                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024)
+#                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024,
+#                         4170 at 4096).  Above 1024 the links are set up for
+#                         larger frames, for dpdat and testpmd alike: net_memif
+#                         gets packet buffers of PMTU+256 bytes (bsize=; dpdat
+#                         keeps a frame in one buffer) and dpdat --mtu 9000;
+#                         the veth pair gets MTU 9000 and net_af_packet ring
+#                         frames of 9216 bytes
 #   CPU_A=0 CPU_B=1       server / testpmd txonly on A, client / rxonly and the
 #                         in-process run on B
 #   TESTPMD_SECS=8        length of each testpmd run (from its first packets)
@@ -196,13 +202,20 @@ NSA=dpdat-cmp-a-$$
 NSB=dpdat-cmp-b-$$
 VETH=dcmp$$
 AF_ARGS="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+MEMIF_ARGS=
+MTU_ARGS=()
+if [ "$PMTU" -gt 1024 ]; then
+  AF_ARGS="blocksz=36864,framesz=9216,framecnt=512,qpairs=1"
+  MEMIF_ARGS=",bsize=$((PMTU + 256))"
+  MTU_ARGS=(--mtu 9000)
+fi
 link_sides() {
   case $1 in
     memif)
       SRV_PRE=()
       CLI_PRE=()
-      SRV_DEV="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
-      CLI_DEV="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+      SRV_DEV="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no$MEMIF_ARGS"
+      CLI_DEV="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no$MEMIF_ARGS"
       ;;
     af_packet)
       SRV_PRE=(ip netns exec "$NSA")
@@ -233,6 +246,10 @@ links_up() {
   case " $LINKS " in *" af_packet "*) ;; *) return 0 ;; esac
   NETNS_MADE=1
   veth_pair "$VETH"
+  if [ "$PMTU" -gt 1024 ]; then
+    ip netns exec "$NSA" ip link set "$VETH-a" mtu 9000 || die "veth MTU 9000"
+    ip netns exec "$NSB" ip link set "$VETH-b" mtu 9000 || die "veth MTU 9000"
+  fi
 }
 links_down() {
   [ -n "${NETNS_MADE:-}" ] || return 0
@@ -249,13 +266,13 @@ link_case() { # link name client-args...
   rm -f "$TMP/memif.sock" "$oob"
   quiet "$name" 2
   "${SRV_PRE[@]}" taskset -c "$CPU_A" timeout 180 "$PERF" --server \
-    --vdev "$SRV_DEV" --ip 10.77.0.1 --oob "$oob" >"$TMP/$name.server.log" 2>&1 &
+    --vdev "$SRV_DEV" --ip 10.77.0.1 --oob "$oob" "${MTU_ARGS[@]}" >"$TMP/$name.server.log" 2>&1 &
   local spid=$!
   started "$spid"
   wait_link "$link"
   for _ in $(seq 1 200); do [ -S "$oob" ] && break; sleep 0.05; done
   "${CLI_PRE[@]}" taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
-    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
+    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "${MTU_ARGS[@]}" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
   wait "$spid" 2>/dev/null
   rm -f "$TMP/memif.sock" "$oob"
   after
