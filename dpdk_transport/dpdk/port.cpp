@@ -187,6 +187,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   // leaves (memif_guard.hpp): its bursts are marked, its munmap waits.
   const bool memif = driver_is("net_memif");
   if (memif) memif_guard::install();
+  p->memif_ = memif;
   // Size the pool from the descriptor rings plus bursts in flight on the
   // engine (built frames, cache) with headroom for per-lcore caches.
   const uint16_t nq = std::max<uint16_t>(
@@ -342,8 +343,12 @@ Port::~Port() {
     }
   }
   if (started_) {
-    rte_eth_dev_stop(port_id_);
-    rte_eth_dev_close(port_id_);
+    if (memif_) {
+      memif_guard::stop_close(port_id_);
+    } else {
+      rte_eth_dev_stop(port_id_);
+      rte_eth_dev_close(port_id_);
+    }
   }
   for (auto& q : q_) memif_guard::release_slot(q.guard);
   if (pool_ != nullptr) rte_mempool_free(pool_);

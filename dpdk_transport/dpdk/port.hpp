@@ -189,6 +189,7 @@ class Port final : public rc::PacketIo {
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
   bool started_ = false;
+  bool memif_ = false;  // net_memif: closed on the EAL interrupt thread
   std::vector<QueueState> q_;
   std::vector<std::unique_ptr<QueueIo>> qio_;  // [0] unused: the Port is queue 0
   std::mutex arp_mu_;
