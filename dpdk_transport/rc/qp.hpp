@@ -490,6 +490,7 @@ class Qp {
   uint32_t sr_last_imm_ = 0;
   bool sr_last_has_imm_ = false, sr_last_se_ = false;
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
+  bool sr_send_follows(wire::Psn psn) const;
   void sr_mark_placed(wire::Psn psn, bool next);
   void sr_lower_limit(wire::Psn psn);
   void sr_unplace_msg_from(wire::Psn psn);

@@ -40,12 +40,9 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
 // placed; the completion follows in order once the message is whole
 // (advance_epsn).  Placed only where it can belong to this message: no
 // other message known to begin before it, within the RETH length for a
-// WRITE (its end PSN is known), within the receive WQE for a SEND.  A SEND's
-// end is not known ahead: a packet placed past it (its LAST and the next
-// FIRST both lost) is taken back when the message ends before it
-// (sr_message_ended) and asked for again; it wrote only into the receive
-// buffer past the message's length.  Anything refused here is judged when it
-// arrives in order.
+// WRITE (its end PSN is known), within the receive WQE for a SEND and only
+// where it surely continues the SEND (sr_send_follows).  Anything refused
+// here is judged when it arrives in order.
 bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   const wire::OpInfo& info = *v.info;
   const bool last = info.is(wire::op::kLast);
@@ -64,6 +61,7 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   const uint64_t off =
       msg_offset_ + uint64_t(static_cast<uint32_t>(Psn::diff(psn, epsn_))) * cfg_.pmtu;
   if (in_msg_ == InMsg::kSend) {
+    if (!sr_send_follows(psn)) return false;
     const RecvWqe& r = rq(rq_head_);
     if (!recv_in_use_ || off + n > r.capacity) return false;
     scatter(r.host, r.wr.sge, r.wr.num_sge, off, v.payload);
@@ -82,6 +80,19 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
     sr_last_se_ = v.bth->se();
   }
   return true;
+}
+
+// A SEND's length is not known ahead, and a MIDDLE or LAST packet does not
+// say which message it belongs to: with this SEND's LAST and the next SEND's
+// FIRST both lost, the next one's MIDDLE packets would land in this receive
+// buffer past the message's end, where nothing overwrites them.  So a packet
+// after a hole continues the SEND in progress only when the packet before it
+// does (received in order or placed), or when just that one packet is
+// missing and the one before it does: the missing one cannot be this SEND's
+// LAST, for a LAST is followed by a FIRST or an ONLY.
+bool Qp::sr_send_follows(Psn psn) const {
+  const auto ours = [this](Psn p) { return Psn::diff(p, epsn_) < 0 || sr_msg_bit(p); };
+  return ours(psn - 1) || ours(psn - 2);
 }
 
 void Qp::sr_lower_limit(Psn psn) {
