@@ -24,10 +24,10 @@ namespace dpdat::dpdk {
 namespace {
 
 constexpr uint16_t kArpRequest = 1;
+constexpr uint16_t kArpReply = 2;
 // IPv4 20 + UDP 8 + BTH 12 + the longest extension chain 28 + ICRC 4.
 constexpr uint32_t kRoceOverhead = 72;
 constexpr uint32_t kMinRoceMtu = 256 + kRoceOverhead;
-constexpr uint16_t kArpReply = 2;
 
 // ARP for IPv4 over Ethernet (RFC 826): 28 bytes after the Ethernet header.
 struct ArpPacket {
