@@ -18,7 +18,13 @@
 #   REPS=5                rounds; every figure is the median over the rounds,
 #                         rounds interleave the cases so load bursts spread out
 #   PMTU=1024             dpdat PMTU; the frame is a WRITE Only with RETH:
-#                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024)
+#                         14+20+8+12+16 + PMTU + 4 bytes (1098 at PMTU 1024,
+#                         4170 at 4096).  Above 1024 the links are set up for
+#                         larger frames, for dpdat and testpmd alike: net_memif
+#                         gets packet buffers of PMTU+256 bytes (bsize=; dpdat
+#                         keeps a frame in one buffer) and dpdat --mtu 9000;
+#                         the veth pair gets MTU 9000 and net_af_packet ring
+#                         frames of 9216 bytes
 #   CPU_A=0 CPU_B=1       server / testpmd txonly on A, client / rxonly and the
 #                         in-process run on B
 #   TESTPMD_SECS=8        length of each testpmd run (from its first packets)
@@ -196,13 +202,20 @@ NSA=dpdat-cmp-a-$$
 NSB=dpdat-cmp-b-$$
 VETH=dcmp$$
 AF_ARGS="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+MEMIF_ARGS=
+MTU_ARGS=()
+if [ "$PMTU" -gt 1024 ]; then
+  AF_ARGS="blocksz=36864,framesz=9216,framecnt=512,qpairs=1"
+  MEMIF_ARGS=",bsize=$((PMTU + 256))"
+  MTU_ARGS=(--mtu 9000)
+fi
 link_sides() {
   case $1 in
     memif)
       SRV_PRE=()
       CLI_PRE=()
-      SRV_DEV="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
-      CLI_DEV="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+      SRV_DEV="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no$MEMIF_ARGS"
+      CLI_DEV="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no$MEMIF_ARGS"
       ;;
     af_packet)
       SRV_PRE=(ip netns exec "$NSA")
@@ -233,6 +246,10 @@ links_up() {
   case " $LINKS " in *" af_packet "*) ;; *) return 0 ;; esac
   NETNS_MADE=1
   veth_pair "$VETH"
+  if [ "$PMTU" -gt 1024 ]; then
+    ip netns exec "$NSA" ip link set "$VETH-a" mtu 9000 || die "veth MTU 9000"
+    ip netns exec "$NSB" ip link set "$VETH-b" mtu 9000 || die "veth MTU 9000"
+  fi
 }
 links_down() {
   [ -n "${NETNS_MADE:-}" ] || return 0
@@ -249,13 +266,14 @@ link_case() { # link name client-args...
   rm -f "$TMP/memif.sock" "$oob"
   quiet "$name" 2
   "${SRV_PRE[@]}" taskset -c "$CPU_A" timeout 180 "$PERF" --server \
-    --vdev "$SRV_DEV" --ip 10.77.0.1 --oob "$oob" >"$TMP/$name.server.log" 2>&1 &
+    --vdev "$SRV_DEV" --ip 10.77.0.1 --oob "$oob" --pmtu "$PMTU" "${MTU_ARGS[@]}" \
+    >"$TMP/$name.server.log" 2>&1 &
   local spid=$!
   started "$spid"
   wait_link "$link"
   for _ in $(seq 1 200); do [ -S "$oob" ] && break; sleep 0.05; done
   "${CLI_PRE[@]}" taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
-    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
+    --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "${MTU_ARGS[@]}" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
   wait "$spid" 2>/dev/null
   rm -f "$TMP/memif.sock" "$oob"
   after
@@ -335,13 +353,16 @@ iters() { # link size
   esac
 }
 links_up
-echo "compare: links ring $LINKS, $REPS rounds, PMTU $PMTU, CPUs $CPU_A/$CPU_B, CRC-32 path ${DPDAT_CRC32:-auto}"
+# The in-process net_ring port has MTU 1500: no PMTU above 1024 there.
+RING=ring
+[ "$PMTU" -gt 1024 ] && RING=
+echo "compare: links $RING $LINKS, $REPS rounds, PMTU $PMTU, CPUs $CPU_A/$CPU_B, CRC-32 path ${DPDAT_CRC32:-auto}"
 echo "uptime: $(uptime)"
 pmtu_seen=$PMTU
 for r in $(seq 1 "$REPS"); do
-  with_retry ring_case "ring_bw4k_$r" --size 4096 --bw --iters 500000 --pmtu "$PMTU"
-  with_retry ring_case "ring_bw64k_$r" --size 65536 --bw --iters 30000 --pmtu "$PMTU"
-  with_retry ring_case "ring_lat8_$r" --size 8 --lat --iters 20000 --pmtu "$PMTU"
+  [ -n "$RING" ] && with_retry ring_case "ring_bw4k_$r" --size 4096 --bw --iters 500000 --pmtu "$PMTU"
+  [ -n "$RING" ] && with_retry ring_case "ring_bw64k_$r" --size 65536 --bw --iters 30000 --pmtu "$PMTU"
+  [ -n "$RING" ] && with_retry ring_case "ring_lat8_$r" --size 8 --lat --iters 20000 --pmtu "$PMTU"
   for l in $LINKS; do
     with_retry "link_case $l" "${l}_bw4k_$r" --size 4096 --bw --iters "$(iters "$l" 4096)" --pmtu "$PMTU"
     with_retry "link_case $l" "${l}_bw64k_$r" --size 65536 --bw --iters "$(iters "$l" 65536)" --pmtu "$PMTU"
@@ -351,7 +372,7 @@ for r in $(seq 1 "$REPS"); do
     testpmd_case "$l" "${l}_testpmd_$r" $((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4))
     [ "$l" = af_packet ] && testpmd_case "$l" "${l}_testpmd_same_$r" $((14 + 20 + 8 + 12 + 16 + pmtu_seen + 4)) same
   done
-  for c in ring $LINKS; do
+  for c in $RING $LINKS; do
     for s in 4k 64k; do
       d=$(cat "$TMP/${c}_bw${s}_$r.disturbed")
       j=$TMP/${c}_bw${s}_$r.json
@@ -377,14 +398,15 @@ pct() { awk -v mb="$1" -v p="$pmtu_seen" -v t="$2" 'BEGIN {if (t ~ /^[0-9.]+$/ &
 row() { printf '%-40s' "$1"; shift; for c in "$@"; do printf ' %-26s' "$c"; done; echo; }
 
 echo
-hdr=("dpdat RDMA WRITE, PMTU $pmtu_seen" "net_ring (1 process)")
+hdr=("dpdat RDMA WRITE, PMTU $pmtu_seen")
+[ -n "$RING" ] && hdr+=("net_ring (1 process)")
 for l in $LINKS; do hdr+=("net_$l (2 processes)"); done
 row "${hdr[@]}"
 for s in 4k 64k; do
   avg=("$s: average MB/s (range)") pk=("$s: peak MB/s") pp=("$s: data packets Mpps, avg / peak")
   rt=("$s: ratio to testpmd, avg / peak")
   rs=("$s:   .. testpmd with dpdat's headers")
-  for c in ring $LINKS; do
+  for c in $RING $LINKS; do
     av=$(get "${c}_MBps_$s" | median)
     pv=$(get "${c}_peak_$s" | median)
     avg+=("$av ($(get "${c}_MBps_$s" | span))")
@@ -405,10 +427,15 @@ for s in 4k 64k; do
   row "${rs[@]}"
 done
 lat=("8 B half round trip, median us")
-tpr=("testpmd txonly->rxonly, $frame B, Mpps" "-")
-tps=("  (range of the round medians)" "")
-tsr=("  .. with dpdat's headers, Mpps" "-")
-for c in ring $LINKS; do lat+=("$(get "${c}_lat_us" | median) ($(get "${c}_lat_us" | span))"); done
+tpr=("testpmd txonly->rxonly, $frame B, Mpps")
+tps=("  (range of the round medians)")
+tsr=("  .. with dpdat's headers, Mpps")
+if [ -n "$RING" ]; then
+  tpr+=("-")
+  tps+=("")
+  tsr+=("-")
+fi
+for c in $RING $LINKS; do lat+=("$(get "${c}_lat_us" | median) ($(get "${c}_lat_us" | span))"); done
 for l in $LINKS; do
   tpr+=("$(awk -v t="$(get "${l}_testpmd_pps" | median)" -v k="$(get "${l}_testpmd_peak" | median)" \
     'BEGIN {printf "%.3f / %.3f (typ./best s)", t / 1e6, k / 1e6}')")
@@ -432,6 +459,7 @@ echo "net_ring has no testpmd counterpart (pointer passing, ~1000 Mpps in ENVIRO
 echo "testpmd with dpdat's headers (af_packet): the same frames as dpdat's to the kernel (the peer"
 echo "interface's MAC, IPv4, UDP to 4791), which the receiving kernel routes and drops like"
 echo "dpdat's; testpmd's default frames go to a foreign MAC and are dropped earlier, for less."
+echo "memif: devargs role=...,socket=...${MEMIF_ARGS}; dpdat ${MTU_ARGS[*]} --pmtu $PMTU on both sides."
 echo "af_packet: veth pair $VETH-a/-b between namespaces the script made (and removes); devargs $AF_ARGS."
 echo "load: before each case, waited up to ${QUIET_WAIT} s for both CPUs >= 90 % idle over 1 s;"
 echo "'foreign' = % of 0.2 s samples during it with more runnable tasks than its own pollers;"

@@ -117,6 +117,7 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
     } else if (key == "pmtu") {
       ok = parse_num(val, &c.pmtu) &&
            (c.pmtu == 256 || c.pmtu == 512 || c.pmtu == 1024 || c.pmtu == 2048 || c.pmtu == 4096);
+      c.pmtu_given = true;
     } else if (key == "neighbor") {
       const size_t at = val.find('@');
       std::pair<uint32_t, wire::MacAddr> n{};

@@ -10,7 +10,8 @@
 //   ring=<0|1>          an end of the process's built-in net_ring link
 //   ip=<a.b.c.d>        the interface's IPv4 address (required)
 //   mtu=<n>             Ethernet MTU (default 1500; the PMD may refuse more)
-//   pmtu=<n>            RoCE path MTU cap (256..4096, default: largest the MTU allows)
+//   pmtu=<n>            RoCE path MTU (256..4096, default: largest the MTU allows);
+//                       dat_ia_open refuses one the link's MTU cannot carry
 //   neighbor=<ip>@<mac> static ARP entry (repeatable), for links without broadcast
 //   loss=<p>            seeded receive loss (fault injection for tests), 0..1
 //   cm_drop=<msg>:<n>   the first n CM messages of kind <msg> (req, rep, rtu, rej,
@@ -75,6 +76,7 @@ struct IfaceConfig {
   uint32_t ip = 0;  // host byte order
   uint16_t mtu = 1500;
   uint32_t pmtu = 4096;
+  bool pmtu_given = false;  // pmtu= was in the string: the link must carry it
   std::vector<std::pair<uint32_t, wire::MacAddr>> neighbors;
   double loss = 0.0;
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // kind, how many

@@ -146,6 +146,14 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
                                       : fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_DEVICE);
   f->cm_drops = cfg.cm_drops;
   for (const auto& [ip, mac] : cfg.neighbors) f->link->add_neighbor(ip, mac);
+  if (cfg.pmtu_given && cfg.pmtu > f->link->max_pmtu()) {
+    // A path MTU asked for by name is carried whole or refused: frames are
+    // never cut to fit, and a smaller PMTU than asked is not chosen silently.
+    const std::string note = f->link->mtu_note();
+    *why = "pmtu=" + std::to_string(cfg.pmtu) + ": the link carries at most PMTU " +
+           std::to_string(f->link->max_pmtu()) + (note.empty() ? "" : " (" + note + ")");
+    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG1);
+  }
   f->pmtu = std::min(cfg.pmtu, f->link->max_pmtu());
   Limits& L = f->limits;
   for (auto [set, field] : {std::pair{cfg.max_eps, &L.max_eps},

@@ -40,6 +40,9 @@ class Link {
   virtual uint32_t ip() const = 0;  // host byte order
   // Largest RoCE path MTU (IBA sizes 256..4096) the link's MTU carries.
   virtual uint32_t max_pmtu() const = 0;
+  // Why the link's MTU is not the one configured, and what bounds it ("" when
+  // it is); dat_ia_open's refusal of a pmtu= the link cannot carry says it.
+  virtual std::string mtu_note() const { return {}; }
 
   // Neighbours.  resolve() answers from the link's cache; on a miss it asks
   // the network (an ARP request on DPDK, at most one per call) and returns

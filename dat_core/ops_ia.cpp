@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -54,7 +55,13 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* pro
   Iface* f = nullptr;
   std::string why;
   Status st = Iface::get(cfg, &f, &why);
-  if (!st.ok()) return st;
+  if (!st.ok()) {
+    // The DAT return code alone does not say what is wrong with the device
+    // or its configuration; the reason goes to stderr once, as EAL's do.
+    if (!why.empty())
+      std::fprintf(stderr, "dpdat: dat_ia_open(%s): %s\n", cfg.name.c_str(), why.c_str());
+    return st;
+  }
   if (given == nullptr && async_qlen <= 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   Lock lk(f);
   // A consumer's async EVD belongs to another IA of this same interface (its

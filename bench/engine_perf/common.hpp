@@ -51,7 +51,8 @@ struct Options {
   bool lat = false;
   bool bw = false;
   uint32_t pmtu = 1024;
-  uint16_t mtu = 1500;  // port MTU asked of the PMD (cross-process)
+  bool pmtu_given = false;  // --pmtu: the port must carry it (refused otherwise)
+  uint16_t mtu = 1500;      // port MTU asked of the PMD (cross-process)
   uint32_t tx_depth = 128;
   uint32_t window = 0;  // 0: QpConfig's default
   bool gbn = false;

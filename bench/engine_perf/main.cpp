@@ -70,6 +70,7 @@ int run_main(int argc, char** argv) {
       o.bw = true;
     } else if (a == "--pmtu" && i + 1 < argc) {
       o.pmtu = static_cast<uint32_t>(std::stoul(next()));
+      o.pmtu_given = true;
     } else if (a == "--mtu" && i + 1 < argc) {
       o.mtu = static_cast<uint16_t>(std::stoul(next()));
     } else if (a == "--tx-depth" && i + 1 < argc) {

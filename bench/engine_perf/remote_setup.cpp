@@ -133,6 +133,10 @@ bool Multi::report(const char* who) {
   std::printf(" port: link %s tx_full %" PRIu64 " tx_alloc_fail %" PRIu64 " free mbufs %u\n",
               port->link_up() ? "up" : "DOWN", pc.tx_full, pc.tx_alloc_fail,
               port->pool_available());
+  std::printf(" wire: tx %" PRIu64 " frames %" PRIu64 " B largest %u  rx %" PRIu64
+              " frames %" PRIu64 " B largest %u\n",
+              pc.tx_packets, pc.tx_bytes, pc.tx_max_frame, pc.rx_packets, pc.rx_bytes,
+              pc.rx_max_frame);
   std::printf(" IPv4 checksum by the device: tx %" PRIu64 " rx good %" PRIu64 " rx bad %" PRIu64
               "\n",
               pc.tx_ip_csum_offloaded, pc.rx_ip_csum_good, pc.rx_ip_csum_bad);
@@ -171,6 +175,14 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   if (m->port->queues() != o.engines) {
     std::fprintf(stderr, "dpdat-engine-perf: %s offers %u RX/TX queue pairs, %u engines asked\n",
                  devname.c_str(), m->port->queues(), o.engines);
+    return false;
+  }
+  if (o.pmtu_given && o.pmtu > m->port->max_pmtu()) {
+    // Never a smaller PMTU than asked without saying so: refuse.
+    std::fprintf(stderr, "dpdat-engine-perf: --pmtu %u: %s carries at most PMTU %u (%s)\n", o.pmtu,
+                 devname.c_str(), m->port->max_pmtu(),
+                 m->port->mtu_note().empty() ? ("MTU " + std::to_string(m->port->mtu())).c_str()
+                                             : m->port->mtu_note().c_str());
     return false;
   }
   const uint32_t pmtu = std::min(o.pmtu, m->port->max_pmtu());

@@ -71,6 +71,9 @@ class DpdkLink final : public dat::Link {
   const wire::MacAddr& mac() const override { return port_->mac(); }
   uint32_t ip() const override { return port_->ip(); }
   uint32_t max_pmtu() const override { return port_->max_pmtu(); }
+  std::string mtu_note() const override {
+    return port_->mtu_note().empty() ? "MTU " + std::to_string(port_->mtu()) : port_->mtu_note();
+  }
   void add_neighbor(uint32_t ip, const wire::MacAddr& mac) override {
     port_->add_neighbor(ip, mac);
   }

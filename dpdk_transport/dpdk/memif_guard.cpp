@@ -2,14 +2,18 @@
 
 #include <elf.h>
 #include <link.h>
+#include <rte_alarm.h>
+#include <rte_ethdev.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 namespace dpdat::dpdk::memif_guard {
 namespace {
@@ -116,10 +120,15 @@ bool installed() { return g_installed; }
 
 uint64_t waits() { return g_waits.load(std::memory_order_relaxed); }
 
+// DPDAT_MEMIF_GUARD=0: no marking, closes on the caller's thread (to
+// measure what the guard costs, and to show the races it closes).
+bool guard_off() {
+  const char* e = std::getenv("DPDAT_MEMIF_GUARD");
+  return e != nullptr && std::strcmp(e, "0") == 0;
+}
+
 Slot* acquire_slot() {
-  // DPDAT_MEMIF_GUARD=0: no marking (to measure what the guard costs).
-  if (const char* e = std::getenv("DPDAT_MEMIF_GUARD"); e != nullptr && std::strcmp(e, "0") == 0)
-    return nullptr;
+  if (guard_off()) return nullptr;
   for (size_t i = 0; i < kSlots; ++i) {
     bool f = false;
     if (g_used[i].compare_exchange_strong(f, true)) return &g_slots[i];
@@ -131,6 +140,48 @@ void release_slot(Slot* s) {
   if (s == nullptr) return;
   s->inside.store(0, std::memory_order_release);
   g_used[static_cast<size_t>(s - g_slots)].store(false, std::memory_order_release);
+}
+
+namespace {
+
+// net_memif's control channel lives on the EAL interrupt thread: when the
+// peer leaves, memif_disconnect() runs there (closes the queues' interrupt
+// descriptors, unmaps the shared regions, clears the connection state) under
+// no lock against the same function run by rte_eth_dev_stop() on another
+// thread, and rte_eth_dev_close() frees the queues it walks.  Both ends of a link close at about
+// the same time at the end of every run, so a memif port is stopped and closed by an EAL alarm,
+// which runs on the interrupt thread, between its other callbacks.  Bounded:
+// if the alarm has not run within 5 s (no interrupt thread) it is cancelled
+// and the port closed here.
+struct CloseJob {
+  uint16_t port_id;
+  std::atomic<bool> done{false};
+};
+
+void stop_close_here(uint16_t port_id) {
+  rte_eth_dev_stop(port_id);
+  rte_eth_dev_close(port_id);
+}
+
+void close_job(void* arg) {
+  auto* j = static_cast<CloseJob*>(arg);
+  stop_close_here(j->port_id);
+  j->done.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
+void stop_close(uint16_t port_id) {
+  CloseJob job{port_id};
+  if (!guard_off() && rte_eal_alarm_set(1, close_job, &job) == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!job.done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    // Takes a pending alarm back; waits for one that is running.
+    rte_eal_alarm_cancel(close_job, &job);
+    if (job.done.load(std::memory_order_acquire)) return;
+  }
+  stop_close_here(port_id);
 }
 
 }  // namespace dpdat::dpdk::memif_guard

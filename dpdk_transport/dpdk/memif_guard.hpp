@@ -18,6 +18,12 @@
 
 namespace dpdat::dpdk::memif_guard {
 
+// Stops and closes a net_memif ethdev port on the EAL interrupt thread (an
+// EAL alarm), where the PMD's own disconnect on the peer's leaving runs, so
+// the two never overlap (memif_guard.cpp says why); bounded, falls back to
+// closing on the calling thread (so does DPDAT_MEMIF_GUARD=0).
+void stop_close(uint16_t port_id);
+
 // Once per process, after the EAL loaded its drivers.  True when net_memif
 // is loaded and its munmap now goes through the guard.
 bool install();

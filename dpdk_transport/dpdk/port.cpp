@@ -25,6 +25,9 @@ namespace {
 
 constexpr uint16_t kArpRequest = 1;
 constexpr uint16_t kArpReply = 2;
+// IPv4 20 + UDP 8 + BTH 12 + the longest extension chain 28 + ICRC 4.
+constexpr uint32_t kRoceOverhead = 72;
+constexpr uint32_t kMinRoceMtu = 256 + kRoceOverhead;
 
 // ARP for IPv4 over Ethernet (RFC 826): 28 bytes after the Ethernet header.
 struct ArpPacket {
@@ -42,17 +45,22 @@ std::string errstr(const char* what, int rc) {
   return std::string(what) + ": " + rte_strerror(rc < 0 ? -rc : rte_errno);
 }
 
-// net_af_packet's ring frame size (its `framesz` devarg; 2048 when not given).
-uint32_t af_packet_framesz(const rte_eth_dev_info& info) {
-  uint32_t framesz = 2048;
+// A numeric devarg of the port's device (`dflt` when not given).
+uint32_t devarg_u32(const rte_eth_dev_info& info, const char* key, uint32_t dflt) {
+  uint32_t v = dflt;
   const rte_devargs* da = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
-  if (da == nullptr || da->args == nullptr) return framesz;
+  if (da == nullptr || da->args == nullptr) return v;
   if (rte_kvargs* kv = rte_kvargs_parse(da->args, nullptr); kv != nullptr) {
-    if (const char* v = rte_kvargs_get(kv, "framesz"); v != nullptr)
-      framesz = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+    if (const char* s = rte_kvargs_get(kv, key); s != nullptr)
+      v = static_cast<uint32_t>(std::strtoul(s, nullptr, 0));
     rte_kvargs_free(kv);
   }
-  return framesz;
+  return v;
+}
+
+// net_af_packet's ring frame size (its `framesz` devarg; 2048 when not given).
+uint32_t af_packet_framesz(const rte_eth_dev_info& info) {
+  return devarg_u32(info, "framesz", 2048);
 }
 
 // The MTU of the kernel interface a PMD is bound to (0 when unknown).
@@ -92,6 +100,30 @@ uint32_t af_packet_mtu(const rte_eth_dev_info& info, std::string* why) {
          std::to_string(kmtu) + ", framesz=" + std::to_string(framesz) + " fits MTU " +
          std::to_string(fits);
   return std::min(kmtu, fits);
+}
+
+// DPDK 22.11's net_memif has no MTU operation (ethdev answers -ENOTSUP and
+// reports 1500), yet its copy path moves frames of any length: what does not
+// fit one packet buffer (the `bsize` devarg, 2048 when not given; the
+// client's buffers serve both directions) it spreads over chained
+// descriptors (MEMIF_DESC_FLAG_NEXT).  That chaining is not safe in 22.11:
+// its TX never clears the flags of a packet's first descriptor, so a slot
+// that once began a chained frame keeps NEXT when a later one-buffer frame
+// (an ACK, a READ request) starts there, and the receiver runs that frame
+// into the next one or, at the end of what was published, past it into
+// stale descriptors (fixed upstream after 22.11.11 by "net/memif: fix
+// descriptor Tx flags corruption").  Two dpdat processes over memif with
+// bsize=1024 at PMTU 1024 showed it: the receiver counted four times the
+// frames the sender sent and the QP failed with retry-exceeded.  So every
+// frame must fit one packet buffer: the MTU is bounded by bsize less the
+// Ethernet header, and a larger PMTU is had with a larger bsize (4182 bytes
+// carry PMTU 4096) on both sides.
+uint32_t memif_mtu(const rte_eth_dev_info& info, std::string* why) {
+  const uint32_t bsize = devarg_u32(info, "bsize", 2048);
+  const uint32_t fits = bsize > sizeof(wire::EthHdr) ? bsize - uint32_t{sizeof(wire::EthHdr)} : 0;
+  *why = "net_memif bsize=" + std::to_string(bsize) + " (one packet buffer per frame) fits MTU " +
+         std::to_string(fits);
+  return fits;
 }
 
 }  // namespace
@@ -155,6 +187,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   // leaves (memif_guard.hpp): its bursts are marked, its munmap waits.
   const bool memif = driver_is("net_memif");
   if (memif) memif_guard::install();
+  p->memif_ = memif;
   // Size the pool from the descriptor rings plus bursts in flight on the
   // engine (built frames, cache) with headroom for per-lcore caches.
   const uint16_t nq = std::max<uint16_t>(
@@ -237,7 +270,21 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
       if (link > mtu) mtu = static_cast<uint16_t>(link);
       p->mtu_note_ += "; " + why;
     }
-    p->mtu_note_ += "; using MTU " + std::to_string(mtu);
+    if (!memif) p->mtu_note_ += "; using MTU " + std::to_string(mtu);
+  }
+  if (memif) {
+    // As asked, up to what one packet buffer holds (memif_mtu), below 1500 too.
+    std::string why;
+    const uint16_t link = static_cast<uint16_t>(std::min<uint32_t>(cfg.mtu, memif_mtu(info, &why)));
+    if (link != mtu || !p->mtu_note_.empty()) {
+      mtu = link;
+      p->mtu_note_ +=
+          (p->mtu_note_.empty() ? "" : "; ") + why + "; using MTU " + std::to_string(mtu);
+    }
+    if (mtu < kMinRoceMtu) {
+      *err = why + ", less than the smallest RoCE frame (PMTU 256) needs";
+      return nullptr;
+    }
   }
   p->mtu_ = mtu;
   if (int rc = rte_eth_dev_start(port_id); rc != 0) {
@@ -296,16 +343,19 @@ Port::~Port() {
     }
   }
   if (started_) {
-    rte_eth_dev_stop(port_id_);
-    rte_eth_dev_close(port_id_);
+    if (memif_) {
+      memif_guard::stop_close(port_id_);
+    } else {
+      rte_eth_dev_stop(port_id_);
+      rte_eth_dev_close(port_id_);
+    }
   }
   for (auto& q : q_) memif_guard::release_slot(q.guard);
   if (pool_ != nullptr) rte_mempool_free(pool_);
 }
 
 uint32_t Port::max_pmtu() const {
-  // IPv4 20 + UDP 8 + BTH 12 + the longest extension chain 28 + ICRC 4.
-  const uint32_t room = mtu_ > 72 ? mtu_ - 72u : 0u;
+  const uint32_t room = mtu_ > kRoceOverhead ? mtu_ - kRoceOverhead : 0u;
   for (uint32_t p = 4096; p >= 256; p /= 2)
     if (p <= room) return p;
   return 256;
@@ -341,6 +391,8 @@ PortCounters Port::counters() const {
     s.tx_looped += q.ctr.tx_looped;
     s.rx_looped += q.ctr.rx_looped;
     s.loop_full += q.ctr.loop_full;
+    s.rx_max_frame = std::max(s.rx_max_frame, q.ctr.rx_max_frame);
+    s.tx_max_frame = std::max(s.tx_max_frame, q.ctr.tx_max_frame);
   }
   return s;
 }
@@ -371,6 +423,7 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
     rte_mbuf* m = rx_tmp_[i];
     ctr_.rx_packets++;
     ctr_.rx_bytes += m->pkt_len;
+    ctr_.rx_max_frame = std::max(ctr_.rx_max_frame, m->pkt_len);
     if (m->nb_segs != 1 && (m = make_contiguous(ctr_, m)) == nullptr) continue;
     if (handle_arp(qi, rte_pktmbuf_mtod(m, const uint8_t*), m->data_len)) {
       rte_pktmbuf_free(m);
@@ -544,6 +597,7 @@ uint16_t Port::wire_tx(uint16_t qi, rc::Frame* frames, uint16_t n) {
   }
   for (uint16_t i = 0; i < sent; ++i) {
     ctr_.tx_bytes += frames[i].len;
+    ctr_.tx_max_frame = std::max(ctr_.tx_max_frame, frames[i].len);
     if ((frames[i].flags & rc::kFrameTxIpCsum) != 0) ctr_.tx_ip_csum_offloaded++;
   }
   ctr_.tx_packets += sent;

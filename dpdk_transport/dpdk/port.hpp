@@ -71,6 +71,9 @@ struct PortCounters {
   // cut short because the queue's loop ring was full (back-pressure: the
   // frames stayed the caller's).  Not in tx_/rx_packets, which are the wire.
   uint64_t tx_looped = 0, rx_looped = 0, loop_full = 0;
+  // The longest frame (bytes, Ethernet header on) received from / handed to
+  // the PMD: what the link really carried, e.g. whether PMTU 4096 was used.
+  uint32_t rx_max_frame = 0, tx_max_frame = 0;
 };
 
 class Port final : public rc::PacketIo {
@@ -186,6 +189,7 @@ class Port final : public rc::PacketIo {
   wire::MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
   bool started_ = false;
+  bool memif_ = false;  // net_memif: closed on the EAL interrupt thread
   std::vector<QueueState> q_;
   std::vector<std::unique_ptr<QueueIo>> qio_;  // [0] unused: the Port is queue 0
   std::mutex arp_mu_;

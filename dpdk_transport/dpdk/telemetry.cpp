@@ -112,6 +112,8 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
                                        {"tx_looped", c.tx_looped},
                                        {"rx_looped", c.rx_looped},
                                        {"loop_full", c.loop_full},
+                                       {"rx_max_frame", c.rx_max_frame},
+                                       {"tx_max_frame", c.tx_max_frame},
                                        {"mtu", p.mtu()},
                                        {"max_pmtu", p.max_pmtu()},
                                        {"queues", p.queues()}};

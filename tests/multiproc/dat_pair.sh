@@ -3,7 +3,7 @@
 # from an installed libdat with the installed dat.pc (build_installed.sh),
 # one process --server and one --client, over a real DPDK PMD.
 #   dat_pair.sh MODE PATH/TO/udat_pair LIBDIR
-# MODE: memif | memif-loss | memif-pmtu | af_packet | af_packet-loss | tap |
+# MODE: memif | memif-loss | memif-pmtu | memif-jumbo | af_packet | af_packet-loss | tap |
 #       kill-server | kill-client | no-server | no-client
 # Creates its own network namespaces, veth pair and memif socket (only
 # 10.78.0.0/24 inside namespaces it made) and removes them on every exit.
@@ -87,6 +87,19 @@ case "$MODE" in
   memif-pmtu)
     # Different path MTU caps: the CM agrees on the smaller (256) both ways.
     run_pair "" "$MEMIF_S;ip=$SIP;pmtu=256" "" "$MEMIF_C;ip=$CIP" --iters 10 --size 262144
+    ;;
+  memif-jumbo)
+    # pmtu=4096 over net_memif: the configured MTU up to one packet buffer
+    # (bsize less the Ethernet header).  With 2048-byte buffers the same
+    # pmtu= is refused by dat_ia_open, with the reason, instead of lowered.
+    DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP;mtu=9000;pmtu=4096" timeout 60 "$PROG" --server pairsrv \
+      --timeout-ms 1000 >"$TMP/server.log" 2>&1 && fail "pmtu=4096 accepted with 2048-byte buffers"
+    grep -q "pmtu=4096: the link carries at most PMTU 1024" "$TMP/server.log" ||
+      fail "no reason given for the refusal"
+    grep -h "dpdat: dat_ia_open" "$TMP/server.log"
+    # Rounds of varying length: last packets shorter than the PMTU between full ones.
+    run_pair "" "$MEMIF_S,bsize=4352;ip=$SIP;mtu=9000;pmtu=4096" \
+      "" "$MEMIF_C,bsize=4352;ip=$CIP;mtu=9000;pmtu=4096" --iters 20 --size 262144
     ;;
   kill-client)
     # The client is killed mid-run: the server, waiting for its next DONE,

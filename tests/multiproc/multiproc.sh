@@ -3,7 +3,7 @@
 # the engine-level tool dpdat-engine-perf --verify (every WRITE read back
 # over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-engine-perf
-# MODE: memif | memif-loss | memif-mq | af_packet | af_packet-loss | af_packet-jumbo |
+# MODE: memif | memif-loss | memif-mq | memif-jumbo | af_packet | af_packet-loss | af_packet-jumbo |
 #       af_packet-mq | tap | kill-peer
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
 # 10.77.0.0/24 inside namespaces it made) and removes them on every exit.
@@ -103,6 +103,45 @@ case "$MODE" in
     # count with the server), two engine threads with idle back-off each.
     MEMIF=1
     run_mq "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    ;;
+  memif-jumbo)
+    # PMTU 4096 over net_memif: DPDK 22.11's memif has no MTU operation, so
+    # dpdat takes the MTU asked for up to one packet buffer (bsize less the
+    # Ethernet header; a frame never spans chained descriptors, see
+    # dpdk/port.cpp).  A PMTU the buffers cannot carry is refused, not lowered.
+    MEMIF=1
+    S="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
+    C="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    timeout 60 "$PERF" --server --vdev "$S" --ip 10.77.0.1 --oob "$TMP/oob.sock" --mtu 9000 \
+      --pmtu 4096 >"$TMP/server.log" 2>&1 && fail "--pmtu 4096 accepted with 2048-byte buffers"
+    grep -q "carries at most PMTU 1024" "$TMP/server.log" || fail "no reason given for the refusal"
+    echo "default bsize: $(grep -o -- '--pmtu 4096: .*' "$TMP/server.log")"
+    for op in write read send; do
+      echo "== $MODE: $op"
+      run_pair "" "$S,bsize=4352" "" "$C,bsize=4352" --mtu 9000 --pmtu 4096 --op "$op"
+      grep -q ", PMTU 4096, " "$TMP/client.log" || fail "PMTU 4096 not in use"
+      # The data frames on the wire: WRITE / SEND requests leave the client,
+      # READ responses the server.  Largest: 4096 B of payload and headers;
+      # average: nearly all of them so (PMTU 1024 frames are 1098 B at most).
+      [ "$op" = read ] && log=server || log=client
+      read -r frames bytes largest < <(awk '/^ wire:/ {print $3, $5, $8}' "$TMP/$log.log")
+      [ -n "$largest" ] || fail "$log: no wire counters"
+      [ "$largest" -gt 4096 ] || fail "$log: largest frame $largest B, not a 4 KiB-payload one"
+      [ $((bytes / frames)) -gt 3000 ] || fail "$log: $frames frames of $((bytes / frames)) B on average"
+      echo " $log sent $frames frames, $((bytes / frames)) B on average, largest $largest B"
+    done
+    # Small buffers: the MTU follows bsize down (PMTU 512 at bsize=1024), so no
+    # frame spans two descriptors, and frames of mixed sizes (5000-byte WRITEs,
+    # the read-back requests) arrive as sent: as many as were sent (give or
+    # take ARP), where chained ones made the receiver count phantom frames.
+    echo "== $MODE: bsize=1024"
+    run_pair "" "$S,bsize=1024" "" "$C,bsize=1024" --op write --size 5000
+    grep -q ", PMTU 512, " "$TMP/client.log" || fail "PMTU 512 not in use at bsize=1024"
+    sent=$(awk '/^ wire:/ {print $3}' "$TMP/client.log")
+    got=$(awk '/^ wire:/ {print $10}' "$TMP/server.log")
+    [ -n "$sent" ] && [ -n "$got" ] && [ "$got" -ge "$sent" ] && [ $((got - sent)) -le 4 ] ||
+      fail "client sent ${sent:-?} frames, server received ${got:-?}"
+    echo " client sent $sent frames, server received $got"
     ;;
   af_packet-mq)
     # qpairs=2: two AF_PACKET sockets in a fanout group; the kernel hashes

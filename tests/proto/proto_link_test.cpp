@@ -139,5 +139,33 @@ TEST(ProtoLink, LossFromConfigDropsReceivedFrames) {
   e.a->io().rx_release(&fr, 1);
 }
 
+// pmtu= names a path MTU the link must carry: dat_ia_open refuses one above
+// what the link's MTU allows (INVALID_PARAMETER, the reason on stderr)
+// instead of lowering it; without pmtu= the interface takes the largest.
+TEST(ProtoLink, PmtuTheLinkCannotCarryIsRefused) {
+  install_sim_link(0x5EED);
+  Ia* ia = nullptr;
+  const IfaceConfig big = config("pmtu_big", "ring=0;ip=10.9.0.1;pmtu=4096");  // MTU 1500
+  ASSERT_TRUE(big.pmtu_given);
+  testing::internal::CaptureStderr();
+  const Status st = ia_open(big, 16, nullptr, nullptr, &ia);
+  const std::string said = testing::internal::GetCapturedStderr();
+  if (!st.ok() && st.sub == Sub::RESOURCE_DEVICE) GTEST_SKIP() << "ring=0 held by this process";
+  EXPECT_EQ(st.type, Type::INVALID_PARAMETER);
+  EXPECT_EQ(st.sub, Sub::INVALID_ARG1);
+  EXPECT_NE(said.find("pmtu=4096: the link carries at most PMTU 1024"), std::string::npos) << said;
+  // The refused open left the end free: it opens at a PMTU it carries
+  // (interfaces live for the process, so each end opens once more only).
+  const IfaceConfig jumbo = config("pmtu_jumbo", "ring=0;ip=10.9.0.1;mtu=9000;pmtu=4096");
+  ASSERT_TRUE(ia_open(jumbo, 16, nullptr, nullptr, &ia).ok());
+  EXPECT_EQ(ia->iface->pmtu, 4096u);
+  EXPECT_TRUE(ia_close(ia, false).ok());
+  const IfaceConfig dflt = config("pmtu_default", "ring=1;ip=10.9.0.2");
+  ASSERT_FALSE(dflt.pmtu_given);
+  ASSERT_TRUE(ia_open(dflt, 16, nullptr, nullptr, &ia).ok());
+  EXPECT_EQ(ia->iface->pmtu, 1024u);  // the largest MTU 1500 allows
+  EXPECT_TRUE(ia_close(ia, false).ok());
+}
+
 }  // namespace
 }  // namespace dpdat::proto

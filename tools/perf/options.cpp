@@ -100,7 +100,9 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_option("--oob", o->oob, "Unix socket for the out-of-band exchange")
       ->capture_default_str();
   app.add_option("--mtu", o->mtu, "port MTU asked of the PMD")->check(CLI::Range(256u, 9216u));
-  app.add_option("--pmtu", o->pmtu, "RoCE path MTU cap")
+  app.add_option(
+         "--pmtu", o->pmtu,
+         "RoCE path MTU; refused when the port's MTU cannot carry it (default: the largest it can)")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   app.add_flag("--verify", o->verify,
                "read each WRITE/SEND back and compare (bandwidth; atomics: always)");
