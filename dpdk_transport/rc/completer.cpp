@@ -136,20 +136,30 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   const Psn acked_before = acked_psn_;
   if (check_nak_psn(psn, CS::kSeqNak, now) == CS::kStale) return CS::kStale;
   ctr_.seq_naks_rx++;
+  if (cfg_.selective_repeat && sr_nak_in_flight(psn, now)) return CS::kDone;
   // A sequence NAK that acknowledges nothing new is a retry like a timeout
   // (as rxe counts it): without the budget, a responder whose expected PSN a
   // forged packet moved past a request keeps NAKing its retransmission and
   // the two ends exchange packets forever while the request never completes.
-  if (acked_psn_ == acked_before) {
+  // At most one retry per retransmission timeout, though: the responder
+  // repeats its NAK while a hole stays open, and a hole resent more than
+  // once within one timeout is one retry, as a timeout would be.
+  if (acked_psn_ == acked_before && now - nak_retry_ns_ >= rtt_.rto_ns()) {
     if (retries_left_ == 0) {
       fail_wqe_at(psn, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
       return CS::kDone;
     }
     retries_left_--;
+    nak_retry_ns_ = now;
   }
   if (cfg_.selective_repeat) {
     const uint64_t i = wqe_from(psn);
-    if (wqe_holds(i, psn) &&
+    // The responder took our single resend of the packet before and still
+    // lacks this one: it kept nothing after them (a SEND's packets after two
+    // adjacent losses, where a message boundary could hide): go back N.
+    const bool kept_nothing = sr_single_valid_ && sr_single_psn_ + 1 == psn && wqe_holds(i, psn) &&
+                              (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm);
+    if (wqe_holds(i, psn) && !kept_nothing &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
       sr_hole_ = psn;
@@ -170,6 +180,21 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   rewind_to(psn, now);
   arm_retransmit(now);
   return CS::kDone;
+}
+
+// A sequence NAK for a packet already resent within a round trip (alone, or
+// by the newest rewind): the responder sent it before the resend arrived
+// (it repeats its NAK while the hole stays open).  Nothing to do, and no
+// retry is spent.
+bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
+  const uint64_t recent = sr_in_flight_ns();
+  if (sr_single_valid_ && sr_single_psn_ == psn && now - sr_single_ns_ < recent) return true;
+  if (sr_rewind_valid_ && Psn::diff(psn, sr_rewind_psn_) >= 0 && now - sr_rewind_ns_ < recent) {
+    const uint64_t i = wqe_from(psn);
+    // Rewound over and sent again since.
+    return wqe_holds(i, psn) && Psn::diff(psn, sq(i).first_psn) < static_cast<int32_t>(sq(i).sent);
+  }
+  return false;
 }
 
 void Qp::note_acked(Psn psn, uint64_t now) {

@@ -169,11 +169,29 @@ TEST(SelectiveRepeat, WriteImmHolesResentAlone) {
   }
 }
 
+// A SEND whose FIRST is lost: the responder places the rest into the
+// receive WQE the FIRST will take (the MIDDLE right after the hole proves
+// the message began there), so only the FIRST goes out again.
+TEST(SelectiveRepeat, SendWithLostFirstResentAlone) {
+  for (bool sr : {true, false}) {
+    Lossy f(sr);
+    const uint32_t sent = messages(f, WrOp::kSend, 1, 65536, {1});
+    if (sr) {
+      EXPECT_EQ(f.ca().retransmits, 0u);
+      EXPECT_EQ(f.ca().sr_resends, 1u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 63u);
+      EXPECT_EQ(sent, 65u);
+      EXPECT_EQ(f.ca().timeouts, 0u);
+    } else {
+      EXPECT_GE(sent, 128u);  // the whole message again
+    }
+  }
+}
+
 // Several SENDs in flight, holes in three of them.  While a hole is open the
-// responder places the message in progress and the one after it (a later
-// SEND's receive WQE is not known while a hole may hide a message
-// boundary): the holes in message 0 are resent alone, messages 2.. go back
-// to their own start (not to the first hole), found by the tail-loss probe.
+// responder places the message in progress and the ones after it (each
+// SEND's receive WQE is the one after the previous SEND's, known once the
+// previous LAST and this FIRST arrived): every hole is resent alone.
 TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
   for (bool sr : {true, false}) {
     Lossy f(sr);
@@ -183,10 +201,10 @@ TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
     const uint32_t sent = messages(f, WrOp::kSend, 6, 16 * kPmtu, {5, 11, 38, 72});
     EXPECT_EQ(f.ca().timeouts, 0u);
     if (sr) {
-      EXPECT_EQ(f.ca().retransmits, 1u);  // one go-back, to message 2's start
-      EXPECT_EQ(f.ca().sr_resends, 2u);
-      EXPECT_EQ(f.cb().sr_placed_ooo, 16u - 5u - 1u + 16u);  // messages 0 and 1
-      EXPECT_LE(sent, 96u + 2u + 64u + 1u);                  // + the probe
+      EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N
+      EXPECT_EQ(f.ca().sr_resends, 4u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 96u - 5u - 3u);  // all after the first hole
+      EXPECT_EQ(sent, 96u + 4u);
     } else {
       EXPECT_GE(sent, 96u + 92u);  // from packet 4 on, again
     }
@@ -241,15 +259,18 @@ TEST(SelectiveRepeat, SeveralHolesAcrossWrites) {
 }
 
 // The LAST of one SEND and the FIRST of the next are both lost: the
-// responder cannot tell where the first message ends, places the second's
-// middle packets as if they were the first's, and takes them back when the
-// first message's LAST arrives.  Every byte still lands where it belongs.
-TEST(SelectiveRepeat, SendPlacedPastItsEndIsTakenBack) {
+// responder cannot tell where the first message ends, so it places nothing
+// after them (a message boundary may hide there) and never writes past a
+// message's real length; the rest is resent and every byte lands where it
+// belongs.
+TEST(SelectiveRepeat, SendNeverWrittenPastItsEnd) {
   Lossy f(true);
-  // Receive buffers larger than the messages, so the misplacement fits.
+  // Receive buffers larger than the messages: room a misplacement would use.
   Buffer src = f.p.reg(0, 2 * 4096, kLocal);
   Buffer dst = f.p.reg(1, 2 * 16384, kLocal | priv::kRemoteWrite);
   fill_pattern(src.bytes, 9);
+  fill_pattern(dst.bytes, 10);
+  const std::vector<uint8_t> before = dst.bytes;
   post_recv(f.p, dst, 0, 16384, 1);
   post_recv(f.p, dst, 16384, 16384, 2);
   f.arm({4, 5});  // LAST of message 1, FIRST of message 2
@@ -264,10 +285,15 @@ TEST(SelectiveRepeat, SendPlacedPastItsEndIsTakenBack) {
     EXPECT_EQ(rc[i].cookie, 1u + i);
     EXPECT_EQ(rc[i].byte_len, 4096u);
     const auto from = static_cast<std::ptrdiff_t>(i * 4096);
+    const auto at = static_cast<std::ptrdiff_t>(i * 16384);
     EXPECT_TRUE(std::equal(src.bytes.begin() + from, src.bytes.begin() + from + 4096,
-                           dst.bytes.begin() + static_cast<std::ptrdiff_t>(i * 16384)));
+                           dst.bytes.begin() + at));
+    // Past the message's length the receive buffer is as it was.
+    EXPECT_TRUE(std::equal(before.begin() + at + 4096, before.begin() + at + 16384,
+                           dst.bytes.begin() + at + 4096))
+        << "receive " << i << " written past its message";
   }
-  EXPECT_GE(f.cb().sr_placed_ooo, 2u);  // message 2's packets 2 and 3, first as message 1's
+  EXPECT_EQ(f.cb().sr_placed_ooo, 0u);  // message 2's packets 2 and 3: not placeable
   EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
   EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
 }
