@@ -164,15 +164,7 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
       // The responder kept what followed the hole: resend the hole only.
       sr_hole_ = psn;
       sr_hole_valid_ = true;
-      const bool queued = sr_resend_tail_ != sr_resend_head_ &&
-                          sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
-      if (!queued && sr_resend_tail_ - sr_resend_head_ < cfg_.window) {
-        // Sized at the first hole (a lossless QP never needs it).
-        if (sr_resend_.empty())
-          sr_resend_.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
-        sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
-        ++sr_resend_tail_;
-      }
+      sr_queue_resend(psn);
       engine_.activate(this);
       return CS::kDone;
     }
@@ -188,13 +180,68 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
 // retry is spent.
 bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
   const uint64_t recent = sr_in_flight_ns();
-  if (sr_single_valid_ && sr_single_psn_ == psn && now - sr_single_ns_ < recent) return true;
+  if (sr_recently_resent(psn, now)) return true;
   if (sr_rewind_valid_ && Psn::diff(psn, sr_rewind_psn_) >= 0 && now - sr_rewind_ns_ < recent) {
     const uint64_t i = wqe_from(psn);
     // Rewound over and sent again since.
     return wqe_holds(i, psn) && Psn::diff(psn, sq(i).first_psn) < static_cast<int32_t>(sq(i).sent);
   }
   return false;
+}
+
+bool Qp::sr_recently_resent(Psn psn, uint64_t now) const {
+  if (sr_resent_at_.empty()) return false;
+  const auto& [p, t] = sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)];
+  return p == psn && now - t < sr_in_flight_ns();
+}
+
+void Qp::sr_queue_resend(Psn psn) {
+  const bool queued = sr_resend_tail_ != sr_resend_head_ &&
+                      sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
+  if (queued || sr_resend_tail_ - sr_resend_head_ >= cfg_.window) return;
+  // Sized at the first hole (a lossless QP never needs it).
+  if (sr_resend_.empty())
+    sr_resend_.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
+  sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
+  ++sr_resend_tail_;
+}
+
+// A selective acknowledgement (Qp::send_seq_nak): every PSN it shows
+// missing below its span that can be resent alone and was not resent within
+// a round trip goes out again now, so several holes cost one round trip.
+// (The NAK before it already acknowledged everything before its PSN and
+// deals with a hole that has to go back N.)
+void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
+  const std::span<const uint8_t> b = v.payload;
+  if (!cfg_.selective_repeat || state_ != QpState::kRts) return;
+  if (b.size() < 4) {
+    ctr_.bad_responses++;
+    return;
+  }
+  const uint32_t span =
+      (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+  if (span > static_cast<uint32_t>(kSrSpan) || b.size() < 4 + size_t{(span + 31) / 32} * 4) {
+    ctr_.bad_responses++;
+    return;
+  }
+  ctr_.sacks_rx++;
+  sack_seen_ = true;
+  const Psn from = v.bth->psn();
+  if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, next_psn_) >= 0) return;  // stale
+  bool any = false;
+  for (uint32_t i = 0; i < span; ++i) {
+    if ((b[4 + i / 8] >> (i % 8)) & 1u) continue;
+    const Psn psn = from + static_cast<int32_t>(i);
+    if (Psn::diff(psn, max_sent_psn_) > 0) break;
+    const uint64_t k = wqe_from(psn);
+    if (!wqe_holds(k, psn)) continue;
+    const SendWqe& w = sq(k);
+    const auto idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+    if (idx >= w.sent || !sr_resendable(w, idx) || sr_recently_resent(psn, now)) continue;
+    sr_queue_resend(psn);
+    any = true;
+  }
+  if (any) engine_.activate(this);
 }
 
 void Qp::note_acked(Psn psn, uint64_t now) {

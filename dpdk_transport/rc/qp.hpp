@@ -44,6 +44,8 @@ struct QpCounters {
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
            bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
            rtt_samples = 0, tlp_probes = 0;
+  // Selective acknowledgements sent / received (see Qp::send_seq_nak).
+  uint64_t sacks_tx = 0, sacks_rx = 0;
   // Congestion control: CE-marked packets received, CNPs sent / received,
   // DCQCN rate cuts, delay-window decreases, sends held by the pacer.
   uint64_t ce_rx = 0, cnp_tx = 0, cnp_rx = 0, cc_rate_cuts = 0, cc_window_cuts = 0, cc_paced = 0;
@@ -295,6 +297,11 @@ class Qp {
   CompState do_rnr_nak(wire::Psn psn, uint64_t now);
   CompState do_seq_nak(wire::Psn psn, uint64_t now);
   bool sr_nak_in_flight(wire::Psn psn, uint64_t now) const;
+  void on_sack(const wire::PacketView& v, uint64_t now);
+  // Queues `psn` for a single resend (emit_sr_resends), once.
+  void sr_queue_resend(wire::Psn psn);
+  // Whether `psn` was resent alone within sr_in_flight_ns().
+  bool sr_recently_resent(wire::Psn psn, uint64_t now) const;
   void on_read_response(const wire::PacketView& v, uint64_t now);
   void on_atomic_ack(const wire::PacketView& v, uint64_t now);
   void note_acked(wire::Psn psn, uint64_t now);
@@ -520,13 +527,21 @@ class Qp {
     uint32_t last_len = 0, last_imm = 0;
     bool last_has_imm = false, last_se = false;
   };
+  static constexpr int32_t kSackMaxSpan = 1024;
+  static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
+  // The newest packet seen after the hole (placed or not): how far a SACK reaches.
+  bool sr_seen_valid_ = false;
+  wire::Psn sr_seen_top_;
+  void send_seq_nak(uint64_t now);
   // Enough for a window of 16-packet messages; a message beyond waits for
   // its turn (it is resent).
   static constexpr uint32_t kSrNextMax = 8;
   struct SrMaps {
     SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
     SrBits msg, next, rd;
+    SrBits seen;  // PSNs after the hole that arrived and could not be placed
     std::array<SrNext, kSrNextMax> nexts;
+    std::array<uint8_t, kSackBytes> sack;  // payload of the SACK being sent
   };
   uint32_t sr_next_n_ = 0;  // entries in use (in SrMaps::nexts)
   SrNext* sr_nexts() { return srm_->nexts.data(); }
@@ -561,12 +576,16 @@ class Qp {
   wire::Psn sr_single_psn_;
   uint64_t sr_single_ns_ = 0;
   uint64_t nak_retry_ns_ = 0;  // when a sequence NAK last spent a retry
+  // When each PSN was last resent alone (indexed modulo the resend ring's
+  // size, with the PSN to tell an old entry); a peer that sent a SACK.
+  std::vector<std::pair<wire::Psn, uint64_t>> sr_resent_at_;
+  bool sack_seen_ = false;
   bool sr_rewind_valid_ = false;
   wire::Psn sr_rewind_psn_;
   uint64_t sr_rewind_ns_ = 0;
   // How long a resend counts as in flight: a round trip and its variance.
   uint64_t sr_in_flight_ns() const {
-    return rtt_.valid() ? rtt_.srtt_ns() + 2 * rtt_.rttvar_ns() : 0;
+    return rtt_.valid() ? rtt_.srtt_ns() + 2 * rtt_.rttvar_ns() : rtt_.rto_ns();
   }
   // Requester: READ response packets placed ahead of the first missing one,
   // by PSN in (una, una + kSrSpan).

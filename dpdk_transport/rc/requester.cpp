@@ -339,13 +339,15 @@ bool Qp::emit_sr_resends(uint64_t now) {
       const SendWqe& w = sq(i);
       const auto d = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
       // Not sent yet (goes out in order anyway) or acknowledged meanwhile: skip.
-      if (d < w.sent && Psn::diff(psn, acked_psn_) > 0) {
+      if (d < w.sent && Psn::diff(psn, acked_psn_) > 0 && !sr_recently_resent(psn, now)) {
         since_ack_req_ = cfg_.ack_every;  // AckReq: the responder answers at once
         if (!emit_packet(w, d, now)) return false;
         ctr_.sr_resends++;
         sr_single_valid_ = true;
         sr_single_psn_ = psn;
         sr_single_ns_ = now;
+        if (sr_resent_at_.empty()) sr_resent_at_.resize(sr_resend_.size());
+        sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)] = {psn, now};
       }
     }
     ++sr_resend_head_;

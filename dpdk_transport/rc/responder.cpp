@@ -139,6 +139,7 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.last = info.is(wire::op::kLast);
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
+  if (srm_ != nullptr) srm_->seen.set(epsn_, false);
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
   if (in_msg_ == InMsg::kNone && sr_msg_count_ > 0 && !(c.is_send && c.first && !c.last))
@@ -197,6 +198,13 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     } else if (sr_place_next(v, c.psn)) {
       sr_mark_placed(c.psn, /*next=*/true);
     }
+    if (!sr_seen_valid_ || Psn::diff(c.psn, sr_seen_top_) > 0) {
+      sr_seen_valid_ = true;
+      sr_seen_top_ = c.psn;
+    }
+    // (A SACK shows it as held, placed or not: sent again, it would find
+    // the same refusal.)
+    if (!placed_already) sr_maps().seen.set(c.psn, ctr_.sr_placed_ooo == placed_before);
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && ctr_.sr_placed_ooo == placed_before &&
         (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
@@ -212,9 +220,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   if (nak_sent_ == NakSent::kNone || again) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the
     // requester shows it missed it.
-    nak_sent_ = NakSent::kSeq;
-    ctr_.seq_naks_tx++;
-    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+    send_seq_nak(now);
   }
 }
 

@@ -406,12 +406,14 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
       }
       sr_msg_set(epsn_, false);
       sr_set(epsn_, false);
+      srm_->seen.set(epsn_, false);
       --sr_msg_count_;
       --sr_count_;
       ++epsn_;
       if (last) sr_message_ended(epsn_);
     } else {
       sr_set(epsn_, false);
+      srm_->seen.set(epsn_, false);
       --sr_count_;
       if (in_msg_ != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
       ++epsn_;
@@ -430,10 +432,43 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
   // it now rather than leave the requester to its tail-loss probe.  (While
   // the requester goes back N it knows these NAKs for what they are.)
   if ((sr_count_ > 0 || ((moved || ack_req) && sr_drop_valid_)) && nak_sent_ == NakSent::kNone) {
-    nak_sent_ = NakSent::kSeq;
-    ctr_.seq_naks_tx++;
-    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+    send_seq_nak(now);
   }
+}
+
+// A sequence-error NAK for epsn_; with selective repeat, followed by a
+// selective acknowledgement (wire::Opcode::kSack, a manufacturer-specific
+// opcode an IBA requester drops): BTH PSN = epsn_, then a big-endian 32-bit
+// span and a bitmap, bit i (byte i / 8, bit i % 8) set when PSN epsn_ + i
+// arrived, for i < span (rounded up to whole 32-bit words).  The span
+// reaches the newest packet seen after the hole: every clear bit below it
+// is a packet lost on the way, to be sent again.  (One that arrived and could
+// not be placed is not asked for: it would meet the same refusal; the
+// requester goes back N for it once the hole before it is filled.)
+void Qp::send_seq_nak(uint64_t now) {
+  nak_sent_ = NakSent::kSeq;
+  ctr_.seq_naks_tx++;
+  send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  if (!cfg_.selective_repeat || !sr_seen_valid_) return;
+  const int32_t top = Psn::diff(sr_seen_top_, epsn_);
+  if (top <= 0) {
+    sr_seen_valid_ = false;
+    return;
+  }
+  const auto span = static_cast<uint32_t>(std::min<int32_t>(top + 1, kSackMaxSpan));
+  std::array<uint8_t, kSackBytes>& b = sr_maps().sack;
+  const uint32_t words = (span + 31) / 32;
+  std::memset(b.data(), 0, 4 + 4 * size_t{words});
+  b[0] = static_cast<uint8_t>(span >> 24);
+  b[1] = static_cast<uint8_t>(span >> 16);
+  b[2] = static_cast<uint8_t>(span >> 8);
+  b[3] = static_cast<uint8_t>(span);
+  for (uint32_t i = 1; i < span; ++i)
+    if (sr_bit(epsn_ + static_cast<int32_t>(i)) || srm_->seen.test(epsn_ + static_cast<int32_t>(i)))
+      b[4 + i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  wire::BuildSpec& s = base_spec(Opcode::kSack, epsn_);
+  s.payload = std::span<const uint8_t>(b.data(), 4 + 4 * size_t{words});
+  if (transmit(s, now)) ctr_.sacks_tx++;
 }
 
 }  // namespace dpdat::rc

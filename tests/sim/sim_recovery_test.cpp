@@ -31,6 +31,14 @@ bool is_seq_nak(const uint8_t* data, uint32_t len) {
          v.aeth->syndrome == wire::aeth::make(wire::aeth::kNak, wire::aeth::kNakPsnSeqError);
 }
 
+bool is_sack(const uint8_t* data, uint32_t len) {
+  wire::PacketView v;
+  return wire::parse_packet(std::span<const uint8_t>(data, len),
+                            wire::ParseOptions{.pmtu = 4096, .full_segments = false},
+                            v) == wire::Reject::kNone &&
+         v.opcode == wire::Opcode::kSack;
+}
+
 struct Flow {
   Pair p;
   Buffer src, dst;
@@ -39,7 +47,8 @@ struct Flow {
   // lost, and so is `drop_nth2`.
   uint32_t seen = 0, drop_nth = 0, drop_nth2 = 0;
   bool b_silent = false;      // everything B sends is lost (a vanished peer)
-  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost
+  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost (and the SACKs after them)
+  bool sack_to_drop = false;
 
   explicit Flow(const QpConfig& c) : p(21, c) {
     src = p.reg(0, kMsg, kLocal);
@@ -54,6 +63,11 @@ struct Flow {
         if (b_silent) return false;
         if (naks_to_drop > 0 && is_seq_nak(data, len)) {
           --naks_to_drop;
+          sack_to_drop = true;
+          return false;
+        }
+        if (sack_to_drop && is_sack(data, len)) {  // the NAK's selective acknowledgement
+          sack_to_drop = false;
           return false;
         }
         return true;

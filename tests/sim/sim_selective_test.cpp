@@ -36,6 +36,7 @@ struct Lossy {
   Pair p;
   std::vector<uint32_t> drop_a, drop_b;
   uint32_t sent_a = 0, sent_b = 0;
+  std::vector<uint64_t> times_a;                         // when A sent each frame since arm()
   std::vector<std::pair<uint32_t, uint32_t>> read_reqs;  // (PSN offset, DMA length)
   uint32_t read_first_psn = 0;
 
@@ -43,6 +44,7 @@ struct Lossy {
     p.link().set_filter([this](int from_end, const uint8_t* data, uint32_t len) {
       if (from_end == 0) {
         ++sent_a;
+        times_a.push_back(p.now());
         const wire::PacketView v = parse(data, len);
         if (v.opcode == wire::Opcode::kReadRequest)
           read_reqs.emplace_back((v.bth->psn().value() - read_first_psn) & 0xFFFFFF,
@@ -57,6 +59,7 @@ struct Lossy {
     drop_a = std::move(a);
     drop_b = std::move(b);
     sent_a = sent_b = 0;
+    times_a.clear();
     read_reqs.clear();
   }
   // A few lossless small READs: the round trip is measured, so the tail-loss
@@ -296,6 +299,43 @@ TEST(SelectiveRepeat, SendNeverWrittenPastItsEnd) {
   EXPECT_EQ(f.cb().sr_placed_ooo, 0u);  // message 2's packets 2 and 3: not placeable
   EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
   EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
+}
+
+// Three holes in one 64-packet WRITE, a 2 us link each way: the responder's
+// NAK for the first hole, and its repeats on the packets that ask for an
+// answer, come with a selective acknowledgement (wire::Opcode::kSack) that
+// shows every hole seen so far, so all three go out again together and the
+// WRITE completes about one round trip after the first NAK, not one round
+// trip per hole.
+TEST(SelectiveRepeat, SeveralHolesRepairedInOneRoundTrip) {
+  Lossy f(true);
+  LinkImpairment imp;
+  imp.delay_ns = 2'000;
+  f.p.link().set_impairment(0, imp);
+  f.p.link().set_impairment(1, imp);
+  f.warm_up();
+  Buffer src = f.p.reg(0, 65536, kLocal);
+  Buffer dst = f.p.reg(1, 65536, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 21);
+  f.arm({5, 20, 40});
+  SendWr w = rdma_wr(WrOp::kWrite, src, dst, 65536, 7);
+  w.flags = wr_flag::kSignaled;
+  const uint64_t t0 = f.p.now();
+  ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == 1; }));
+  const uint64_t took = f.p.now() - t0;
+  ASSERT_TRUE(f.p.settle());
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(f.ca().retransmits, 0u);
+  EXPECT_EQ(f.ca().timeouts, 0u);
+  EXPECT_EQ(f.ca().sr_resends, 3u);
+  EXPECT_GE(f.ca().sacks_rx, 1u);
+  ASSERT_EQ(f.sent_a, 64u + 3u);
+  // The three resends leave within one simulator step (1 us) of each other ...
+  EXPECT_LE(f.times_a[66] - f.times_a[64], 1'000u);
+  // ... and the WRITE takes two round trips (4 us each): its packets and
+  // the NAK, the resends and their ACK; one hole after the other takes four.
+  EXPECT_LT(took, 3 * 4'000u);
 }
 
 // A 64 KiB READ whose responses 5, 6 and 20 are lost: the requester places
