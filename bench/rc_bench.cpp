@@ -187,7 +187,7 @@ void loss_args(benchmark::internal::Benchmark* b) {
     for (int64_t sr : {1, 0})
       for (int64_t l : {0, 1, 10, 50}) b->Args({op, l, sr});
 }
-BENCHMARK(BM_Loss)->Apply(loss_args)->Iterations(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Loss)->Apply(loss_args)->Iterations(16)->Unit(benchmark::kMillisecond);
 
 void BM_Memcpy64K(benchmark::State& s) {
   std::vector<uint8_t> a(65536, 1), b(65536);
