@@ -140,6 +140,7 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
   if (srm_ != nullptr) srm_->seen.set(epsn_, false);
+  if (sr_seen_valid_ && Psn::diff(sr_seen_top_, epsn_) <= 0) sr_seen_valid_ = false;
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
   if (in_msg_ == InMsg::kNone && sr_msg_count_ > 0 && !(c.is_send && c.first && !c.last))
