@@ -143,13 +143,16 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   // the two ends exchange packets forever while the request never completes.
   // At most one retry per retransmission timeout, though: the responder
   // repeats its NAK while a hole stays open, and a hole resent more than
-  // once within one timeout is one retry, as a timeout would be.
+  // once within one timeout is one retry, as a timeout would be.  And, as
+  // for timeouts, the peer is not given up before dead_after_ns_ since the
+  // first retry without progress (a host that stalls is no dead peer).
   if (acked_psn_ == acked_before && now - nak_retry_ns_ >= rtt_.rto_ns()) {
-    if (retries_left_ == 0) {
+    if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
+    if (retries_left_ == 0 && now - first_timeout_ns_ >= dead_after_ns_) {
       fail_wqe_at(psn, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
       return CS::kDone;
     }
-    retries_left_--;
+    if (retries_left_ > 0) retries_left_--;
     nak_retry_ns_ = now;
   }
   if (cfg_.selective_repeat) {
