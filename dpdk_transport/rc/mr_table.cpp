@@ -147,6 +147,9 @@ MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
   seed_keys();
 }
 
+MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs, uint64_t secret0, uint64_t secret1)
+    : lmrs_(clamp_entries(max_lmrs)), rmrs_(clamp_entries(max_rmrs)), secret_{secret0, secret1} {}
+
 void MrTable::seed_keys() {
   // The kernel's entropy pool; getrandom() of 16 bytes does not block once
   // the pool is initialised (any time after early boot) and is not

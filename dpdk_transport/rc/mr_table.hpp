@@ -120,6 +120,9 @@ class MrTable {
   static constexpr uint32_t kChunkEntries = 1024;
 
   MrTable(uint32_t max_lmrs, uint32_t max_rmrs);
+  // Keys from a given secret instead of getrandom(): the same registrations
+  // then get the same keys in every run (fuzzing needs replayable inputs).
+  MrTable(uint32_t max_lmrs, uint32_t max_rmrs, uint64_t secret0, uint64_t secret1);
   ~MrTable();
   MrTable(const MrTable&) = delete;
   MrTable& operator=(const MrTable&) = delete;

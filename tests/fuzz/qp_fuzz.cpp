@@ -173,13 +173,15 @@ class Run {
     ecfg.burst = 8;
     for (int s = 0; s < 2; ++s) {
       Side& sd = side_[s];
-      sd.mr = std::make_unique<rc::MrTable>(8, 2);
+      // Fixed key secrets: an input replays the same way in every run.
+      sd.mr = std::make_unique<rc::MrTable>(8, 2, 0x5eed0000u + static_cast<uint64_t>(s),
+                                            0x0123456789abcdefull);
       register_host(*sd.mr, st_.host[s]);
       sd.engine = std::make_unique<rc::Engine>(link_.end(s), *sd.mr, ecfg);
       sd.scq = std::make_unique<rc::CompletionQueue>(64);
       sd.rcq = std::make_unique<rc::CompletionQueue>(64);
       sd.qp = sd.engine->create_qp(kPz, qcfg_, sd.scq.get(), sd.rcq.get());
-      check(sd.qp != nullptr);
+      QP_CHECK(sd.qp != nullptr);
     }
     for (int s = 0; s < 2; ++s) {
       rc::PathInfo p;
@@ -189,8 +191,8 @@ class Run {
       p.peer_ip = kIp[1 - s];
       p.udp_src_port = static_cast<uint16_t>(0xC000 + s);
       p.peer_qpn = side_[1 - s].qp->qpn();
-      check(side_[s].qp->connect(p, wire::Psn(psn0 + static_cast<uint32_t>(s) * 0x100),
-                                 wire::Psn(psn0 + static_cast<uint32_t>(1 - s) * 0x100)));
+      QP_CHECK(side_[s].qp->connect(p, wire::Psn(psn0 + static_cast<uint32_t>(s) * 0x100),
+                                    wire::Psn(psn0 + static_cast<uint32_t>(1 - s) * 0x100)));
     }
     link_.set_now(now_);
     link_.set_filter([this](int from, const uint8_t* d, uint32_t len) {
@@ -205,7 +207,7 @@ class Run {
       r.cookie = kRecvCookie | i;
       r.num_sge = 1;
       r.sge[0] = rc::Sge{st_.host[p].rcv_lmr, st_.host[p].rcv.va() + i * kSlot, kSlot};
-      check(side_[p].qp->post_recv(r) == rc::Qp::PostResult::kOk);
+      QP_CHECK(side_[p].qp->post_recv(r) == rc::Qp::PostResult::kOk);
       recv_[i].posted = true;
     }
   }
@@ -332,25 +334,25 @@ class Run {
     w.swap_add = o.swap_add;
     const auto r = side_[o.side].qp->post_send(w);
     // Refused only once the queue pair is in error (the attacker broke it).
-    check(r == rc::Qp::PostResult::kOk || (r == rc::Qp::PostResult::kInvalidState &&
-                                           side_[o.side].qp->state() == rc::QpState::kError));
+    QP_CHECK(r == rc::Qp::PostResult::kOk || (r == rc::Qp::PostResult::kInvalidState &&
+                                              side_[o.side].qp->state() == rc::QpState::kError));
     send_[i].posted = r == rc::Qp::PostResult::kOk;
   }
 
   void record(int s, const Completion& c, bool is_send) {
-    check(static_cast<size_t>(c.status) < static_cast<size_t>(WcStatus::kCount));
-    check(c.qpn == side_[s].qp->qpn());
+    QP_CHECK(static_cast<size_t>(c.status) < static_cast<size_t>(WcStatus::kCount));
+    QP_CHECK(c.qpn == side_[s].qp->qpn());
     const uint64_t tag = is_send ? kSendCookie : kRecvCookie;
-    check((c.cookie & ~0xFFFFFFFFull) == tag);
+    QP_CHECK((c.cookie & ~0xFFFFFFFFull) == tag);
     const uint64_t i = c.cookie & 0xFFFFFFFFull;
-    check(i < nops_);
+    QP_CHECK(i < nops_);
     const OpSpec& o = ops_[i];
     WrRec& r = is_send ? send_[i] : recv_[i];
-    check(r.posted && r.completions == 0);
-    check(is_send ? o.side == s : (o.side != s && o.needs_recv()));
+    QP_CHECK(r.posted && r.completions == 0);
+    QP_CHECK(is_send ? o.side == s : (o.side != s && o.needs_recv()));
     r.completions++;
     r.c = c;
-    if (is_send) check(c.op == rc::wc_op_of(o.op));
+    if (is_send) QP_CHECK(c.op == rc::wc_op_of(o.op));
   }
   void drain() {
     for (int s = 0; s < 2; ++s) {
@@ -472,15 +474,15 @@ class Run {
     // completed, or failed by the retry budgets (a forged frame may have
     // desynchronised the PSNs, but must not leave the pair exchanging packets
     // forever while requests hang).
-    check(all_sends_done());
+    QP_CHECK(all_sends_done());
     const bool connected =
         side_[0].qp->state() == rc::QpState::kRts && side_[1].qp->state() == rc::QpState::kRts;
     if (!reached_ && connected) {
       // Nothing forged got in and nothing broke: everything succeeded.
       for (uint32_t i = 0; i < nops_; ++i) {
-        check(send_[i].completions == 1 && send_[i].c.status == WcStatus::kSuccess);
+        QP_CHECK(send_[i].completions == 1 && send_[i].c.status == WcStatus::kSuccess);
         if (recv_[i].posted)
-          check(recv_[i].completions == 1 && recv_[i].c.status == WcStatus::kSuccess);
+          QP_CHECK(recv_[i].completions == 1 && recv_[i].c.status == WcStatus::kSuccess);
       }
     }
     // Tear down as a disconnect does: what is left flushes.
@@ -490,8 +492,8 @@ class Run {
       poll();
     }
     for (uint32_t i = 0; i < nops_; ++i) {
-      check(send_[i].completions == (send_[i].posted ? 1 : 0));
-      check(recv_[i].completions == (recv_[i].posted ? 1 : 0));
+      QP_CHECK(send_[i].completions == (send_[i].posted ? 1 : 0));
+      QP_CHECK(recv_[i].completions == (recv_[i].posted ? 1 : 0));
     }
     check_memory();
     if (!reached_) check_exact();
@@ -505,7 +507,7 @@ class Run {
       rc::Frame fr[32];
       while (const uint16_t n = link_.end(e).rx_burst(fr, 32)) link_.end(e).rx_release(fr, n);
     }
-    check(link_.buffers_in_use() == 0);
+    QP_CHECK(link_.buffers_in_use() == 0);
     link_.set_now(0);
   }
 
@@ -515,22 +517,22 @@ class Run {
     for (int s = 0; s < 2; ++s) {
       const Host& h = st_.host[s];
       for (const Region* r : {&h.src, &h.tgt, &h.win, &h.rcv, &h.res, &h.secret})
-        check(r->prefix_unchanged());
-      check(h.src.unchanged(0, h.src.len()));
-      check(h.secret.unchanged(0, h.secret.len()));
-      check(h.win.unchanged(0, kWinPad));
-      check(h.win.unchanged(kWinPad + kSlotsBytes, kWinPad));
+        QP_CHECK(r->prefix_unchanged());
+      QP_CHECK(h.src.unchanged(0, h.src.len()));
+      QP_CHECK(h.secret.unchanged(0, h.secret.len()));
+      QP_CHECK(h.win.unchanged(0, kWinPad));
+      QP_CHECK(h.win.unchanged(kWinPad + kSlotsBytes, kWinPad));
       for (uint32_t i = 0; i < kSlots; ++i) {
         const auto off = static_cast<int64_t>(i * kSlot);
         const bool mine = i < nops_ && ops_[i].side == s;
         // Receive buffers: only those posted here.
         if (!(i < nops_ && recv_[i].posted && ops_[i].side != s))
-          check(h.rcv.unchanged(off, kSlot));
+          QP_CHECK(h.rcv.unchanged(off, kSlot));
         // Results: only the scatter list of a READ / atomic posted here.
         uint64_t granted = 0;
         if (mine && send_[i].posted && (ops_[i].op == WrOp::kRead || ops_[i].atomic()))
           granted = ops_[i].len;
-        check(h.res.unchanged(off + static_cast<int64_t>(granted), kSlot - granted));
+        QP_CHECK(h.res.unchanged(off + static_cast<int64_t>(granted), kSlot - granted));
       }
     }
   }
@@ -559,8 +561,8 @@ class Run {
       const auto woff = static_cast<int64_t>(kWinPad) + off;
       if (i >= nops_) {
         for (const Host& h : st_.host) {
-          check(h.tgt.unchanged(off, kSlot) && h.win.unchanged(woff, kSlot));
-          check(h.rcv.unchanged(off, kSlot) && h.res.unchanged(off, kSlot));
+          QP_CHECK(h.tgt.unchanged(off, kSlot) && h.win.unchanged(woff, kSlot));
+          QP_CHECK(h.rcv.unchanged(off, kSlot) && h.res.unchanged(off, kSlot));
         }
         continue;
       }
@@ -570,58 +572,58 @@ class Run {
       const bool ok = send_[i].posted && send_[i].c.status == WcStatus::kSuccess;
       const uint64_t n = o.len;
       // Regions op i does not touch keep slot i.
-      check(h.tgt.unchanged(off, kSlot) && h.win.unchanged(woff, kSlot));
-      check(h.rcv.unchanged(off, kSlot));
-      if (!(o.op == WrOp::kRead || o.atomic())) check(h.res.unchanged(off, kSlot));
-      if (!o.send()) check(p.rcv.unchanged(off, kSlot));
-      check(p.res.unchanged(off, kSlot));
+      QP_CHECK(h.tgt.unchanged(off, kSlot) && h.win.unchanged(woff, kSlot));
+      QP_CHECK(h.rcv.unchanged(off, kSlot));
+      if (!(o.op == WrOp::kRead || o.atomic())) QP_CHECK(h.res.unchanged(off, kSlot));
+      if (!o.send()) QP_CHECK(p.rcv.unchanged(off, kSlot));
+      QP_CHECK(p.res.unchanged(off, kSlot));
       const Region& remote = o.via_rmr ? p.win : p.tgt;
       const Region& other = o.via_rmr ? p.tgt : p.win;
       const int64_t roff = o.via_rmr ? woff : off;
-      check(other.unchanged(o.via_rmr ? off : woff, kSlot));
+      QP_CHECK(other.unchanged(o.via_rmr ? off : woff, kSlot));
       const uint8_t* src = h.src.base() + off;
 
       if (o.write()) {
-        check(remote.unchanged(roff + static_cast<int64_t>(n), kSlot - n));
-        check(ok ? equal(remote, roff, src, n) : pattern_or(remote, roff, src, n));
+        QP_CHECK(remote.unchanged(roff + static_cast<int64_t>(n), kSlot - n));
+        QP_CHECK(ok ? equal(remote, roff, src, n) : pattern_or(remote, roff, src, n));
       } else if (o.send()) {
-        check(remote.unchanged(roff, kSlot));
+        QP_CHECK(remote.unchanged(roff, kSlot));
         const WrRec& rv = recv_[i];
-        if (ok) check(rv.c.status == WcStatus::kSuccess);
+        if (ok) QP_CHECK(rv.c.status == WcStatus::kSuccess);
         if (rv.c.status == WcStatus::kSuccess) {
-          check(rv.c.byte_len == n && equal(p.rcv, off, src, n));
-          check(rv.c.has_imm == o.has_imm() && (!o.has_imm() || rv.c.imm == o.imm));
+          QP_CHECK(rv.c.byte_len == n && equal(p.rcv, off, src, n));
+          QP_CHECK(rv.c.has_imm == o.has_imm() && (!o.has_imm() || rv.c.imm == o.imm));
         } else {
-          check(pattern_or(p.rcv, off, src, n));
+          QP_CHECK(pattern_or(p.rcv, off, src, n));
         }
-        check(p.rcv.unchanged(off + static_cast<int64_t>(n), kSlot - n));
+        QP_CHECK(p.rcv.unchanged(off + static_cast<int64_t>(n), kSlot - n));
       } else if (o.op == WrOp::kRead) {
-        check(remote.unchanged(roff, kSlot));
+        QP_CHECK(remote.unchanged(roff, kSlot));
         const auto want = pristine_bytes(remote, roff, n);
-        check(ok ? equal(h.res, off, want.data(), n) : pattern_or(h.res, off, want.data(), n));
-        check(h.res.unchanged(off + static_cast<int64_t>(n), kSlot - n));
+        QP_CHECK(ok ? equal(h.res, off, want.data(), n) : pattern_or(h.res, off, want.data(), n));
+        QP_CHECK(h.res.unchanged(off + static_cast<int64_t>(n), kSlot - n));
       } else {  // atomics: executed at most once, exactly once when successful
-        check(remote.unchanged(roff + 8, kSlot - 8));
+        QP_CHECK(remote.unchanged(roff + 8, kSlot - 8));
         const uint64_t orig = orig_at(p, i);
         const uint64_t now_val =
             o.op == WrOp::kFetchAdd ? orig + o.swap_add : (orig == o.compare ? o.swap_add : orig);
         const uint64_t got_target = load64(remote.base() + roff);
         const uint64_t got_result = load64(h.res.base() + off);
         if (ok) {
-          check(got_target == now_val && got_result == orig);
+          QP_CHECK(got_target == now_val && got_result == orig);
         } else {
-          check(got_target == now_val || got_target == orig);
+          QP_CHECK(got_target == now_val || got_target == orig);
           uint8_t o8[8];
           std::memcpy(o8, &orig, 8);
-          check(pattern_or(h.res, off, o8, 8));
+          QP_CHECK(pattern_or(h.res, off, o8, 8));
         }
-        check(h.res.unchanged(off + 8, kSlot - 8));
+        QP_CHECK(h.res.unchanged(off + 8, kSlot - 8));
       }
       if (o.op == WrOp::kWriteImm) {
         const WrRec& rv = recv_[i];
-        if (ok) check(rv.c.status == WcStatus::kSuccess);
+        if (ok) QP_CHECK(rv.c.status == WcStatus::kSuccess);
         if (rv.c.status == WcStatus::kSuccess)
-          check(rv.c.has_imm && rv.c.imm == o.imm && rv.c.op == rc::WcOp::kRecvWriteImm);
+          QP_CHECK(rv.c.has_imm && rv.c.imm == o.imm && rv.c.op == rc::WcOp::kRecvWriteImm);
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -25,9 +26,14 @@
 
 namespace dpdat::fuzz {
 
-inline void check(bool ok) {
-  if (!ok) std::abort();
+// An invariant that failed: say which (file, line, condition), then abort
+// so libFuzzer saves the input.
+[[noreturn]] inline void check_failed(const char* what, const char* file, int line) {
+  std::fprintf(stderr, "%s:%d: invariant failed: %s\n", file, line, what);
+  std::abort();
 }
+#define QP_CHECK(cond) \
+  ((cond) ? static_cast<void>(0) : ::dpdat::fuzz::check_failed(#cond, __FILE__, __LINE__))
 
 // Work requests of one input: op i uses slot i of every region.
 inline constexpr uint32_t kSlots = 12;
@@ -42,10 +48,10 @@ class Region {
     const uint64_t usable = (len + 24 + page - 1) / page * page;  // >= 24 prefix bytes
     map_len_ = usable + 2 * page;
     void* m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    check(m != MAP_FAILED);
+    QP_CHECK(m != MAP_FAILED);
     map_ = static_cast<uint8_t*>(m);
-    check(mprotect(map_, page, PROT_NONE) == 0);
-    check(mprotect(map_ + page + usable, page, PROT_NONE) == 0);
+    QP_CHECK(mprotect(map_, page, PROT_NONE) == 0);
+    QP_CHECK(mprotect(map_ + page + usable, page, PROT_NONE) == 0);
     start_ = map_ + page;
     base_ = start_ + usable - len;
     pristine_.resize(usable);
@@ -119,7 +125,7 @@ inline constexpr wire::MacAddr kMac[2] = {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}
 inline void register_host(rc::MrTable& mr, Host& h) {
   using namespace rc::priv;
   auto reg = [&](Region& r, uint32_t p, uint32_t* ctx) {
-    check(mr.lmr_register(kPz, r.base(), r.va(), r.len(), p, ctx));
+    QP_CHECK(mr.lmr_register(kPz, r.base(), r.va(), r.len(), p, ctx));
   };
   reg(h.src, kLocalRead, &h.src_lmr);
   reg(h.tgt, kAll | kRemoteAtomic, &h.tgt_lmr);
@@ -128,10 +134,10 @@ inline void register_host(rc::MrTable& mr, Host& h) {
   reg(h.res, kLocalRead | kLocalWrite, &h.res_lmr);
   reg(h.secret, kLocalRead | kLocalWrite, &h.secret_lmr);
   uint32_t rmr = 0;
-  check(mr.rmr_alloc(kPz, &rmr));
+  QP_CHECK(mr.rmr_alloc(kPz, &rmr));
   const uint64_t wva = h.win.va() + kWinPad;
-  check(mr.check_bind(rmr, h.win_lmr, wva, kSlotsBytes, kRemoteRead | kRemoteWrite, kPz) ==
-        rc::BindError::kOk);
+  QP_CHECK(mr.check_bind(rmr, h.win_lmr, wva, kSlotsBytes, kRemoteRead | kRemoteWrite, kPz) ==
+           rc::BindError::kOk);
   h.win_rkey = mr.do_bind(rmr, h.win_lmr, wva, kSlotsBytes, kRemoteRead | kRemoteWrite);
 }
 

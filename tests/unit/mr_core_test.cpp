@@ -260,6 +260,15 @@ TEST(MrKeys, EachTableDrawsItsOwnSequence) {
   EXPECT_NE(slot_keys(a, 32, false), slot_keys(b, 32, false));
 }
 
+TEST(MrKeys, AGivenSecretReplaysTheSameKeys) {
+  // The fuzzing seam: one secret, the same keys; another secret, others.
+  MrTable a(1, 1, 7, 9), b(1, 1, 7, 9), c(1, 1, 8, 9);
+  const auto ka = slot_keys(a, 32, false);
+  EXPECT_EQ(ka, slot_keys(b, 32, false));
+  EXPECT_NE(ka, slot_keys(c, 32, false));
+  expect_unpredictable(slot_keys(a, 2000, true));
+}
+
 TEST(MrKeys, PredictedRmrContextsMatchTheBindsThatFollowAndOldOnesAreRefused) {
   MrTable t(2, 2);
   std::vector<uint8_t> mem(64);
