@@ -1,8 +1,10 @@
 // Congestion control on the simulated bottleneck (virtual time): 2 flows
 // sharing one 10 Gb/s link, and 8 flows into one receiver (incast, each flow
 // paced at a 10 Gb/s line rate, so they offer 80 Gb/s), each with control
-// off / DCQCN / delay / both, on a link that ECN-marks above 16 KiB queued
-// (ecn:1) and on one that never marks (ecn:0), in one run.  The link: 10
+// off / DCQCN / delay / both, on a link that ECN-marks every frame above 16
+// KiB queued (ecn:1, step), on one that marks as RED does (ecn:2: from 16 KiB
+// with a probability rising to 20 % at 64 KiB, every frame beyond), and on
+// one that never marks (ecn:0), in one run.  The link: 10
 // Gb/s, 2 us one way, a 512 KiB queue; 64 KiB WRITEs, 4 outstanding per
 // flow, 4 KiB PMTU; 10 ms warm-up, then 40 ms measured.  Counters per case: aggregate
 // goodput as a fraction of the bottleneck, Jain's fairness index, bottleneck
@@ -22,19 +24,25 @@ constexpr uint64_t kBottleneckBps = 10'000'000'000;
 void BM_Bottleneck(benchmark::State& state) {
   const auto flows = static_cast<uint32_t>(state.range(0));
   const auto mode = static_cast<CcMode>(state.range(1));
-  const bool ecn = state.range(2) != 0;
+  const auto ecn = state.range(2);
   FlowsResult r;
   for (auto _ : state) {
     LinkImpairment imp;
     imp.rate_bps = kBottleneckBps;
     imp.delay_ns = 2'000;
     imp.queue_bytes = 512 * 1024;
-    imp.ecn_threshold_bytes = ecn ? 16 * 1024 : 0;
+    imp.ecn_threshold_bytes = ecn != 0 ? 16 * 1024 : 0;
+    if (ecn == 2) {
+      imp.ecn_max_bytes = 64 * 1024;
+      imp.ecn_pmax = 0.2;
+    }
     Flows f(7, flows, cc_qp_config(mode, kBottleneckBps), imp);
     r = f.run(/*warmup_ns=*/10'000'000, /*measure_ns=*/40'000'000);
   }
   state.SetLabel(std::string(cc_mode_name(mode)) + (flows == 2 ? " 2-flows" : " incast-8") +
-                 (ecn ? " marking" : " unmarked"));
+                 (ecn == 2   ? " red"
+                  : ecn == 1 ? " marking"
+                             : " unmarked"));
   state.counters["goodput_of_link"] = r.aggregate_bps() / static_cast<double>(kBottleneckBps);
   state.counters["jain"] = r.jain();
   state.counters["drops_settled"] = static_cast<double>(r.overflow_drops);
@@ -47,7 +55,7 @@ void BM_Bottleneck(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Bottleneck)
-    ->ArgsProduct({{2, 8}, {0, 1, 2, 3}, {1, 0}})
+    ->ArgsProduct({{2, 8}, {0, 1, 2, 3}, {1, 2, 0}})
     ->ArgNames({"flows", "cc", "ecn"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -22,11 +22,10 @@
 //                       thread keeps spinning before it backs off (default 1000)
 //   idle_us=<n>         longest sleep of a backed-off progress thread (default 200)
 //   node=<n>            RSMAPI node id (default: derived from ip)
-//   cc=<dcqcn|both|delay|off>  congestion control of the interface's queue
-//                       pairs (default dcqcn): DCQCN on CNPs (and CNPs sent for
-//                       CE-marked packets received) with per-QP pacing; delay /
-//                       both add the delay window on round trips (opt-in, see
-//                       rc::CcConfig::mode); off: neither
+//   cc=<both|dcqcn|delay|off>  congestion control of the interface's queue
+//                       pairs (default both): DCQCN on CNPs (and CNPs sent for
+//                       CE-marked packets received), a delay window on round
+//                       trips, per-QP pacing; off: neither
 //   cc_line_gbps=<n>    DCQCN's line rate, the rate a QP starts at and recovers
 //                       to (default 100)
 //   max_eps=<n>, max_lmrs=<n>, max_rmrs=<n>, max_evds=<n>, max_pzs=<n>
@@ -83,7 +82,7 @@ struct IfaceConfig {
   uint32_t spin_us = 1000;
   uint32_t idle_us = 200;
   uint32_t node = 0;
-  rc::CcMode cc = rc::CcMode::kDcqcn;
+  rc::CcMode cc = rc::CcMode::kBoth;
   uint32_t cc_line_gbps = 100;
   // Limits (0: the default of dat::Limits).
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;

@@ -55,7 +55,7 @@ struct Options {
   uint32_t tx_depth = 128;
   uint32_t window = 0;  // 0: QpConfig's default
   bool gbn = false;
-  rc::CcMode cc = rc::CcMode::kDcqcn;  // --cc: congestion control of the QPs
+  rc::CcMode cc = rc::CcMode::kBoth;  // --cc: congestion control of the QPs
   // cross-process
   bool server = false;
   std::string client_of;  // server IPv4 address (client mode)

@@ -36,11 +36,9 @@ constexpr std::optional<CcMode> parse_cc_mode(std::string_view s) noexcept {
 }
 
 struct CcConfig {
-  // DCQCN by default; the delay window (kDelay, kBoth) is opt-in: it can hold a
-  // queue pair's next request behind a sub-packet window that only ACKs
-  // reopen, so a peer that died meanwhile went unnoticed (udat_pair
-  // kill-client hung 1 run in 4).
-  CcMode mode = CcMode::kDcqcn;
+  // Both controls by default: DCQCN where switches mark, the delay window
+  // where they do not.
+  CcMode mode = CcMode::kBoth;
   // The rate a sender starts at and returns to (DCQCN's line rate); at this
   // rate and without a delay window below one packet, nothing is paced ...
   uint64_t line_rate_bps = 100'000'000'000;
@@ -69,7 +67,7 @@ struct CcConfig {
   // Round trips above target_delay_ns shrink the window multiplicatively
   // (by beta x the excess fraction, at most max_mdf, once per round trip);
   // below it the window grows by ai packets per round trip.  A window under
-  // one packet paces one packet per srtt / window.
+  // one packet paces one packet per (filtered) round trip / window.
   uint64_t target_delay_ns = 50'000;
   // Swift's flow scaling: a flow with a small window aims at a larger delay,
   // by up to fs_range_ns at fs_min_window packets and none from
@@ -83,6 +81,20 @@ struct CcConfig {
   double beta = 0.8;
   double max_mdf = 0.5;
   double min_window = 0.01;
+  // Host noise: a descheduled process (ours or the peer's) stretches single
+  // round trips by milliseconds, a queue stretches every one.  The delay
+  // signal is the smallest of the last rtt_filter samples.
+  uint32_t rtt_filter = 4;
+  // Liveness of a small window.  A sub-packet window never spaces data
+  // packets more than max_pace_gap_ns apart, and without round-trip samples
+  // (no ACKs: a dead or stalled peer, an idle QP) the window recovers on a
+  // timer: every max(window_timer_ns, two expected sample gaps: pacing gap
+  // and round trip) it doubles
+  // below one packet and grows by ai above, as if a sample at the target
+  // had come.  A retransmission timeout releases the pacer, so the resend
+  // leaves at once.
+  uint64_t max_pace_gap_ns = 500'000;
+  uint64_t window_timer_ns = 1'000'000;
 
   // Pacing: bytes a paced QP may send back to back after an idle period.
   uint32_t pace_burst_bytes = 16 * 1024;

@@ -93,14 +93,21 @@ double DelayWindow::target_ns() const {
 }
 
 void DelayWindow::on_rtt(uint64_t rtt_ns, uint64_t now) {
+  rtt_ns = std::max<uint64_t>(rtt_ns, 1);
+  const uint32_t n = std::clamp<uint32_t>(c_.rtt_filter, 1, kMaxFilter);
+  ring_[ring_pos_ % n] = rtt_ns;
+  ring_pos_ = (ring_pos_ + 1) % n;
+  ring_n_ = std::min(ring_n_ + 1, n);
+  filtered_ns_ = *std::min_element(ring_, ring_ + ring_n_);
+  last_event_ns_ = now;
   const double target = target_ns();
-  const auto rtt = static_cast<double>(rtt_ns);
+  const auto rtt = static_cast<double>(filtered_ns_);
   if (rtt <= target) {
     // Swift: cwnd += ai / cwnd per packet acknowledged, i.e. ai per round
     // trip (one sample each); below one packet (one packet per round trip
     // or fewer), ai per packet acknowledged.
     cwnd_ += c_.ai;
-  } else if (!decreased_ || now - last_decrease_ns_ >= rtt_ns) {
+  } else if (!decreased_ || now - last_decrease_ns_ >= filtered_ns_) {
     // At most once per round trip: cwnd *= max(1 - beta (rtt - target) / rtt, 1 - max_mdf).
     cwnd_ *= std::max(1 - c_.beta * (rtt - target) / rtt, 1 - c_.max_mdf);
     last_decrease_ns_ = now;
@@ -109,6 +116,32 @@ void DelayWindow::on_rtt(uint64_t rtt_ns, uint64_t now) {
   }
   // A floor above 0 keeps a sub-packet window paced (0 would mean unpaced).
   cwnd_ = std::clamp(cwnd_, std::max(c_.min_window, 1e-3), max_);
+}
+
+uint64_t DelayWindow::timer_period_ns() const {
+  // Two expected gaps between samples (a sub-packet window's pacing gap,
+  // at most max_pace_gap_ns, and the round trip), at least the timer.
+  double gap = static_cast<double>(filtered_ns_) / std::min(cwnd_, 1.0);
+  if (c_.max_pace_gap_ns != 0) gap = std::min(gap, static_cast<double>(c_.max_pace_gap_ns));
+  return std::max(c_.window_timer_ns, 2 * (static_cast<uint64_t>(gap) + filtered_ns_));
+}
+
+uint64_t DelayWindow::next_increase() const {
+  if (filtered_ns_ == 0 || c_.window_timer_ns == 0 || cwnd_ >= max_) return UINT64_MAX;
+  return last_event_ns_ + timer_period_ns();
+}
+
+void DelayWindow::advance(uint64_t now) {
+  if (filtered_ns_ == 0 || c_.window_timer_ns == 0) return;
+  // Bounded: from the smallest window, 64 steps reach any window.
+  for (uint32_t k = 0; k < 64 && cwnd_ < max_; ++k) {
+    const uint64_t period = timer_period_ns();
+    if (now - last_event_ns_ < period) return;
+    last_event_ns_ += period;
+    cwnd_ = std::min(cwnd_ < 1 ? 2 * cwnd_ : cwnd_ + c_.ai, max_);
+    ++timer_increases_;
+  }
+  if (now - last_event_ns_ >= c_.window_timer_ns) last_event_ns_ = now;
 }
 
 // ------------------------------------------------------------------ both
@@ -125,13 +158,17 @@ CongestionControl::CongestionControl(const CcConfig& c, uint32_t max_window)
 void CongestionControl::update_rate(uint64_t now) {
   double rate = c_.pace_line_rate ? static_cast<double>(c_.line_rate_bps) : 0;
   if (dcqcn() && rp_.limited()) rate = rp_.rate_bps();
-  if (delay() && delay_win_.window() < 1 && srtt_ns_ != 0 && pkt_bytes_ != 0) {
-    // One packet per srtt / window.
-    const double r =
-        static_cast<double>(pkt_bytes_) * 8e9 * delay_win_.window() / static_cast<double>(srtt_ns_);
+  const uint64_t rtt = delay_win_.filtered_rtt_ns();
+  if (delay() && delay_win_.window() < 1 && rtt != 0 && frame_bytes_ != 0) {
+    // One frame per rtt / window, at most max_pace_gap_ns apart.
+    const double frame_bits = static_cast<double>(frame_bytes_) * 8e9;
+    double r = frame_bits * delay_win_.window() / static_cast<double>(rtt);
+    if (c_.max_pace_gap_ns != 0)
+      r = std::max(r, frame_bits / static_cast<double>(c_.max_pace_gap_ns));
     rate = rate == 0 ? r : std::min(rate, r);
   }
   if (rate != 0) rate = std::max(rate, static_cast<double>(c_.min_rate_bps));
+  pacer_.set_max_ahead(frame_bytes_);
   pacer_.set_rate(rate, now);
 }
 
@@ -141,21 +178,42 @@ void CongestionControl::on_cnp(uint64_t now) {
   update_rate(now);
 }
 
-void CongestionControl::on_rtt(uint64_t rtt_ns, uint64_t srtt_ns, uint64_t now) {
+void CongestionControl::on_rtt(uint64_t rtt_ns, uint64_t now) {
   if (!delay()) return;
-  srtt_ns_ = srtt_ns;
   delay_win_.on_rtt(rtt_ns, now);
   update_rate(now);
 }
 
 void CongestionControl::on_sent(uint32_t bytes, uint64_t now) {
   if (c_.mode == CcMode::kOff && !c_.pace_line_rate) return;
-  pkt_bytes_ = bytes;
+  const bool bigger = bytes > frame_bytes_;
+  frame_bytes_ = std::max(frame_bytes_, bytes);
+  if (bigger) update_rate(now);
   pacer_.on_sent(bytes, now);
   if (dcqcn() && rp_.limited()) {
     rp_.on_sent(bytes, now);
     update_rate(now);
   }
+}
+
+void CongestionControl::on_timeout(uint64_t now) {
+  if (c_.mode == CcMode::kOff && !c_.pace_line_rate) return;
+  advance(now);
+  pacer_.release(now);
+}
+
+void CongestionControl::advance(uint64_t now) {
+  bool changed = false;
+  if (dcqcn() && rp_.limited()) {
+    rp_.advance(now);  // timer-driven recovery since the last packet
+    changed = true;
+  }
+  if (delay()) {
+    const double before = delay_win_.window();
+    delay_win_.advance(now);  // recovery without round-trip samples
+    changed = changed || (before < 1 && delay_win_.window() != before);
+  }
+  if (changed) update_rate(now);
 }
 
 uint32_t CongestionControl::window(uint32_t cfg_window) const {
@@ -165,16 +223,13 @@ uint32_t CongestionControl::window(uint32_t cfg_window) const {
 }
 
 uint64_t CongestionControl::recheck_time(uint64_t at) const {
-  if (dcqcn() && rp_.limited() && c_.rate_timer_ns != 0) return std::min(at, rp_.next_increase());
+  if (dcqcn() && rp_.limited() && c_.rate_timer_ns != 0) at = std::min(at, rp_.next_increase());
+  if (delay() && delay_win_.window() < 1) at = std::min(at, delay_win_.next_increase());
   return at;
 }
 
 uint64_t CongestionControl::send_time(uint64_t now) {
-  if (!pacer_.paced()) return now;
-  if (dcqcn() && rp_.limited()) {
-    rp_.advance(now);  // timer-driven recovery since the last packet
-    update_rate(now);
-  }
+  advance(now);
   return pacer_.send_time(now);
 }
 

@@ -70,25 +70,47 @@ class DcqcnRate {
 };
 
 // Swift-like delay window, in packets (may fall below one: then paced).
+// The delay signal is the smallest of the last CcConfig::rtt_filter
+// samples, so a single round trip stretched by a host stall does not cut
+// the window; a queue stretches them all.  The target is a fixed delay plus
+// the flow-scaling term, as in Swift: a target above a measured base RTT
+// would favour the flow that came last (it measures the queue the others
+// built as its base).
 class DelayWindow {
  public:
+  static constexpr uint32_t kMaxFilter = 16;
   DelayWindow(const CcConfig& c, uint32_t max_window);
   // One round-trip sample (at most one per round trip: the requester times
   // one packet at a time, never a retransmitted one).
   void on_rtt(uint64_t rtt_ns, uint64_t now);
+  // Recovery without samples: each window timer period since the newest
+  // sample (or the previous step) grows the window as a sample on target
+  // would; below one packet it doubles.  No-op before the first sample.
+  void advance(uint64_t now);
+  // When advance() next grows the window (UINT64_MAX: not before a sample).
+  uint64_t next_increase() const;
   double window() const { return cwnd_; }
   uint64_t decreases() const { return decreases_; }
+  uint64_t timer_increases() const { return timer_increases_; }
   // The delay this flow aims at with its current window.
   double target_ns() const;
+  // The filtered round trip (the delay signal); 0 before the first sample.
+  uint64_t filtered_rtt_ns() const { return filtered_ns_; }
 
  private:
+  uint64_t timer_period_ns() const;
+
   const CcConfig& c_;
   double max_;
   double cwnd_;
   double fs_alpha_ = 0, fs_beta_ = 0;
   uint64_t last_decrease_ns_ = 0;
   bool decreased_ = false;
-  uint64_t decreases_ = 0;
+  uint64_t decreases_ = 0, timer_increases_ = 0;
+  uint64_t ring_[kMaxFilter] = {};
+  uint32_t ring_n_ = 0, ring_pos_ = 0;
+  uint64_t filtered_ns_ = 0;
+  uint64_t last_event_ns_ = 0;  // newest sample or timer step
 };
 
 class CongestionControl {
@@ -108,16 +130,22 @@ class CongestionControl {
 
   // ---- reaction point (sender of data) ----
   void on_cnp(uint64_t now);
-  void on_rtt(uint64_t rtt_ns, uint64_t srtt_ns, uint64_t now);
+  void on_rtt(uint64_t rtt_ns, uint64_t now);
   // A data packet of `bytes` (whole frame) went out.
   void on_sent(uint32_t bytes, uint64_t now);
+  // The retransmission timer fired: the resend it triggers is not held by
+  // the pacer (the timer already waited longer than any pacing gap).
+  void on_timeout(uint64_t now);
   // Packets the requester may have unacknowledged: the delay window (at
   // least one), never more than `cfg_window`.
   uint32_t window(uint32_t cfg_window) const;
-  // The time the next data packet may leave: <= now means now.
+  // The time the next data packet may leave: <= now means now.  Never more
+  // than one largest data frame at the current rate after `now` (with a
+  // sub-packet window: at most max_pace_gap_ns).
   uint64_t send_time(uint64_t now);
   // When a QP held until `at` (send_time) is to look again: `at`, or sooner
-  // when DCQCN's rate timer raises the rate (and so shortens the wait) first.
+  // when DCQCN's rate timer or the window timer raises the rate (and so
+  // shortens the wait) first.
   uint64_t recheck_time(uint64_t at) const;
   // The rate the pacer enforces (0: not paced) and the delay window.
   uint64_t pace_rate_bps() const { return static_cast<uint64_t>(pacer_.rate_bps()); }
@@ -127,14 +155,17 @@ class CongestionControl {
 
  private:
   void update_rate(uint64_t now);
+  // The timers of both controls (rate and window recovery) up to `now`.
+  void advance(uint64_t now);
 
   const CcConfig c_;
   CnpLimiter np_;
   DcqcnRate rp_;
   DelayWindow delay_win_;
   Pacer pacer_;
-  uint32_t pkt_bytes_ = 0;  // newest data frame size (pacing of a sub-packet window)
-  uint64_t srtt_ns_ = 0;
+  // The largest data frame sent: a sub-packet window paces one such frame
+  // per round trip / window (a small READ request then costs little).
+  uint32_t frame_bytes_ = 0;
 };
 
 }  // namespace dpdat::rc

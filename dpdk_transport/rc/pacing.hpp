@@ -3,6 +3,10 @@
 // next packet may leave; sending `bytes` moves it on by their serialisation
 // time at the paced rate, and a QP idle for a while may send up to
 // `burst_bytes` back to back (next_ns_ never lags now by more than that).
+// The debt is bounded too: next_ns_ never leads now by more than the time of
+// max_ahead bytes (set_max_ahead; 0: unbounded), so packets that went out
+// unpaced (a probe, a resend) or a rate cut that rescales what is owed can
+// never hold the next packet for longer than one frame at the current rate.
 // Rate 0: not paced.  Pure code; time in ns.
 
 #include <algorithm>
@@ -23,7 +27,11 @@ class Pacer {
     if (r > 0 && rate_bps_ > 0 && next_ns_ > now)
       next_ns_ = now + static_cast<uint64_t>(static_cast<double>(next_ns_ - now) * rate_bps_ / r);
     rate_bps_ = r;
+    bound(0, now);
   }
+  void set_max_ahead(uint64_t bytes) { max_ahead_bytes_ = bytes; }
+  // What is owed is forgiven: the next packet may leave at `now`.
+  void release(uint64_t now) { next_ns_ = std::min(next_ns_, now); }
   double rate_bps() const { return rate_bps_; }
   bool paced() const { return rate_bps_ > 0; }
 
@@ -37,6 +45,7 @@ class Pacer {
     const uint64_t slack = ns_for(burst_bytes_);
     const uint64_t from = now > slack ? std::max(next_ns_, now - slack) : next_ns_;
     next_ns_ = from + ns_for(bytes);
+    bound(bytes, now);
   }
 
  private:
@@ -44,7 +53,13 @@ class Pacer {
     return static_cast<uint64_t>(static_cast<double>(bytes) * 8e9 / rate_bps_);
   }
 
+  void bound(uint64_t bytes, uint64_t now) {
+    if (!paced() || max_ahead_bytes_ == 0) return;
+    next_ns_ = std::min(next_ns_, now + ns_for(std::max(bytes, max_ahead_bytes_)));
+  }
+
   uint32_t burst_bytes_;
+  uint64_t max_ahead_bytes_ = 0;
   double rate_bps_ = 0;
   uint64_t next_ns_ = 0;
 };

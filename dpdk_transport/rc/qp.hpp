@@ -615,6 +615,7 @@ class Qp {
   void cc_on_ce(uint64_t now);
   void cc_on_cnp(uint64_t now);
   void cc_on_rtt(uint64_t rtt_ns, uint64_t now);
+  void cc_on_timeout(uint64_t now);
   void cc_on_sent(const wire::BuildSpec& spec, uint32_t frame_len, uint64_t now);
   CongestionControl cc_;
 };

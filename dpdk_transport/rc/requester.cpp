@@ -102,6 +102,7 @@ void Qp::on_retransmit_timeout(uint64_t now) {
   ++backoff_;
   read_gap_pending_ = false;
   rtt_timing_ = false;  // Karn: what is resent now is not timed
+  cc_on_timeout(now);   // the resend is not held by the pacer
   if (!sr_timeout_resend(una, now)) rewind_to(una, now);
   arm_retransmit(now);
 }

@@ -108,6 +108,13 @@ uint64_t LinkStats::queue_delay_quantile(double q) const {
   return kDelayBuckets * kDelayBucketNs;
 }
 
+bool SimLink::red_marks(const LinkImpairment& imp, uint64_t backlog) {
+  if (imp.ecn_max_bytes <= imp.ecn_threshold_bytes || backlog >= imp.ecn_max_bytes) return true;
+  const double p = imp.ecn_pmax * static_cast<double>(backlog - imp.ecn_threshold_bytes) /
+                   static_cast<double>(imp.ecn_max_bytes - imp.ecn_threshold_bytes);
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p;
+}
+
 bool SimLink::through_bottleneck(int to_end, Buf* b, uint32_t len, uint64_t* ready_ns) {
   const LinkImpairment& imp = imp_[1 - to_end];
   LinkStats& st = stats_[1 - to_end];
@@ -124,7 +131,7 @@ bool SimLink::through_bottleneck(int to_end, Buf* b, uint32_t len, uint64_t* rea
   }
   constexpr size_t kTos = 14 + 1;  // Ethernet header, then the IPv4 TOS byte
   if (imp.ecn_threshold_bytes != 0 && backlog >= imp.ecn_threshold_bytes && len > kTos + 20 &&
-      (b->data[kTos] & 3u) != 0 && (b->data[kTos] & 3u) != 3u) {
+      (b->data[kTos] & 3u) != 0 && (b->data[kTos] & 3u) != 3u && red_marks(imp, backlog)) {
     // CE, and the IPv4 header checksum follows (RFC 1624: ~HC' = ~HC + ~m + m').
     const uint16_t old_word = static_cast<uint16_t>((b->data[14] << 8) | b->data[kTos]);
     b->data[kTos] = static_cast<uint8_t>(b->data[kTos] | 3u);
@@ -154,6 +161,10 @@ bool SimLink::enqueue(int to_end, Buf* b, uint32_t len) {
   if (!through_bottleneck(to_end, b, len, &ready)) {
     put_buf(b);
     return false;
+  }
+  if (const LinkImpairment& imp = imp_[1 - to_end]; imp.stall_period_ns != 0) {
+    const uint64_t phase = ready % imp.stall_period_ns;
+    if (phase < imp.stall_ns) ready += imp.stall_ns - phase;  // the receiver is descheduled
   }
   q.push_back(InFlight{b, len, ready});
   if (!held.empty() && --held_countdown_[to_end] == 0) {

@@ -34,6 +34,19 @@ struct LinkImpairment {
   uint64_t rate_bps = 0;
   uint64_t queue_bytes = 0;
   uint64_t ecn_threshold_bytes = 0;
+  // RED-style marking, as RoCE switches are set up for DCQCN (Kmin, Kmax,
+  // Pmax): with ecn_max_bytes above ecn_threshold_bytes, a frame that finds
+  // a backlog b between the two is marked with probability
+  // ecn_pmax (b - Kmin) / (Kmax - Kmin), and every frame from Kmax on.
+  // ecn_max_bytes 0: step marking at the threshold.
+  uint64_t ecn_max_bytes = 0;
+  double ecn_pmax = 0.0;
+  // A loaded receiving host: it is descheduled for stall_ns out of every
+  // stall_period_ns (from time 0; 0: never), and a frame that arrives
+  // meanwhile waits until it runs again.  Round trips through it stretch
+  // by up to stall_ns, as a busy CPU's scheduling stretches them.
+  uint64_t stall_period_ns = 0;
+  uint64_t stall_ns = 0;
 };
 
 struct LinkStats {
@@ -112,6 +125,9 @@ class SimLink {
   // The bottleneck towards `to_end`: false when the frame overflows the
   // queue; else *ready_ns is when it has left it.
   bool through_bottleneck(int to_end, Buf* b, uint32_t len, uint64_t* ready_ns);
+  // Whether an ECN-capable frame finding `backlog` bytes (at least the
+  // threshold) queued is marked: always for step marking, else RED's odds.
+  bool red_marks(const LinkImpairment& imp, uint64_t backlog);
 
   std::mt19937_64 rng_;
   std::vector<std::unique_ptr<Buf>> bufs_;

@@ -17,9 +17,9 @@ IfaceConfig parse_ok(const std::string& text) {
   return c;
 }
 
-TEST(ProtoCcConfig, DefaultIsDcqcnAt100Gbps) {
+TEST(ProtoCcConfig, DefaultIsBothAt100Gbps) {
   const IfaceConfig c = parse_ok("ring=0;ip=10.9.0.1");
-  EXPECT_EQ(c.cc, rc::CcMode::kDcqcn);
+  EXPECT_EQ(c.cc, rc::CcMode::kBoth);
   EXPECT_EQ(c.cc_line_gbps, 100u);
 }
 

@@ -1,7 +1,10 @@
 // The simulated link's bottleneck model: a finite rate, a byte-limited FIFO
 // that drops on overflow, ECN marking (CE) of ECN-capable frames above a
-// threshold, and the queueing delay frames met.  Requests carry ECT(0).
+// threshold (a step, or RED's rising probability between Kmin and Kmax), and
+// the queueing delay frames met.  Requests carry ECT(0).
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include "harness.hpp"
 
@@ -82,6 +85,61 @@ TEST(SimBottleneck, EcnCapableFramesAreMarkedAboveTheThreshold) {
   not_ect.pmtu = 1024;
   not_ect.ecn_capable = false;
   EXPECT_EQ(write_through(imp, not_ect).a_to_b.ecn_marked, 0u);
+}
+
+// RED: nothing below Kmin, a probability rising with the backlog up to Pmax
+// between Kmin and Kmax, everything from Kmax on.  Frames of 1,000 bytes
+// offered back to back at one instant find a backlog of 1,000 bytes per
+// frame ahead of them; the link then drains before the next round.
+TEST(SimBottleneck, RedMarkingProbabilityRisesBetweenThresholds) {
+  constexpr uint32_t kLenFrame = 1000, kFrames = 120, kRounds = 40;
+  constexpr uint64_t kMin = 20'000, kMax = 80'000;
+  constexpr double kPmax = 0.5;
+  SimLink link(7, 512, 512);
+  LinkImpairment imp;
+  imp.rate_bps = 1'000'000'000;
+  imp.ecn_threshold_bytes = kMin;
+  imp.ecn_max_bytes = kMax;
+  imp.ecn_pmax = kPmax;
+  link.set_impairment(0, imp);
+  // Marks by backlog band: below Kmin, lower and upper half of the ramp, above Kmax.
+  uint64_t marked[4] = {}, seen[4] = {};
+  uint64_t now = 1'000'000;
+  for (uint32_t round = 0; round < kRounds; ++round) {
+    link.set_now(now);
+    Frame f[kFrames];
+    ASSERT_EQ(link.end(0).tx_alloc(f, kFrames, kLenFrame), kFrames);
+    for (uint32_t i = 0; i < kFrames; ++i) {
+      std::memset(f[i].data, 0, kLenFrame);
+      f[i].data[15] = 0x02;                     // IPv4 TOS: ECT(0)
+      f[i].data[16] = static_cast<uint8_t>(i);  // which frame (backlog i * 1,000 bytes)
+      f[i].len = kLenFrame;
+    }
+    ASSERT_EQ(link.end(0).tx_burst(f, kFrames), kFrames);
+    now += 10'000'000;  // the 120 KB drain in ~1 ms
+    link.set_now(now);
+    Frame rx[kFrames];
+    ASSERT_EQ(link.end(1).rx_burst(rx, kFrames), kFrames);
+    for (uint32_t i = 0; i < kFrames; ++i) {
+      const uint64_t backlog = uint64_t{rx[i].data[16]} * kLenFrame;
+      const size_t band = backlog < kMin                ? 0
+                          : backlog < (kMin + kMax) / 2 ? 1
+                          : backlog < kMax              ? 2
+                                                        : 3;
+      seen[band]++;
+      marked[band] += (rx[i].data[15] & 3u) == 3u ? 1 : 0;
+    }
+    link.end(1).rx_release(rx, kFrames);
+  }
+  const auto frac = [&](int b) {
+    return static_cast<double>(marked[b]) / static_cast<double>(seen[b]);
+  };
+  EXPECT_EQ(marked[0], 0u);
+  // Mean odds over each half of the ramp: Pmax / 4 and 3 Pmax / 4.
+  EXPECT_NEAR(frac(1), kPmax / 4, 0.06);
+  EXPECT_NEAR(frac(2), 3 * kPmax / 4, 0.06);
+  EXPECT_EQ(marked[3], seen[3]);
+  EXPECT_EQ(link.stats(0).ecn_marked, marked[1] + marked[2] + marked[3]);
 }
 
 }  // namespace

@@ -259,6 +259,21 @@ TEST(SimCc, IncastOfEightSettlesWithoutDrops) {
   }
 }
 
+TEST(SimCc, IncastSettlesOnRedMarking) {
+  // Switches set up for DCQCN mark as RED does: from Kmin with a probability
+  // rising to Pmax at Kmax, every frame beyond.
+  LinkImpairment red = bottleneck();
+  red.ecn_max_bytes = 64 * 1024;
+  red.ecn_pmax = 0.2;
+  for (const CcMode m : {CcMode::kDcqcn, CcMode::kBoth}) {
+    Flows f(19, 8, cc_qp_config(m, kBottleneckBps), red);
+    const FlowsResult r = f.run(10'000'000, 20'000'000);
+    expect_settled(r, cc_mode_name(m).data());
+    EXPECT_GT(r.ecn_marked, 0u) << cc_mode_name(m);
+    EXPECT_GT(r.rate_cuts, 0u) << cc_mode_name(m);
+  }
+}
+
 TEST(SimCc, DelayControlKeepsAnUnmarkedQueueShortAndFair) {
   // No ECN marking on the path: DCQCN never hears of the queue; the delay
   // window (on by default with it) holds it near its target delay.
