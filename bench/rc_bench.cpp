@@ -128,6 +128,7 @@ void BM_Loss(benchmark::State& state) {
   fill_pattern(a.bytes, 1);
   fill_pattern(b.bytes, 2);
   const QpCounters c0 = p.a().qp->counters();
+  const QpCounters b0 = p.b().qp->counters();
   uint64_t vtime = 0, msgs = 0;
   for (auto _ : state) {
     const uint64_t t0 = p.now();
@@ -174,6 +175,11 @@ void BM_Loss(benchmark::State& state) {
   state.counters["retransmits"] = per_msg(c1.retransmits - c0.retransmits);
   state.counters["sr_resends"] = per_msg(c1.sr_resends - c0.sr_resends);
   state.counters["tlp"] = per_msg(c1.tlp_probes - c0.tlp_probes);
+  state.counters["seq_naks"] = per_msg(c1.seq_naks_rx - c0.seq_naks_rx);
+  state.counters["dup_rx"] = per_msg(p.b().qp->counters().duplicates_rx - b0.duplicates_rx +
+                                     c1.duplicates_rx - c0.duplicates_rx);
+  state.counters["tx_pkts"] = per_msg(c1.tx_packets - c0.tx_packets);
+  state.counters["cc_wcuts"] = per_msg(c1.cc_window_cuts - c0.cc_window_cuts);
 }
 void loss_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"op", "loss_permille", "sr"});
@@ -181,7 +187,7 @@ void loss_args(benchmark::internal::Benchmark* b) {
     for (int64_t sr : {1, 0})
       for (int64_t l : {0, 1, 10, 50}) b->Args({op, l, sr});
 }
-BENCHMARK(BM_Loss)->Apply(loss_args)->Iterations(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Loss)->Apply(loss_args)->Iterations(16)->Unit(benchmark::kMillisecond);
 
 void BM_Memcpy64K(benchmark::State& s) {
   std::vector<uint8_t> a(65536, 1), b(65536);

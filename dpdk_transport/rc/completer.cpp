@@ -136,33 +136,38 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   const Psn acked_before = acked_psn_;
   if (check_nak_psn(psn, CS::kSeqNak, now) == CS::kStale) return CS::kStale;
   ctr_.seq_naks_rx++;
+  if (cfg_.selective_repeat && sr_nak_in_flight(psn, now)) return CS::kDone;
   // A sequence NAK that acknowledges nothing new is a retry like a timeout
   // (as rxe counts it): without the budget, a responder whose expected PSN a
   // forged packet moved past a request keeps NAKing its retransmission and
   // the two ends exchange packets forever while the request never completes.
-  if (acked_psn_ == acked_before) {
-    if (retries_left_ == 0) {
+  // At most one retry per retransmission timeout, though: the responder
+  // repeats its NAK while a hole stays open, and a hole resent more than
+  // once within one timeout is one retry, as a timeout would be.  And, as
+  // for timeouts, the peer is not given up before dead_after_ns_ since the
+  // first retry without progress (a host that stalls is no dead peer).
+  if (acked_psn_ == acked_before && now - nak_retry_ns_ >= rtt_.rto_ns()) {
+    if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
+    if (retries_left_ == 0 && now - first_timeout_ns_ >= dead_after_ns_) {
       fail_wqe_at(psn, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
       return CS::kDone;
     }
-    retries_left_--;
+    if (retries_left_ > 0) retries_left_--;
+    nak_retry_ns_ = now;
   }
   if (cfg_.selective_repeat) {
     const uint64_t i = wqe_from(psn);
-    if (wqe_holds(i, psn) &&
+    // The responder took our single resend of the packet before and still
+    // lacks this one: it kept nothing after them (a SEND's packets after two
+    // adjacent losses, where a message boundary could hide): go back N.
+    const bool kept_nothing = sr_single_valid_ && sr_single_psn_ + 1 == psn && wqe_holds(i, psn) &&
+                              (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm);
+    if (wqe_holds(i, psn) && !kept_nothing &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
       sr_hole_ = psn;
       sr_hole_valid_ = true;
-      const bool queued = sr_resend_tail_ != sr_resend_head_ &&
-                          sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
-      if (!queued && sr_resend_tail_ - sr_resend_head_ < cfg_.window) {
-        // Sized at the first hole (a lossless QP never needs it).
-        if (sr_resend_.empty())
-          sr_resend_.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
-        sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
-        ++sr_resend_tail_;
-      }
+      sr_queue_resend(psn);
       engine_.activate(this);
       return CS::kDone;
     }
@@ -170,6 +175,76 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   rewind_to(psn, now);
   arm_retransmit(now);
   return CS::kDone;
+}
+
+// A sequence NAK for a packet already resent within a round trip (alone, or
+// by the newest rewind): the responder sent it before the resend arrived
+// (it repeats its NAK while the hole stays open).  Nothing to do, and no
+// retry is spent.
+bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
+  const uint64_t recent = sr_in_flight_ns();
+  if (sr_recently_resent(psn, now)) return true;
+  if (sr_rewind_valid_ && Psn::diff(psn, sr_rewind_psn_) >= 0 && now - sr_rewind_ns_ < recent) {
+    const uint64_t i = wqe_from(psn);
+    // Rewound over and sent again since.
+    return wqe_holds(i, psn) && Psn::diff(psn, sq(i).first_psn) < static_cast<int32_t>(sq(i).sent);
+  }
+  return false;
+}
+
+bool Qp::sr_recently_resent(Psn psn, uint64_t now) const {
+  if (sr_resent_at_.empty()) return false;
+  const auto& [p, t] = sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)];
+  return p == psn && now - t < sr_in_flight_ns();
+}
+
+void Qp::sr_queue_resend(Psn psn) {
+  const bool queued = sr_resend_tail_ != sr_resend_head_ &&
+                      sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
+  if (queued || sr_resend_tail_ - sr_resend_head_ >= cfg_.window) return;
+  // Sized at the first hole (a lossless QP never needs it).
+  if (sr_resend_.empty())
+    sr_resend_.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
+  sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
+  ++sr_resend_tail_;
+}
+
+// A selective acknowledgement (Qp::send_seq_nak): every PSN it shows
+// missing below its span that can be resent alone and was not resent within
+// a round trip goes out again now, so several holes cost one round trip.
+// (The NAK before it already acknowledged everything before its PSN and
+// deals with a hole that has to go back N.)
+void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
+  const std::span<const uint8_t> b = v.payload;
+  if (!cfg_.selective_repeat || state_ != QpState::kRts) return;
+  if (b.size() < 4) {
+    ctr_.bad_responses++;
+    return;
+  }
+  const uint32_t span =
+      (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+  if (span > static_cast<uint32_t>(kSrSpan) || b.size() < 4 + size_t{(span + 31) / 32} * 4) {
+    ctr_.bad_responses++;
+    return;
+  }
+  ctr_.sacks_rx++;
+  sack_seen_ = true;
+  const Psn from = v.bth->psn();
+  if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, next_psn_) >= 0) return;  // stale
+  bool any = false;
+  for (uint32_t i = 0; i < span; ++i) {
+    if ((b[4 + i / 8] >> (i % 8)) & 1u) continue;
+    const Psn psn = from + static_cast<int32_t>(i);
+    if (Psn::diff(psn, max_sent_psn_) > 0) break;
+    const uint64_t k = wqe_from(psn);
+    if (!wqe_holds(k, psn)) continue;
+    const SendWqe& w = sq(k);
+    const auto idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+    if (idx >= w.sent || !sr_resendable(w, idx) || sr_recently_resent(psn, now)) continue;
+    sr_queue_resend(psn);
+    any = true;
+  }
+  if (any) engine_.activate(this);
 }
 
 void Qp::note_acked(Psn psn, uint64_t now) {

@@ -150,7 +150,8 @@ wire::BuildSpec& Qp::base_spec(Opcode op, Psn psn) {
   s.se = false;
   s.payload = {};
   s.gather = {};
-  s.tos = cfg_.ecn_capable && op != Opcode::kAck && op != Opcode::kAtomicAck && op != Opcode::kCnp
+  s.tos = cfg_.ecn_capable && op != Opcode::kAck && op != Opcode::kAtomicAck &&
+                  op != Opcode::kCnp && op != Opcode::kSack
               ? kEct0
               : 0;
   return s;
@@ -247,6 +248,9 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
       break;
     case Opcode::kCnp:
       cc_on_cnp(now);
+      break;
+    case Opcode::kSack:
+      on_sack(v, now);
       break;
     default:
       ctr_.bad_responses++;

@@ -44,6 +44,8 @@ struct QpCounters {
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
            bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
            rtt_samples = 0, tlp_probes = 0;
+  // Selective acknowledgements sent / received (see Qp::send_seq_nak).
+  uint64_t sacks_tx = 0, sacks_rx = 0;
   // Congestion control: CE-marked packets received, CNPs sent / received,
   // DCQCN rate cuts, delay-window decreases, sends held by the pacer.
   uint64_t ce_rx = 0, cnp_tx = 0, cnp_rx = 0, cc_rate_cuts = 0, cc_window_cuts = 0, cc_paced = 0;
@@ -294,6 +296,12 @@ class Qp {
   CompState check_nak_psn(wire::Psn psn, CompState next, uint64_t now);
   CompState do_rnr_nak(wire::Psn psn, uint64_t now);
   CompState do_seq_nak(wire::Psn psn, uint64_t now);
+  bool sr_nak_in_flight(wire::Psn psn, uint64_t now) const;
+  void on_sack(const wire::PacketView& v, uint64_t now);
+  // Queues `psn` for a single resend (emit_sr_resends), once.
+  void sr_queue_resend(wire::Psn psn);
+  // Whether `psn` was resent alone within sr_in_flight_ns().
+  bool sr_recently_resent(wire::Psn psn, uint64_t now) const;
   void on_read_response(const wire::PacketView& v, uint64_t now);
   void on_atomic_ack(const wire::PacketView& v, uint64_t now);
   void note_acked(wire::Psn psn, uint64_t now);
@@ -328,7 +336,8 @@ class Qp {
   void send_ack(uint8_t syndrome, wire::Psn psn, uint64_t now);
   void remember(const ReplayEntry& e);
   bool place_out_of_order(const wire::PacketView& v);
-  void advance_epsn(uint64_t now);
+  // `ack_req`: the packet just taken in order asked for an answer.
+  void advance_epsn(uint64_t now, bool ack_req = false);
   bool sr_bit(wire::Psn p) const { return srm_ != nullptr && srm_->placed.test(p); }
   void sr_set(wire::Psn p, bool on) {
     if (on || srm_ != nullptr) sr_maps().placed.set(p, on);
@@ -454,10 +463,8 @@ class Qp {
   static constexpr int32_t kSrSpan = SrBits::kSpan;
   // The bitmaps below exist only once a QP met a hole (sr_maps()): an idle
   // or lossless QP carries none of their 1 KiB.
-  struct SrMaps {
-    SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
-    SrBits msg, next, rd;
-  };
+  struct SrNext;
+  struct SrMaps;
   std::unique_ptr<SrMaps> srm_;
   SrMaps& sr_maps() {
     if (srm_ == nullptr) srm_ = std::make_unique<SrMaps>();
@@ -490,22 +497,26 @@ class Qp {
   uint32_t sr_last_imm_ = 0;
   bool sr_last_has_imm_ = false, sr_last_se_ = false;
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
-  bool sr_send_follows(wire::Psn psn) const;
+  bool sr_send_contiguous(wire::Psn from, wire::Psn psn, bool next) const;
+  bool sr_recv_hosts(RecvWqe& r);
   void sr_mark_placed(wire::Psn psn, bool next);
   void sr_lower_limit(wire::Psn psn);
   void sr_unplace_msg_from(wire::Psn psn);
   // `next`: the PSN after the message's last packet.
   void sr_message_ended(wire::Psn next);
   bool sr_advance_in_message();
-  // The message after the one in progress (a SEND that begins right after
-  // its placed LAST, into the next receive WQE), or any later multi-packet
-  // WRITE (its RETH names target and length), whose FIRST arrived after a
-  // hole: its packets are placed the same way, marked in the next bitmap, and
-  // become the message in progress when epsn_ reaches its first packet.
+  // The messages after the one in progress whose FIRST arrived after a hole,
+  // in PSN order: a SEND that begins right after the placed LAST of the SEND
+  // before it (in progress, or the previous entry), into the receive WQE
+  // after that one's; or a multi-packet WRITE (its RETH names target and
+  // length) after the previous entry's known end.  Their packets are placed
+  // the same way, marked in the next bitmap (entry i holds the marked PSNs
+  // from its first up to entry i+1's), and the first entry becomes the
+  // message in progress when epsn_ reaches its first packet.
   struct SrNext {
-    bool valid = false;
     bool send = false;
     wire::Psn first;
+    uint32_t count = 0;        // packets placed (bits in the next bitmap)
     uint8_t* host = nullptr;   // WRITE: the target
     uint64_t len = 0;          // WRITE: the RETH length; SEND: the receive's capacity
     uint64_t rq_index = 0;     // SEND: the receive WQE it fills
@@ -515,21 +526,67 @@ class Qp {
     wire::Psn last_psn;
     uint32_t last_len = 0, last_imm = 0;
     bool last_has_imm = false, last_se = false;
-  } sr_next_;
+  };
+  static constexpr int32_t kSackMaxSpan = 1024;
+  static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
+  // The newest packet seen after the hole (placed or not): how far a SACK reaches.
+  bool sr_seen_valid_ = false;
+  wire::Psn sr_seen_top_;
+  void send_seq_nak(uint64_t now);
+  // Enough for a window of 16-packet messages; a message beyond waits for
+  // its turn (it is resent).
+  static constexpr uint32_t kSrNextMax = 8;
+  struct SrMaps {
+    SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
+    SrBits msg, next, rd;
+    SrBits seen;  // PSNs after the hole that arrived and could not be placed
+    std::array<SrNext, kSrNextMax> nexts;
+    std::array<uint8_t, kSackBytes> sack;  // payload of the SACK being sent
+  };
+  uint32_t sr_next_n_ = 0;  // entries in use (in SrMaps::nexts)
+  SrNext* sr_nexts() { return srm_->nexts.data(); }
+  const SrNext* sr_nexts() const { return srm_->nexts.data(); }
   // The newest packet after a hole that could not be placed.
   bool sr_drop_valid_ = false;
   wire::Psn sr_drop_top_;
-  uint32_t sr_next_count_ = 0;
   bool sr_next_bit(wire::Psn p) const { return srm_ != nullptr && srm_->next.test(p); }
   void sr_next_set(wire::Psn p, bool on) {
     if (on || srm_ != nullptr) sr_maps().next.set(p, on);
   }
+  // The entry `psn` falls in (the last whose first is at or before it), or
+  // sr_next_n_.
+  uint32_t sr_next_of(wire::Psn psn) const;
   bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
   bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
   void sr_next_lower_limit(wire::Psn psn);
+  // Takes back every next-message packet at or after `psn`; entries that
+  // begin there or later are given up, and so are those after an entry
+  // whose LAST is taken back.
   void sr_unplace_next_from(wire::Psn psn);
-  void sr_drop_next() { sr_unplace_next_from(sr_next_.first); }
+  void sr_drop_next() {
+    if (sr_next_n_ > 0) sr_unplace_next_from(sr_nexts()[0].first);
+  }
   bool sr_take_next();
+  // Requester: the newest packet resent alone after a sequence NAK, and when;
+  // the newest go-back-N rewind (from sr_rewind_psn_), and when.  A NAK
+  // naming the packet right after a single resend shows the responder kept
+  // nothing after it; a NAK for a packet resent (or rewound over) within a
+  // round trip was sent before the resend arrived.
+  bool sr_single_valid_ = false;
+  wire::Psn sr_single_psn_;
+  uint64_t sr_single_ns_ = 0;
+  uint64_t nak_retry_ns_ = 0;  // when a sequence NAK last spent a retry
+  // When each PSN was last resent alone (indexed modulo the resend ring's
+  // size, with the PSN to tell an old entry); a peer that sent a SACK.
+  std::vector<std::pair<wire::Psn, uint64_t>> sr_resent_at_;
+  bool sack_seen_ = false;
+  bool sr_rewind_valid_ = false;
+  wire::Psn sr_rewind_psn_;
+  uint64_t sr_rewind_ns_ = 0;
+  // How long a resend counts as in flight: a round trip and its variance.
+  uint64_t sr_in_flight_ns() const {
+    return rtt_.valid() ? rtt_.srtt_ns() + 2 * rtt_.rttvar_ns() : rtt_.rto_ns();
+  }
   // Requester: READ response packets placed ahead of the first missing one,
   // by PSN in (una, una + kSrSpan).
   bool rd_bit(wire::Psn p) const { return srm_ != nullptr && srm_->rd.test(p); }

@@ -210,9 +210,11 @@ bool Qp::sr_resendable(const SendWqe& w, uint32_t idx) const {
   if (sr_packet(w)) return true;
   // SEND and WRITE with immediate: once the responder has the first packet
   // it places later ones of the message by their offset (responder.cpp), so
-  // a hole after the first is resent alone.  A lost first packet leaves the
-  // rest of the message unplaceable: that goes back N.
-  return cfg_.selective_repeat && idx > 0 && is_send_write(w.wr.op);
+  // a hole after the first is resent alone.  It places a SEND's packets
+  // after a lost first one too (into the receive WQE that one will take);
+  // a WRITE with immediate's need the first packet's RETH: that goes back N.
+  if (!cfg_.selective_repeat || !is_send_write(w.wr.op)) return false;
+  return idx > 0 || w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
 }
 
 bool Qp::rd_request_holes(const SendWqe& w, uint64_t now, bool probe) {
@@ -338,9 +340,15 @@ bool Qp::emit_sr_resends(uint64_t now) {
       const SendWqe& w = sq(i);
       const auto d = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
       // Not sent yet (goes out in order anyway) or acknowledged meanwhile: skip.
-      if (d < w.sent && Psn::diff(psn, acked_psn_) > 0) {
+      if (d < w.sent && Psn::diff(psn, acked_psn_) > 0 && !sr_recently_resent(psn, now)) {
+        since_ack_req_ = cfg_.ack_every;  // AckReq: the responder answers at once
         if (!emit_packet(w, d, now)) return false;
         ctr_.sr_resends++;
+        sr_single_valid_ = true;
+        sr_single_psn_ = psn;
+        sr_single_ns_ = now;
+        if (sr_resent_at_.empty()) sr_resent_at_.resize(sr_resend_.size());
+        sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)] = {psn, now};
       }
     }
     ++sr_resend_head_;
@@ -432,7 +440,6 @@ bool Qp::emit_requests(uint64_t now) {
 
 void Qp::rewind_to(Psn psn, uint64_t now) {
   // Go-back-N: resend from the WQE that holds `psn`.
-  (void)now;
   sr_resend_head_ = sr_resend_tail_;
   const uint64_t i = wqe_from(psn);
   if (i == sq_tail_) return;
@@ -452,6 +459,10 @@ void Qp::rewind_to(Psn psn, uint64_t now) {
   }
   sq_emit_ = std::min(sq_emit_, i);
   ctr_.retransmits++;
+  sr_single_valid_ = false;
+  sr_rewind_valid_ = true;
+  sr_rewind_psn_ = w.first_psn + static_cast<int32_t>(w.sent);
+  sr_rewind_ns_ = now;
   engine_.activate(this);
 }
 

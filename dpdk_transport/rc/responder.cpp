@@ -139,6 +139,12 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.last = info.is(wire::op::kLast);
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
+  if (srm_ != nullptr) srm_->seen.set(epsn_, false);
+  if (sr_seen_valid_ && Psn::diff(sr_seen_top_, epsn_) <= 0) sr_seen_valid_ = false;
+  // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
+  // anything but that FIRST here means they were not what they seemed.
+  if (in_msg_ == InMsg::kNone && sr_msg_count_ > 0 && !(c.is_send && c.first && !c.last))
+    sr_unplace_msg_from(epsn_);
   return RS::kCheckLength;
 }
 
@@ -148,7 +154,7 @@ void Qp::sr_mark_placed(Psn psn, bool next) {
   sr_set(psn, true);
   if (next) {
     sr_next_set(psn, true);
-    ++sr_next_count_;
+    ++sr_nexts()[sr_next_of(psn)].count;
   } else {
     sr_msg_set(psn, true);
     ++sr_msg_count_;
@@ -187,25 +193,35 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     } else if (v.info->is(wire::op::kFirst)) {
       sr_lower_limit(c.psn);  // a later message begins here
       sr_next_lower_limit(c.psn);
-      if (!sr_next_.valid && sr_open_next(v, c.psn)) sr_mark_placed(c.psn, /*next=*/true);
+      if (sr_open_next(v, c.psn)) sr_mark_placed(c.psn, /*next=*/true);
     } else if (sr_in_message(v, c.psn)) {
       sr_mark_placed(c.psn, /*next=*/false);
     } else if (sr_place_next(v, c.psn)) {
       sr_mark_placed(c.psn, /*next=*/true);
     }
+    if (!sr_seen_valid_ || Psn::diff(c.psn, sr_seen_top_) > 0) {
+      sr_seen_valid_ = true;
+      sr_seen_top_ = c.psn;
+    }
+    // (A SACK shows it as held, placed or not: sent again, it would find
+    // the same refusal.)
+    if (!placed_already) sr_maps().seen.set(c.psn, ctr_.sr_placed_ooo == placed_before);
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && ctr_.sr_placed_ooo == placed_before &&
         (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
       sr_drop_valid_ = true;
       sr_drop_top_ = c.psn;
     }
+    // The hole is still open while the requester goes on (it asks for an
+    // answer about every ack_every packets, about a round trip at full
+    // rate): the NAK or the resend may be lost.  Say it again; the requester
+    // ignores a NAK for a packet it resent within a round trip.
+    if (v.bth->ack_req() && nak_sent_ == NakSent::kSeq) again = true;
   }
   if (nak_sent_ == NakSent::kNone || again) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the
     // requester shows it missed it.
-    nak_sent_ = NakSent::kSeq;
-    ctr_.seq_naks_tx++;
-    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+    send_seq_nak(now);
   }
 }
 
@@ -413,7 +429,7 @@ void Qp::acknowledge(const RespCtx& c, uint64_t now) {
   ++unacked_;
   ack_owed_ = true;
   if (c.v.bth->ack_req()) ack_req_seen_ = true;
-  advance_epsn(now);
+  advance_epsn(now, cfg_.selective_repeat && c.v.bth->ack_req());
 }
 
 bool Qp::remote_ok(AccessError e) {

@@ -4,8 +4,8 @@
 //   - RDMA WRITE Only (the requester's selective-repeat WRITE): by its RETH;
 //   - MIDDLE / LAST packets of the message in progress (SEND, WRITE with or
 //     without immediate): by their PSN offset (sr_in_message);
-//   - the message after it (sr_next_): a SEND that begins right after the
-//     placed LAST of the SEND in progress, or a WRITE whose FIRST names
+//   - the messages after it (SrMaps::nexts): a SEND that begins right after the
+//     placed LAST of the SEND before it, or a WRITE whose FIRST names
 //     target and length.
 // Completions and ACKs stay in order (advance_epsn); anything refused is
 // judged by the in-order path when the requester resends it.
@@ -40,30 +40,40 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
 // placed; the completion follows in order once the message is whole
 // (advance_epsn).  Placed only where it can belong to this message: no
 // other message known to begin before it, within the RETH length for a
-// WRITE (its end PSN is known), within the receive WQE for a SEND and only
-// where it surely continues the SEND (sr_send_follows).  Anything refused
-// here is judged when it arrives in order.
+// WRITE (its end PSN is known), within the receive WQE for a SEND.
+//
+// A SEND's end is not known ahead, so a SEND packet is placed only where no
+// message boundary can hide before it (sr_send_contiguous): nothing is ever
+// written past a message's real length.  A SEND whose FIRST was lost
+// (nothing in progress, epsn_ the hole) is placed the same way into the
+// receive WQE the FIRST will take (the own queue's head; an SRQ hands
+// receives out in arrival order, so not with an SRQ): the MIDDLE right after
+// the hole proves the message began at the hole.  Anything refused here is
+// judged when it arrives in order.
 bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   const wire::OpInfo& info = *v.info;
   const bool last = info.is(wire::op::kLast);
-  const bool ok_kind = in_msg_ == InMsg::kSend    ? info.is(wire::op::kSend)
-                       : in_msg_ == InMsg::kWrite ? info.is(wire::op::kWrite)
-                                                  : false;
-  if (!ok_kind || info.is(wire::op::kInvalidate)) return false;
+  const bool headless = in_msg_ == InMsg::kNone;
+  const bool ok_kind = in_msg_ == InMsg::kSend ? info.is(wire::op::kSend)
+                       : in_msg_ == InMsg::kWrite
+                           ? info.is(wire::op::kWrite)
+                           : info.is(wire::op::kSend) && srq_ == nullptr && rq_tail_ > rq_head_;
+  if (!ok_kind || info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst)) return false;
   if (sr_msg_limit_valid_ && Psn::diff(sr_msg_limit_, epsn_) > 0 &&
       Psn::diff(psn, sr_msg_limit_) >= 0)
     return false;
   // A self-describing WRITE placed between: a message of its own ends this one.
   for (Psn p = epsn_ + 1; Psn::diff(p, psn) < 0; ++p)
     if (sr_bit(p) && !sr_msg_bit(p)) return false;
+  if (in_msg_ != InMsg::kWrite && !sr_send_contiguous(epsn_, psn, /*next=*/false)) return false;
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
-  const uint64_t off =
-      msg_offset_ + uint64_t(static_cast<uint32_t>(Psn::diff(psn, epsn_))) * cfg_.pmtu;
-  if (in_msg_ == InMsg::kSend) {
-    if (!sr_send_follows(psn)) return false;
-    const RecvWqe& r = rq(rq_head_);
-    if (!recv_in_use_ || off + n > r.capacity) return false;
+  const uint64_t off = (headless ? 0 : msg_offset_) +
+                       uint64_t(static_cast<uint32_t>(Psn::diff(psn, epsn_))) * cfg_.pmtu;
+  if (in_msg_ != InMsg::kWrite) {
+    RecvWqe& r = rq(rq_head_);
+    if ((!headless && !recv_in_use_) || off + n > r.capacity) return false;
+    if (headless && !sr_recv_hosts(r)) return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, off, v.payload);
   } else {
     if (off + n > write_len_ || last != (off + n == write_len_)) return false;
@@ -82,17 +92,36 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   return true;
 }
 
-// A SEND's length is not known ahead, and a MIDDLE or LAST packet does not
-// say which message it belongs to: with this SEND's LAST and the next SEND's
-// FIRST both lost, the next one's MIDDLE packets would land in this receive
-// buffer past the message's end, where nothing overwrites them.  So a packet
-// after a hole continues the SEND in progress only when the packet before it
-// does (received in order or placed), or when just that one packet is
-// missing and the one before it does: the missing one cannot be this SEND's
-// LAST, for a LAST is followed by a FIRST or an ONLY.
-bool Qp::sr_send_follows(Psn psn) const {
-  const auto ours = [this](Psn p) { return Psn::diff(p, epsn_) < 0 || sr_msg_bit(p); };
-  return ours(psn - 1) || ours(psn - 2);
+// Whether a SEND MIDDLE / LAST at `psn` certainly belongs to the message
+// whose packets from `from` on are not in order yet (the message in
+// progress, from the hole at epsn_; or a next one, from its FIRST): a message
+// boundary needs a LAST followed by a FIRST, and a packet placed as one of
+// this message's MIDDLEs is neither, so the message cannot have ended
+// before `psn` unless two PSNs next to each other in [from, psn) are both
+// unknown (lost, or not placed).
+bool Qp::sr_send_contiguous(Psn from, Psn psn, bool next) const {
+  bool prev_unknown = false;
+  for (Psn p = from; Psn::diff(p, psn) < 0; ++p) {
+    const bool known = next ? (p == from || sr_next_bit(p)) : sr_msg_bit(p);
+    if (!known && prev_unknown) return false;
+    prev_unknown = !known;
+  }
+  return true;
+}
+
+// Fills in the host addresses of receive `r` for placement ahead of the
+// in-order path (which checks the lkeys again when it takes the receive).
+bool Qp::sr_recv_hosts(RecvWqe& r) {
+  for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
+    const Sge& g = r.wr.sge[i];
+    if (g.length == 0) continue;
+    AccessGrant grant;
+    if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
+        AccessError::kOk)
+      return false;
+    r.host[i] = grant.host;
+  }
+  return true;
 }
 
 void Qp::sr_lower_limit(Psn psn) {
@@ -117,7 +146,7 @@ void Qp::sr_unplace_msg_from(Psn psn) {
     if (sr_last_valid_ && sr_last_psn_ == p) {
       sr_last_valid_ = false;
       // A SEND placed as the next message began right after this LAST.
-      if (sr_next_.valid && sr_next_.send) sr_drop_next();
+      if (sr_next_n_ > 0 && sr_nexts()[0].send) sr_drop_next();
     }
   }
 }
@@ -128,45 +157,51 @@ void Qp::sr_message_ended(Psn next) {
   if (sr_msg_count_ > 0) sr_unplace_msg_from(epsn_);
   sr_last_valid_ = false;
   sr_msg_limit_valid_ = false;
-  if (sr_next_.valid && sr_next_.send && !(sr_next_.first == next)) sr_drop_next();
+  if (sr_next_n_ > 0 && sr_nexts()[0].send && !(sr_nexts()[0].first == next)) sr_drop_next();
 }
 
-// A FIRST (or ONLY) packet after a hole that begins the next message: placed
-// at its start, opening sr_next_ (see qp.hpp).
+uint32_t Qp::sr_next_of(Psn psn) const {
+  for (uint32_t i = sr_next_n_; i > 0; --i)
+    if (Psn::diff(psn, sr_nexts()[i - 1].first) >= 0) return i - 1;
+  return sr_next_n_;
+}
+
+// A FIRST (or ONLY) packet after a hole that begins a later message: placed
+// at its start, appending an entry to the next messages (see qp.hpp).
 bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
+  if (sr_next_n_ == kSrNextMax) return false;
   const wire::OpInfo& info = *v.info;
   const bool last = info.is(wire::op::kLast);
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
+  const SrNext* prev = sr_next_n_ > 0 ? &sr_nexts()[sr_next_n_ - 1] : nullptr;
+  // After the newest entry (whose limit the caller lowered to this FIRST).
+  if (prev != nullptr && (!prev->limit_valid || Psn::diff(psn, prev->limit) < 0)) return false;
   SrNext x;
-  x.valid = true;
   x.first = psn;
   if (info.is(wire::op::kSend)) {
-    // Only right after the SEND in progress, whose LAST is placed: then it
-    // takes the next receive WQE (the own queue's; an SRQ hands out
-    // receives in arrival order).
-    if (info.is(wire::op::kInvalidate) || in_msg_ != InMsg::kSend || !sr_last_valid_ ||
-        !(sr_last_psn_ + 1 == psn) || srq_ != nullptr || rq_tail_ - rq_head_ < 2)
-      return false;
-    RecvWqe& r = rq(rq_head_ + 1);
-    if (n > r.capacity) return false;
-    for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
-      const Sge& g = r.wr.sge[i];
-      if (g.length == 0) continue;
-      AccessGrant grant;
-      if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
-          AccessError::kOk)
-        return false;  // judged in order
-      r.host[i] = grant.host;
+    // Only right after a SEND whose LAST is placed: then it takes the
+    // receive WQE after that one's (the own queue's; an SRQ hands out
+    // receives in arrival order).  (The SEND in progress may be one whose
+    // FIRST is still missing: it takes the queue's head all the same.)
+    if (info.is(wire::op::kInvalidate) || srq_ != nullptr) return false;
+    if (prev != nullptr) {
+      if (!prev->send || !prev->last_valid || !(prev->last_psn + 1 == psn)) return false;
+      x.rq_index = prev->rq_index + 1;
+    } else {
+      if (in_msg_ == InMsg::kWrite || !sr_last_valid_ || !(sr_last_psn_ + 1 == psn)) return false;
+      x.rq_index = rq_head_ + 1;
     }
+    if (rq_tail_ <= x.rq_index) return false;
+    RecvWqe& r = rq(x.rq_index);
+    if (n > r.capacity || !sr_recv_hosts(r)) return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, 0, v.payload);
     x.send = true;
     x.len = r.capacity;
-    x.rq_index = rq_head_ + 1;
   } else if (info.is(wire::op::kWrite) && v.reth != nullptr) {
     const uint64_t len = v.reth->dma_len.value();
     if (last ? n != len : len <= n) return false;
-    if (in_msg_ == InMsg::kWrite) {
+    if (prev == nullptr && in_msg_ == InMsg::kWrite) {
       // Not inside the WRITE in progress (its end is known).
       const uint32_t rest = pkts_for(write_len_ - msg_offset_, cfg_.pmtu);
       if (Psn::diff(psn, epsn_) < static_cast<int32_t>(rest)) return false;
@@ -193,97 +228,132 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     x.limit_valid = true;
     x.limit = psn + 1;
   }
-  sr_next_ = x;
+  sr_maps().nexts[sr_next_n_++] = x;
   return true;
 }
 
-// A MIDDLE / LAST packet of sr_next_, placed by its offset from the FIRST
-// (a SEND's end is not known ahead: as for the message in progress, what
-// lands past it is taken back).
+// A MIDDLE / LAST packet of a next message, placed by its offset from the
+// FIRST (a SEND only where no boundary can hide before it, as for the
+// message in progress).
 bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
-  if (!sr_next_.valid || Psn::diff(psn, sr_next_.first) <= 0) return false;
-  if (sr_next_.limit_valid && Psn::diff(psn, sr_next_.limit) >= 0) return false;
+  const uint32_t i = sr_next_of(psn);
+  if (i == sr_next_n_) return false;
+  SrNext& e = sr_nexts()[i];
+  if (Psn::diff(psn, e.first) <= 0) return false;
+  if (e.limit_valid && Psn::diff(psn, e.limit) >= 0) return false;
   const wire::OpInfo& info = *v.info;
-  if (!(sr_next_.send ? info.is(wire::op::kSend) : info.is(wire::op::kWrite)) ||
+  if (!(e.send ? info.is(wire::op::kSend) : info.is(wire::op::kWrite)) ||
       info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst))
     return false;
-  for (Psn p = sr_next_.first + 1; Psn::diff(p, psn) < 0; ++p)
+  for (Psn p = e.first + 1; Psn::diff(p, psn) < 0; ++p)
     if (sr_bit(p) && !sr_next_bit(p)) return false;
+  if (e.send && !sr_send_contiguous(e.first, psn, /*next=*/true)) return false;
   const bool last = info.is(wire::op::kLast);
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
-  const uint64_t off = uint64_t{static_cast<uint32_t>(Psn::diff(psn, sr_next_.first))} * cfg_.pmtu;
-  if (sr_next_.send) {
-    if (off + n > sr_next_.len) return false;
-    const RecvWqe& r = rq(sr_next_.rq_index);
+  const uint64_t off = uint64_t{static_cast<uint32_t>(Psn::diff(psn, e.first))} * cfg_.pmtu;
+  if (e.send) {
+    if (off + n > e.len) return false;
+    const RecvWqe& r = rq(e.rq_index);
     scatter(r.host, r.wr.sge, r.wr.num_sge, off, v.payload);
   } else {
-    if (off + n > sr_next_.len || last != (off + n == sr_next_.len)) return false;
-    if (n != 0) std::memcpy(sr_next_.host + off, v.payload.data(), n);
+    if (off + n > e.len || last != (off + n == e.len)) return false;
+    if (n != 0) std::memcpy(e.host + off, v.payload.data(), n);
   }
   if (last) {
-    sr_unplace_next_from(psn + 1);
-    sr_next_lower_limit(psn + 1);
-    sr_next_.last_valid = true;
-    sr_next_.last_psn = psn;
-    sr_next_.last_len = static_cast<uint32_t>(n);
-    sr_next_.last_has_imm = v.imm != nullptr;
-    sr_next_.last_imm = v.imm != nullptr ? v.imm->imm.value() : 0;
-    sr_next_.last_se = v.bth->se();
+    sr_next_lower_limit(psn + 1);  // placed past its end: a later message's
+    if (!e.limit_valid || Psn::diff(psn + 1, e.limit) < 0) {
+      e.limit_valid = true;
+      e.limit = psn + 1;
+    }
+    e.last_valid = true;
+    e.last_psn = psn;
+    e.last_len = static_cast<uint32_t>(n);
+    e.last_has_imm = v.imm != nullptr;
+    e.last_imm = v.imm != nullptr ? v.imm->imm.value() : 0;
+    e.last_se = v.bth->se();
   }
   return true;
 }
 
+// A later message begins at `psn`: the entry it falls in ends before it.
 void Qp::sr_next_lower_limit(Psn psn) {
-  if (!sr_next_.valid || Psn::diff(psn, sr_next_.first) <= 0) return;
-  if (!sr_next_.limit_valid || Psn::diff(psn, sr_next_.limit) < 0) {
-    sr_next_.limit_valid = true;
-    sr_next_.limit = psn;
+  const uint32_t i = sr_next_of(psn);
+  if (i == sr_next_n_ || Psn::diff(psn, sr_nexts()[i].first) <= 0) return;
+  SrNext& e = sr_nexts()[i];
+  if (!e.limit_valid || Psn::diff(psn, e.limit) < 0) {
+    e.limit_valid = true;
+    e.limit = psn;
   }
-  sr_unplace_next_from(psn);
+  // Its packets from `psn` on (up to the next entry) are a later message's.
+  const Psn end = i + 1 < sr_next_n_ ? sr_nexts()[i + 1].first : epsn_ + kSrSpan;
+  bool lost_last = false;
+  for (Psn p = psn; e.count > 0 && Psn::diff(p, end) < 0; ++p) {
+    if (!sr_next_bit(p)) continue;
+    sr_next_set(p, false);
+    sr_set(p, false);
+    --e.count;
+    --sr_count_;
+    if (e.last_valid && e.last_psn == p) {
+      e.last_valid = false;
+      lost_last = true;
+    }
+  }
+  if (lost_last && i + 1 < sr_next_n_) sr_unplace_next_from(sr_nexts()[i + 1].first);
 }
 
-// Packets of sr_next_ placed at or after `psn` are taken back (from its
-// first packet: the whole message is given up).
 void Qp::sr_unplace_next_from(Psn psn) {
-  if (!sr_next_.valid) return;
-  for (int32_t d = Psn::diff(psn, epsn_); sr_next_count_ > 0 && d < kSrSpan; ++d) {
+  if (sr_next_n_ == 0) return;
+  for (int32_t d = std::max(Psn::diff(psn, epsn_), 0); d < kSrSpan; ++d) {
     const Psn p = epsn_ + d;
     if (!sr_next_bit(p)) continue;
     sr_next_set(p, false);
     sr_set(p, false);
-    --sr_next_count_;
     --sr_count_;
-    if (sr_next_.last_valid && sr_next_.last_psn == p) sr_next_.last_valid = false;
+    const uint32_t i = sr_next_of(p);
+    if (i < sr_next_n_) --sr_nexts()[i].count;
   }
-  if (psn == sr_next_.first) sr_next_.valid = false;
+  while (sr_next_n_ > 0 && Psn::diff(sr_nexts()[sr_next_n_ - 1].first, psn) >= 0) --sr_next_n_;
+  for (uint32_t i = 0; i < sr_next_n_; ++i)
+    if (sr_nexts()[i].last_valid && Psn::diff(sr_nexts()[i].last_psn, psn) >= 0)
+      sr_nexts()[i].last_valid = false;
 }
 
-// epsn_ reached sr_next_'s first packet: it becomes the message in progress.
+// epsn_ reached the first entry's first packet: it becomes the message in
+// progress.
 bool Qp::sr_take_next() {
-  if (in_msg_ != InMsg::kNone) return false;
-  if (sr_next_.send) {
-    if (rq_head_ != sr_next_.rq_index || srq_ != nullptr || rq_tail_ <= rq_head_) return false;
+  if (in_msg_ != InMsg::kNone || sr_next_n_ == 0) return false;
+  const SrNext& e = sr_nexts()[0];
+  if (e.send) {
+    if (rq_head_ != e.rq_index || srq_ != nullptr || rq_tail_ <= rq_head_) return false;
     recv_in_use_ = true;
     in_msg_ = InMsg::kSend;
   } else {
     in_msg_ = InMsg::kWrite;
-    write_host_ = sr_next_.host;
-    write_len_ = sr_next_.len;
+    write_host_ = e.host;
+    write_len_ = e.len;
   }
   msg_offset_ = 0;
-  if (srm_ != nullptr) srm_->msg.take_all(srm_->next);
-  sr_msg_count_ += sr_next_count_;
-  sr_next_count_ = 0;
-  sr_last_valid_ = sr_next_.last_valid;
-  sr_last_psn_ = sr_next_.last_psn;
-  sr_last_len_ = sr_next_.last_len;
-  sr_last_imm_ = sr_next_.last_imm;
-  sr_last_has_imm_ = sr_next_.last_has_imm;
-  sr_last_se_ = sr_next_.last_se;
-  sr_msg_limit_valid_ = sr_next_.limit_valid;
-  sr_msg_limit_ = sr_next_.limit;
-  sr_next_.valid = false;
+  // Its packets move from the next bitmap to the message's.
+  const Psn end = sr_next_n_ > 1 ? sr_nexts()[1].first : epsn_ + kSrSpan;
+  uint32_t moved = 0;
+  for (Psn p = e.first; moved < e.count && Psn::diff(p, end) < 0; ++p) {
+    if (!sr_next_bit(p)) continue;
+    sr_next_set(p, false);
+    sr_msg_set(p, true);
+    ++moved;
+  }
+  sr_msg_count_ += moved;
+  sr_last_valid_ = e.last_valid;
+  sr_last_psn_ = e.last_psn;
+  sr_last_len_ = e.last_len;
+  sr_last_imm_ = e.last_imm;
+  sr_last_has_imm_ = e.last_has_imm;
+  sr_last_se_ = e.last_se;
+  sr_msg_limit_valid_ = e.limit_valid;
+  sr_msg_limit_ = e.limit;
+  for (uint32_t i = 1; i < sr_next_n_; ++i) sr_nexts()[i - 1] = sr_nexts()[i];
+  --sr_next_n_;
   return true;
 }
 
@@ -320,11 +390,11 @@ bool Qp::sr_advance_in_message() {
 
 // Moves epsn_ over packets that selective repeat already placed; if a hole
 // remains in front of placed packets, reports it at once (one NAK per hole).
-void Qp::advance_epsn(uint64_t now) {
-  if (sr_count_ == 0) return;
+void Qp::advance_epsn(uint64_t now, bool ack_req) {
+  if (sr_count_ == 0 && !sr_drop_valid_) return;
   bool moved = false;
   while (sr_count_ > 0 && sr_bit(epsn_)) {
-    if (sr_next_.valid && sr_next_.first == epsn_ && !sr_take_next()) {
+    if (sr_next_n_ > 0 && sr_nexts()[0].first == epsn_ && !sr_take_next()) {
       sr_drop_next();  // not where it was expected: judged in order
       break;
     }
@@ -336,12 +406,14 @@ void Qp::advance_epsn(uint64_t now) {
       }
       sr_msg_set(epsn_, false);
       sr_set(epsn_, false);
+      srm_->seen.set(epsn_, false);
       --sr_msg_count_;
       --sr_count_;
       ++epsn_;
       if (last) sr_message_ended(epsn_);
     } else {
       sr_set(epsn_, false);
+      srm_->seen.set(epsn_, false);
       --sr_count_;
       if (in_msg_ != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
       ++epsn_;
@@ -355,14 +427,48 @@ void Qp::advance_epsn(uint64_t now) {
   if (moved) ack_req_seen_ = true;
   if (sr_drop_valid_ && Psn::diff(sr_drop_top_, epsn_) < 0) sr_drop_valid_ = false;
   // A hole remains in front of placed packets, or (after moving over placed
-  // ones) in front of packets that arrived and could not be placed: report
-  // it now rather than leave the requester to its tail-loss probe.  Not
-  // while the requester goes back N (nothing placed: `moved` stays false).
-  if ((sr_count_ > 0 || (moved && sr_drop_valid_)) && nak_sent_ == NakSent::kNone) {
-    nak_sent_ = NakSent::kSeq;
-    ctr_.seq_naks_tx++;
-    send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  // ones, or when the requester asks for an answer: a packet it resent
+  // alone) in front of packets that arrived and could not be placed: report
+  // it now rather than leave the requester to its tail-loss probe.  (While
+  // the requester goes back N it knows these NAKs for what they are.)
+  if ((sr_count_ > 0 || ((moved || ack_req) && sr_drop_valid_)) && nak_sent_ == NakSent::kNone) {
+    send_seq_nak(now);
   }
+}
+
+// A sequence-error NAK for epsn_; with selective repeat, followed by a
+// selective acknowledgement (wire::Opcode::kSack, a manufacturer-specific
+// opcode an IBA requester drops): BTH PSN = epsn_, then a big-endian 32-bit
+// span and a bitmap, bit i (byte i / 8, bit i % 8) set when PSN epsn_ + i
+// arrived, for i < span (rounded up to whole 32-bit words).  The span
+// reaches the newest packet seen after the hole: every clear bit below it
+// is a packet lost on the way, to be sent again.  (One that arrived and could
+// not be placed is not asked for: it would meet the same refusal; the
+// requester goes back N for it once the hole before it is filled.)
+void Qp::send_seq_nak(uint64_t now) {
+  nak_sent_ = NakSent::kSeq;
+  ctr_.seq_naks_tx++;
+  send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  if (!cfg_.selective_repeat || !sr_seen_valid_) return;
+  const int32_t top = Psn::diff(sr_seen_top_, epsn_);
+  if (top <= 0) {
+    sr_seen_valid_ = false;
+    return;
+  }
+  const auto span = static_cast<uint32_t>(std::min<int32_t>(top + 1, kSackMaxSpan));
+  std::array<uint8_t, kSackBytes>& b = sr_maps().sack;
+  const uint32_t words = (span + 31) / 32;
+  std::memset(b.data(), 0, 4 + 4 * size_t{words});
+  b[0] = static_cast<uint8_t>(span >> 24);
+  b[1] = static_cast<uint8_t>(span >> 16);
+  b[2] = static_cast<uint8_t>(span >> 8);
+  b[3] = static_cast<uint8_t>(span);
+  for (uint32_t i = 1; i < span; ++i)
+    if (sr_bit(epsn_ + static_cast<int32_t>(i)) || srm_->seen.test(epsn_ + static_cast<int32_t>(i)))
+      b[4 + i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  wire::BuildSpec& s = base_spec(Opcode::kSack, epsn_);
+  s.payload = std::span<const uint8_t>(b.data(), 4 + 4 * size_t{words});
+  if (transmit(s, now)) ctr_.sacks_tx++;
 }
 
 }  // namespace dpdat::rc

@@ -207,14 +207,17 @@ struct QpConfig {
   uint32_t read_resp_budget = 32;  // READ response packets per progress call
   // Selective repeat: RDMA WRITEs without immediate data go out as one
   // self-describing RDMA WRITE Only packet (own RETH) per PMTU, so the
-  // responder places them on arrival in any order; a sequence-error NAK then
-  // names one hole and only that packet is resent.  The responder also
+  // responder places them on arrival in any order.  The responder also
   // places SEND and WRITE-with-immediate packets after a hole by their PSN
-  // offset (the message in progress and the next one), so a hole after a
-  // message's first packet is resent alone; READ responses after a gap are
-  // placed by offset and each gap is asked for again by range.  Atomics, and
-  // a lost first packet of a SEND / WRITE-imm, go back N.  false: go-back-N
-  // for everything (strict IBA requesters and responders).
+  // offset (the message in progress and up to 8 after it; a SEND whose first
+  // packet was lost too; never a SEND packet a message boundary may precede),
+  // and follows each sequence-error NAK with a selective acknowledgement
+  // (dpdat's vendor opcode 0xC0, which an IBA requester drops), so the
+  // requester resends every hole at once; READ responses after a gap are
+  // placed by offset and each gap is asked for again by range.  Atomics, a
+  // lost first packet of a WRITE-imm, and what the responder could not place
+  // go back N.  false: go-back-N for everything, no SACK (strict IBA
+  // requesters and responders).
   bool selective_repeat = true;
   // Request packets and READ responses carry ECT(0) in the IPv4 ECN field
   // (RoCEv2 over ECN-marking switches); ACKs do not.

@@ -47,6 +47,12 @@ enum class Opcode : uint8_t {
   kUdSendOnly = 0x64,
   // RoCEv2 annex A17.9.3 (upper 3 bits 100: CNP).
   kCnp = 0x81,
+  // dpdat's selective acknowledgement, in the manufacturer-specific range
+  // (IBA table 35: upper 3 bits 110): a responder with selective repeat sends
+  // it after a sequence NAK, naming which PSNs after the NAK's it holds, so
+  // the requester resends every hole at once.  Not an RC opcode: an IBA
+  // requester drops it and goes back N on the NAK.
+  kSack = 0xC0,
 };
 
 // Which extension headers follow the BTH (in this fixed order on the wire:
@@ -96,7 +102,8 @@ inline constexpr OpFlags kImm{1u << 12};
 inline constexpr OpFlags kInvalidate{1u << 13};
 inline constexpr OpFlags kRdmaAccess{1u << 14};  // carries RETH/AtomicETH: checked against an rkey
 inline constexpr OpFlags kUd{1u << 15};          // UD transport: never for an RC queue pair
-inline constexpr OpFlags kCnp{1u << 16};  // congestion notification (neither request nor response)
+inline constexpr OpFlags kCnp{1u << 16};   // congestion notification (neither request nor response)
+inline constexpr OpFlags kSack{1u << 17};  // dpdat selective acknowledgement (vendor opcode)
 }  // namespace op
 
 inline constexpr std::array<size_t, static_cast<size_t>(Ext::kCount)> kExtSize = {
@@ -180,6 +187,7 @@ constexpr std::array<OpInfo, 256> build_table() {
       make("RC Send Only Invalidate", sreq | kOnly | kConsumesRecv | kInvalidate, V));
   set(Opcode::kUdSendOnly, make("UD Send Only", sreq | kOnly | kConsumesRecv | kUd, D));
   set(Opcode::kCnp, make("CNP", kCnp, C));
+  set(Opcode::kSack, make("dpdat SACK", kSack | kPayload, 0));
   return t;
 }
 }  // namespace detail
@@ -204,15 +212,20 @@ inline constexpr std::array<Opcode, 1> kAllUdOpcodes = {Opcode::kUdSendOnly};
 // The congestion notification packet.
 inline constexpr std::array<Opcode, 1> kAllCnpOpcodes = {Opcode::kCnp};
 
-// Every opcode the table defines: the RC ones, then the UD ones, then the CNP.
+// The manufacturer-specific opcodes dpdat defines.
+inline constexpr std::array<Opcode, 1> kAllVendorOpcodes = {Opcode::kSack};
+
+// Every opcode the table defines: the RC ones, then the UD ones, then the
+// CNP, then the vendor ones.
 inline constexpr size_t kOpcodeCount =
-    kAllRcOpcodes.size() + kAllUdOpcodes.size() + kAllCnpOpcodes.size();
+    kAllRcOpcodes.size() + kAllUdOpcodes.size() + kAllCnpOpcodes.size() + kAllVendorOpcodes.size();
 inline constexpr std::array<Opcode, kOpcodeCount> kAllOpcodes = [] {
   std::array<Opcode, kOpcodeCount> a{};
   size_t i = 0;
   for (Opcode o : kAllRcOpcodes) a[i++] = o;
   for (Opcode o : kAllUdOpcodes) a[i++] = o;
   for (Opcode o : kAllCnpOpcodes) a[i++] = o;
+  for (Opcode o : kAllVendorOpcodes) a[i++] = o;
   return a;
 }();
 
@@ -232,6 +245,8 @@ static_assert(!op_info(uint8_t{0x65}).valid && !op_info(uint8_t{0x20}).valid);
 static_assert(op_info(Opcode::kCnp).hdr_len == 12 + 16);
 static_assert(!op_info(Opcode::kCnp).is(op::kRequest) && !op_info(Opcode::kCnp).is(op::kResponse));
 static_assert(!op_info(uint8_t{0x80}).valid && !op_info(uint8_t{0x82}).valid);
+static_assert(op_info(Opcode::kSack).hdr_len == 12 && op_info(Opcode::kSack).is(op::kPayload));
+static_assert(!op_info(uint8_t{0xBF}).valid && !op_info(uint8_t{0xC1}).valid);
 
 // Valid path MTUs (IBA 9.7.7 / RoCE): 256 .. 4096.
 constexpr bool is_valid_pmtu(uint32_t pmtu) {

@@ -235,6 +235,62 @@ TEST_F(Tshark, CnpDecodes) {
             wire::Reject::kNone);
 }
 
+// dpdat's selective acknowledgement (wire::Opcode::kSack, manufacturer-
+// specific opcode 0xC0, IBA table 35): tshark decodes the frame as
+// InfiniBand with that opcode, the dest QP and PSN, and shows the payload
+// (span and bitmap) and the ICRC as vendor-specific data, with no malformed
+// or expert mark.
+TEST_F(Tshark, SackDecodes) {
+  const std::vector<uint8_t> sack = {0, 0, 0, 40, 0xF6, 0xFF, 0xFF, 0x7F, 0x01, 0, 0, 0};
+  wire::BuildSpec s;
+  s.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+  s.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+  s.src_ip = 0xC0A86402;
+  s.dst_ip = 0xC0A86401;
+  s.src_port = 0xC0DE;
+  s.opcode = wire::Opcode::kSack;
+  s.dest_qp = 0x000123;
+  s.psn = wire::Psn(0x10);
+  s.payload = sack;
+  std::vector<uint8_t> f(256);
+  const auto r = wire::build_packet(f, s, wire::kSamplePmtu);
+  ASSERT_TRUE(r.ok());
+  f.resize(r.len);
+  ASSERT_EQ(f.size(), 14u + 20 + 8 + 12 + sack.size() + 4);
+  const std::string pcap = dir_ + "/sack.pcap";
+  {
+    wire::PcapWriter w(pcap);
+    ASSERT_TRUE(w.write(f));
+  }
+  const std::string out =
+      run("tshark -r " + pcap +
+          " --disable-protocol rpcordma -T fields -E separator=';' -E occurrence=l"
+          " -e frame.protocols -e infiniband.bth.opcode -e infiniband.bth.destqp"
+          " -e infiniband.bth.psn -e infiniband.vendor -e _ws.malformed"
+          " -e _ws.expert.severity 2>/dev/null");
+  const auto c = split(split(out, '\n').at(0), ';');
+  ASSERT_EQ(c.size(), 7u) << out;
+  EXPECT_NE(c[0].find("infiniband"), std::string::npos);
+  EXPECT_EQ(num(c[1]), 0xC0u);
+  EXPECT_EQ(num(c[2]), 0x123u);
+  EXPECT_EQ(num(c[3]), 0x10u);
+  std::string tail;  // payload and ICRC, as tshark prints bytes
+  static const char* kHex = "0123456789abcdef";
+  for (size_t i = 54; i < f.size(); ++i) {
+    tail += kHex[f[i] >> 4];
+    tail += kHex[f[i] & 15];
+  }
+  EXPECT_EQ(c[4], tail);
+  EXPECT_EQ(std::stoull(c[4].substr(2 * sack.size()), nullptr, 16), __builtin_bswap32(ref_icrc(f)));
+  EXPECT_TRUE(c[5].empty()) << "malformed";
+  EXPECT_TRUE(c[6].empty() || c[6].find("error") == std::string::npos) << "expert: " << c[6];
+  wire::PacketView v;
+  ASSERT_EQ(wire::parse_packet(f, wire::ParseOptions{.pmtu = wire::kSamplePmtu}, v),
+            wire::Reject::kNone);
+  EXPECT_EQ(v.opcode, wire::Opcode::kSack);
+  EXPECT_TRUE(std::equal(sack.begin(), sack.end(), v.payload.begin(), v.payload.end()));
+}
+
 // Lower-case hex of `n` bytes of private data padded with zeros to `area`, as
 // tshark prints a byte field.
 std::string pdata_hex(const wire::CmMessage& m, size_t area) {

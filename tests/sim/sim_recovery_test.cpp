@@ -31,6 +31,14 @@ bool is_seq_nak(const uint8_t* data, uint32_t len) {
          v.aeth->syndrome == wire::aeth::make(wire::aeth::kNak, wire::aeth::kNakPsnSeqError);
 }
 
+bool is_sack(const uint8_t* data, uint32_t len) {
+  wire::PacketView v;
+  return wire::parse_packet(std::span<const uint8_t>(data, len),
+                            wire::ParseOptions{.pmtu = 4096, .full_segments = false},
+                            v) == wire::Reject::kNone &&
+         v.opcode == wire::Opcode::kSack;
+}
+
 struct Flow {
   Pair p;
   Buffer src, dst;
@@ -39,7 +47,8 @@ struct Flow {
   // lost, and so is `drop_nth2`.
   uint32_t seen = 0, drop_nth = 0, drop_nth2 = 0;
   bool b_silent = false;      // everything B sends is lost (a vanished peer)
-  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost
+  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost (and the SACKs after them)
+  bool sack_to_drop = false;
 
   explicit Flow(const QpConfig& c) : p(21, c) {
     src = p.reg(0, kMsg, kLocal);
@@ -54,6 +63,11 @@ struct Flow {
         if (b_silent) return false;
         if (naks_to_drop > 0 && is_seq_nak(data, len)) {
           --naks_to_drop;
+          sack_to_drop = true;
+          return false;
+        }
+        if (sack_to_drop && is_sack(data, len)) {  // the NAK's selective acknowledgement
+          sack_to_drop = false;
           return false;
         }
         return true;
@@ -189,13 +203,15 @@ TEST(TailLossProbe, LostTailRecoveredWithoutTimeout) {
   EXPECT_LT(t, d.ack_delay_ns + srtt + std::max(2 * srtt, d.tlp_min_ns) + 2 * srtt);
 }
 
-// A hole in the middle whose NAK is lost: the probe resends the newest
-// packet, the responder sees it again and repeats the NAK, the hole is resent.
+// A hole whose NAK is lost, and nothing after it that asks for an answer
+// (the responder repeats its NAK on such packets): the probe resends the
+// newest packet, the responder sees it again and repeats the NAK, the hole
+// is resent.
 TEST(TailLossProbe, LostNakRecoveredWithoutTimeout) {
   Flow f(cfg(/*adaptive=*/false, /*tlp=*/true));
   f.warm_up();
   f.seen = 0;
-  f.drop_nth = 2;
+  f.drop_nth = 3;  // packet 3 of 4: the NAK comes with the last one
   f.naks_to_drop = 1;
   const uint64_t t = f.write();
   ASSERT_TRUE(f.p.settle());
@@ -220,7 +236,9 @@ TEST(TailLossProbe, LostResendRecoveredWithoutTimeout) {
   EXPECT_GE(f.seen, 6u);
   EXPECT_EQ(f.p.a().qp->counters().timeouts, 0u);
   EXPECT_EQ(f.p.a().qp->counters().tlp_probes, 1u);
-  EXPECT_EQ(f.p.a().qp->counters().seq_naks_rx, 1u);  // the probe went to the hole
+  // The NAK, and its repeat on the last packet (AckReq), which found the
+  // resend in flight; none after the probe: it went to the hole.
+  EXPECT_EQ(f.p.a().qp->counters().seq_naks_rx, 2u);
   EXPECT_LT(t, 200'000u);
 }
 

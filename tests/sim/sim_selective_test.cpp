@@ -38,6 +38,7 @@ struct Lossy {
   Pair p;
   std::vector<uint32_t> drop_a, drop_b;
   uint32_t sent_a = 0, sent_b = 0;
+  std::vector<uint64_t> times_a;                         // when A sent each frame since arm()
   std::vector<std::pair<uint32_t, uint32_t>> read_reqs;  // (PSN offset, DMA length)
   uint32_t read_first_psn = 0;
 
@@ -45,6 +46,7 @@ struct Lossy {
     p.link().set_filter([this](int from_end, const uint8_t* data, uint32_t len) {
       if (from_end == 0) {
         ++sent_a;
+        times_a.push_back(p.now());
         const wire::PacketView v = parse(data, len);
         if (v.opcode == wire::Opcode::kReadRequest)
           read_reqs.emplace_back((v.bth->psn().value() - read_first_psn) & 0xFFFFFF,
@@ -59,6 +61,7 @@ struct Lossy {
     drop_a = std::move(a);
     drop_b = std::move(b);
     sent_a = sent_b = 0;
+    times_a.clear();
     read_reqs.clear();
   }
   // A few lossless small READs: the round trip is measured, so the tail-loss
@@ -171,11 +174,29 @@ TEST(SelectiveRepeat, WriteImmHolesResentAlone) {
   }
 }
 
+// A SEND whose FIRST is lost: the responder places the rest into the
+// receive WQE the FIRST will take (the MIDDLE right after the hole proves
+// the message began there), so only the FIRST goes out again.
+TEST(SelectiveRepeat, SendWithLostFirstResentAlone) {
+  for (bool sr : {true, false}) {
+    Lossy f(sr);
+    const uint32_t sent = messages(f, WrOp::kSend, 1, 65536, {1});
+    if (sr) {
+      EXPECT_EQ(f.ca().retransmits, 0u);
+      EXPECT_EQ(f.ca().sr_resends, 1u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 63u);
+      EXPECT_EQ(sent, 65u);
+      EXPECT_EQ(f.ca().timeouts, 0u);
+    } else {
+      EXPECT_GE(sent, 128u);  // the whole message again
+    }
+  }
+}
+
 // Several SENDs in flight, holes in three of them.  While a hole is open the
-// responder places the message in progress and the one after it (a later
-// SEND's receive WQE is not known while a hole may hide a message
-// boundary): the holes in message 0 are resent alone, messages 2.. go back
-// to their own start (not to the first hole), found by the tail-loss probe.
+// responder places the message in progress and the ones after it (each
+// SEND's receive WQE is the one after the previous SEND's, known once the
+// previous LAST and this FIRST arrived): every hole is resent alone.
 TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
   for (bool sr : {true, false}) {
     Lossy f(sr);
@@ -185,10 +206,10 @@ TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
     const uint32_t sent = messages(f, WrOp::kSend, 6, 16 * kPmtu, {5, 11, 38, 72});
     EXPECT_EQ(f.ca().timeouts, 0u);
     if (sr) {
-      EXPECT_EQ(f.ca().retransmits, 1u);  // one go-back, to message 2's start
-      EXPECT_EQ(f.ca().sr_resends, 2u);
-      EXPECT_EQ(f.cb().sr_placed_ooo, 16u - 5u - 1u + 16u);  // messages 0 and 1
-      EXPECT_LE(sent, 96u + 2u + 64u + 1u);                  // + the probe
+      EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N
+      EXPECT_EQ(f.ca().sr_resends, 4u);
+      EXPECT_EQ(f.cb().sr_placed_ooo, 96u - 5u - 3u);  // all after the first hole
+      EXPECT_EQ(sent, 96u + 4u);
     } else {
       EXPECT_GE(sent, 96u + 92u);  // from packet 4 on, again
     }
@@ -276,6 +297,43 @@ TEST(SelectiveRepeat, SendNotPlacedPastItsEnd) {
   EXPECT_EQ(f.cb().sr_placed_ooo, 0u);  // message 2's packets 2 and 3 waited
   EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
   EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
+}
+
+// Three holes in one 64-packet WRITE, a 2 us link each way: the responder's
+// NAK for the first hole, and its repeats on the packets that ask for an
+// answer, come with a selective acknowledgement (wire::Opcode::kSack) that
+// shows every hole seen so far, so all three go out again together and the
+// WRITE completes about one round trip after the first NAK, not one round
+// trip per hole.
+TEST(SelectiveRepeat, SeveralHolesRepairedInOneRoundTrip) {
+  Lossy f(true);
+  LinkImpairment imp;
+  imp.delay_ns = 2'000;
+  f.p.link().set_impairment(0, imp);
+  f.p.link().set_impairment(1, imp);
+  f.warm_up();
+  Buffer src = f.p.reg(0, 65536, kLocal);
+  Buffer dst = f.p.reg(1, 65536, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 21);
+  f.arm({5, 20, 40});
+  SendWr w = rdma_wr(WrOp::kWrite, src, dst, 65536, 7);
+  w.flags = wr_flag::kSignaled;
+  const uint64_t t0 = f.p.now();
+  ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == 1; }));
+  const uint64_t took = f.p.now() - t0;
+  ASSERT_TRUE(f.p.settle());
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(f.ca().retransmits, 0u);
+  EXPECT_EQ(f.ca().timeouts, 0u);
+  EXPECT_EQ(f.ca().sr_resends, 3u);
+  EXPECT_GE(f.ca().sacks_rx, 1u);
+  ASSERT_EQ(f.sent_a, 64u + 3u);
+  // The three resends leave within one simulator step (1 us) of each other ...
+  EXPECT_LE(f.times_a[66] - f.times_a[64], 1'000u);
+  // ... and the WRITE takes two round trips (4 us each): its packets and
+  // the NAK, the resends and their ACK; one hole after the other takes four.
+  EXPECT_LT(took, 3 * 4'000u);
 }
 
 // A 64 KiB READ whose responses 5, 6 and 20 are lost: the requester places

@@ -568,6 +568,13 @@ TEST(WireCoreTable, Consistency) {
       EXPECT_FALSE(i.is(op::kRequest) || i.is(op::kResponse) || i.is(op::kPayload));
       continue;
     }
+    if (i.is(op::kSack)) {  // manufacturer-specific: upper 3 bits 110, BTH and payload
+      EXPECT_EQ(raw & 0xE0u, 0xC0u) << i.name;
+      EXPECT_EQ(i.hdr_len, 12u);
+      EXPECT_TRUE(i.is(op::kPayload));
+      EXPECT_FALSE(i.is(op::kRequest) || i.is(op::kResponse));
+      continue;
+    }
     EXPECT_NE(i.is(op::kRequest), i.is(op::kResponse)) << i.name;
     if (i.is(op::kUd)) {
       EXPECT_EQ(raw & 0xE0u, 0x60u) << i.name;  // UD opcodes: upper 3 bits 011
@@ -578,8 +585,8 @@ TEST(WireCoreTable, Consistency) {
     }
   }
   EXPECT_EQ(valid, kAllOpcodes.size());
-  EXPECT_EQ(kAllOpcodes.size(),
-            kAllRcOpcodes.size() + kAllUdOpcodes.size() + kAllCnpOpcodes.size());
+  EXPECT_EQ(kAllOpcodes.size(), kAllRcOpcodes.size() + kAllUdOpcodes.size() +
+                                    kAllCnpOpcodes.size() + kAllVendorOpcodes.size());
   for (Opcode o : kAllOpcodes) EXPECT_TRUE(op_info(o).valid);
   for (Opcode o : kAllRcOpcodes) EXPECT_FALSE(op_info(o).is(op::kUd));
   for (Opcode o : kAllUdOpcodes) EXPECT_TRUE(op_info(o).is(op::kUd));
