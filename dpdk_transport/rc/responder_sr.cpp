@@ -154,7 +154,7 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
       const Sge& g = r.wr.sge[i];
       if (g.length == 0) continue;
       AccessGrant grant;
-      if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
+      if (mr_.check_local(g.lkey, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
           AccessError::kOk)
         return false;  // judged in order
       r.host[i] = grant.host;
