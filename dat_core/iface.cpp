@@ -387,7 +387,7 @@ Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
   ev.has_imm = c.has_imm;
   if (c.op == rc::WcOp::kBind) {
     ev.num = EventNum::kRmrBind;
-    ev.rmr_context = c.rmr_context;
+    ev.rmr_context = c.rkey;
     // A bind's RC cookie is its Rmr; the consumer's cookie waits in the
     // Rmr's FIFO of pending binds (binds of one RMR complete in order).
     Rmr* rmr = lookup<Rmr>(reinterpret_cast<const void*>(static_cast<uintptr_t>(c.cookie)),

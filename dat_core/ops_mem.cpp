@@ -10,7 +10,7 @@ Status free_lmr(Lmr* l) {
   if (l->children > 0) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_LMR_IN_USE);
   Iface* f = l->ia->iface;
   bool in_use = false;
-  const auto e = f->mr->lmr_free(l->lmr_context, &in_use);
+  const auto e = f->mr->mr_free(l->lmr_context, &in_use);
   if (in_use) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_LMR_IN_USE);
   if (e != rc::AccessError::kOk) return fail(Type::INTERNAL_ERROR);
   f->lmr_by_ctx.erase(l->lmr_context);
@@ -21,7 +21,7 @@ Status free_lmr(Lmr* l) {
 }
 
 void free_rmr(Rmr* r) {
-  r->ia->iface->mr->rmr_free(r->slot);
+  r->ia->iface->mr->mw_free(r->slot);
   r->pz->refs--;
   destroy(r);
 }
@@ -49,8 +49,8 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
   // Local read access is always granted, as InfiniBand verbs do (OFED's
   // dtest sends from an LMR registered with DAT_MEM_PRIV_LOCAL_WRITE_FLAG
   // only); the LMR still reports the privileges the consumer asked for.
-  if (!f->mr->lmr_register(pz->id, l->host, l->va, l->length, privileges | rc::priv::kLocalRead,
-                           &l->lmr_context))
+  if (!f->mr->mr_register(pz->id, l->host, l->va, l->length, privileges | rc::priv::kLocalRead,
+                          &l->lmr_context))
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
   if ((privileges & (rc::priv::kRemoteRead | rc::priv::kRemoteWrite | rc::priv::kRemoteAtomic)) !=
       0)
@@ -73,8 +73,8 @@ Status lmr_sync(Ia* ia, uint64_t n, const std::function<rc::Sge(uint64_t)>& seg)
   Lock lk(ia->iface);
   for (uint64_t i = 0; i < n; ++i) {
     const rc::Sge g = seg(i);
-    rc::LmrInfo l;
-    if (!ia->iface->mr->lmr_query(g.lmr_context, &l))
+    rc::MrInfo l;
+    if (!ia->iface->mr->mr_query(g.lkey, &l))
       return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
     const uint64_t va = g.va, len = g.length;
     if (va < l.va || len > l.length || va - l.va > l.length - len)
@@ -91,7 +91,7 @@ Status rmr_create(Pz* pz, Rmr** out) {
   Lock lk(f);
   auto* r = new Rmr(pz->ia);
   r->pz = pz;
-  if (!f->mr->rmr_alloc(pz->id, &r->slot)) {
+  if (!f->mr->mw_alloc(pz->id, &r->slot)) {
     delete r;
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
   }
@@ -124,7 +124,7 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
         return fail(Type::PRIVILEGES_VIOLATION);
       case rc::BindError::kOutOfBounds:
         return fail(Type::LENGTH_ERROR);
-      case rc::BindError::kRmrBusy:
+      case rc::BindError::kMwBusy:
         return fail(Type::INVALID_STATE);
       default:
         return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
@@ -138,12 +138,12 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
   wr.cookie = reinterpret_cast<uintptr_t>(r);
   wr.op = rc::WrOp::kBind;
   wr.flags = wr_flags & ~rc::wr_flag::kSolicited;
-  wr.rmr_handle = r->slot;
-  wr.bind_lmr = lmr_context;
+  wr.mw_handle = r->slot;
+  wr.bind_lkey = lmr_context;
   wr.bind_va = va;
   wr.bind_len = length;
   wr.bind_privileges = privileges;
-  const uint32_t ctx = f->mr->rmr_predict_context(r->slot, static_cast<uint32_t>(r->binds.size()));
+  const uint32_t ctx = f->mr->mw_predict_rkey(r->slot, static_cast<uint32_t>(r->binds.size()));
   const auto pr = f->post_send_now(ep, wr);
   if (pr != rc::Qp::PostResult::kOk) return post_result(pr, ep);
   r->binds.push_back(Rmr::PendingBind{cookie, lmr, va, length, privileges});

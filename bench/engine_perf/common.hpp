@@ -80,7 +80,7 @@ struct Reg {
 
 inline bool reg(rc::MrTable& mr, uint32_t pz, size_t n, Reg* r) {
   r->bytes.assign(std::max<size_t>(n, 8), 0);
-  return mr.lmr_register(pz, r->bytes.data(), r->va(), r->bytes.size(), rc::priv::kAll, &r->lmr);
+  return mr.mr_register(pz, r->bytes.data(), r->va(), r->bytes.size(), rc::priv::kAll, &r->lmr);
 }
 inline bool reg(dpdk::Endpoint& e, size_t n, Reg* r) { return reg(*e.mr, e.pz, n, r); }
 

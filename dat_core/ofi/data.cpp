@@ -45,7 +45,7 @@ int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
     const Mr* m = r.desc != nullptr ? static_cast<const Mr*>(r.desc[i]) : nullptr;
     if (m == nullptr || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
     const auto addr = reinterpret_cast<uintptr_t>(r.iov[i].iov_base);
-    sge[i].lmr_context = m->lmr->lmr_context;
+    sge[i].lkey = m->lmr->lmr_context;
     sge[i].va = addr - m->base + m->lmr->va;
     sge[i].length = r.iov[i].iov_len;
     *total += r.iov[i].iov_len;

@@ -428,7 +428,7 @@ void Qp::complete_in_order(uint64_t now) {
       // data (DAT 2.0 reports RDMA WRITE with immediate as its own event).
       c.has_imm = w.wr.op == WrOp::kWriteImm || w.wr.op == WrOp::kSendImm;
       c.imm = c.has_imm ? w.wr.imm : 0;
-      c.rmr_context = w.result_rmr_context;
+      c.rkey = w.result_rkey;
       if (send_cq_ == nullptr || !send_cq_->push(c)) {
         ctr_.cq_stalls++;
         return;  // retried on the next progress(): nothing is lost

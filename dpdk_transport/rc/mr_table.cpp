@@ -11,34 +11,34 @@
 
 namespace dpdat::rc {
 
-// Entry layout.  `context` is the publication word: 0 while the slot is free
-// (no valid context is 0: index 0 is never handed out... see key_for()), the
+// Entry layout.  `lkey` / `rkey` is the publication word: 0 while the slot is free
+// (no valid key is 0: index 0 is never handed out... see key_for()), the
 // live context otherwise.  Fields are written before a release store of
 // `context`; check_*() loads it with acquire and compares first.
-struct MrTable::Lmr {
-  std::atomic<uint32_t> context{0};
+struct MrTable::Mr {
+  std::atomic<uint32_t> lkey{0};
   uint32_t pz = 0;
   uint64_t va = 0;
   uint8_t* host = nullptr;
   uint64_t length = 0;
   uint32_t privileges = 0;
-  uint32_t bound_rmrs = 0;
+  uint32_t bound_mws = 0;
   uint8_t key = 0;
   uint32_t next_free = 0;
 };
 
-struct MrTable::Rmr {
-  std::atomic<uint32_t> context{0};  // current rkey while bound, else 0
+struct MrTable::Mw {
+  std::atomic<uint32_t> rkey{0};  // current rkey while bound, else 0
   bool allocated = false;
   bool bound = false;
   uint32_t pz = 0;
-  uint32_t lmr_context = 0;
+  uint32_t mr_lkey = 0;
   uint64_t va = 0;
   uint8_t* host = nullptr;
   uint64_t length = 0;
   uint32_t privileges = 0;
-  uint32_t last_context = 0;  // last context handed out (0: never bound)
-  uint32_t pending_qp = 0;    // queue pair with an outstanding bind, or 0
+  uint32_t last_rkey = 0;   // last rkey handed out (0: never bound)
+  uint32_t pending_qp = 0;  // queue pair with an outstanding bind, or 0
   bool pending = false;
   uint8_t key = 0;
   uint32_t next_free = 0;
@@ -86,18 +86,18 @@ uint64_t siphash24(const uint64_t k[2], uint64_t m0, uint64_t m1) {
 
 // The key byte after `prev` for draw `r` (a PRF output): uniform over 1..255
 // without `prev` (rxe's rule: never the slot's previous key, never 0, so
-// context 0 = index 0 key 0 never exists and a zeroed structure never matches).
+// key 0 = index 0 key byte 0 never exists and a zeroed structure never matches).
 uint8_t next_key(uint8_t prev, uint64_t r) {
   if (prev == 0) return static_cast<uint8_t>(1 + r % 255);
   return static_cast<uint8_t>(1 + (prev - 1 + 1 + r % 254) % 255);
 }
 
-// PRF inputs: which table and slot, and the slot's (RMR) or the table's
-// (LMR) draw count.
-constexpr uint64_t kLmrDomain = uint64_t{1} << 32, kRmrDomain = uint64_t{2} << 32;
+// PRF inputs: which table and slot, and the slot's (MW) or the table's
+// (MR) draw count.
+constexpr uint64_t kMrDomain = uint64_t{1} << 32, kMwDomain = uint64_t{2} << 32;
 
-uint32_t make_context(uint32_t index, uint8_t key, bool rmr) {
-  return (rmr ? MrTable::kRmrBit : 0u) | (index << 8) | key;
+uint32_t make_key(uint32_t index, uint8_t key, bool mw) {
+  return (mw ? MrTable::kMwBit : 0u) | (index << 8) | key;
 }
 
 bool range_inside(uint64_t base, uint64_t length, uint64_t va, uint64_t len, AccessError* err) {
@@ -127,13 +127,13 @@ std::string_view access_error_name(AccessError e) noexcept {
 std::string_view bind_error_name(BindError e) noexcept {
   static constexpr std::array<std::string_view, static_cast<size_t>(BindError::kCount)> kNames = {
       "ok",
-      "invalid-rmr",
-      "invalid-lmr",
+      "invalid-mw",
+      "invalid-mr",
       "pz-mismatch",
       "privilege-not-covered",
       "out-of-bounds",
       "invalid-privileges",
-      "rmr-busy"};
+      "mw-busy"};
   const auto i = static_cast<size_t>(e);
   return i < kNames.size() ? kNames[i] : "invalid";
 }
@@ -142,13 +142,13 @@ namespace {
 uint32_t clamp_entries(uint32_t n) { return n == 0 ? 1 : std::min(n, MrTable::kMaxEntries); }
 }  // namespace
 
-MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs)
-    : lmrs_(clamp_entries(max_lmrs)), rmrs_(clamp_entries(max_rmrs)) {
+MrTable::MrTable(uint32_t max_mrs, uint32_t max_mws)
+    : mrs_(clamp_entries(max_mrs)), mws_(clamp_entries(max_mws)) {
   seed_keys();
 }
 
-MrTable::MrTable(uint32_t max_lmrs, uint32_t max_rmrs, uint64_t secret0, uint64_t secret1)
-    : lmrs_(clamp_entries(max_lmrs)), rmrs_(clamp_entries(max_rmrs)), secret_{secret0, secret1} {}
+MrTable::MrTable(uint32_t max_mrs, uint32_t max_mws, uint64_t secret0, uint64_t secret1)
+    : mrs_(clamp_entries(max_mrs)), mws_(clamp_entries(max_mws)), secret_{secret0, secret1} {}
 
 void MrTable::seed_keys() {
   // The kernel's entropy pool; getrandom() of 16 bytes does not block once
@@ -172,128 +172,127 @@ void MrTable::seed_keys() {
   }
 }
 
-uint8_t MrTable::draw_lmr_key(uint32_t slot, uint8_t prev) {
-  return next_key(prev, siphash24(secret_, kLmrDomain | slot, lmr_draws_++));
+uint8_t MrTable::draw_mr_key(uint32_t slot, uint8_t prev) {
+  return next_key(prev, siphash24(secret_, kMrDomain | slot, mr_draws_++));
 }
 
-uint8_t MrTable::rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const {
-  return next_key(prev, siphash24(secret_, kRmrDomain | slot, bind));
+uint8_t MrTable::mw_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const {
+  return next_key(prev, siphash24(secret_, kMwDomain | slot, bind));
 }
 
 MrTable::~MrTable() = default;
 
-size_t MrTable::storage_bytes() const { return lmrs_.storage_bytes() + rmrs_.storage_bytes(); }
-MrTable::Lmr* MrTable::lmr_at(uint32_t i) const { return lmrs_.at(i); }
-MrTable::Rmr* MrTable::rmr_at(uint32_t i) const { return rmrs_.at(i); }
+size_t MrTable::storage_bytes() const { return mrs_.storage_bytes() + mws_.storage_bytes(); }
+MrTable::Mr* MrTable::mr_at(uint32_t i) const { return mrs_.at(i); }
+MrTable::Mw* MrTable::mw_at(uint32_t i) const { return mws_.at(i); }
 
-bool MrTable::lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
-                           uint32_t privileges, uint32_t* lmr_context) {
+bool MrTable::mr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
+                          uint32_t privileges, uint32_t* lkey) {
   if ((privileges & ~priv::kValidMask) != 0) return false;
   if (length != 0 && va + length < va) return false;
-  const uint32_t i = lmrs_.take();
-  if (i == lmrs_.kNone) return false;
-  Lmr& e = *lmr_at(i);
+  const uint32_t i = mrs_.take();
+  if (i == mrs_.kNone) return false;
+  Mr& e = *mr_at(i);
   e.pz = pz;
   e.va = va;
   e.host = host;
   e.length = length;
   e.privileges = privileges;
-  e.bound_rmrs = 0;
-  e.key = draw_lmr_key(i, e.key);
-  const uint32_t ctx = make_context(i, e.key, false);
-  e.context.store(ctx, std::memory_order_release);
-  *lmr_context = ctx;
+  e.bound_mws = 0;
+  e.key = draw_mr_key(i, e.key);
+  const uint32_t ctx = make_key(i, e.key, false);
+  e.lkey.store(ctx, std::memory_order_release);
+  *lkey = ctx;
   return true;
 }
 
-AccessError MrTable::lmr_free(uint32_t lmr_context, bool* in_use) {
+AccessError MrTable::mr_free(uint32_t lkey, bool* in_use) {
   *in_use = false;
-  if ((lmr_context & kRmrBit) != 0) return AccessError::kInvalidContext;
-  const uint32_t i = lmr_context >> 8;
-  Lmr* ep = lmr_at(i);
+  if ((lkey & kMwBit) != 0) return AccessError::kInvalidContext;
+  const uint32_t i = lkey >> 8;
+  Mr* ep = mr_at(i);
   if (ep == nullptr) return AccessError::kInvalidContext;
-  Lmr& e = *ep;
-  const uint32_t cur = e.context.load(std::memory_order_acquire);
+  Mr& e = *ep;
+  const uint32_t cur = e.lkey.load(std::memory_order_acquire);
   if (cur == 0) return AccessError::kInvalidContext;
-  if (cur != lmr_context) return AccessError::kStaleContext;
-  if (e.bound_rmrs > 0) {
+  if (cur != lkey) return AccessError::kStaleContext;
+  if (e.bound_mws > 0) {
     *in_use = true;
     return AccessError::kOk;
   }
-  e.context.store(0, std::memory_order_release);
-  lmrs_.give_back(i);
+  e.lkey.store(0, std::memory_order_release);
+  mrs_.give_back(i);
   return AccessError::kOk;
 }
 
-bool MrTable::lmr_query(uint32_t lmr_context, LmrInfo* out) const {
-  const Lmr* ep = (lmr_context & kRmrBit) != 0 ? nullptr : lmr_at(lmr_context >> 8);
+bool MrTable::mr_query(uint32_t lkey, MrInfo* out) const {
+  const Mr* ep = (lkey & kMwBit) != 0 ? nullptr : mr_at(lkey >> 8);
   if (ep == nullptr) return false;
-  const Lmr& e = *ep;
-  if (e.context.load(std::memory_order_acquire) != lmr_context || lmr_context == 0) return false;
-  *out = LmrInfo{e.pz, e.va, e.host, e.length, e.privileges, lmr_context, e.bound_rmrs};
+  const Mr& e = *ep;
+  if (e.lkey.load(std::memory_order_acquire) != lkey || lkey == 0) return false;
+  *out = MrInfo{e.pz, e.va, e.host, e.length, e.privileges, lkey, e.bound_mws};
   return true;
 }
 
-bool MrTable::rmr_alloc(uint32_t pz, uint32_t* rmr_handle) {
-  const uint32_t i = rmrs_.take();
-  if (i == rmrs_.kNone) return false;
-  Rmr& r = *rmr_at(i);
+bool MrTable::mw_alloc(uint32_t pz, uint32_t* mw_handle) {
+  const uint32_t i = mws_.take();
+  if (i == mws_.kNone) return false;
+  Mw& r = *mw_at(i);
   r.allocated = true;
   r.bound = false;
   r.pz = pz;
   r.pending = false;
-  r.last_context = 0;
-  r.context.store(0, std::memory_order_release);
-  *rmr_handle = i;
+  r.last_rkey = 0;
+  r.rkey.store(0, std::memory_order_release);
+  *mw_handle = i;
   return true;
 }
 
-bool MrTable::rmr_free(uint32_t rmr_handle) {
-  Rmr* rp = rmr_at(rmr_handle);
+bool MrTable::mw_free(uint32_t mw_handle) {
+  Mw* rp = mw_at(mw_handle);
   if (rp == nullptr || !rp->allocated) return false;
-  Rmr& r = *rp;
-  r.context.store(0, std::memory_order_release);
+  Mw& r = *rp;
+  r.rkey.store(0, std::memory_order_release);
   if (r.bound) {
-    Lmr* l = lmr_at(r.lmr_context >> 8);
-    if (l != nullptr && l->bound_rmrs > 0) l->bound_rmrs--;
+    Mr* l = mr_at(r.mr_lkey >> 8);
+    if (l != nullptr && l->bound_mws > 0) l->bound_mws--;
   }
   r.bound = false;
   r.allocated = false;
-  // r.key stays: the slot's next bind draws a key other than its last one,
-  // so the last context never matches the slot's next life.
-  rmrs_.give_back(rmr_handle);
+  // r.key stays: the slot's next bind draws a key byte other than its last one,
+  // so the last rkey never matches the slot's next life.
+  mws_.give_back(mw_handle);
   return true;
 }
 
-bool MrTable::rmr_query(uint32_t rmr_handle, RmrInfo* out) const {
-  const Rmr* rp = rmr_at(rmr_handle);
+bool MrTable::mw_query(uint32_t mw_handle, MwInfo* out) const {
+  const Mw* rp = mw_at(mw_handle);
   if (rp == nullptr || !rp->allocated) return false;
-  const Rmr& r = *rp;
-  *out = RmrInfo{r.pz, r.last_context, r.bound, r.lmr_context, r.va, r.length, r.privileges};
+  const Mw& r = *rp;
+  *out = MwInfo{r.pz, r.last_rkey, r.bound, r.mr_lkey, r.va, r.length, r.privileges};
   return true;
 }
 
-uint32_t MrTable::rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const {
-  const Rmr* rp = rmr_at(rmr_handle);
+uint32_t MrTable::mw_predict_rkey(uint32_t mw_handle, uint32_t binds_ahead) const {
+  const Mw* rp = mw_at(mw_handle);
   if (rp == nullptr || !rp->allocated) return 0;
   uint8_t key = rp->key;
-  for (uint32_t i = 0; i <= binds_ahead; ++i) key = rmr_key_after(rmr_handle, key, rp->binds + i);
-  return make_context(rmr_handle, key, true);
+  for (uint32_t i = 0; i <= binds_ahead; ++i) key = mw_key_after(mw_handle, key, rp->binds + i);
+  return make_key(mw_handle, key, true);
 }
 
-BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va,
-                              uint64_t length, uint32_t privileges, uint32_t qp_pz,
-                              uint32_t qp) const {
-  const Rmr* rp = rmr_at(rmr_handle);
-  if (rp == nullptr || !rp->allocated) return BindError::kInvalidRmr;
-  const Rmr& r = *rp;
+BindError MrTable::check_bind(uint32_t mw_handle, uint32_t lkey, uint64_t va, uint64_t length,
+                              uint32_t privileges, uint32_t qp_pz, uint32_t qp) const {
+  const Mw* rp = mw_at(mw_handle);
+  if (rp == nullptr || !rp->allocated) return BindError::kInvalidMw;
+  const Mw& r = *rp;
   if (r.pz != qp_pz) return BindError::kPzMismatch;
-  if (r.pending && qp != 0 && r.pending_qp != qp) return BindError::kRmrBusy;
+  if (r.pending && qp != 0 && r.pending_qp != qp) return BindError::kMwBusy;
   if (length == 0) return BindError::kOk;  // unbind
   if ((privileges & ~(priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic)) != 0)
     return BindError::kInvalidPrivileges;
-  LmrInfo l;
-  if (!lmr_query(lmr_context, &l)) return BindError::kInvalidLmr;
+  MrInfo l;
+  if (!mr_query(lkey, &l)) return BindError::kInvalidMr;
   if (l.pz != qp_pz) return BindError::kPzMismatch;
   if ((privileges & priv::kRemoteRead) && !(l.privileges & priv::kLocalRead))
     return BindError::kPrivilegeNotCovered;
@@ -308,58 +307,58 @@ BindError MrTable::check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_
   return BindError::kOk;
 }
 
-uint32_t MrTable::do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
+uint32_t MrTable::do_bind(uint32_t mw_handle, uint32_t lkey, uint64_t va, uint64_t length,
                           uint32_t privileges) {
-  assert(rmr_at(rmr_handle) != nullptr && rmr_at(rmr_handle)->allocated);
-  Rmr& r = *rmr_at(rmr_handle);
-  r.context.store(0, std::memory_order_release);  // the old context dies first
+  assert(mw_at(mw_handle) != nullptr && mw_at(mw_handle)->allocated);
+  Mw& r = *mw_at(mw_handle);
+  r.rkey.store(0, std::memory_order_release);  // the old rkey dies first
   if (r.bound) {
-    Lmr* old = lmr_at(r.lmr_context >> 8);
-    if (old != nullptr && old->bound_rmrs > 0) old->bound_rmrs--;
+    Mr* old = mr_at(r.mr_lkey >> 8);
+    if (old != nullptr && old->bound_mws > 0) old->bound_mws--;
   }
-  r.key = rmr_key_after(rmr_handle, r.key, r.binds++);
-  const uint32_t ctx = make_context(rmr_handle, r.key, true);
-  r.last_context = ctx;
+  r.key = mw_key_after(mw_handle, r.key, r.binds++);
+  const uint32_t ctx = make_key(mw_handle, r.key, true);
+  r.last_rkey = ctx;
   r.pending = false;
   if (length == 0) {
     r.bound = false;
     r.length = 0;
-    return ctx;  // matches nothing: context word stays 0
+    return ctx;  // matches nothing: the rkey word stays 0
   }
-  Lmr& l = *lmr_at(lmr_context >> 8);
-  l.bound_rmrs++;
+  Mr& l = *mr_at(lkey >> 8);
+  l.bound_mws++;
   r.bound = true;
-  r.lmr_context = lmr_context;
+  r.mr_lkey = lkey;
   r.va = va;
   r.host = l.host + (va - l.va);
   r.length = length;
   r.privileges = privileges;
-  r.context.store(ctx, std::memory_order_release);
+  r.rkey.store(ctx, std::memory_order_release);
   return ctx;
 }
 
-bool MrTable::mark_bind_pending(uint32_t rmr_handle, uint32_t qp) {
-  Rmr* rp = rmr_at(rmr_handle);
+bool MrTable::mark_bind_pending(uint32_t mw_handle, uint32_t qp) {
+  Mw* rp = mw_at(mw_handle);
   if (rp == nullptr || !rp->allocated) return false;
-  Rmr& r = *rp;
+  Mw& r = *rp;
   if (r.pending && r.pending_qp != qp) return false;
   r.pending = true;
   r.pending_qp = qp;
   return true;
 }
 
-void MrTable::clear_bind_pending(uint32_t rmr_handle) {
-  if (Rmr* r = rmr_at(rmr_handle); r != nullptr) r->pending = false;
+void MrTable::clear_bind_pending(uint32_t mw_handle) {
+  if (Mw* r = mw_at(mw_handle); r != nullptr) r->pending = false;
 }
 
-AccessError MrTable::check_local(uint32_t lmr_context, uint32_t qp_pz, uint64_t va, uint64_t len,
+AccessError MrTable::check_local(uint32_t lkey, uint32_t qp_pz, uint64_t va, uint64_t len,
                                  Access access, AccessGrant* grant) const {
-  const Lmr* ep = (lmr_context & kRmrBit) != 0 ? nullptr : lmr_at(lmr_context >> 8);
+  const Mr* ep = (lkey & kMwBit) != 0 ? nullptr : mr_at(lkey >> 8);
   if (ep == nullptr) return AccessError::kInvalidContext;
-  const Lmr& e = *ep;
-  const uint32_t cur = e.context.load(std::memory_order_acquire);
-  if (cur == 0 || lmr_context == 0) return AccessError::kInvalidContext;
-  if (cur != lmr_context) return AccessError::kStaleContext;
+  const Mr& e = *ep;
+  const uint32_t cur = e.lkey.load(std::memory_order_acquire);
+  if (cur == 0 || lkey == 0) return AccessError::kInvalidContext;
+  if (cur != lkey) return AccessError::kStaleContext;
   if (e.pz != qp_pz) return AccessError::kPzMismatch;
   const uint32_t need = access == Access::kLocalRead    ? priv::kLocalRead
                         : access == Access::kLocalWrite ? priv::kLocalWrite
@@ -390,16 +389,16 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
   uint32_t pz, privileges;
   uint64_t base, length;
   uint8_t* host;
-  if ((rkey & kRmrBit) != 0) {
-    const uint32_t i = (rkey & ~kRmrBit) >> 8;
-    const Rmr* rp = rmr_at(i);
+  if ((rkey & kMwBit) != 0) {
+    const uint32_t i = (rkey & ~kMwBit) >> 8;
+    const Mw* rp = mw_at(i);
     if (rp == nullptr) return AccessError::kInvalidContext;
-    const Rmr& r = *rp;
-    const uint32_t cur = r.context.load(std::memory_order_acquire);
+    const Mw& r = *rp;
+    const uint32_t cur = r.rkey.load(std::memory_order_acquire);
     if (cur != rkey) {
       if (!r.allocated) return AccessError::kInvalidContext;
-      return cur == 0 && !r.bound && r.last_context == rkey ? AccessError::kUnbound
-                                                            : AccessError::kStaleContext;
+      return cur == 0 && !r.bound && r.last_rkey == rkey ? AccessError::kUnbound
+                                                         : AccessError::kStaleContext;
     }
     pz = r.pz;
     privileges = r.privileges;
@@ -408,10 +407,10 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
     host = r.host;
   } else {
     const uint32_t i = rkey >> 8;
-    const Lmr* ep = rkey == 0 ? nullptr : lmr_at(i);
+    const Mr* ep = rkey == 0 ? nullptr : mr_at(i);
     if (ep == nullptr) return AccessError::kInvalidContext;
-    const Lmr& e = *ep;
-    const uint32_t cur = e.context.load(std::memory_order_acquire);
+    const Mr& e = *ep;
+    const uint32_t cur = e.lkey.load(std::memory_order_acquire);
     if (cur == 0) return AccessError::kInvalidContext;
     if (cur != rkey) return AccessError::kStaleContext;
     pz = e.pz;

@@ -1,19 +1,21 @@
 #pragma once
-// Memory registration tables (one per IA): LMRs and RMRs, their 32-bit
-// contexts, and the single routine that decides every memory access.
+// Memory registration tables (one per IA): memory regions (MR) and memory
+// windows (MW), their 32-bit keys, and the single routine that decides every
+// memory access.  IBA words throughout (MR, MW, lkey, rkey); dat_core maps
+// DAT's LMR and RMR (lmr_context, rmr_context) onto them.
 //
-// Contexts are `index << 8 | key`.  Every LMR registration and every RMR
-// bind draws a new key byte, so a stale context fails the equality check
+// Keys are `index << 8 | key byte`.  Every MR registration and every MW
+// bind draws a new key byte, so a stale key fails the equality check
 // instead of touching memory (rxe's rkey = index << 8 | key habit).  As in
 // rxe the byte is random, never 0 and never the slot's previous one: one
-// context seen tells nothing of the slot's next one.  It comes from a keyed
+// key seen tells nothing of the slot's next one.  It comes from a keyed
 // pseudo-random function (SipHash-2-4) under a secret each table draws from
-// getrandom() when it is made; an RMR's next keys are a function of its
-// slot, its bind count and the secret, so dat_rmr_bind can name the context
-// of a bind still queued (rmr_predict_context).  The price of random keys: a
-// context two or more registrations old matches the slot's current one with
+// getrandom() when it is made; an MW's next rkeys are a function of its
+// slot, its bind count and the secret, so dat_rmr_bind can name the rkey
+// of a bind still queued (mw_predict_rkey).  The price of random keys: a
+// key two or more registrations old matches the slot's current one with
 // probability 1/254 (only the immediately previous one never does).
-// Bit 31 tells the tables apart: LMR contexts have it clear, RMR contexts set.
+// Bit 31 tells the tables apart: MR keys have it clear, MW rkeys set.
 //
 // Privilege bits are the DAT_MEM_PRIV_* values of /usr/include/dat2/dat.h
 // (identical in DAT 1.2) plus DAT_IB_MEM_PRIV_REMOTE_ATOMIC (dat_ib_extensions.h).
@@ -24,7 +26,7 @@
 // kChunkEntries, allocated when the table first reaches them (an IA sized
 // for a million regions costs only its chunk directory until they are
 // used) and never moved or freed before the table; a chunk pointer and each
-// entry's context word are published with release semantics, so a lookup
+// entry's key word are published with release semantics, so a lookup
 // never sees a half-written entry.
 
 #include <atomic>
@@ -50,8 +52,8 @@ inline constexpr uint32_t kValidMask = kAll | kRemoteAtomic;
 
 // What an access wants to do with the memory.
 enum class Access : uint8_t {
-  kLocalRead,    // gather from a local LMR for an outgoing SEND / RDMA WRITE
-  kLocalWrite,   // scatter of an incoming SEND or READ response into a local LMR
+  kLocalRead,    // gather from a local MR for an outgoing SEND / RDMA WRITE
+  kLocalWrite,   // scatter of an incoming SEND or READ response into a local MR
   kRemoteRead,   // incoming RDMA READ request
   kRemoteWrite,  // incoming RDMA WRITE
   kRemoteAtomic  // incoming compare-swap / fetch-add (8 bytes, 8-byte aligned)
@@ -69,7 +71,7 @@ enum class AccessError : uint8_t {
   kOutOfBounds,     // [va, va+len) not inside the registered/bound range
   kLengthOverflow,  // va + len wraps around 2^64
   kMisaligned,      // atomic target not 8-byte aligned
-  kUnbound,         // RMR exists but is not bound to any memory
+  kUnbound,         // MW exists but is not bound to any memory
   kCount
 };
 std::string_view access_error_name(AccessError e) noexcept;
@@ -77,13 +79,13 @@ std::string_view access_error_name(AccessError e) noexcept;
 // Why a bind was refused (check_bind); do_bind itself cannot fail.
 enum class BindError : uint8_t {
   kOk,
-  kInvalidRmr,           // RMR handle not allocated
-  kInvalidLmr,           // LMR context invalid or stale
-  kPzMismatch,           // RMR, LMR and queue pair must share one PZ
+  kInvalidMw,            // MW handle not allocated
+  kInvalidMr,            // lkey invalid or stale
+  kPzMismatch,           // MW, MR and queue pair must share one PZ
   kPrivilegeNotCovered,  // remote read needs local read; remote write needs local write
-  kOutOfBounds,          // requested range not inside the LMR (overflow-safe)
-  kInvalidPrivileges,    // bits outside priv::kValidMask, or local-only bits asked of an RMR
-  kRmrBusy,              // a bind of this RMR is already outstanding on another queue pair
+  kOutOfBounds,          // requested range not inside the MR (overflow-safe)
+  kInvalidPrivileges,    // bits outside priv::kValidMask, or local-only bits asked of an MW
+  kMwBusy,               // a bind of this MW is already outstanding on another queue pair
   kCount
 };
 std::string_view bind_error_name(BindError e) noexcept;
@@ -93,112 +95,112 @@ struct AccessGrant {
   uint8_t* host = nullptr;  // host address of va (valid for len bytes)
 };
 
-struct LmrInfo {
+struct MrInfo {
   uint32_t pz = 0;
   uint64_t va = 0;  // address the consumer/peer uses (== host address for VIRTUAL; 0-based later)
   uint8_t* host = nullptr;
   uint64_t length = 0;
   uint32_t privileges = 0;
-  uint32_t context = 0;     // lmr_context
-  uint32_t bound_rmrs = 0;  // RMRs currently bound to this LMR
+  uint32_t lkey = 0;       // also its rkey when registered with remote privileges
+  uint32_t bound_mws = 0;  // MWs currently bound to this MR
 };
 
-struct RmrInfo {
+struct MwInfo {
   uint32_t pz = 0;
-  uint32_t context = 0;  // current rmr_context (0 when never bound)
+  uint32_t rkey = 0;  // current rkey (0 when never bound)
   bool bound = false;
-  uint32_t lmr_context = 0;  // bound LMR
-  uint64_t va = 0;           // bound range start (peer-visible address)
+  uint32_t mr_lkey = 0;  // lkey of the MR it is bound to
+  uint64_t va = 0;       // bound range start (peer-visible address)
   uint64_t length = 0;
   uint32_t privileges = 0;  // remote privileges granted by the bind
 };
 
 class MrTable {
  public:
-  static constexpr uint32_t kRmrBit = 0x8000'0000u;
+  static constexpr uint32_t kMwBit = 0x8000'0000u;
   static constexpr uint32_t kMaxEntries = 1u << 23;  // index must fit below bit 31 after << 8
   static constexpr uint32_t kChunkEntries = 1024;
 
-  MrTable(uint32_t max_lmrs, uint32_t max_rmrs);
+  MrTable(uint32_t max_mrs, uint32_t max_mws);
   // Keys from a given secret instead of getrandom(): the same registrations
   // then get the same keys in every run (fuzzing needs replayable inputs).
-  MrTable(uint32_t max_lmrs, uint32_t max_rmrs, uint64_t secret0, uint64_t secret1);
+  MrTable(uint32_t max_mrs, uint32_t max_mws, uint64_t secret0, uint64_t secret1);
   ~MrTable();
   MrTable(const MrTable&) = delete;
   MrTable& operator=(const MrTable&) = delete;
 
-  // ---- LMR (control path) ----
+  // ---- MR (control path) ----
   // Registers [host, host+length) visible at address `va`.  Returns false when
-  // the table is full (*ctx untouched) or privileges has unknown bits.
-  // length 0 is allowed (a zero-length LMR matches only zero-length accesses).
-  bool lmr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length, uint32_t privileges,
-                    uint32_t* lmr_context);
-  // Frees an LMR.  Returns kInvalidContext/kStaleContext for a bad context;
-  // refuses (returns false via *in_use = true) while RMRs are bound to it.
-  AccessError lmr_free(uint32_t lmr_context, bool* in_use);
-  bool lmr_query(uint32_t lmr_context, LmrInfo* out) const;
+  // the table is full (*lkey untouched) or privileges has unknown bits.
+  // length 0 is allowed (a zero-length MR matches only zero-length accesses).
+  bool mr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length, uint32_t privileges,
+                   uint32_t* lkey);
+  // Frees an MR.  Returns kInvalidContext/kStaleContext for a bad lkey;
+  // refuses (returns false via *in_use = true) while MWs are bound to it.
+  AccessError mr_free(uint32_t lkey, bool* in_use);
+  bool mr_query(uint32_t lkey, MrInfo* out) const;
 
-  // ---- RMR (control path) ----
-  // Allocates an unbound RMR in PZ `pz`; the handle is the RMR's table slot
-  // (stable for its life, unlike its context which changes on every bind).
-  bool rmr_alloc(uint32_t pz, uint32_t* rmr_handle);
-  // Frees an RMR (unbinding it); its last context stops matching.
-  bool rmr_free(uint32_t rmr_handle);
-  bool rmr_query(uint32_t rmr_handle, RmrInfo* out) const;
+  // ---- MW (control path) ----
+  // Allocates an unbound MW in PZ `pz`; the handle is the MW's table slot
+  // (stable for its life, unlike its rkey which changes on every bind).
+  bool mw_alloc(uint32_t pz, uint32_t* mw_handle);
+  // Frees an MW (unbinding it); its last rkey stops matching.
+  bool mw_free(uint32_t mw_handle);
+  bool mw_query(uint32_t mw_handle, MwInfo* out) const;
 
-  // Pure check for binding `rmr_handle` to [va, va+length) of LMR `lmr_context`
+  // Pure check for binding `mw_handle` to [va, va+length) of MR `lkey`
   // with remote `privileges`, for a queue pair in PZ `qp_pz`.  length 0 means
-  // unbind (only the RMR handle and PZ are checked).  Changes nothing.
-  // `qp` (0: any) is the queue pair the bind is posted on: an RMR with a
-  // bind outstanding on another queue pair is busy (kRmrBusy).
-  BindError check_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
+  // unbind (only the MW handle and PZ are checked).  Changes nothing.
+  // `qp` (0: any) is the queue pair the bind is posted on: an MW with a
+  // bind outstanding on another queue pair is busy (kMwBusy).
+  BindError check_bind(uint32_t mw_handle, uint32_t lkey, uint64_t va, uint64_t length,
                        uint32_t privileges, uint32_t qp_pz, uint32_t qp = 0) const;
   // Applies a bind that check_bind accepted.  Cannot fail.  Returns the new
-  // rmr_context (new key byte: every previous context of this RMR is now
-  // stale); for length 0 the RMR is unbound and the returned context matches
-  // nothing.  Maintains the LMR's bound_rmrs count.
-  uint32_t do_bind(uint32_t rmr_handle, uint32_t lmr_context, uint64_t va, uint64_t length,
+  // rkey (new key byte: every previous rkey of this MW is now
+  // stale); for length 0 the MW is unbound and the returned rkey matches
+  // nothing.  Maintains the MR's bound_mws count.
+  uint32_t do_bind(uint32_t mw_handle, uint32_t lkey, uint64_t va, uint64_t length,
                    uint32_t privileges);
-  // The context the bind after `binds_ahead` still-pending binds of this RMR
+  // The rkey the bind after `binds_ahead` still-pending binds of this MW
   // will produce (dat_rmr_bind returns it before the bind executes; each
   // executed bind draws the next key of the slot's sequence).  0 for an
   // unallocated handle.
-  uint32_t rmr_predict_context(uint32_t rmr_handle, uint32_t binds_ahead) const;
-  // Marks a bind outstanding on queue pair `qp` (kRmrBusy for others) / done.
-  bool mark_bind_pending(uint32_t rmr_handle, uint32_t qp);
-  void clear_bind_pending(uint32_t rmr_handle);
+  uint32_t mw_predict_rkey(uint32_t mw_handle, uint32_t binds_ahead) const;
+  // Marks a bind outstanding on queue pair `qp` (kMwBusy for others) / done.
+  bool mark_bind_pending(uint32_t mw_handle, uint32_t qp);
+  void clear_bind_pending(uint32_t mw_handle);
 
-  uint32_t max_lmrs() const { return lmrs_.max(); }
-  uint32_t max_rmrs() const { return rmrs_.max(); }
+  uint32_t max_mrs() const { return mrs_.max(); }
+  uint32_t max_mws() const { return mws_.max(); }
   // Entries in use now.
-  uint32_t lmr_count() const { return lmrs_.live(); }
-  uint32_t rmr_count() const { return rmrs_.live(); }
+  uint32_t mr_count() const { return mrs_.live(); }
+  uint32_t mw_count() const { return mws_.live(); }
   // Bytes of entry storage allocated so far (chunks).
   size_t storage_bytes() const;
 
   // ---- access checks (data path; no allocation, no locks) ----
-  // Local access through an LMR context (SEND/WRITE gather, RECV/READ scatter).
-  AccessError check_local(uint32_t lmr_context, uint32_t qp_pz, uint64_t va, uint64_t len,
-                          Access access, AccessGrant* grant) const;
-  // Remote access through an rkey: either an RMR context or the rmr_context of
-  // an LMR registered with remote privileges (the LMR's own lmr_context value
-  // doubles as its rmr_context).  Atomic accesses must be 8 bytes, 8-aligned.
+  // Local access through an lkey (SEND/WRITE gather, RECV/READ scatter).
+  AccessError check_local(uint32_t lkey, uint32_t qp_pz, uint64_t va, uint64_t len, Access access,
+                          AccessGrant* grant) const;
+  // Remote access through an rkey: either an MW's rkey or the rkey of
+  // an MR registered with remote privileges (the MR's own lkey value
+  // doubles as its rkey).  Atomic accesses must be 8 bytes, 8-aligned.
   AccessError check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, uint64_t len, Access access,
                            AccessGrant* grant) const;
 
  private:
-  struct Lmr;
-  struct Rmr;
-  Lmr* lmr_at(uint32_t i) const;
-  Rmr* rmr_at(uint32_t i) const;
-  ChunkedSlots<Lmr, kChunkEntries> lmrs_;
-  ChunkedSlots<Rmr, kChunkEntries> rmrs_;
+  struct Mr;
+  struct Mw;
+  Mr* mr_at(uint32_t i) const;
+  Mw* mw_at(uint32_t i) const;
+  ChunkedSlots<Mr, kChunkEntries> mrs_;
+  ChunkedSlots<Mw, kChunkEntries> mws_;
   // Key bytes (see the top of this file).
   void seed_keys();
-  uint8_t draw_lmr_key(uint32_t slot, uint8_t prev);
-  uint8_t rmr_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const;
+  uint8_t draw_mr_key(uint32_t slot, uint8_t prev);
+  uint8_t mw_key_after(uint32_t slot, uint8_t prev, uint32_t bind) const;
   uint64_t secret_[2] = {};
-  uint64_t lmr_draws_ = 0;
+  uint64_t mr_draws_ = 0;
 };
 
 }  // namespace dpdat::rc

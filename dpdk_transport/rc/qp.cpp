@@ -336,8 +336,8 @@ void Qp::set_error(QpError why, uint64_t now) {
     if (!w.done) {
       w.done = true;
       w.status = WcStatus::kFlushed;
-      // A flushed bind never executes: release the RMR it had reserved.
-      if (w.wr.op == WrOp::kBind) mr_.clear_bind_pending(w.wr.rmr_handle);
+      // A flushed bind never executes: release the MW it had reserved.
+      if (w.wr.op == WrOp::kBind) mr_.clear_bind_pending(w.wr.mw_handle);
     }
   }
   rd_atomic_outstanding_ = 0;

@@ -208,7 +208,7 @@ class Qp {
     uint64_t rd_seq = 0;     // READ / atomic: running number among those
     bool done = false;
     WcStatus status = WcStatus::kSuccess;
-    uint32_t result_rmr_context = 0;
+    uint32_t result_rkey = 0;
     std::array<uint8_t*, kMaxSge> host{};
   };
   struct RecvWqe {

@@ -42,8 +42,8 @@ Qp::PostResult Qp::post_send(const SendWr& wr) {
       npkts = 1;
       break;
     case WrOp::kBind:
-      // The RMR is ours until the bind executes (do_bind clears the mark).
-      if (!mr_.mark_bind_pending(wr.rmr_handle, qpn_)) return PostResult::kInvalidState;
+      // The MW is ours until the bind executes (do_bind clears the mark).
+      if (!mr_.mark_bind_pending(wr.mw_handle, qpn_)) return PostResult::kInvalidState;
       npkts = 0;
       break;
     default:
@@ -63,7 +63,7 @@ Qp::PostResult Qp::post_send(const SendWr& wr) {
   w.rd_seq = 0;
   w.done = false;
   w.status = WcStatus::kSuccess;
-  w.result_rmr_context = 0;
+  w.result_rkey = 0;
   w.host.fill(nullptr);
   ++sq_tail_;
   engine_.activate(this);

@@ -165,10 +165,10 @@ void Qp::send_probe(Psn psn, uint64_t now) {
 bool Qp::start_wqe(SendWqe& w, uint64_t now) {
   const Access acc = is_rd_atomic(w.wr.op) ? Access::kLocalWrite : Access::kLocalRead;
   for (uint32_t i = 0; i < w.wr.num_sge; ++i) {
-    const Sge& g = w.wr.sge[i];  // g.lmr_context: the lkey
+    const Sge& g = w.wr.sge[i];
     if (g.length == 0) continue;
     AccessGrant grant;
-    if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, acc, &grant) != AccessError::kOk) {
+    if (mr_.check_local(g.lkey, pz_, g.va, g.length, acc, &grant) != AccessError::kOk) {
       // IBA 10.8.3: a local protection error completes the WR in error and
       // moves the QP to the error state.
       w.started = true;
@@ -377,13 +377,13 @@ Qp::ReqState Qp::check_fence(const SendWqe& w) const {
 void Qp::exec_bind(SendWqe& w, uint64_t now) {
   w.started = true;
   w.done = true;
-  const BindError be = mr_.check_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va, w.wr.bind_len,
+  const BindError be = mr_.check_bind(w.wr.mw_handle, w.wr.bind_lkey, w.wr.bind_va, w.wr.bind_len,
                                       w.wr.bind_privileges, pz_, qpn_);
   if (be == BindError::kOk) {
-    w.result_rmr_context = mr_.do_bind(w.wr.rmr_handle, w.wr.bind_lmr, w.wr.bind_va, w.wr.bind_len,
-                                       w.wr.bind_privileges);
+    w.result_rkey = mr_.do_bind(w.wr.mw_handle, w.wr.bind_lkey, w.wr.bind_va, w.wr.bind_len,
+                                w.wr.bind_privileges);
   } else {
-    mr_.clear_bind_pending(w.wr.rmr_handle);
+    mr_.clear_bind_pending(w.wr.mw_handle);
     w.status = WcStatus::kBindError;
   }
   last_bind_end_ = sq_emit_ + 1;

@@ -265,10 +265,10 @@ RS Qp::check_keys(RespCtx& c) {
     if (c.first) {
       RecvWqe& r = rq(rq_head_);
       for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
-        const Sge& g = r.wr.sge[i];  // g.lmr_context: the lkey
+        const Sge& g = r.wr.sge[i];
         if (g.length == 0) continue;
         AccessGrant grant;
-        if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
+        if (mr_.check_local(g.lkey, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
             AccessError::kOk)
           return RS::kErrRecvProtection;
         r.host[i] = grant.host;

@@ -116,7 +116,7 @@ bool Qp::sr_recv_hosts(RecvWqe& r) {
     const Sge& g = r.wr.sge[i];
     if (g.length == 0) continue;
     AccessGrant grant;
-    if (mr_.check_local(g.lmr_context, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
+    if (mr_.check_local(g.lkey, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
         AccessError::kOk)
       return false;
     r.host[i] = grant.host;

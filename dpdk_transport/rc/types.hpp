@@ -1,6 +1,9 @@
 #pragma once
 // Work requests, completions and queue-pair configuration: the vocabulary
 // between the RC engine and the layer above it (dat_core).
+// Memory words are IBA's: an Sge names a memory region (MR) by its lkey, a
+// bind names a memory window (MW).  dat_core maps DAT's LMR and RMR and
+// their lmr_context / rmr_context (DAT words) onto them.
 
 #include <cstdint>
 #include <string_view>
@@ -15,9 +18,9 @@ namespace dpdat::rc {
 
 inline constexpr uint32_t kMaxSge = 8;
 
-// A piece of local registered memory: LMR context + address + length.
+// A piece of local registered memory: lkey + address + length.
 struct Sge {
-  uint32_t lmr_context = 0;
+  uint32_t lkey = 0;
   uint64_t va = 0;
   uint64_t length = 0;
 };
@@ -30,7 +33,7 @@ enum class WrOp : uint8_t {
   kRead,
   kCompareSwap,  // 8 bytes at remote_va: if == compare, := swap_add; old value -> sge[0]
   kFetchAdd,     // 8 bytes at remote_va += swap_add; old value -> sge[0]
-  kBind,         // RMR bind (local operation, fenced)
+  kBind,         // MW bind (local operation, fenced)
 };
 
 namespace wr_flag {
@@ -50,10 +53,10 @@ struct SendWr {
   uint32_t imm = 0;
   uint64_t compare = 0;
   uint64_t swap_add = 0;
-  // kBind: bind RMR `rmr_handle` to [bind_va, bind_va + bind_len) of LMR
-  // `bind_lmr` with remote privileges `bind_privileges` (length 0 unbinds).
-  uint32_t rmr_handle = 0;
-  uint32_t bind_lmr = 0;
+  // kBind: bind MW `mw_handle` to [bind_va, bind_va + bind_len) of MR
+  // `bind_lkey` with remote privileges `bind_privileges` (length 0 unbinds).
+  uint32_t mw_handle = 0;
+  uint32_t bind_lkey = 0;
   uint64_t bind_va = 0;
   uint64_t bind_len = 0;
   uint32_t bind_privileges = 0;
@@ -68,7 +71,7 @@ struct RecvWr {
 enum class WcStatus : uint8_t {
   kSuccess,
   kLocalLengthError,        // receive buffer too small / bad local lengths
-  kLocalProtectionError,    // local LMR check failed (key, PZ, privilege, bounds)
+  kLocalProtectionError,    // local MR check failed (key, PZ, privilege, bounds)
   kLocalQpOperationError,   // malformed WR
   kBindError,               // check_bind refused the bind
   kRemoteAccessError,       // peer NAK: remote access error
@@ -118,7 +121,7 @@ struct Completion {
   uint32_t qpn = 0;
   uint32_t byte_len = 0;
   uint32_t imm = 0;
-  uint32_t rmr_context = 0;  // kBind: the new context
+  uint32_t rkey = 0;  // kBind: the MW's new rkey
   WcOp op = WcOp::kSend;
   WcStatus status = WcStatus::kSuccess;
   bool has_imm = false;

@@ -25,14 +25,14 @@ struct Mem {
 Mem reg(dpdk::Endpoint& e, size_t n, uint32_t priv, uint8_t fill = 0) {
   Mem m;
   m.bytes.assign(n == 0 ? 1 : n, fill);
-  EXPECT_TRUE(e.mr->lmr_register(e.pz, m.bytes.data(), m.va(), n, priv, &m.lmr));
+  EXPECT_TRUE(e.mr->mr_register(e.pz, m.bytes.data(), m.va(), n, priv, &m.lmr));
   return m;
 }
 
 // Deregister before the memory goes, as a consumer must.
 void unreg(dpdk::Endpoint& e, const Mem& m) {
   bool in_use = true;
-  EXPECT_EQ(e.mr->lmr_free(m.lmr, &in_use), rc::AccessError::kOk);
+  EXPECT_EQ(e.mr->mr_free(m.lmr, &in_use), rc::AccessError::kOk);
   EXPECT_FALSE(in_use);
 }
 

@@ -112,7 +112,7 @@ Mem reg(rc::MrTable& mr, size_t n, uint64_t seed) {
   m.bytes.resize(n);
   std::mt19937 r(static_cast<unsigned>(seed));
   for (auto& b : m.bytes) b = static_cast<uint8_t>(r());
-  EXPECT_TRUE(mr.lmr_register(1, m.bytes.data(), m.va(), n, rc::priv::kAll, &m.lmr));
+  EXPECT_TRUE(mr.mr_register(1, m.bytes.data(), m.va(), n, rc::priv::kAll, &m.lmr));
   return m;
 }
 

@@ -145,10 +145,10 @@ TEST_F(MultiSeg, ScatteredFramesArePlacedByteExact) {
   for (auto& b : src.bytes) b = static_cast<uint8_t>(r());
   auto& a = lo_->a();
   auto& b = lo_->b();
-  ASSERT_TRUE(a.mr->lmr_register(a.pz, src.bytes.data(), src.va(), src.bytes.size(), rc::priv::kAll,
-                                 &src.lmr));
-  ASSERT_TRUE(b.mr->lmr_register(b.pz, dst.bytes.data(), dst.va(), dst.bytes.size(), rc::priv::kAll,
-                                 &dst.lmr));
+  ASSERT_TRUE(a.mr->mr_register(a.pz, src.bytes.data(), src.va(), src.bytes.size(), rc::priv::kAll,
+                                &src.lmr));
+  ASSERT_TRUE(b.mr->mr_register(b.pz, dst.bytes.data(), dst.va(), dst.bytes.size(), rc::priv::kAll,
+                                &dst.lmr));
   rc::SendWr w;
   w.op = rc::WrOp::kWrite;
   w.flags = rc::wr_flag::kSignaled;

@@ -27,7 +27,7 @@ struct Buf {
 Buf reg(dpdk::Endpoint& e, size_t n) {
   Buf b;
   b.bytes.assign(n, 0);
-  EXPECT_TRUE(e.mr->lmr_register(e.pz, b.bytes.data(), b.va(), n, rc::priv::kAll, &b.lmr));
+  EXPECT_TRUE(e.mr->mr_register(e.pz, b.bytes.data(), b.va(), n, rc::priv::kAll, &b.lmr));
   return b;
 }
 

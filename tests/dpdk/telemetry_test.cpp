@@ -42,10 +42,10 @@ TEST(Telemetry, CountersOverTheSocket) {
   // Some traffic, so the counters are not all zero.
   std::vector<uint8_t> a(4096, 1), b(4096);
   uint32_t la = 0, lb = 0;
-  ASSERT_TRUE(lo.a().mr->lmr_register(1, a.data(), reinterpret_cast<uint64_t>(a.data()), a.size(),
-                                      rc::priv::kAll, &la));
-  ASSERT_TRUE(lo.b().mr->lmr_register(1, b.data(), reinterpret_cast<uint64_t>(b.data()), b.size(),
-                                      rc::priv::kAll, &lb));
+  ASSERT_TRUE(lo.a().mr->mr_register(1, a.data(), reinterpret_cast<uint64_t>(a.data()), a.size(),
+                                     rc::priv::kAll, &la));
+  ASSERT_TRUE(lo.b().mr->mr_register(1, b.data(), reinterpret_cast<uint64_t>(b.data()), b.size(),
+                                     rc::priv::kAll, &lb));
   rc::SendWr w;
   w.op = rc::WrOp::kWrite;
   w.num_sge = 1;

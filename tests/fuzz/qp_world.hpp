@@ -125,7 +125,7 @@ inline constexpr wire::MacAddr kMac[2] = {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}
 inline void register_host(rc::MrTable& mr, Host& h) {
   using namespace rc::priv;
   auto reg = [&](Region& r, uint32_t p, uint32_t* ctx) {
-    QP_CHECK(mr.lmr_register(kPz, r.base(), r.va(), r.len(), p, ctx));
+    QP_CHECK(mr.mr_register(kPz, r.base(), r.va(), r.len(), p, ctx));
   };
   reg(h.src, kLocalRead, &h.src_lmr);
   reg(h.tgt, kAll | kRemoteAtomic, &h.tgt_lmr);
@@ -134,7 +134,7 @@ inline void register_host(rc::MrTable& mr, Host& h) {
   reg(h.res, kLocalRead | kLocalWrite, &h.res_lmr);
   reg(h.secret, kLocalRead | kLocalWrite, &h.secret_lmr);
   uint32_t rmr = 0;
-  QP_CHECK(mr.rmr_alloc(kPz, &rmr));
+  QP_CHECK(mr.mw_alloc(kPz, &rmr));
   const uint64_t wva = h.win.va() + kWinPad;
   QP_CHECK(mr.check_bind(rmr, h.win_lmr, wva, kSlotsBytes, kRemoteRead | kRemoteWrite, kPz) ==
            rc::BindError::kOk);

@@ -62,14 +62,14 @@ class Flows {
     }
     link_.set_impairment(0, a_to_b);
     src_.assign(msg_len, 0x5A);
-    mr_[0]->lmr_register(1, src_.data(), reinterpret_cast<uint64_t>(src_.data()), msg_len, kLocal,
-                         &src_lkey_);
+    mr_[0]->mr_register(1, src_.data(), reinterpret_cast<uint64_t>(src_.data()), msg_len, kLocal,
+                        &src_lkey_);
     dst_.resize(n);
     flows_.resize(n);
     for (uint32_t k = 0; k < n; ++k) {
       dst_[k].assign(msg_len, 0);
-      mr_[1]->lmr_register(1, dst_[k].data(), reinterpret_cast<uint64_t>(dst_[k].data()), msg_len,
-                           kLocal | priv::kRemoteWrite, &flows_[k].rkey);
+      mr_[1]->mr_register(1, dst_[k].data(), reinterpret_cast<uint64_t>(dst_[k].data()), msg_len,
+                          kLocal | priv::kRemoteWrite, &flows_[k].rkey);
       Qp* a = engine_[0]->create_qp(1, qcfg, cq_[0].get(), cq_[0].get());
       Qp* b = engine_[1]->create_qp(1, qcfg, cq_[1].get(), cq_[1].get());
       PathInfo pa, pb;

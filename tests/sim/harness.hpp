@@ -81,7 +81,7 @@ class Pair {
     b.bytes.assign(len == 0 ? 1 : len, fill);
     b.bytes.resize(len == 0 ? 1 : len);
     uint32_t ctx = 0;
-    side_[s].mr->lmr_register(side_[s].pz, b.bytes.data(), b.va(), len, priv, &ctx);
+    side_[s].mr->mr_register(side_[s].pz, b.bytes.data(), b.va(), len, priv, &ctx);
     b.lmr = ctx;
     return b;
   }

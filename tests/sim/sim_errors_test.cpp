@@ -70,7 +70,7 @@ TEST_P(Protection, RemoteAccessErrorNakAndCompletion) {
   uint32_t privs = kLocal | priv::kRemoteRead | priv::kRemoteWrite;
   if (pc.bad == Bad::kNoPrivilege) privs = kLocal;  // no remote rights at all
   uint32_t lmr = 0;
-  ASSERT_TRUE(p.b().mr->lmr_register(pz, base, va, n, privs, &lmr));
+  ASSERT_TRUE(p.b().mr->mr_register(pz, base, va, n, privs, &lmr));
   uint32_t rkey = lmr;
   uint64_t target = va;
   uint64_t len = n;
@@ -80,13 +80,13 @@ TEST_P(Protection, RemoteAccessErrorNakAndCompletion) {
       break;
     case Bad::kStaleAfterFree: {
       bool in_use = true;
-      ASSERT_EQ(p.b().mr->lmr_free(lmr, &in_use), AccessError::kOk);
+      ASSERT_EQ(p.b().mr->mr_free(lmr, &in_use), AccessError::kOk);
       ASSERT_FALSE(in_use);
       break;
     }
     case Bad::kStaleAfterRebind: {
       uint32_t rmr = 0;
-      ASSERT_TRUE(p.b().mr->rmr_alloc(p.b().pz, &rmr));
+      ASSERT_TRUE(p.b().mr->mw_alloc(p.b().pz, &rmr));
       const uint32_t rp = priv::kRemoteRead | priv::kRemoteWrite;
       ASSERT_EQ(p.b().mr->check_bind(rmr, lmr, va, n, rp, p.b().pz), BindError::kOk);
       const uint32_t old_ctx = p.b().mr->do_bind(rmr, lmr, va, n, rp);
@@ -217,7 +217,7 @@ TEST(Errors, LocalProtectionErrorOnBadLocalKey) {
   wr.sge[0] = Sge{local.lmr, local.va(), 64};
   ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
   wr.cookie = 2;
-  wr.sge[0].lmr_context = local.lmr + 1;  // wrong key byte
+  wr.sge[0].lkey = local.lmr + 1;  // wrong key byte
   ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 2; }));
   auto c = drain(*p.a().scq);
@@ -430,7 +430,7 @@ TEST(Fence, BindThenSendCarryingNewContext) {
   Buffer other = p.reg(0, 8192, kLocal | priv::kRemoteWrite);
   Buffer wsrc = p.reg(1, 8192, kLocal);
   uint32_t rmr = 0;
-  ASSERT_TRUE(p.b().mr->rmr_alloc(p.b().pz, &rmr));
+  ASSERT_TRUE(p.b().mr->mw_alloc(p.b().pz, &rmr));
   // Drop B's first WRITE packet once, so the WRITE completes late.
   int dropped = 0;
   p.link().set_filter([&](int from_end, const uint8_t* d, uint32_t len) {
@@ -455,8 +455,8 @@ TEST(Fence, BindThenSendCarryingNewContext) {
   SendWr bind;
   bind.op = WrOp::kBind;
   bind.cookie = 2;
-  bind.rmr_handle = rmr;
-  bind.bind_lmr = win.lmr;
+  bind.mw_handle = rmr;
+  bind.bind_lkey = win.lmr;
   bind.bind_va = win.va() + 4096;
   bind.bind_len = 4096;
   bind.bind_privileges = priv::kRemoteWrite;
@@ -498,7 +498,7 @@ TEST(Fence, BindThenSendCarryingNewContext) {
   ASSERT_NE(send_at, 0u);
   EXPECT_LT(write_acked_at, send_at);
   // A writes through the new context: lands inside the bound window.
-  const uint32_t ctx = c[1].rmr_context;
+  const uint32_t ctx = c[1].rkey;
   Buffer asrc = p.reg(0, 4096, kLocal, 0x77);
   SendWr aw;
   aw.op = WrOp::kWrite;
@@ -517,11 +517,11 @@ TEST(Fence, BindErrorCompletesInError) {
   Pair p(14, cfg());
   Buffer ro = p.reg(1, 4096, priv::kLocalRead);  // no local write: cannot grant remote write
   uint32_t rmr = 0;
-  ASSERT_TRUE(p.b().mr->rmr_alloc(p.b().pz, &rmr));
+  ASSERT_TRUE(p.b().mr->mw_alloc(p.b().pz, &rmr));
   SendWr bind;
   bind.op = WrOp::kBind;
-  bind.rmr_handle = rmr;
-  bind.bind_lmr = ro.lmr;
+  bind.mw_handle = rmr;
+  bind.bind_lkey = ro.lmr;
   bind.bind_va = ro.va();
   bind.bind_len = 4096;
   bind.bind_privileges = priv::kRemoteWrite;
@@ -797,7 +797,7 @@ TEST(Fence, BindAndRebindUnderLoss) {
     p.link().set_impairment(1, imp);
     Buffer win = p.reg(1, 16384, kLocal);
     uint32_t rmr = 0;
-    ASSERT_TRUE(p.b().mr->rmr_alloc(p.b().pz, &rmr));
+    ASSERT_TRUE(p.b().mr->mw_alloc(p.b().pz, &rmr));
     Buffer box_b = p.reg(1, 4, kLocal);
     Buffer box_a = p.reg(0, 4, kLocal);
     Buffer src = p.reg(0, 8192, kLocal);
@@ -807,8 +807,8 @@ TEST(Fence, BindAndRebindUnderLoss) {
       SendWr bind;
       bind.op = WrOp::kBind;
       bind.cookie = 10 + static_cast<uint64_t>(round);
-      bind.rmr_handle = rmr;
-      bind.bind_lmr = win.lmr;
+      bind.mw_handle = rmr;
+      bind.bind_lkey = win.lmr;
       bind.bind_va = win.va() + static_cast<uint64_t>(round) * 8192;
       bind.bind_len = 8192;
       bind.bind_privileges = priv::kRemoteWrite;
@@ -821,7 +821,7 @@ TEST(Fence, BindAndRebindUnderLoss) {
       Completion bc;
       ASSERT_TRUE(p.b().scq->pop(&bc));
       ASSERT_EQ(bc.status, WcStatus::kSuccess);
-      ctx[round] = bc.rmr_context;
+      ctx[round] = bc.rkey;
       std::memcpy(box_b.data(), &ctx[round], 4);
       SendWr s;
       s.num_sge = 1;
@@ -875,8 +875,8 @@ TEST(Fence, FlushedBindReleasesItsRmr) {
   Buffer target = p.reg(1, 64, kLocal | priv::kRemoteWrite);
   Buffer win = p.reg(0, 4096, kLocal);
   uint32_t rmr1 = 0, rmr2 = 0;
-  ASSERT_TRUE(p.a().mr->rmr_alloc(p.a().pz, &rmr1));
-  ASSERT_TRUE(p.a().mr->rmr_alloc(p.a().pz, &rmr2));
+  ASSERT_TRUE(p.a().mr->mw_alloc(p.a().pz, &rmr1));
+  ASSERT_TRUE(p.a().mr->mw_alloc(p.a().pz, &rmr2));
   SendWr bad;
   bad.op = WrOp::kWrite;
   bad.cookie = 1;
@@ -888,14 +888,14 @@ TEST(Fence, FlushedBindReleasesItsRmr) {
   SendWr b1;
   b1.op = WrOp::kBind;
   b1.cookie = 2;
-  b1.bind_lmr = win.lmr;
+  b1.bind_lkey = win.lmr;
   b1.bind_va = win.va();
   b1.bind_len = 4096;
   b1.bind_privileges = priv::kRemoteRead;
-  b1.rmr_handle = rmr1;
+  b1.mw_handle = rmr1;
   SendWr b2 = b1;
   b2.cookie = 3;
-  b2.rmr_handle = rmr2;
+  b2.mw_handle = rmr2;
   ASSERT_EQ(p.a().qp->post_send(b1), Qp::PostResult::kOk);
   ASSERT_EQ(p.a().qp->post_send(b2), Qp::PostResult::kOk);  // waits for b1 to complete
   ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 3; }));

@@ -118,9 +118,9 @@ TEST_P(Matrix, WriteAndWriteImm) {
     Buffer remote = p.reg(1, 0, 0);  // placeholder slot, replaced below
     std::vector<uint8_t> arena(kMsgs * (n + 16) + 16, 0xEE);
     uint32_t rkey = 0;
-    ASSERT_TRUE(p.b().mr->lmr_register(p.b().pz, arena.data() + 8,
-                                       reinterpret_cast<uint64_t>(arena.data() + 8),
-                                       kMsgs * (n + 16), kLocal | priv::kRemoteWrite, &rkey));
+    ASSERT_TRUE(p.b().mr->mr_register(p.b().pz, arena.data() + 8,
+                                      reinterpret_cast<uint64_t>(arena.data() + 8),
+                                      kMsgs * (n + 16), kLocal | priv::kRemoteWrite, &rkey));
     std::vector<Buffer> src;
     for (size_t m = 0; m < kMsgs; ++m) {
       src.push_back(p.reg(0, n, kLocal));

@@ -55,9 +55,9 @@ class SrqFixture : public ::testing::Test {
     }
     src_.assign(4096, 0);
     fill_pattern(src_, 7);
-    ASSERT_TRUE(mr_[0]->lmr_register(1, src_.data(), va(src_), src_.size(), kRw, &src_lmr_));
+    ASSERT_TRUE(mr_[0]->mr_register(1, src_.data(), va(src_), src_.size(), kRw, &src_lmr_));
     dst_.assign(8 * 2048, 0);
-    ASSERT_TRUE(mr_[1]->lmr_register(1, dst_.data(), va(dst_), dst_.size(), kRw, &dst_lmr_));
+    ASSERT_TRUE(mr_[1]->mr_register(1, dst_.data(), va(dst_), dst_.size(), kRw, &dst_lmr_));
   }
 
   static uint64_t va(const std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); }

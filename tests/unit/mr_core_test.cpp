@@ -20,7 +20,7 @@ struct Fixture : ::testing::Test {
   uint64_t va = 0x10000;  // zero-based style: va differs from the host address
   uint32_t reg(uint32_t privs, uint32_t pz = 1, uint64_t len = 4096) {
     uint32_t ctx = 0;
-    EXPECT_TRUE(t.lmr_register(pz, host, va, len, privs, &ctx));
+    EXPECT_TRUE(t.mr_register(pz, host, va, len, privs, &ctx));
     return ctx;
   }
   AccessError remote(uint32_t key, uint64_t a, uint64_t n, Access acc, uint32_t pz = 1,
@@ -39,12 +39,12 @@ using MrCore = Fixture;
 TEST_F(MrCore, ContextsEncodeTableAndNeverZero) {
   const uint32_t l = reg(priv::kAll);
   EXPECT_NE(l, 0u);
-  EXPECT_EQ(l & MrTable::kRmrBit, 0u);
+  EXPECT_EQ(l & MrTable::kMwBit, 0u);
   uint32_t r = 0;
-  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  ASSERT_TRUE(t.mw_alloc(1, &r));
   ASSERT_EQ(t.check_bind(r, l, va, 100, priv::kRemoteRead, 1), BindError::kOk);
   const uint32_t rc = t.do_bind(r, l, va, 100, priv::kRemoteRead);
-  EXPECT_NE(rc & MrTable::kRmrBit, 0u);
+  EXPECT_NE(rc & MrTable::kMwBit, 0u);
   EXPECT_EQ(remote(0, va, 1, Access::kRemoteRead), AccessError::kInvalidContext);
 }
 
@@ -60,7 +60,7 @@ TEST_F(MrCore, LocalChecks) {
   EXPECT_EQ(local(l, va, 1, Access::kRemoteRead), AccessError::kNoPrivilege);
   EXPECT_EQ(local(l ^ 0x2, va, 1, Access::kLocalRead),
             AccessError::kStaleContext);  // other key byte
-  EXPECT_EQ(local(l | MrTable::kRmrBit, va, 1, Access::kLocalRead), AccessError::kInvalidContext);
+  EXPECT_EQ(local(l | MrTable::kMwBit, va, 1, Access::kLocalRead), AccessError::kInvalidContext);
   EXPECT_EQ(local(0x7FFF'FF01u, va, 1, Access::kLocalRead), AccessError::kInvalidContext);
   const uint32_t ro = reg(priv::kLocalRead);
   EXPECT_EQ(local(ro, va, 1, Access::kLocalWrite), AccessError::kNoPrivilege);
@@ -90,31 +90,31 @@ TEST_F(MrCore, RemoteChecksThroughTheLmrContext) {
 TEST_F(MrCore, StaleAfterFreeAndSlotReuse) {
   const uint32_t l = reg(priv::kAll);
   bool in_use = true;
-  ASSERT_EQ(t.lmr_free(l, &in_use), AccessError::kOk);
+  ASSERT_EQ(t.mr_free(l, &in_use), AccessError::kOk);
   EXPECT_FALSE(in_use);
   EXPECT_EQ(remote(l, va, 1, Access::kRemoteRead), AccessError::kInvalidContext);
-  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kInvalidContext);
+  EXPECT_EQ(t.mr_free(l, &in_use), AccessError::kInvalidContext);
   const uint32_t l2 = reg(priv::kAll);
   EXPECT_EQ(l2 >> 8, l >> 8);  // same slot ...
   EXPECT_NE(l2, l);            // ... new key
   EXPECT_EQ(remote(l, va, 1, Access::kRemoteRead), AccessError::kStaleContext);
-  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kStaleContext);
+  EXPECT_EQ(t.mr_free(l, &in_use), AccessError::kStaleContext);
   EXPECT_EQ(remote(l2, va, 1, Access::kRemoteRead), AccessError::kOk);
-  LmrInfo info;
-  ASSERT_TRUE(t.lmr_query(l2, &info));
+  MrInfo info;
+  ASSERT_TRUE(t.mr_query(l2, &info));
   EXPECT_EQ(info.length, 4096u);
-  EXPECT_FALSE(t.lmr_query(l, &info));
+  EXPECT_FALSE(t.mr_query(l, &info));
 }
 
 TEST_F(MrCore, TableFullAndBadPrivileges) {
   std::vector<uint32_t> c;
   for (int i = 0; i < 8; ++i) c.push_back(reg(kL));
   uint32_t x = 0;
-  EXPECT_FALSE(t.lmr_register(1, host, va, 1, kL, &x));
-  EXPECT_FALSE(MrTable(2, 2).lmr_register(1, host, va, 1, 0x100, &x));  // unknown bit
+  EXPECT_FALSE(t.mr_register(1, host, va, 1, kL, &x));
+  EXPECT_FALSE(MrTable(2, 2).mr_register(1, host, va, 1, 0x100, &x));  // unknown bit
   uint32_t r = 0;
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(t.rmr_alloc(1, &r));
-  EXPECT_FALSE(t.rmr_alloc(1, &r));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(t.mw_alloc(1, &r));
+  EXPECT_FALSE(t.mw_alloc(1, &r));
 }
 
 TEST_F(MrCore, BindRules) {
@@ -123,9 +123,9 @@ TEST_F(MrCore, BindRules) {
   const uint32_t wo = reg(priv::kLocalWrite);
   const uint32_t other_pz = reg(kL, 2);
   uint32_t r = 0;
-  ASSERT_TRUE(t.rmr_alloc(1, &r));
-  EXPECT_EQ(t.check_bind(r + 3, rw, va, 8, priv::kRemoteRead, 1), BindError::kInvalidRmr);
-  EXPECT_EQ(t.check_bind(r, rw ^ 1, va, 8, priv::kRemoteRead, 1), BindError::kInvalidLmr);
+  ASSERT_TRUE(t.mw_alloc(1, &r));
+  EXPECT_EQ(t.check_bind(r + 3, rw, va, 8, priv::kRemoteRead, 1), BindError::kInvalidMw);
+  EXPECT_EQ(t.check_bind(r, rw ^ 1, va, 8, priv::kRemoteRead, 1), BindError::kInvalidMr);
   EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 2), BindError::kPzMismatch);
   EXPECT_EQ(t.check_bind(r, other_pz, va, 8, priv::kRemoteRead, 1), BindError::kPzMismatch);
   EXPECT_EQ(t.check_bind(r, wo, va, 8, priv::kRemoteRead, 1), BindError::kPrivilegeNotCovered);
@@ -139,13 +139,13 @@ TEST_F(MrCore, BindRules) {
   EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteAtomic | priv::kRemoteWrite, 1),
             BindError::kOk);
   // check_bind is pure: nothing changed.
-  RmrInfo ri;
-  ASSERT_TRUE(t.rmr_query(r, &ri));
+  MwInfo ri;
+  ASSERT_TRUE(t.mw_query(r, &ri));
   EXPECT_FALSE(ri.bound);
   // A bind outstanding on another queue pair makes the RMR busy.
   ASSERT_TRUE(t.mark_bind_pending(r, 5));
   EXPECT_FALSE(t.mark_bind_pending(r, 6));
-  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 6), BindError::kRmrBusy);
+  EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 6), BindError::kMwBusy);
   EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 5), BindError::kOk);
   t.clear_bind_pending(r);
   EXPECT_EQ(t.check_bind(r, rw, va, 8, priv::kRemoteRead, 1, 6), BindError::kOk);
@@ -157,7 +157,7 @@ TEST_F(MrCore, BindRules) {
 TEST_F(MrCore, RebindUnbindAndLmrFreeWhileBound) {
   const uint32_t l = reg(kL);
   uint32_t r = 0;
-  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  ASSERT_TRUE(t.mw_alloc(1, &r));
   // Never bound: a made-up RMR context for the slot is unbound or invalid.
   const uint32_t c1 = t.do_bind(r, l, va + 100, 200, priv::kRemoteRead | priv::kRemoteWrite);
   AccessGrant g;
@@ -167,37 +167,37 @@ TEST_F(MrCore, RebindUnbindAndLmrFreeWhileBound) {
   EXPECT_EQ(remote(c1, va + 299, 2, Access::kRemoteWrite), AccessError::kOutOfBounds);
   EXPECT_EQ(remote(c1, va + 100, 8, Access::kRemoteAtomic), AccessError::kNoPrivilege);
   EXPECT_EQ(remote(c1, va + 100, 8, Access::kRemoteRead, 3), AccessError::kPzMismatch);
-  LmrInfo li;
-  ASSERT_TRUE(t.lmr_query(l, &li));
-  EXPECT_EQ(li.bound_rmrs, 1u);
+  MrInfo li;
+  ASSERT_TRUE(t.mr_query(l, &li));
+  EXPECT_EQ(li.bound_mws, 1u);
   bool in_use = false;
-  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kOk);
+  EXPECT_EQ(t.mr_free(l, &in_use), AccessError::kOk);
   EXPECT_TRUE(in_use);  // refused while bound
   // Re-bind: the old context is dead, the new one works.
   const uint32_t c2 = t.do_bind(r, l, va, 50, priv::kRemoteRead);
   EXPECT_NE(c1, c2);
   EXPECT_EQ(remote(c1, va + 100, 8, Access::kRemoteRead), AccessError::kStaleContext);
   EXPECT_EQ(remote(c2, va, 50, Access::kRemoteRead), AccessError::kOk);
-  ASSERT_TRUE(t.lmr_query(l, &li));
-  EXPECT_EQ(li.bound_rmrs, 1u);
+  ASSERT_TRUE(t.mr_query(l, &li));
+  EXPECT_EQ(li.bound_mws, 1u);
   // Unbind (length 0): nothing matches, the LMR can go.
   ASSERT_EQ(t.check_bind(r, 0, 0, 0, 0, 1), BindError::kOk);
   const uint32_t c3 = t.do_bind(r, 0, 0, 0, 0);
   EXPECT_EQ(remote(c2, va, 1, Access::kRemoteRead), AccessError::kStaleContext);
   EXPECT_EQ(remote(c3, va, 1, Access::kRemoteRead), AccessError::kUnbound);
-  ASSERT_TRUE(t.lmr_query(l, &li));
-  EXPECT_EQ(li.bound_rmrs, 0u);
-  EXPECT_EQ(t.lmr_free(l, &in_use), AccessError::kOk);
+  ASSERT_TRUE(t.mr_query(l, &li));
+  EXPECT_EQ(li.bound_mws, 0u);
+  EXPECT_EQ(t.mr_free(l, &in_use), AccessError::kOk);
   EXPECT_FALSE(in_use);
   // rmr_free: its last context never matches again.
   const uint32_t l2 = reg(kL);
   const uint32_t c4 = t.do_bind(r, l2, va, 8, priv::kRemoteRead);
-  EXPECT_TRUE(t.rmr_free(r));
+  EXPECT_TRUE(t.mw_free(r));
   EXPECT_EQ(remote(c4, va, 8, Access::kRemoteRead), AccessError::kInvalidContext);
-  ASSERT_TRUE(t.lmr_query(l2, &li));
-  EXPECT_EQ(li.bound_rmrs, 0u);
-  EXPECT_FALSE(t.rmr_free(r));
-  EXPECT_EQ(t.check_bind(r, l2, va, 8, priv::kRemoteRead, 1), BindError::kInvalidRmr);
+  ASSERT_TRUE(t.mr_query(l2, &li));
+  EXPECT_EQ(li.bound_mws, 0u);
+  EXPECT_FALSE(t.mw_free(r));
+  EXPECT_EQ(t.check_bind(r, l2, va, 8, priv::kRemoteRead, 1), BindError::kInvalidMw);
 }
 
 // Key bytes of one slot's successive registrations: never 0, never the
@@ -210,21 +210,21 @@ std::vector<uint8_t> slot_keys(MrTable& t, int n, bool rmr) {
   std::vector<uint8_t> mem(64);
   uint32_t l = 0, r = 0;
   if (rmr) {
-    EXPECT_TRUE(t.lmr_register(1, mem.data(), 0, 64, kL, &l));
-    EXPECT_TRUE(t.rmr_alloc(1, &r));
+    EXPECT_TRUE(t.mr_register(1, mem.data(), 0, 64, kL, &l));
+    EXPECT_TRUE(t.mw_alloc(1, &r));
   }
   for (int i = 0; i < n; ++i) {
     uint32_t ctx = 0;
     if (rmr) {
-      const uint32_t want = t.rmr_predict_context(r, 0);
+      const uint32_t want = t.mw_predict_rkey(r, 0);
       ctx = t.do_bind(r, l, 0, 8, priv::kRemoteRead);
       EXPECT_EQ(ctx, want);
     } else {
       bool in_use = false;
-      EXPECT_TRUE(t.lmr_register(1, mem.data(), 0, 64, kL, &ctx));
-      EXPECT_EQ(t.lmr_free(ctx, &in_use), AccessError::kOk);
+      EXPECT_TRUE(t.mr_register(1, mem.data(), 0, 64, kL, &ctx));
+      EXPECT_EQ(t.mr_free(ctx, &in_use), AccessError::kOk);
     }
-    EXPECT_EQ((ctx & ~MrTable::kRmrBit) >> 8, rmr ? r : 0u);  // the same slot every time
+    EXPECT_EQ((ctx & ~MrTable::kMwBit) >> 8, rmr ? r : 0u);  // the same slot every time
     keys.push_back(static_cast<uint8_t>(ctx & 0xFF));
   }
   return keys;
@@ -273,10 +273,10 @@ TEST(MrKeys, PredictedRmrContextsMatchTheBindsThatFollowAndOldOnesAreRefused) {
   MrTable t(2, 2);
   std::vector<uint8_t> mem(64);
   uint32_t l = 0, r = 0;
-  ASSERT_TRUE(t.lmr_register(1, mem.data(), 0, 64, kL, &l));
-  ASSERT_TRUE(t.rmr_alloc(1, &r));
+  ASSERT_TRUE(t.mr_register(1, mem.data(), 0, 64, kL, &l));
+  ASSERT_TRUE(t.mw_alloc(1, &r));
   std::vector<uint32_t> want;
-  for (uint32_t i = 0; i < 5; ++i) want.push_back(t.rmr_predict_context(r, i));
+  for (uint32_t i = 0; i < 5; ++i) want.push_back(t.mw_predict_rkey(r, i));
   uint32_t prev = 0;
   for (uint32_t i = 0; i < 5; ++i) {
     const uint32_t ctx = t.do_bind(r, l, 0, 8, priv::kRemoteRead);
@@ -289,9 +289,9 @@ TEST(MrKeys, PredictedRmrContextsMatchTheBindsThatFollowAndOldOnesAreRefused) {
     prev = ctx;
   }
   // Freed and allocated again: the slot's next bind is not its last context.
-  ASSERT_TRUE(t.rmr_free(r));
+  ASSERT_TRUE(t.mw_free(r));
   uint32_t r2 = 0;
-  ASSERT_TRUE(t.rmr_alloc(1, &r2));
+  ASSERT_TRUE(t.mw_alloc(1, &r2));
   ASSERT_EQ(r2, r);
   const uint32_t next = t.do_bind(r2, l, 0, 8, priv::kRemoteRead);
   EXPECT_NE(next, prev);
@@ -340,14 +340,14 @@ TEST(MrCoreRandom, AgreesWithReferenceModel) {
       const uint64_t va = rng() % 30000, len = rng() % 30000;
       const uint32_t privs = static_cast<uint32_t>(rng()) & priv::kValidMask;
       uint32_t ctx = 0;
-      ASSERT_TRUE(t.lmr_register(pz, mem.data() + va, va, len, privs, &ctx));
+      ASSERT_TRUE(t.mr_register(pz, mem.data() + va, va, len, privs, &ctx));
       ASSERT_EQ(lmrs.count(ctx), 0u);
       lmrs[ctx] = RefLmr{pz, va, len, privs};
       std::erase(dead, ctx);  // a dead context drawn again is live now
     } else if (op == 1 && !lmrs.empty()) {
       auto it = pick(lmrs);
       bool in_use = false;
-      ASSERT_EQ(t.lmr_free(it->first, &in_use), AccessError::kOk);
+      ASSERT_EQ(t.mr_free(it->first, &in_use), AccessError::kOk);
       ASSERT_EQ(in_use, it->second.bound > 0);
       if (!in_use) {
         dead.push_back(it->first);
@@ -356,7 +356,7 @@ TEST(MrCoreRandom, AgreesWithReferenceModel) {
     } else if (op == 2 && rmrs.size() < 8) {
       uint32_t h = 0;
       const auto pz = static_cast<uint32_t>(1 + rng() % 2);
-      ASSERT_TRUE(t.rmr_alloc(pz, &h));
+      ASSERT_TRUE(t.mw_alloc(pz, &h));
       rmrs[h] = RefRmr{pz};
     } else if (op == 3 && !rmrs.empty() && !lmrs.empty()) {
       auto r = pick(rmrs);
@@ -393,7 +393,7 @@ TEST(MrCoreRandom, AgreesWithReferenceModel) {
       auto r = pick(rmrs);
       if (r->second.bound) lmrs[r->second.lmr].bound--;
       if (r->second.ctx) dead.push_back(r->second.ctx);
-      ASSERT_TRUE(t.rmr_free(r->first));
+      ASSERT_TRUE(t.mw_free(r->first));
       rmrs.erase(r);
     } else {
       // Check random accesses through live LMR and RMR contexts.

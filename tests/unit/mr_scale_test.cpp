@@ -17,7 +17,7 @@ TEST(MrScale, UnusedMillionEntryTableHoldsNoEntryStorage) {
   EXPECT_EQ(t.storage_bytes(), 0u);
   uint8_t b[64] = {};
   uint32_t ctx = 0;
-  ASSERT_TRUE(t.lmr_register(1, b, 0x1000, sizeof(b), priv::kAll, &ctx));
+  ASSERT_TRUE(t.mr_register(1, b, 0x1000, sizeof(b), priv::kAll, &ctx));
   EXPECT_GT(t.storage_bytes(), 0u);
   EXPECT_LE(t.storage_bytes(), size_t{256} << 10);  // one chunk, not a million entries
 }
@@ -28,13 +28,13 @@ TEST(MrScale, MillionLmrsAndRmrsThenTheNextRefused) {
   uint8_t b[64] = {};
   std::vector<uint32_t> lctx(kN);
   for (uint32_t i = 0; i < kN; ++i)
-    ASSERT_TRUE(t.lmr_register(1, b, 0x1000, sizeof(b), priv::kAll, &lctx[i])) << i;
+    ASSERT_TRUE(t.mr_register(1, b, 0x1000, sizeof(b), priv::kAll, &lctx[i])) << i;
   uint32_t extra = 0;
-  EXPECT_FALSE(t.lmr_register(1, b, 0x1000, sizeof(b), priv::kAll, &extra));
-  EXPECT_EQ(t.lmr_count(), kN);
+  EXPECT_FALSE(t.mr_register(1, b, 0x1000, sizeof(b), priv::kAll, &extra));
+  EXPECT_EQ(t.mr_count(), kN);
   std::vector<uint32_t> rh(kN);
-  for (uint32_t i = 0; i < kN; ++i) ASSERT_TRUE(t.rmr_alloc(1, &rh[i])) << i;
-  EXPECT_FALSE(t.rmr_alloc(1, &extra));
+  for (uint32_t i = 0; i < kN; ++i) ASSERT_TRUE(t.mw_alloc(1, &rh[i])) << i;
+  EXPECT_FALSE(t.mw_alloc(1, &extra));
   // The last of each is usable: a local access through the last LMR, a bind
   // of the last RMR to it.
   AccessGrant g;
@@ -45,14 +45,14 @@ TEST(MrScale, MillionLmrsAndRmrsThenTheNextRefused) {
   EXPECT_EQ(t.check_remote(rkey, 1, 0x1000, 8, Access::kRemoteRead, &g), AccessError::kOk);
   // A freed slot is taken again; a context of its earlier life stays dead.
   bool in_use = false;
-  EXPECT_EQ(t.lmr_free(lctx[12345], &in_use), AccessError::kOk);
-  EXPECT_EQ(t.lmr_count(), kN - 1);
+  EXPECT_EQ(t.mr_free(lctx[12345], &in_use), AccessError::kOk);
+  EXPECT_EQ(t.mr_count(), kN - 1);
   uint32_t again = 0;
-  ASSERT_TRUE(t.lmr_register(1, b, 0x1000, sizeof(b), priv::kAll, &again));
+  ASSERT_TRUE(t.mr_register(1, b, 0x1000, sizeof(b), priv::kAll, &again));
   EXPECT_EQ(again >> 8, lctx[12345] >> 8);
   EXPECT_NE(t.check_local(lctx[12345], 1, 0x1000, 8, Access::kLocalRead, &g), AccessError::kOk);
-  EXPECT_TRUE(t.rmr_free(rh[7]));
-  EXPECT_TRUE(t.rmr_alloc(1, &extra));
+  EXPECT_TRUE(t.mw_free(rh[7]));
+  EXPECT_TRUE(t.mw_alloc(1, &extra));
   EXPECT_EQ(extra, rh[7]);
 }
 
@@ -60,13 +60,13 @@ TEST(MrScale, ContextsBeyondTheHandedOutOnesAreInvalid) {
   MrTable t(1u << 20, 1u << 20);
   uint8_t b[8] = {};
   uint32_t ctx = 0;
-  ASSERT_TRUE(t.lmr_register(1, b, 0x1000, sizeof(b), priv::kAll, &ctx));
+  ASSERT_TRUE(t.mr_register(1, b, 0x1000, sizeof(b), priv::kAll, &ctx));
   AccessGrant g;
   // An index in a chunk never allocated, and one past the table.
   EXPECT_EQ(t.check_local((500000u << 8) | 1u, 1, 0x1000, 1, Access::kLocalRead, &g),
             AccessError::kInvalidContext);
   EXPECT_EQ(
-      t.check_remote(MrTable::kRmrBit | (900000u << 8) | 1u, 1, 0x1000, 1, Access::kRemoteRead, &g),
+      t.check_remote(MrTable::kMwBit | (900000u << 8) | 1u, 1, 0x1000, 1, Access::kRemoteRead, &g),
       AccessError::kInvalidContext);
   EXPECT_EQ(t.check_local((2000000u << 8) | 1u, 1, 0x1000, 1, Access::kLocalRead, &g),
             AccessError::kInvalidContext);
