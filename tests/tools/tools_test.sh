@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The bench tools (ctest label "tools"):
 #   tools_test.sh CASE BUILD_DIR SOURCE_DIR
-# CASE: parser | json | duration | bidir_qps | remote | remote_inline | plot | info |
-#       engine_parser | atomics | atomics_remote
+# CASE: parser | json | ia_params | duration | bidir_qps | remote | remote_inline | plot |
+#       info | engine_parser | atomics | atomics_remote
 # (remote_inline: remote with progress=inline on both sides, where nothing but
 # the consumer's own calls moves a side, e.g. the CM's RTU after CONNECTED)
 set -uo pipefail
@@ -79,7 +79,7 @@ case "$CASE" in
     "$PERF" --help >"$TMP/help" 2>&1 || fail "--help exited $?"
     for opt in --op --all --size --iters --duration --qps --bidirectional --tx-depth --post-list \
       --cq-mod --report-gbits --lat --bw --histogram --json --csv --progress --server --client \
-      --vdev --ip --oob --mtu --pmtu --verify --linger --inline-size atomic-fadd atomic-cswap; do
+      --vdev --ip --oob --mtu --pmtu --ia-params --verify --linger --inline-size atomic-fadd atomic-cswap; do
       grep -q -- "$opt" "$TMP/help" || fail "--help does not list $opt"
     done
     grep -q "=128" "$TMP/help" || fail "--help does not show the defaults (tx-depth 128)"
@@ -104,6 +104,19 @@ case "$CASE" in
       fail "CSV lacks rows: $(cat "$TMP/r.csv")"
     head -1 "$TMP/h.csv" | grep -q "us,count" || fail "histogram file has no header"
     echo "ok: CSV and histogram written"
+    ;;
+  ia_params)
+    # Interface keys for both IAs: 1 % loss on each side's receive path; the
+    # data still verifies, the drops and the resends show in the counters.
+    timeout 60 "$PERF" --ia-params "loss=0.01" --verify --bw -s 65536 -n 300 \
+      --json "$TMP/r.json" >"$TMP/out" 2>&1 || fail "dpdat-perf exited $?: $(cat "$TMP/out")"
+    json_check "$TMP/r.json" "d['config']['ia_params'] == 'loss=0.01'" \
+      "sum(v for k, v in d['counters'].items() if k.endswith('rx_injected_drops')) > 0" \
+      "sum(v for k, v in d['counters'].items() if k.endswith('.qp_retransmits')) > 0"
+    "$PERF" --ia-params "bogus=1" -s 64 -n 10 --bw >"$TMP/out" 2>&1 &&
+      fail "an unknown interface key was accepted: $(cat "$TMP/out")"
+    grep -q "dat_ia_open" "$TMP/out" || fail "no dat_ia_open error for bogus=1: $(cat "$TMP/out")"
+    echo "ok: --ia-params reaches both IAs; an unknown key fails the open"
     ;;
   duration)
     start=$(date +%s%N)

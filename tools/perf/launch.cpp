@@ -20,6 +20,7 @@ std::string ia_config(const Options& o) {
   if (o.mtu != 0) c += ";mtu=" + std::to_string(o.mtu);
   if (o.pmtu != 0) c += ";pmtu=" + std::to_string(o.pmtu);
   if (!o.progress.empty()) c += ";progress=" + o.progress;
+  if (!o.ia_params.empty()) c += ";" + o.ia_params;
   return c;
 }
 

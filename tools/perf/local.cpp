@@ -28,9 +28,12 @@ bool connect_pair(Side& a, Side& b, const Options& o, std::string* err) {
 }  // namespace
 
 int run_local(const Options& o) {
-  if (!o.progress.empty()) {
-    // The progress mode goes into each IA's configuration: appended to a
-    // DPDAT_IA_<NAME> the user set (a later key wins), else to the
+  std::string more;
+  if (!o.progress.empty()) more += ";progress=" + o.progress;
+  if (!o.ia_params.empty()) more += ";" + o.ia_params;
+  if (!more.empty()) {
+    // --progress and --ia-params go into each IA's configuration: appended
+    // to a DPDAT_IA_<NAME> the user set (a later key wins), else to the
     // built-in definition (the environment takes precedence over it).
     for (const std::string& name : {o.ia_a, o.ia_b}) {
       std::string var = "DPDAT_IA_";
@@ -42,11 +45,12 @@ int run_local(const Options& o) {
                                            : "";
       if (cfg.empty()) {
         std::fprintf(stderr,
-                     "dpdat-perf: --progress: IA %s is configured outside %s; set it there\n",
+                     "dpdat-perf: --progress/--ia-params: IA %s is configured outside %s; set "
+                     "it there\n",
                      name.c_str(), var.c_str());
         return 2;
       }
-      setenv(var.c_str(), (cfg + ";progress=" + o.progress).c_str(), 1);
+      setenv(var.c_str(), (cfg + more).c_str(), 1);
     }
   }
   Layout L = layout_for(o);

@@ -126,6 +126,7 @@ nlohmann::json config_json(const Options& o, const Run& r) {
           {"port_mtu", port_value(r, "mtu")},
           {"pmtu", pmtu},
           {"progress", o.progress.empty() ? "default" : o.progress},
+          {"ia_params", o.ia_params},
           {"cpus", r.cpus},
           {"argv", o.argv}};
 }
