@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Goodput under random loss through the public API, as a user measures it:
+# dpdat-perf (libdat) across two processes over a net_memif pair, one CPU
+# each, 64 KiB WRITE / READ / SEND, `--ia-params loss=P` on both sides (P of
+# the frames each side receives are dropped, so both directions), next to
+# the lossless run; rounds interleaved (round r runs every op at every loss).
+#   bench/loss_api.sh [BUILD_DIR] [extra dpdat-perf args, e.g. --ia-params gbn=1]
+# Environment: LOSSES="0.001 0.01 0.05", OPS="write read send", ITERS=3000,
+#   ROUNDS=3, CPUS="0 1" (server, client), JSON=FILE (every run's figures).
+# Prints, per op and loss, the median goodput over the rounds and its ratio
+# to the median lossless goodput of the same op, then the resends counted.
+set -uo pipefail
+BUILD=$(readlink -f "${1:-build/release}")
+shift || true
+EXTRA=("$@")
+PERF=$BUILD/tools/dpdat-perf
+[ -x "$PERF" ] || { echo "loss_api.sh: $PERF not built" >&2; exit 2; }
+LOSSES=${LOSSES:-0.001 0.01 0.05}
+OPS=${OPS:-write read send}
+ITERS=${ITERS:-3000}
+ROUNDS=${ROUNDS:-3}
+read -r CPU_S CPU_C <<<"${CPUS:-0 1}"
+TMP=$(mktemp -d /tmp/dpdat-loss-api-XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# run OP LOSS ROUND: the client's JSON in $TMP/OP-LOSS-ROUND.json, or a
+# FAIL line on stdout.
+run() {
+  local op=$1 loss=$2 r=$3 out=$TMP/$1-$2-$3.json params=""
+  [ "$loss" != 0 ] && params="loss=$loss"
+  rm -f "$TMP/memif.sock" "$TMP/oob.sock"
+  local common=(--bw -s 65536 -n "$ITERS" --op "$op" --oob "$TMP/oob.sock" "${EXTRA[@]}")
+  [ -n "$params" ] && common+=(--ia-params "$params")
+  taskset -c "$CPU_S" timeout 120 "$PERF" --server --ip 10.79.0.1 \
+    --vdev "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" \
+    "${common[@]}" >"$TMP/s.log" 2>&1 &
+  local spid=$!
+  PIDS+=("$spid")
+  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && break; sleep 0.05; done
+  taskset -c "$CPU_C" timeout 120 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 \
+    --vdev "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" \
+    --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
+  local crc=$?
+  wait "$spid"
+  local src=$?
+  if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+    echo "FAIL $op loss $loss round $r (client $crc, server $src): $(grep -v '^EAL\|TELEMETRY' "$TMP/c.log" | tail -2 | tr '\n' ' ')"
+    rm -f "$out"
+  fi
+}
+
+echo "dpdat-perf 64 KiB over net_memif (libdat), CPUs $CPU_S/$CPU_C, $ITERS iterations, $ROUNDS rounds interleaved, args: ${EXTRA[*]:-(none)}"
+for r in $(seq 1 "$ROUNDS"); do
+  for op in $OPS; do
+    for loss in 0 $LOSSES; do run "$op" "$loss" "$r"; done
+  done
+done
+
+python3 - "$TMP" "$ROUNDS" "${JSON:-}" $OPS -- 0 $LOSSES <<'EOF'
+import json, statistics, sys, os
+tmp, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rest = sys.argv[4:]
+ops, losses = rest[:rest.index('--')], rest[rest.index('--') + 1:]
+def resends(c):
+    return sum(v for k, v in c.items() if k.endswith('.qp_retransmits'))
+table, every = [], []
+print(f"{'op':6} {'loss':7} {'MB/s (median)':>14} {'% base':>7} {'rounds':>7} {'resends/run':>12}")
+for op in ops:
+    base = None
+    for loss in losses:
+        runs = []
+        for r in range(1, rounds + 1):
+            p = os.path.join(tmp, f"{op}-{loss}-{r}.json")
+            if os.path.exists(p):
+                d = json.load(open(p))
+                runs.append((d['bw'][0]['avg_mbs'], resends(d['counters'])))
+                every.append({'op': op, 'loss': float(loss), 'round': r,
+                              'avg_mbs': d['bw'][0]['avg_mbs'], 'resends': resends(d['counters'])})
+        if not runs:
+            print(f"{op:6} {loss:7} {'FAIL':>14}")
+            continue
+        med = statistics.median(x for x, _ in runs)
+        if loss == '0':
+            base = med
+        pct = 100 * med / base if base else float('nan')
+        rs = statistics.median(y for _, y in runs)
+        print(f"{op:6} {loss:7} {med:14.0f} {pct:7.0f} {len(runs):>7} {rs:12.0f}")
+        table.append({'op': op, 'loss': float(loss), 'median_mbs': med, 'pct_of_lossless': pct,
+                      'rounds': len(runs)})
+if out:
+    json.dump({'table': table, 'runs': every}, open(out, 'w'), indent=1)
+EOF
