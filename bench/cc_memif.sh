@@ -15,14 +15,8 @@ ITERS=${3:-20000}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $ITERS =~ ^[1-9][0-9]*$ ]] ||
   { echo "$0: ROUNDS and ITERS are positive integers" >&2; exit 2; }
 [ -x "$PERF" ] || { echo "$0: $PERF is not executable" >&2; exit 2; }
-TMP=$(mktemp -d /tmp/dpdat-ccm-XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/memif_pair.sh"
+memif_pair_init ccm
 PIN_S=() PIN_C=()
 if [ "$(nproc)" -ge 2 ]; then PIN_S=(taskset -c 0) PIN_C=(taskset -c 1); fi
 
@@ -30,12 +24,12 @@ if [ "$(nproc)" -ge 2 ]; then PIN_S=(taskset -c 0) PIN_C=(taskset -c 1); fi
 run_one() {
   local mode=$1
   rm -f "$TMP/memif.sock"
-  "${PIN_S[@]}" timeout 120 "$PERF" --server --vdev "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" \
+  "${PIN_S[@]}" timeout 120 "$PERF" --server --vdev "$(memif_vdev server)" \
     --ip 10.77.0.1 --bw --oob "$TMP/oob.sock" --cc "$mode" >"$TMP/server.log" 2>&1 &
   local spid=$!
   PIDS+=("$spid")
-  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && break; sleep 0.05; done
-  "${PIN_C[@]}" timeout 120 "$PERF" --client 10.77.0.1 --vdev "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" \
+  memif_wait
+  "${PIN_C[@]}" timeout 120 "$PERF" --client 10.77.0.1 --vdev "$(memif_vdev client)" \
     --ip 10.77.0.2 --bw --size 65536 --iters "$ITERS" --oob "$TMP/oob.sock" --cc "$mode" >"$TMP/client.log" 2>&1
   local rc=$?
   wait "$spid"

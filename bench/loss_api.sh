@@ -20,14 +20,8 @@ OPS=${OPS:-write read send}
 ITERS=${ITERS:-3000}
 ROUNDS=${ROUNDS:-3}
 read -r CPU_S CPU_C <<<"${CPUS:-0 1}"
-TMP=$(mktemp -d /tmp/dpdat-loss-api-XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/memif_pair.sh"
+memif_pair_init loss-api
 
 # run OP LOSS ROUND: the client's JSON in $TMP/OP-LOSS-ROUND.json, or a
 # FAIL line on stdout.
@@ -38,13 +32,13 @@ run() {
   local common=(--bw -s 65536 -n "$ITERS" --op "$op" --oob "$TMP/oob.sock" "${EXTRA[@]}")
   [ -n "$params" ] && common+=(--ia-params "$params")
   taskset -c "$CPU_S" timeout 120 "$PERF" --server --ip 10.79.0.1 \
-    --vdev "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" \
+    --vdev "$(memif_vdev server)" \
     "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
   PIDS+=("$spid")
-  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && break; sleep 0.05; done
+  memif_wait
   taskset -c "$CPU_C" timeout 120 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 \
-    --vdev "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" \
+    --vdev "$(memif_vdev client)" \
     --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
   wait "$spid"

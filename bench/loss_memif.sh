@@ -16,14 +16,8 @@ LOSSES=${LOSSES:-0.001 0.01 0.05}
 OPS=${OPS:-write read send}
 ITERS=${ITERS:-3000}
 read -r CPU_S CPU_C <<<"${CPUS:-0 1}"
-TMP=$(mktemp -d /tmp/dpdat-loss-XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/memif_pair.sh"
+memif_pair_init loss
 
 # run OP LOSS: prints "Gb/s|client QP line|server QP line" or "FAIL".
 run() {
@@ -31,13 +25,13 @@ run() {
   rm -f "$TMP/memif.sock" "$TMP/oob.sock"
   local common=(--bw --iters "$ITERS" --op "$op" --oob "$TMP/oob.sock" --loss "$loss" "${EXTRA[@]}")
   taskset -c "$CPU_S" timeout 120 "$PERF" --server --ip 10.78.0.1 \
-    --vdev "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" \
+    --vdev "$(memif_vdev server)" \
     "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
   PIDS+=("$spid")
-  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && break; sleep 0.05; done
+  memif_wait
   taskset -c "$CPU_C" timeout 120 "$PERF" --client 10.78.0.1 --ip 10.78.0.2 \
-    --vdev "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" \
+    --vdev "$(memif_vdev client)" \
     --size 65536 "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
   wait "$spid"
