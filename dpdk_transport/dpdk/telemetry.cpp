@@ -121,7 +121,9 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
   // Read unsynchronised from the telemetry thread, as the sums above.
   for (uint16_t q = 0; q < p.queues(); ++q) {
     const PortCounters& qc = p.queue_counters(q);
-    const std::string k = "q" + std::to_string(q) + "_";
+    std::string k = "q";  // appended, not "q" + to_string(): GCC 12 -Wrestrict false positive
+    k += std::to_string(q);
+    k += '_';
     m[k + "rx_packets"] = qc.rx_packets;
     m[k + "tx_packets"] = qc.tx_packets;
     m[k + "tx_full"] = qc.tx_full;

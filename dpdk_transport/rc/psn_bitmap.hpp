@@ -4,7 +4,9 @@
 // responses placed ahead of a missing one (requester).  The owner keeps the
 // window's base; a PSN is only asked about within (base, base + kSpan).
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -22,6 +24,24 @@ class PsnBitmap {
     const uint64_t m = uint64_t{1} << (p.value() % 64);
     uint64_t& w = w_[word(p)];
     w = on ? (w | m) : (w & ~m);
+  }
+  // The bits of PSNs p .. p + 63 (bit j: p + j).
+  uint64_t chunk(wire::Psn p) const {
+    const uint32_t b = p.value() % static_cast<uint32_t>(kSpan);
+    const size_t w = b / 64, s = b % 64;
+    const uint64_t lo = w_[w] >> s;
+    return s == 0 ? lo : lo | (w_[(w + 1) % Words] << (64 - s));
+  }
+  // Mask of the first n (1..64) bits of a chunk.
+  static uint64_t first_bits(int32_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+  // The smallest d in [d, end) with base + d set, else end (end - d <= kSpan):
+  // a word at a time, not a bit.
+  int32_t next_set(wire::Psn base, int32_t d, int32_t end) const {
+    for (; d < end; d += 64) {
+      const uint64_t c = chunk(base + d) & first_bits(end - d);
+      if (c != 0) return d + std::countr_zero(c);
+    }
+    return end;
   }
   // Moves every bit of `from` into this bitmap and clears `from`.
   void take_all(PsnBitmap& from) {

@@ -497,6 +497,7 @@ class Qp {
   uint32_t sr_last_imm_ = 0;
   bool sr_last_has_imm_ = false, sr_last_se_ = false;
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
+  bool sr_placed_outside(const SrBits* mine, wire::Psn from, wire::Psn to) const;
   bool sr_send_contiguous(wire::Psn from, wire::Psn psn, bool next) const;
   bool sr_recv_hosts(RecvWqe& r);
   void sr_mark_placed(wire::Psn psn, bool next);

@@ -63,8 +63,7 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
       Psn::diff(psn, sr_msg_limit_) >= 0)
     return false;
   // A self-describing WRITE placed between: a message of its own ends this one.
-  for (Psn p = epsn_ + 1; Psn::diff(p, psn) < 0; ++p)
-    if (sr_bit(p) && !sr_msg_bit(p)) return false;
+  if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, epsn_ + 1, psn)) return false;
   if (in_msg_ != InMsg::kWrite && !sr_send_contiguous(epsn_, psn, /*next=*/false)) return false;
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
@@ -100,13 +99,30 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
 // before `psn` unless two PSNs next to each other in [from, psn) are both
 // unknown (lost, or not placed).
 bool Qp::sr_send_contiguous(Psn from, Psn psn, bool next) const {
-  bool prev_unknown = false;
-  for (Psn p = from; Psn::diff(p, psn) < 0; ++p) {
-    const bool known = next ? (p == from || sr_next_bit(p)) : sr_msg_bit(p);
-    if (!known && prev_unknown) return false;
-    prev_unknown = !known;
+  const int32_t n = Psn::diff(psn, from);
+  if (srm_ == nullptr) return n <= (next ? 2 : 1);  // nothing placed: all unknown
+  const SrBits& m = next ? srm_->next : srm_->msg;
+  bool carry = false;  // the PSN before this chunk is unknown
+  for (int32_t d = 0; d < n; d += 64) {
+    const int32_t len = std::min(n - d, int32_t{64});
+    uint64_t known = m.chunk(from + d);
+    if (next && d == 0) known |= 1;  // `from`: the message's FIRST, placed
+    const uint64_t u = ~known & SrBits::first_bits(len);
+    if ((u & (u >> 1)) != 0 || (carry && (u & 1))) return false;
+    carry = ((u >> (len - 1)) & 1) != 0;
   }
   return true;
+}
+
+// Whether a packet in [from, to) was placed but is not in `mine` (nullptr:
+// none is): a message of its own placed between.
+bool Qp::sr_placed_outside(const SrBits* mine, Psn from, Psn to) const {
+  if (srm_ == nullptr) return false;
+  for (int32_t d = 0, n = Psn::diff(to, from); d < n; d += 64) {
+    const uint64_t other = srm_->placed.chunk(from + d) & ~(mine ? mine->chunk(from + d) : 0);
+    if ((other & SrBits::first_bits(n - d)) != 0) return true;
+  }
+  return false;
 }
 
 // Fills in the host addresses of receive `r` for placement ahead of the
@@ -136,9 +152,10 @@ void Qp::sr_lower_limit(Psn psn) {
 // In-message packets placed at or after `psn` belong to a later message:
 // take them back (they are asked for again when epsn_ reaches them).
 void Qp::sr_unplace_msg_from(Psn psn) {
-  for (int32_t d = Psn::diff(psn, epsn_); sr_msg_count_ > 0 && d < kSrSpan; ++d) {
+  if (srm_ == nullptr) return;
+  for (int32_t d = srm_->msg.next_set(epsn_, std::max(Psn::diff(psn, epsn_), 0), kSrSpan);
+       sr_msg_count_ > 0 && d < kSrSpan; d = srm_->msg.next_set(epsn_, d + 1, kSrSpan)) {
     const Psn p = epsn_ + d;
-    if (!sr_msg_bit(p)) continue;
     sr_msg_set(p, false);
     sr_set(p, false);
     --sr_msg_count_;
@@ -245,8 +262,7 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
   if (!(e.send ? info.is(wire::op::kSend) : info.is(wire::op::kWrite)) ||
       info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst))
     return false;
-  for (Psn p = e.first + 1; Psn::diff(p, psn) < 0; ++p)
-    if (sr_bit(p) && !sr_next_bit(p)) return false;
+  if (sr_placed_outside(&srm_->next, e.first + 1, psn)) return false;
   if (e.send && !sr_send_contiguous(e.first, psn, /*next=*/true)) return false;
   const bool last = info.is(wire::op::kLast);
   const size_t n = v.payload.size();
@@ -288,8 +304,10 @@ void Qp::sr_next_lower_limit(Psn psn) {
   // Its packets from `psn` on (up to the next entry) are a later message's.
   const Psn end = i + 1 < sr_next_n_ ? sr_nexts()[i + 1].first : epsn_ + kSrSpan;
   bool lost_last = false;
-  for (Psn p = psn; e.count > 0 && Psn::diff(p, end) < 0; ++p) {
-    if (!sr_next_bit(p)) continue;
+  const int32_t span = Psn::diff(end, psn);
+  for (int32_t d = srm_->next.next_set(psn, 0, span); e.count > 0 && d < span;
+       d = srm_->next.next_set(psn, d + 1, span)) {
+    const Psn p = psn + d;
     sr_next_set(p, false);
     sr_set(p, false);
     --e.count;
@@ -304,9 +322,10 @@ void Qp::sr_next_lower_limit(Psn psn) {
 
 void Qp::sr_unplace_next_from(Psn psn) {
   if (sr_next_n_ == 0) return;
-  for (int32_t d = std::max(Psn::diff(psn, epsn_), 0); d < kSrSpan; ++d) {
+  if (srm_ == nullptr) return;
+  for (int32_t d = srm_->next.next_set(epsn_, std::max(Psn::diff(psn, epsn_), 0), kSrSpan);
+       d < kSrSpan; d = srm_->next.next_set(epsn_, d + 1, kSrSpan)) {
     const Psn p = epsn_ + d;
-    if (!sr_next_bit(p)) continue;
     sr_next_set(p, false);
     sr_set(p, false);
     --sr_count_;
@@ -337,8 +356,10 @@ bool Qp::sr_take_next() {
   // Its packets move from the next bitmap to the message's.
   const Psn end = sr_next_n_ > 1 ? sr_nexts()[1].first : epsn_ + kSrSpan;
   uint32_t moved = 0;
-  for (Psn p = e.first; moved < e.count && Psn::diff(p, end) < 0; ++p) {
-    if (!sr_next_bit(p)) continue;
+  const int32_t span = Psn::diff(end, e.first);
+  for (int32_t d = srm_->next.next_set(e.first, 0, span); moved < e.count && d < span;
+       d = srm_->next.next_set(e.first, d + 1, span)) {
+    const Psn p = e.first + d;
     sr_next_set(p, false);
     sr_msg_set(p, true);
     ++moved;
