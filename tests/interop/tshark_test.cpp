@@ -49,6 +49,31 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 uint64_t num(const std::string& s) { return s.empty() ? ~uint64_t{0} : std::stoull(s, nullptr, 0); }
 
+// The bytes of `f` from `i` on in lower-case hex, as tshark prints a field.
+std::string hex_from(const std::vector<uint8_t>& f, size_t i) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (; i < f.size(); ++i) {
+    out += kHex[f[i] >> 4];
+    out += kHex[f[i] & 15];
+  }
+  return out;
+}
+
+// A frame of opcode `op` from host 2 to host 1's QP 0x123 (CNP, SACK tests).
+wire::BuildSpec peer_frame(wire::Opcode op, uint32_t psn) {
+  wire::BuildSpec s;
+  s.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+  s.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+  s.src_ip = 0xC0A86402;
+  s.dst_ip = 0xC0A86401;
+  s.src_port = 0xC0DE;
+  s.opcode = op;
+  s.dest_qp = 0x000123;
+  s.psn = wire::Psn(psn);
+  return s;
+}
+
 class Tshark : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -187,15 +212,7 @@ TEST_F(Tshark, CorruptedIcrcIsOursToCatch) {
 // reserved bytes, then the ICRC) as vendor-specific data, with no malformed
 // or expert mark.
 TEST_F(Tshark, CnpDecodes) {
-  wire::BuildSpec s;
-  s.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
-  s.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
-  s.src_ip = 0xC0A86402;
-  s.dst_ip = 0xC0A86401;
-  s.src_port = 0xC0DE;
-  s.opcode = wire::Opcode::kCnp;
-  s.dest_qp = 0x000123;
-  s.psn = wire::Psn(0);
+  wire::BuildSpec s = peer_frame(wire::Opcode::kCnp, 0);
   std::vector<uint8_t> f(256);
   const auto r = wire::build_packet(f, s, wire::kSamplePmtu);
   ASSERT_TRUE(r.ok());
@@ -219,12 +236,7 @@ TEST_F(Tshark, CnpDecodes) {
   EXPECT_EQ(num(c[2]), 0x123u);
   EXPECT_EQ(num(c[3]), 0u);
   EXPECT_EQ(num(c[4]), 0u);
-  std::string tail;  // reserved bytes and ICRC, as tshark prints bytes
-  static const char* kHex = "0123456789abcdef";
-  for (size_t i = 54; i < f.size(); ++i) {
-    tail += kHex[f[i] >> 4];
-    tail += kHex[f[i] & 15];
-  }
+  const std::string tail = hex_from(f, 54);  // reserved bytes and ICRC
   EXPECT_EQ(c[5], tail);
   EXPECT_EQ(tail.substr(0, 32), std::string(32, '0'));
   EXPECT_EQ(std::stoull(c[5].substr(32), nullptr, 16), __builtin_bswap32(ref_icrc(f)));
@@ -242,15 +254,7 @@ TEST_F(Tshark, CnpDecodes) {
 // or expert mark.
 TEST_F(Tshark, SackDecodes) {
   const std::vector<uint8_t> sack = {0, 0, 0, 40, 0xF6, 0xFF, 0xFF, 0x7F, 0x01, 0, 0, 0};
-  wire::BuildSpec s;
-  s.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
-  s.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
-  s.src_ip = 0xC0A86402;
-  s.dst_ip = 0xC0A86401;
-  s.src_port = 0xC0DE;
-  s.opcode = wire::Opcode::kSack;
-  s.dest_qp = 0x000123;
-  s.psn = wire::Psn(0x10);
+  wire::BuildSpec s = peer_frame(wire::Opcode::kSack, 0x10);
   s.payload = sack;
   std::vector<uint8_t> f(256);
   const auto r = wire::build_packet(f, s, wire::kSamplePmtu);
@@ -274,12 +278,7 @@ TEST_F(Tshark, SackDecodes) {
   EXPECT_EQ(num(c[1]), 0xC0u);
   EXPECT_EQ(num(c[2]), 0x123u);
   EXPECT_EQ(num(c[3]), 0x10u);
-  std::string tail;  // payload and ICRC, as tshark prints bytes
-  static const char* kHex = "0123456789abcdef";
-  for (size_t i = 54; i < f.size(); ++i) {
-    tail += kHex[f[i] >> 4];
-    tail += kHex[f[i] & 15];
-  }
+  const std::string tail = hex_from(f, 54);  // payload and ICRC
   EXPECT_EQ(c[4], tail);
   EXPECT_EQ(std::stoull(c[4].substr(2 * sack.size()), nullptr, 16), __builtin_bswap32(ref_icrc(f)));
   EXPECT_TRUE(c[5].empty()) << "malformed";
