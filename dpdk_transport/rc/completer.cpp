@@ -233,7 +233,7 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
   if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, next_psn_) >= 0) return;  // stale
   bool any = false;
   for (uint32_t i = 0; i < span; ++i) {
-    if ((b[4 + i / 8] >> (i % 8)) & 1u) continue;
+    if (((uint32_t{b[4 + i / 8]} >> (i % 8)) & 1u) != 0) continue;
     const Psn psn = from + static_cast<int32_t>(i);
     if (Psn::diff(psn, max_sent_psn_) > 0) break;
     const uint64_t k = wqe_from(psn);
