@@ -491,15 +491,26 @@ class Qp {
   uint32_t sr_msg_count_ = 0;  // bits set in the msg bitmap
   bool sr_msg_limit_valid_ = false;
   wire::Psn sr_msg_limit_;
-  bool sr_last_valid_ = false;  // the message's last packet is placed, at sr_last_psn_
-  wire::Psn sr_last_psn_;
-  uint32_t sr_last_len_ = 0;
-  uint32_t sr_last_imm_ = 0;
-  bool sr_last_has_imm_ = false, sr_last_se_ = false;
+  // A message's LAST packet placed ahead of a hole: what its completion needs.
+  struct SrLast {
+    bool valid = false;  // placed, at `psn`
+    wire::Psn psn;
+    uint32_t len = 0, imm = 0;
+    bool has_imm = false, se = false;
+    void take(const wire::PacketView& v, wire::Psn at, size_t n) {
+      valid = true;
+      psn = at;
+      len = static_cast<uint32_t>(n);
+      has_imm = v.imm != nullptr;
+      imm = v.imm != nullptr ? v.imm->imm.value() : 0;
+      se = v.bth->se();
+    }
+  };
+  SrLast sr_last_;  // of the message in progress
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
   bool sr_placed_outside(const SrBits* mine, wire::Psn from, wire::Psn to) const;
   bool sr_send_contiguous(wire::Psn from, wire::Psn psn, bool next) const;
-  bool sr_recv_hosts(RecvWqe& r);
+  bool grant_recv_hosts(RecvWqe& r);
   void sr_mark_placed(wire::Psn psn, bool next);
   void sr_lower_limit(wire::Psn psn);
   void sr_unplace_msg_from(wire::Psn psn);
@@ -523,10 +534,7 @@ class Qp {
     uint64_t rq_index = 0;     // SEND: the receive WQE it fills
     bool limit_valid = false;  // a later message begins at `limit`
     wire::Psn limit;
-    bool last_valid = false;
-    wire::Psn last_psn;
-    uint32_t last_len = 0, last_imm = 0;
-    bool last_has_imm = false, last_se = false;
+    SrLast last;
   };
   static constexpr int32_t kSackMaxSpan = 1024;
   static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;

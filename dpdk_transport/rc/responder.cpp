@@ -263,16 +263,7 @@ RS Qp::check_keys(RespCtx& c) {
   const wire::PacketView& v = c.v;
   if (c.is_send) {
     if (c.first) {
-      RecvWqe& r = rq(rq_head_);
-      for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
-        const Sge& g = r.wr.sge[i];
-        if (g.length == 0) continue;
-        AccessGrant grant;
-        if (mr_.check_local(g.lkey, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
-            AccessError::kOk)
-          return RS::kErrRecvProtection;
-        r.host[i] = grant.host;
-      }
+      if (!grant_recv_hosts(rq(rq_head_))) return RS::kErrRecvProtection;
       msg_offset_ = 0;
       recv_in_use_ = true;
     }

@@ -72,7 +72,7 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   if (in_msg_ != InMsg::kWrite) {
     RecvWqe& r = rq(rq_head_);
     if ((!headless && !recv_in_use_) || off + n > r.capacity) return false;
-    if (headless && !sr_recv_hosts(r)) return false;  // judged in order
+    if (headless && !grant_recv_hosts(r)) return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, off, v.payload);
   } else {
     if (off + n > write_len_ || last != (off + n == write_len_)) return false;
@@ -81,12 +81,7 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   if (last) {
     sr_unplace_msg_from(psn + 1);  // placed past the end: a later message's
     sr_lower_limit(psn + 1);
-    sr_last_valid_ = true;
-    sr_last_psn_ = psn;
-    sr_last_len_ = static_cast<uint32_t>(n);
-    sr_last_has_imm_ = v.imm != nullptr;
-    sr_last_imm_ = v.imm != nullptr ? v.imm->imm.value() : 0;
-    sr_last_se_ = v.bth->se();
+    sr_last_.take(v, psn, n);
   }
   return true;
 }
@@ -125,9 +120,10 @@ bool Qp::sr_placed_outside(const SrBits* mine, Psn from, Psn to) const {
   return false;
 }
 
-// Fills in the host addresses of receive `r` for placement ahead of the
-// in-order path (which checks the lkeys again when it takes the receive).
-bool Qp::sr_recv_hosts(RecvWqe& r) {
+// Checks receive `r`'s lkeys for local write and fills in their host
+// addresses: when a SEND's FIRST takes it in order (check_keys), or for
+// placement ahead of the in-order path (which checks them again then).
+bool Qp::grant_recv_hosts(RecvWqe& r) {
   for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
     const Sge& g = r.wr.sge[i];
     if (g.length == 0) continue;
@@ -160,8 +156,8 @@ void Qp::sr_unplace_msg_from(Psn psn) {
     sr_set(p, false);
     --sr_msg_count_;
     --sr_count_;
-    if (sr_last_valid_ && sr_last_psn_ == p) {
-      sr_last_valid_ = false;
+    if (sr_last_.valid && sr_last_.psn == p) {
+      sr_last_.valid = false;
       // A SEND placed as the next message began right after this LAST.
       if (sr_next_n_ > 0 && sr_nexts()[0].send) sr_drop_next();
     }
@@ -172,7 +168,7 @@ void Qp::sr_unplace_msg_from(Psn psn) {
 // before `next`.
 void Qp::sr_message_ended(Psn next) {
   if (sr_msg_count_ > 0) sr_unplace_msg_from(epsn_);
-  sr_last_valid_ = false;
+  sr_last_.valid = false;
   sr_msg_limit_valid_ = false;
   if (sr_next_n_ > 0 && sr_nexts()[0].send && !(sr_nexts()[0].first == next)) sr_drop_next();
 }
@@ -203,15 +199,15 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     // FIRST is still missing: it takes the queue's head all the same.)
     if (info.is(wire::op::kInvalidate) || srq_ != nullptr) return false;
     if (prev != nullptr) {
-      if (!prev->send || !prev->last_valid || !(prev->last_psn + 1 == psn)) return false;
+      if (!prev->send || !prev->last.valid || !(prev->last.psn + 1 == psn)) return false;
       x.rq_index = prev->rq_index + 1;
     } else {
-      if (in_msg_ == InMsg::kWrite || !sr_last_valid_ || !(sr_last_psn_ + 1 == psn)) return false;
+      if (in_msg_ == InMsg::kWrite || !sr_last_.valid || !(sr_last_.psn + 1 == psn)) return false;
       x.rq_index = rq_head_ + 1;
     }
     if (rq_tail_ <= x.rq_index) return false;
     RecvWqe& r = rq(x.rq_index);
-    if (n > r.capacity || !sr_recv_hosts(r)) return false;  // judged in order
+    if (n > r.capacity || !grant_recv_hosts(r)) return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, 0, v.payload);
     x.send = true;
     x.len = r.capacity;
@@ -236,12 +232,7 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     return false;
   }
   if (last) {
-    x.last_valid = true;
-    x.last_psn = psn;
-    x.last_len = static_cast<uint32_t>(n);
-    x.last_has_imm = v.imm != nullptr;
-    x.last_imm = v.imm != nullptr ? v.imm->imm.value() : 0;
-    x.last_se = v.bth->se();
+    x.last.take(v, psn, n);
     x.limit_valid = true;
     x.limit = psn + 1;
   }
@@ -282,12 +273,7 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
       e.limit_valid = true;
       e.limit = psn + 1;
     }
-    e.last_valid = true;
-    e.last_psn = psn;
-    e.last_len = static_cast<uint32_t>(n);
-    e.last_has_imm = v.imm != nullptr;
-    e.last_imm = v.imm != nullptr ? v.imm->imm.value() : 0;
-    e.last_se = v.bth->se();
+    e.last.take(v, psn, n);
   }
   return true;
 }
@@ -312,8 +298,8 @@ void Qp::sr_next_lower_limit(Psn psn) {
     sr_set(p, false);
     --e.count;
     --sr_count_;
-    if (e.last_valid && e.last_psn == p) {
-      e.last_valid = false;
+    if (e.last.valid && e.last.psn == p) {
+      e.last.valid = false;
       lost_last = true;
     }
   }
@@ -334,8 +320,8 @@ void Qp::sr_unplace_next_from(Psn psn) {
   }
   while (sr_next_n_ > 0 && Psn::diff(sr_nexts()[sr_next_n_ - 1].first, psn) >= 0) --sr_next_n_;
   for (uint32_t i = 0; i < sr_next_n_; ++i)
-    if (sr_nexts()[i].last_valid && Psn::diff(sr_nexts()[i].last_psn, psn) >= 0)
-      sr_nexts()[i].last_valid = false;
+    if (sr_nexts()[i].last.valid && Psn::diff(sr_nexts()[i].last.psn, psn) >= 0)
+      sr_nexts()[i].last.valid = false;
 }
 
 // epsn_ reached the first entry's first packet: it becomes the message in
@@ -365,12 +351,7 @@ bool Qp::sr_take_next() {
     ++moved;
   }
   sr_msg_count_ += moved;
-  sr_last_valid_ = e.last_valid;
-  sr_last_psn_ = e.last_psn;
-  sr_last_len_ = e.last_len;
-  sr_last_imm_ = e.last_imm;
-  sr_last_has_imm_ = e.last_has_imm;
-  sr_last_se_ = e.last_se;
+  sr_last_ = e.last;
   sr_msg_limit_valid_ = e.limit_valid;
   sr_msg_limit_ = e.limit;
   for (uint32_t i = 1; i < sr_next_n_; ++i) sr_nexts()[i - 1] = sr_nexts()[i];
@@ -383,27 +364,27 @@ bool Qp::sr_take_next() {
 // or a WRITE with immediate no receive): the caller takes it back, it is
 // asked for again and the in-order path answers with an RNR NAK.
 bool Qp::sr_advance_in_message() {
-  if (!(sr_last_valid_ && sr_last_psn_ == epsn_)) {
+  if (!(sr_last_.valid && sr_last_.psn == epsn_)) {
     msg_offset_ += cfg_.pmtu;
     return true;
   }
   const bool is_send = in_msg_ == InMsg::kSend;
-  if (is_send || sr_last_has_imm_) {
+  if (is_send || sr_last_.has_imm) {
     if (!recv_cq_room() || (!is_send && !have_recv())) return false;
     const RecvWqe& r = rq(rq_head_);
     Completion wc;
     wc.cookie = r.wr.cookie;
     wc.qpn = qpn_;
     wc.op = is_send ? WcOp::kRecv : WcOp::kRecvWriteImm;
-    wc.byte_len = static_cast<uint32_t>(is_send ? msg_offset_ + sr_last_len_ : write_len_);
-    wc.has_imm = sr_last_has_imm_;
-    wc.imm = sr_last_imm_;
-    wc.solicited = is_send && sr_last_se_;
+    wc.byte_len = static_cast<uint32_t>(is_send ? msg_offset_ + sr_last_.len : write_len_);
+    wc.has_imm = sr_last_.has_imm;
+    wc.imm = sr_last_.imm;
+    wc.solicited = is_send && sr_last_.se;
     (void)push_recv_completion(wc);  // room checked above
     retire_recv();
     recv_in_use_ = false;
   }
-  msg_offset_ += sr_last_len_;
+  msg_offset_ += sr_last_.len;
   in_msg_ = InMsg::kNone;
   ++msn_;
   return true;
@@ -420,7 +401,7 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
       break;
     }
     if (sr_msg_bit(epsn_)) {
-      const bool last = sr_last_valid_ && sr_last_psn_ == epsn_;
+      const bool last = sr_last_.valid && sr_last_.psn == epsn_;
       if (!sr_advance_in_message()) {
         sr_unplace_msg_from(epsn_);
         break;
