@@ -87,6 +87,25 @@ class Tshark : public ::testing::Test {
     if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
   }
   std::string dir_;
+
+  // Writes frame `f` to NAME.pcap and returns tshark's fields of it:
+  // frame.protocols, opcode, dest QP, PSN, then `more` (" -e ..."), then the
+  // vendor data, _ws.malformed and _ws.expert.severity.
+  std::vector<std::string> vendor_fields(const std::vector<uint8_t>& f, const std::string& name,
+                                         const std::string& more) {
+    const std::string pcap = dir_ + "/" + name + ".pcap";
+    {
+      wire::PcapWriter w(pcap);
+      EXPECT_TRUE(w.write(f));
+    }
+    const std::string out =
+        run("tshark -r " + pcap +
+            " --disable-protocol rpcordma -T fields -E separator=';' -E occurrence=l"
+            " -e frame.protocols -e infiniband.bth.opcode -e infiniband.bth.destqp"
+            " -e infiniband.bth.psn" +
+            more + " -e infiniband.vendor -e _ws.malformed -e _ws.expert.severity 2>/dev/null");
+    return split(split(out, '\n').at(0), ';');
+  }
 };
 
 TEST_F(Tshark, EveryOpcodeDecodesCleanly) {
@@ -218,19 +237,8 @@ TEST_F(Tshark, CnpDecodes) {
   ASSERT_TRUE(r.ok());
   f.resize(r.len);
   ASSERT_EQ(f.size(), 14u + 20 + 8 + 12 + 16 + 4);
-  const std::string pcap = dir_ + "/cnp.pcap";
-  {
-    wire::PcapWriter w(pcap);
-    ASSERT_TRUE(w.write(f));
-  }
-  const std::string out =
-      run("tshark -r " + pcap +
-          " --disable-protocol rpcordma -T fields -E separator=';' -E occurrence=l"
-          " -e frame.protocols -e infiniband.bth.opcode -e infiniband.bth.destqp"
-          " -e infiniband.bth.psn -e infiniband.bth.a -e infiniband.vendor -e _ws.malformed"
-          " -e _ws.expert.severity 2>/dev/null");
-  const auto c = split(split(out, '\n').at(0), ';');
-  ASSERT_EQ(c.size(), 8u) << out;
+  const auto c = vendor_fields(f, "cnp", " -e infiniband.bth.a");
+  ASSERT_EQ(c.size(), 8u);
   EXPECT_NE(c[0].find("infiniband"), std::string::npos);
   EXPECT_EQ(num(c[1]), 0x81u);
   EXPECT_EQ(num(c[2]), 0x123u);
@@ -261,19 +269,8 @@ TEST_F(Tshark, SackDecodes) {
   ASSERT_TRUE(r.ok());
   f.resize(r.len);
   ASSERT_EQ(f.size(), 14u + 20 + 8 + 12 + sack.size() + 4);
-  const std::string pcap = dir_ + "/sack.pcap";
-  {
-    wire::PcapWriter w(pcap);
-    ASSERT_TRUE(w.write(f));
-  }
-  const std::string out =
-      run("tshark -r " + pcap +
-          " --disable-protocol rpcordma -T fields -E separator=';' -E occurrence=l"
-          " -e frame.protocols -e infiniband.bth.opcode -e infiniband.bth.destqp"
-          " -e infiniband.bth.psn -e infiniband.vendor -e _ws.malformed"
-          " -e _ws.expert.severity 2>/dev/null");
-  const auto c = split(split(out, '\n').at(0), ';');
-  ASSERT_EQ(c.size(), 7u) << out;
+  const auto c = vendor_fields(f, "sack", "");
+  ASSERT_EQ(c.size(), 7u);
   EXPECT_NE(c[0].find("infiniband"), std::string::npos);
   EXPECT_EQ(num(c[1]), 0xC0u);
   EXPECT_EQ(num(c[2]), 0x123u);
