@@ -44,11 +44,11 @@ void Qp::cc_on_rtt(uint64_t rtt_ns, uint64_t now) {
   ctr_.cc_window_cuts += cc_.delay_window().decreases() - before;
 }
 
-// Data is what the pacer and DCQCN's byte counter account: request packets
-// and READ responses (the other direction's data), not ACKs or CNPs.
 // The retransmission timer fired: what it resends is not held by the pacer.
 void Qp::cc_on_timeout(uint64_t now) { cc_.on_timeout(now); }
 
+// Data is what the pacer and DCQCN's byte counter account: request packets
+// and READ responses (the other direction's data), not ACKs or CNPs.
 void Qp::cc_on_sent(const wire::BuildSpec& spec, uint32_t frame_len, uint64_t now) {
   const wire::OpInfo& info = wire::op_info(spec.opcode);
   if (!info.is(wire::op::kRequest) && !info.is(wire::op::kPayload)) return;
