@@ -144,10 +144,13 @@ bool Multi::report(const char* who) {
     const rc::QpCounters& c = qps[k]->counters();
     std::printf(" QP %zu: tx %" PRIu64 " rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
                 " seq-NAKs rx %" PRIu64 " tx %" PRIu64 " SACKs rx %" PRIu64 " tx %" PRIu64
-                " probes %" PRIu64 " duplicates %" PRIu64 " out-of-order %" PRIu64 "\n",
+                " probes %" PRIu64 " duplicates %" PRIu64 " out-of-order %" PRIu64
+                " (placed %" PRIu64 " kept %" PRIu64 ") srtt %.1f us rto %.1f us\n",
                 k, c.tx_packets, c.rx_packets, c.retransmits + c.sr_resends, c.timeouts,
                 c.seq_naks_rx, c.seq_naks_tx, c.sacks_rx, c.sacks_tx, c.tlp_probes, c.duplicates_rx,
-                c.out_of_order_rx);
+                c.out_of_order_rx, c.sr_placed_ooo, c.sr_held,
+                static_cast<double>(qps[k]->rtt().srtt_ns()) / 1e3,
+                static_cast<double>(qps[k]->rtt().rto_ns()) / 1e3);
     const std::string_view mode = rc::cc_mode_name(qps[k]->config().cc.mode);
     std::printf(
         " QP %zu cc %.*s: CE rx %" PRIu64 " CNPs tx %" PRIu64 " rx %" PRIu64 " rate cuts %" PRIu64

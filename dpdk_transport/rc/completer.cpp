@@ -232,10 +232,18 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
   const Psn from = v.bth->psn();
   if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, next_psn_) >= 0) return;  // stale
   bool any = false;
+  SrBits& sacked = sr_maps().sacked;
   for (uint32_t i = 0; i < span; ++i) {
-    if (((uint32_t{b[4 + i / 8]} >> (i % 8)) & 1u) != 0) continue;
     const Psn psn = from + static_cast<int32_t>(i);
     if (Psn::diff(psn, max_sent_psn_) > 0) break;
+    if (((uint32_t{b[4 + i / 8]} >> (i % 8)) & 1u) != 0) {
+      // Held there: no longer in flight (in_flight_at), room for a new packet.
+      if (!sacked.test(psn)) {
+        sacked.set(psn, true);
+        any = true;
+      }
+      continue;
+    }
     const uint64_t k = wqe_from(psn);
     if (!wqe_holds(k, psn)) continue;
     const SendWqe& w = sq(k);
@@ -250,6 +258,16 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
 void Qp::note_acked(Psn psn, uint64_t now) {
   if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
   if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
+  if (srm_ != nullptr) {  // what the SACKs showed held is acknowledged now
+    const int32_t n = Psn::diff(psn, acked_psn_);
+    if (n >= kSrSpan) {
+      srm_->sacked = SrBits{};
+    } else {
+      for (int32_t d = srm_->sacked.next_set(acked_psn_ + 1, 0, n); d < n;
+           d = srm_->sacked.next_set(acked_psn_ + 1, d + 1, n))
+        srm_->sacked.set(acked_psn_ + 1 + d, false);
+    }
+  }
   acked_psn_ = psn;
   if (rtt_timing_ && Psn::diff(psn, rtt_psn_) >= 0) {
     rtt_timing_ = false;

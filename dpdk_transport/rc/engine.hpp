@@ -33,6 +33,9 @@ struct EngineConfig {
   uint16_t burst = 32;
   uint16_t tx_retries = 4;   // tx_burst attempts per flush before back-pressure
   uint32_t qpn_base = 0x11;  // first QPN handed out (0/1 are special in IBA)
+  // Request frames the queue pairs keep after a hole until it is filled
+  // (Qp::sr_hold), all together at most this many bytes of pool blocks.
+  size_t held_max_bytes = size_t{16} << 20;
 };
 
 struct EngineCounters {
@@ -67,6 +70,9 @@ struct EngineCounters {
   uint64_t resp_errors[kRespErrorKinds] = {};
   uint64_t rkey_refused[static_cast<size_t>(AccessError::kCount)] = {};
   uint64_t cm_malformed = 0, cm_req_refused = 0, cm_forged_ignored = 0;
+  // Frames after a hole not kept because held_max_bytes was reached (the
+  // requester resends them once the hole is filled).
+  uint64_t held_refused = 0;
 };
 
 class Engine {
@@ -154,6 +160,24 @@ class Engine {
   bool tx_ip_csum_offload() const { return tx_ip_csum_offload_; }
   void tx_abort(Frame* f);
   void arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline);
+  // A block of pool() for a frame a queue pair keeps after a hole, within
+  // cfg.held_max_bytes for the engine; nullptr (counted) when over.
+  void* held_take(size_t bytes) {
+    const size_t b = BlockPool::class_bytes(BlockPool::class_of(bytes));
+    if (held_bytes_ + b > cfg_.held_max_bytes) {
+      ctr_.held_refused++;
+      return nullptr;
+    }
+    void* p = pool_.take(bytes);
+    if (p != nullptr) held_bytes_ += b;
+    return p;
+  }
+  void held_give(void* p, size_t bytes) {
+    if (p == nullptr) return;
+    held_bytes_ -= BlockPool::class_bytes(BlockPool::class_of(bytes));
+    pool_.give(p, bytes);
+  }
+  size_t held_bytes() const { return held_bytes_; }
   void activate(Qp* qp);
   // A queue pair went to error (Qp::set_error): its QPN is kept for
   // take_errors(), so the layer above learns of broken connections without
@@ -196,6 +220,7 @@ class Engine {
   EngineConfig cfg_;
   EngineCounters ctr_;
   BlockPool pool_;  // before qps_: the queue pairs give their rings back to it
+  size_t held_bytes_ = 0;  // of pool_, in held_take() blocks
   // Slot i holds QPN qpn_base + i; grown on demand up to max_qps, freed
   // slots reused (free_slots_) before new ones are added.
   std::vector<std::unique_ptr<Qp>> qps_;

@@ -83,6 +83,7 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       cc_(cfg.cc, std::max<uint32_t>(cfg.window, 1)) {}
 
 Qp::~Qp() {
+  held_sweep(/*all=*/true);
   BlockPool& pool = engine_.pool();
   sq_.release(pool);
   rq_.release(pool);
@@ -330,6 +331,7 @@ void Qp::set_error(QpError why, uint64_t now) {
     send_ack(kAckSyndrome, epsn_ - 1, now);
   state_ = QpState::kError;
   error_ = why;
+  held_sweep(/*all=*/true);
   engine_.note_error(qpn_);
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
     SendWqe& w = sq(i);

@@ -44,6 +44,9 @@ struct QpCounters {
            out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
            bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
            rtt_samples = 0, tlp_probes = 0;
+  // Request frames kept after a hole (selective repeat) and later taken in
+  // order from what was kept.
+  uint64_t sr_held = 0, sr_held_taken = 0;
   // Selective acknowledgements sent / received (see Qp::send_seq_nak).
   uint64_t sacks_tx = 0, sacks_rx = 0;
   // Congestion control: CE-marked packets received, CNPs sent / received,
@@ -258,6 +261,14 @@ class Qp {
   bool emit_requests(uint64_t now);
   ReqState req_get_wqe() const;
   ReqState check_fence(const SendWqe& w) const;
+  // Request packets in flight if `psn` were sent now: those after una that
+  // no SACK showed the responder holds.  The window (cc_window) bounds it;
+  // with a peer that sends SACKs it reaches up to kHeldSpan past una, so a
+  // hole being repaired does not stop the sender a window after it.
+  int32_t in_flight_at(wire::Psn psn) const;
+  bool window_room(wire::Psn psn) const {
+    return in_flight_at(psn) < static_cast<int32_t>(cc_window());
+  }
   void exec_bind(SendWqe& w, uint64_t now);
   ReqState req_emit(SendWqe& w, uint64_t now);
   bool start_wqe(SendWqe& w, uint64_t now);
@@ -549,9 +560,40 @@ class Qp {
     SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
     SrBits msg, next, rd;
     SrBits seen;  // PSNs after the hole that arrived and could not be placed
+    // Requester: PSNs after una a SACK showed the responder holds (placed
+    // or kept); cleared as una passes them (note_acked).
+    SrBits sacked;
     std::array<SrNext, kSrNextMax> nexts;
     std::array<uint8_t, kSackBytes> sack;  // payload of the SACK being sent
   };
+  // ---- selective repeat: request frames kept whole (responder_hold.cpp) ----
+  // A request packet after a hole that could not be placed (a SEND packet
+  // a message boundary may precede, a FIRST beyond kSrNextMax, a WRITE with
+  // immediate whose FIRST is missing, a READ or atomic request) is kept: its
+  // frame and view copied into a block from the engine (Engine::held_take),
+  // run through the responder when epsn_ reaches it.  Up to kHeldSpan PSNs
+  // past epsn_; the SACK shows it as received, so it is not sent again.
+  static constexpr int32_t kHeldSpan = 256;
+  struct HeldRing {
+    PsnBitmap<kHeldSpan / 64> bits;  // entries that hold a block
+    // Entry psn % kHeldSpan: the PSN and its block (a wire::PacketView, then
+    // the frame it points into).
+    std::array<std::pair<wire::Psn, void*>, kHeldSpan> e{};
+  };
+  std::unique_ptr<HeldRing> held_;
+  uint32_t held_n_ = 0;  // entries in use
+  // The frame kept for `p` (nullptr: none).
+  const wire::PacketView* held_at(wire::Psn p) const;
+  bool sr_hold(const wire::PacketView& v, wire::Psn psn);
+  // Runs the kept frames from epsn_ on through the responder, in order;
+  // `jumped`: epsn_ moved by more than one packet since the last drain.
+  void held_drain(uint64_t now, bool jumped);
+  // Gives entry i's block back (what it holds is not needed any more).
+  void held_release(size_t i);
+  // Frees every entry epsn_ went past (or, `all`, every entry).
+  void held_sweep(bool all);
+  void respond(const wire::PacketView& v, uint64_t now);
+
   uint32_t sr_next_n_ = 0;  // entries in use (in SrMaps::nexts)
   SrNext* sr_nexts() { return srm_->nexts.data(); }
   const SrNext* sr_nexts() const { return srm_->nexts.data(); }

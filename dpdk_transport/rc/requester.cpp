@@ -5,6 +5,7 @@
 // state.
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine.hpp"
@@ -293,9 +294,8 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
   }
   if (sp == nullptr) return true;  // unreachable: every op is handled above
   wire::BuildSpec& s = *sp;
-  const int32_t in_flight = Psn::diff(psn, una_psn()) + 1;
   s.ack_req = last || probe || ++since_ack_req_ >= cfg_.ack_every ||
-              in_flight >= static_cast<int32_t>(cc_window());
+              in_flight_at(psn) + 1 >= static_cast<int32_t>(cc_window());
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
   // The newest PSN this packet covers (a READ request: its whole response).
@@ -356,6 +356,17 @@ bool Qp::emit_sr_resends(uint64_t now) {
   return true;
 }
 
+int32_t Qp::in_flight_at(Psn psn) const {
+  const Psn una = una_psn();
+  const int32_t span = Psn::diff(psn, una);
+  if (span < static_cast<int32_t>(cc_window()) || !sack_seen_ || srm_ == nullptr) return span;
+  if (span >= kHeldSpan) return INT32_MAX;  // beyond what the responder keeps
+  int32_t held = 0;
+  for (int32_t d = 0; d < span; d += 64)
+    held += std::popcount(srm_->sacked.chunk(una + d) & SrBits::first_bits(span - d));
+  return span - held;
+}
+
 Qp::ReqState Qp::req_get_wqe() const {
   if (state_ != QpState::kRts) return ReqState::kError;
   if (rnr_waiting_ || sq_emit_ >= sq_tail_) return ReqState::kDone;
@@ -369,8 +380,7 @@ Qp::ReqState Qp::check_fence(const SendWqe& w) const {
   if (w.wr.op == WrOp::kBind) return ReqState::kExecBind;
   if ((w.wr.flags & wr_flag::kFence) != 0 && rd_atomic_outstanding_ > 0) return ReqState::kBlocked;
   if (is_rd_atomic(w.wr.op) && !rd_atomic_room()) return ReqState::kBlocked;
-  if (Psn::diff(next_psn_, una_psn()) >= static_cast<int32_t>(cc_window()))
-    return ReqState::kBlocked;
+  if (!window_room(next_psn_)) return ReqState::kBlocked;
   return ReqState::kStartWqe;
 }
 
@@ -395,7 +405,7 @@ Qp::ReqState Qp::req_emit(SendWqe& w, uint64_t now) {
   if (w.done) return ReqState::kNextWqe;
   while (w.sent < w.npkts) {
     const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
-    if (Psn::diff(psn, una_psn()) >= static_cast<int32_t>(cc_window())) return ReqState::kBlocked;
+    if (!window_room(psn)) return ReqState::kBlocked;
     if (!cc_may_send(now)) return ReqState::kBlocked;  // the pace timer resumes it
     if (!emit_one(w, now)) return ReqState::kBackpressure;
   }

@@ -74,6 +74,13 @@ std::string_view Qp::state_name(RespState s) noexcept {
 }
 
 void Qp::on_request(const wire::PacketView& v, uint64_t now) {
+  const Psn before = epsn_;
+  respond(v, now);
+  // epsn_ reached frames kept after a hole (responder_hold.cpp).
+  if (held_n_ > 0) held_drain(now, Psn::diff(epsn_, before) > 1);
+}
+
+void Qp::respond(const wire::PacketView& v, uint64_t now) {
   RespCtx c{v, v.bth->psn()};
   RespState s = RespState::kCheckPsn;
   for (;;) {
@@ -140,6 +147,8 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
   if (srm_ != nullptr) srm_->seen.set(epsn_, false);
+  // Sent again though kept (the requester went back N): this copy is the one.
+  if (held_n_ > 0 && held_at(epsn_) != nullptr) held_release(epsn_.value() % kHeldSpan);
   if (sr_seen_valid_ && Psn::diff(sr_seen_top_, epsn_) <= 0) sr_seen_valid_ = false;
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
@@ -171,7 +180,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const uint64_t placed_before = ctr_.sr_placed_ooo;
   bool placed_already = false;
   if (cfg_.selective_repeat && d < kSrSpan) {
-    if (sr_bit(c.psn)) {
+    if (sr_bit(c.psn) || held_at(c.psn) != nullptr) {
       // Sent again although placed: the requester probes a tail it thinks
       // lost, so our NAK for the hole did not reach it.  Repeat it.  Not
       // after an RNR NAK: the requester resends the window behind the packet
@@ -199,6 +208,8 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     } else if (sr_place_next(v, c.psn)) {
       sr_mark_placed(c.psn, /*next=*/true);
     }
+    // Not placed: kept whole, taken in order (responder_hold.cpp).
+    const bool held = !placed_already && ctr_.sr_placed_ooo == placed_before && sr_hold(v, c.psn);
     if (!sr_seen_valid_ || Psn::diff(c.psn, sr_seen_top_) > 0) {
       sr_seen_valid_ = true;
       sr_seen_top_ = c.psn;
@@ -207,7 +218,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     // the same refusal.)
     if (!placed_already) sr_maps().seen.set(c.psn, ctr_.sr_placed_ooo == placed_before);
     // Not placed: remember how far such packets reach (advance_epsn).
-    if (!placed_already && ctr_.sr_placed_ooo == placed_before &&
+    if (!placed_already && !held && ctr_.sr_placed_ooo == placed_before &&
         (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
       sr_drop_valid_ = true;
       sr_drop_top_ = c.psn;

@@ -393,7 +393,7 @@ bool Qp::sr_advance_in_message() {
 // Moves epsn_ over packets that selective repeat already placed; if a hole
 // remains in front of placed packets, reports it at once (one NAK per hole).
 void Qp::advance_epsn(uint64_t now, bool ack_req) {
-  if (sr_count_ == 0 && !sr_drop_valid_) return;
+  if (sr_count_ == 0 && !sr_drop_valid_ && held_n_ == 0) return;
   bool moved = false;
   while (sr_count_ > 0 && sr_bit(epsn_)) {
     if (sr_next_n_ > 0 && sr_nexts()[0].first == epsn_ && !sr_take_next()) {
@@ -433,7 +433,9 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
   // alone) in front of packets that arrived and could not be placed: report
   // it now rather than leave the requester to its tail-loss probe.  (While
   // the requester goes back N it knows these NAKs for what they are.)
-  if ((sr_count_ > 0 || ((moved || ack_req) && sr_drop_valid_)) && nak_sent_ == NakSent::kNone) {
+  // (A frame kept for epsn_ is no hole: on_request takes it next.)
+  if ((sr_count_ > 0 || held_n_ > 0 || ((moved || ack_req) && sr_drop_valid_)) &&
+      nak_sent_ == NakSent::kNone && held_at(epsn_) == nullptr) {
     send_seq_nak(now);
   }
 }
@@ -465,9 +467,16 @@ void Qp::send_seq_nak(uint64_t now) {
   b[1] = static_cast<uint8_t>(span >> 16);
   b[2] = static_cast<uint8_t>(span >> 8);
   b[3] = static_cast<uint8_t>(span);
-  for (uint32_t i = 1; i < span; ++i)
-    if (sr_bit(epsn_ + static_cast<int32_t>(i)) || srm_->seen.test(epsn_ + static_cast<int32_t>(i)))
-      b[4 + i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  // A word of 64 PSNs at a time (placed or seen), bit i of the bitmap in
+  // byte i / 8: the word's bytes in little-endian order.
+  for (uint32_t i = 0; i < span; i += 64) {
+    const Psn p = epsn_ + static_cast<int32_t>(i);
+    uint64_t w = (srm_->placed.chunk(p) | srm_->seen.chunk(p)) &
+                 SrBits::first_bits(static_cast<int32_t>(std::min<uint32_t>(span - i, 64)));
+    if (i == 0) w &= ~uint64_t{1};  // epsn_ itself: the hole
+    for (uint32_t k = 0; k < 8 && i / 8 + k < 4 * words; ++k)
+      b[4 + i / 8 + k] = static_cast<uint8_t>(w >> (8 * k));
+  }
   wire::BuildSpec& s = base_spec(Opcode::kSack, epsn_);
   s.payload = std::span<const uint8_t>(b.data(), 4 + 4 * size_t{words});
   if (transmit(s, now)) ctr_.sacks_tx++;

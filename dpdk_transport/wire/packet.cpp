@@ -296,4 +296,27 @@ Reject parse_packet(std::span<const uint8_t> frame, const ParseOptions& opts,
   return Reject::kNone;
 }
 
+PacketView rebase_view(const PacketView& v, std::span<const uint8_t> copy) noexcept {
+  const uint8_t* from = v.frame.data();
+  const auto move = [&]<typename T>(const T* p) -> const T* {
+    if (p == nullptr) return nullptr;
+    return reinterpret_cast<const T*>(copy.data() + (reinterpret_cast<const uint8_t*>(p) - from));
+  };
+  PacketView out = v;
+  out.frame = copy.first(v.frame.size());
+  out.eth = move(v.eth);
+  out.ip = move(v.ip);
+  out.udp = move(v.udp);
+  out.bth = move(v.bth);
+  out.deth = move(v.deth);
+  out.reth = move(v.reth);
+  out.atomic = move(v.atomic);
+  out.aeth = move(v.aeth);
+  out.atomic_ack = move(v.atomic_ack);
+  out.imm = move(v.imm);
+  out.ieth = move(v.ieth);
+  out.payload = copy.subspan(static_cast<size_t>(v.payload.data() - from), v.payload.size());
+  return out;
+}
+
 }  // namespace dpdat::wire

@@ -177,4 +177,8 @@ struct PacketView {
 Reject parse_packet(std::span<const uint8_t> frame, const ParseOptions& opts,
                     PacketView& out) noexcept;
 
+// The view `v` of a parsed frame moved onto `copy`, which holds the same
+// bytes as v.frame (a frame kept after its receive buffer is gone).
+PacketView rebase_view(const PacketView& v, std::span<const uint8_t> copy) noexcept;
+
 }  // namespace dpdat::wire
