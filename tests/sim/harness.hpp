@@ -38,11 +38,12 @@ class Pair {
 
   // `io`, when given, names the packet I/O side i's engine uses, given the
   // link end (a test's device model wrapped around it; it must outlive the Pair).
+  // `engine` configures both engines (its pmtu is always 4096).
   using IoWrap = std::function<PacketIo&(int, PacketIo&)>;
   explicit Pair(uint64_t seed, const QpConfig& qcfg = {}, uint32_t cq_depth = 4096,
-                const IoWrap& io = {})
+                const IoWrap& io = {}, const EngineConfig& engine = {})
       : link_(seed, 8192, 4096) {
-    EngineConfig ecfg;
+    EngineConfig ecfg = engine;
     ecfg.pmtu = 4096;
     for (int i = 0; i < 2; ++i) {
       Side& s = side_[i];
