@@ -159,9 +159,11 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
     const uint64_t i = wqe_from(psn);
     // The responder took our single resend of the packet before and still
     // lacks this one: it kept nothing after them (a SEND's packets after two
-    // adjacent losses, where a message boundary could hide): go back N.
+    // adjacent losses, where a message boundary could hide, or a WRITE with
+    // immediate's after its first, beyond what it may keep): go back N.
     const bool kept_nothing = sr_single_valid_ && sr_single_psn_ + 1 == psn && wqe_holds(i, psn) &&
-                              (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm);
+                              (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm ||
+                               sq(i).wr.op == WrOp::kWriteImm);
     if (wqe_holds(i, psn) && !kept_nothing &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
@@ -258,7 +260,7 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
 void Qp::note_acked(Psn psn, uint64_t now) {
   if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
   if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
-  if (srm_ != nullptr) {  // what the SACKs showed held is acknowledged now
+  if (srm_ != nullptr) {                        // what the SACKs showed held is acknowledged now
     const int32_t n = Psn::diff(psn, acked_psn_);
     if (n >= kSrSpan) {
       srm_->sacked = SrBits{};

@@ -207,15 +207,16 @@ bool Qp::sr_packet(const SendWqe& w) const {
   return cfg_.selective_repeat && w.wr.op == WrOp::kWrite;
 }
 
-bool Qp::sr_resendable(const SendWqe& w, uint32_t idx) const {
+bool Qp::sr_resendable(const SendWqe& w, uint32_t /*idx*/) const {
   if (sr_packet(w)) return true;
   // SEND and WRITE with immediate: once the responder has the first packet
   // it places later ones of the message by their offset (responder.cpp), so
   // a hole after the first is resent alone.  It places a SEND's packets
-  // after a lost first one too (into the receive WQE that one will take);
-  // a WRITE with immediate's need the first packet's RETH: that goes back N.
-  if (!cfg_.selective_repeat || !is_send_write(w.wr.op)) return false;
-  return idx > 0 || w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
+  // after a lost first one too (into the receive WQE that one will take),
+  // and keeps a WRITE with immediate's whole until its first packet's RETH
+  // comes (responder_hold.cpp).  What it could not keep, it NAKs once the
+  // resend is taken (do_seq_nak: kept_nothing goes back N).
+  return cfg_.selective_repeat && is_send_write(w.wr.op);
 }
 
 bool Qp::rd_request_holes(const SendWqe& w, uint64_t now, bool probe) {

@@ -157,6 +157,54 @@ TEST(SelectiveRepeatHeld, SendsAfterALostBoundaryKeptNotResent) {
   EXPECT_EQ(f.b_held_peak, 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
 }
 
+// A WRITE with immediate whose FIRST (the packet with the RETH) is lost: its
+// MIDDLE and LAST packets do not say where they go, so they are kept and
+// written once the FIRST, resent alone, comes.  With nothing kept (the
+// engine's cap 0) the responder NAKs the packet after the resent FIRST and
+// the requester goes back N from there, without waiting for a timeout.
+TEST(SelectiveRepeatHeld, WriteImmAfterItsLostFirstKept) {
+  for (bool keep : {true, false}) {
+    SCOPED_TRACE(keep ? "kept" : "cap 0");
+    EngineConfig e;
+    if (!keep) e.held_max_bytes = 0;
+    Rig f(cfg(), e);
+    Buffer src = f.p.reg(0, kMsg, kLocal);
+    Buffer dst = f.p.reg(1, kMsg, kLocal | priv::kRemoteWrite);
+    Buffer none = f.p.reg(1, 1, kLocal);
+    fill_pattern(src.bytes, 13);
+    f.post_recv(none, 0, 0, 1);  // the immediate's receive
+    f.arm({1});
+    SendWr w = rdma_wr(WrOp::kWriteImm, src, dst, kMsg, 7);
+    w.imm = 0xABCD0123;
+    ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+    ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 1; }));
+    ASSERT_TRUE(f.p.settle());
+    const auto rc = drain(*f.p.b().rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[0].op, WcOp::kRecvWriteImm);
+    EXPECT_TRUE(rc[0].has_imm);
+    EXPECT_EQ(rc[0].imm, 0xABCD0123u);
+    EXPECT_EQ(rc[0].byte_len, kMsg);
+    EXPECT_EQ(src.bytes, dst.bytes);
+    EXPECT_EQ(f.cb().sr_placed_ooo, 0u);
+    EXPECT_EQ(f.ca().sr_resends, 1u);  // the FIRST alone
+    EXPECT_EQ(f.ca().timeouts, 0u);
+    EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
+    if (keep) {
+      EXPECT_EQ(f.cb().sr_held, 7u);
+      EXPECT_EQ(f.cb().sr_held_taken, 7u);
+      EXPECT_EQ(f.ca().retransmits, 0u);
+      EXPECT_EQ(f.sent_a, 8u + 1u);
+    } else {
+      EXPECT_EQ(f.cb().sr_held, 0u);
+      EXPECT_EQ(f.p.b().engine->counters().held_refused, 7u);
+      EXPECT_EQ(f.ca().retransmits, 1u);  // from the second packet on
+      EXPECT_EQ(f.sent_a, 8u + 1u + 7u);
+    }
+  }
+}
+
 // (b) A 4-packet SEND losing its second packet, then 20 one-packet SENDs:
 // the responder places the first message's rest and the 8 next messages
 // (kSrNextMax), and keeps the 12 beyond.  Nothing but the hole is resent.
@@ -307,6 +355,38 @@ TEST(SelectiveRepeatHeld, KeptFramesGivenBackOnErrorAndDestroy) {
     }
     EXPECT_EQ(eb.held_bytes(), 0u);
   }
+}
+
+// The second SEND's FIRST, resent, finds no receive (RNR NAK) while its
+// MIDDLE and LAST packets are kept: they stay kept until the receive is
+// posted and the FIRST is taken, and none is left behind afterwards.
+TEST(SelectiveRepeatHeld, KeptFramesWaitOutAnRnr) {
+  Rig f;
+  Buffer src = f.p.reg(0, 2 * kMsg, kLocal);
+  Buffer dst = f.p.reg(1, 2 * kMsg, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 31);
+  f.post_recv(dst, 0, kMsg, 1);  // none for the second message yet
+  f.arm({8, 9});
+  f.post_send(WrOp::kSend, src, 0, kMsg, 11);
+  f.post_send(WrOp::kSend, src, kMsg, kMsg, 12);
+  ASSERT_TRUE(f.p.run_until([&] { return f.cb().rnr_naks_tx >= 1; }, 1'000'000));
+  EXPECT_EQ(f.cb().sr_held, 7u);
+  EXPECT_EQ(f.p.b().engine->held_bytes(), 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
+  f.post_recv(dst, kMsg, kMsg, 2);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 2; }));
+  ASSERT_TRUE(f.p.settle());
+  const auto rc = drain(*f.p.b().rcq);
+  ASSERT_EQ(rc.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(rc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].cookie, 1u + i);
+    EXPECT_EQ(rc[i].byte_len, kMsg);
+  }
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_GE(f.ca().rnr_naks_rx, 1u);
+  EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
+  EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
+  EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
 }
 
 // (f) One 384-packet WRITE with its third packet lost, 10 us each way, the
