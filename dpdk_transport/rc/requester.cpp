@@ -298,6 +298,7 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
               in_flight_at(psn) + 1 >= static_cast<int32_t>(cc_window());
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
+  if (!sent_seq_.empty()) sent_seq_[psn.value() % kSentSeqSize] = {psn, ++tx_seq_};
   // The newest PSN this packet covers (a READ request: its whole response).
   const Psn top = w.wr.op == WrOp::kRead ? w.first_psn + static_cast<int32_t>(w.npkts - 1) : psn;
   if (Psn::diff(top, max_sent_psn_) > 0) {

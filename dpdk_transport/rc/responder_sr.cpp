@@ -452,6 +452,15 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
 void Qp::send_seq_nak(uint64_t now) {
   nak_sent_ = NakSent::kSeq;
   ctr_.seq_naks_tx++;
+  nak_sent_ns_ = now;
+  if (!nak_timed_ || !(nak_timed_psn_ == epsn_)) {
+    nak_timed_ = true;
+    nak_timed_once_ = true;
+    nak_timed_psn_ = epsn_;
+    nak_timed_ns_ = now;
+  } else {
+    nak_timed_once_ = false;  // said again: which one the resend answers is unknown
+  }
   send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   if (!cfg_.selective_repeat || !sr_seen_valid_) return;
   const int32_t top = Psn::diff(sr_seen_top_, epsn_);
