@@ -655,7 +655,9 @@ class Qp {
     const auto& [p, s] = sent_seq_[psn.value() % kSentSeqSize];
     return p == psn ? s : 0;
   }
-  void note_delivered(wire::Psn psn) { delivered_seq_ = std::max(delivered_seq_, sent_seq_of(psn)); }
+  void note_delivered(wire::Psn psn) {
+    delivered_seq_ = std::max(delivered_seq_, sent_seq_of(psn));
+  }
   bool sack_seen_ = false;
   bool sr_rewind_valid_ = false;
   wire::Psn sr_rewind_psn_;
@@ -694,6 +696,12 @@ class Qp {
   void cc_on_rtt(uint64_t rtt_ns, uint64_t now);
   void cc_on_timeout(uint64_t now);
   void cc_on_sent(const wire::BuildSpec& spec, uint32_t frame_len, uint64_t now);
+
+ public:
+  // Whether a packet of this opcode is data for the pacer and DCQCN.
+  static bool cc_counts_as_data(wire::Opcode op);
+
+ private:
   CongestionControl cc_;
 };
 

@@ -46,7 +46,8 @@ bool Qp::sr_hold(const wire::PacketView& v, Psn psn) {
   if (block == nullptr) return false;
   auto* frame = static_cast<uint8_t*>(block) + sizeof(wire::PacketView);
   std::memcpy(frame, v.frame.data(), v.frame.size());
-  new (block) wire::PacketView(wire::rebase_view(v, std::span<const uint8_t>(frame, v.frame.size())));
+  new (block)
+      wire::PacketView(wire::rebase_view(v, std::span<const uint8_t>(frame, v.frame.size())));
   held_->e[i] = {psn, block};
   held_->bits.set(Psn(static_cast<uint32_t>(i)), true);
   ++held_n_;
