@@ -570,7 +570,7 @@ class Qp {
   struct SrMaps {
     SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
     SrBits msg, next, rd;
-    SrBits seen;  // PSNs after the hole that arrived and could not be placed
+    SrBits seen;  // PSNs after the hole kept whole (responder_hold.cpp)
     // Requester: PSNs after una a SACK showed the responder holds (placed
     // or kept); cleared as una passes them (note_acked).
     SrBits sacked;

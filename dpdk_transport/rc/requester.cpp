@@ -209,12 +209,17 @@ bool Qp::sr_packet(const SendWqe& w) const {
 
 bool Qp::sr_resendable(const SendWqe& w, uint32_t idx) const {
   if (sr_packet(w)) return true;
+  if (!cfg_.selective_repeat) return false;
+  // A peer that sends SACKs keeps what it cannot place after a hole
+  // (responder_hold.cpp): any request packet is resent alone — a READ or
+  // atomic its request, not the PSNs of its response.
+  if (sack_seen_) return !is_rd_atomic(w.wr.op) || idx == 0;
   // SEND and WRITE with immediate: once the responder has the first packet
   // it places later ones of the message by their offset (responder.cpp), so
   // a hole after the first is resent alone.  It places a SEND's packets
   // after a lost first one too (into the receive WQE that one will take);
   // a WRITE with immediate's need the first packet's RETH: that goes back N.
-  if (!cfg_.selective_repeat || !is_send_write(w.wr.op)) return false;
+  if (!is_send_write(w.wr.op)) return false;
   return idx > 0 || w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
 }
 

@@ -224,9 +224,10 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_seen_valid_ = true;
       sr_seen_top_ = c.psn;
     }
-    // (A SACK shows it as held, placed or not: sent again, it would find
-    // the same refusal.)
-    if (!placed_already) sr_maps().seen.set(c.psn, ctr_.sr_placed_ooo == placed_before);
+    // A SACK shows it as held when kept whole; one neither placed nor kept
+    // (beyond kHeldSpan, or the engine's held_max_bytes reached) shows
+    // missing, and the requester sends it again.
+    if (held) sr_maps().seen.set(c.psn, true);
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && !held && ctr_.sr_placed_ooo == placed_before &&
         (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
