@@ -197,6 +197,11 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
     sum.cc_rate_cuts += q.cc_rate_cuts;
     sum.cc_window_cuts += q.cc_window_cuts;
     sum.cc_paced += q.cc_paced;
+    sum.sacks_tx += q.sacks_tx;
+    sum.sacks_rx += q.sacks_rx;
+    sum.tlp_probes += q.tlp_probes;
+    sum.sr_placed_ooo += q.sr_placed_ooo;
+    sum.sr_held += q.sr_held;
   });
   m["qps"] = qps;
   m["qp_tx_packets"] = sum.tx_packets;
@@ -219,6 +224,13 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   m["qp_cc_rate_cuts"] = sum.cc_rate_cuts;
   m["qp_cc_window_cuts"] = sum.cc_window_cuts;
   m["qp_cc_paced"] = sum.cc_paced;
+  m["qp_sacks_tx"] = sum.sacks_tx;
+  m["qp_sacks_rx"] = sum.sacks_rx;
+  m["qp_tlp_probes"] = sum.tlp_probes;
+  m["qp_sr_placed_ahead"] = sum.sr_placed_ooo;
+  m["qp_sr_kept"] = sum.sr_held;
+  m["sr_kept_refused"] = c.held_refused;
+  m["sr_kept_bytes"] = e.held_bytes();
   m["qp_cc_paced_qps"] = cc_paced_qps;
   m["qp_cc_min_rate_bps"] = cc_min_rate_bps;
   m["qp_cc_min_window_milli"] = cc_min_window_milli;

@@ -159,11 +159,9 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
     const uint64_t i = wqe_from(psn);
     // The responder took our single resend of the packet before and still
     // lacks this one: it kept nothing after them (a SEND's packets after two
-    // adjacent losses, where a message boundary could hide, or a WRITE with
-    // immediate's after its first, beyond what it may keep): go back N.
+    // adjacent losses, where a message boundary could hide): go back N.
     const bool kept_nothing = sr_single_valid_ && sr_single_psn_ + 1 == psn && wqe_holds(i, psn) &&
-                              (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm ||
-                               sq(i).wr.op == WrOp::kWriteImm);
+                              (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm);
     if (wqe_holds(i, psn) && !kept_nothing &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
@@ -197,7 +195,12 @@ bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
 bool Qp::sr_recently_resent(Psn psn, uint64_t now) const {
   if (sr_resent_at_.empty()) return false;
   const auto& [p, t] = sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)];
-  return p == psn && now - t < sr_in_flight_ns();
+  if (!(p == psn)) return false;
+  // Resent, and nothing sent after it is known to have arrived: on its way.
+  // (A packet sent later did arrive: the resend was lost.)
+  const uint64_t seq = sent_seq_of(psn);
+  if (seq != 0 && delivered_seq_ != 0) return seq > delivered_seq_;
+  return now - t < sr_in_flight_ns();
 }
 
 void Qp::sr_queue_resend(Psn psn) {
@@ -231,8 +234,11 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
   }
   ctr_.sacks_rx++;
   sack_seen_ = true;
+  if (sent_seq_.empty()) sent_seq_.resize(kSentSeqSize);
   const Psn from = v.bth->psn();
   if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, next_psn_) >= 0) return;  // stale
+  // The span ends at the newest packet the responder saw after the hole.
+  if (span > 0) note_delivered(from + static_cast<int32_t>(span - 1));
   bool any = false;
   SrBits& sacked = sr_maps().sacked;
   for (uint32_t i = 0; i < span; ++i) {
@@ -260,7 +266,8 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
 void Qp::note_acked(Psn psn, uint64_t now) {
   if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
   if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
-  if (srm_ != nullptr) {                        // what the SACKs showed held is acknowledged now
+  note_delivered(psn);
+  if (srm_ != nullptr) {  // what the SACKs showed held is acknowledged now
     const int32_t n = Psn::diff(psn, acked_psn_);
     if (n >= kSrSpan) {
       srm_->sacked = SrBits{};

@@ -219,7 +219,7 @@ class Engine {
   MrTable& mr_;
   EngineConfig cfg_;
   EngineCounters ctr_;
-  BlockPool pool_;  // before qps_: the queue pairs give their rings back to it
+  BlockPool pool_;         // before qps_: the queue pairs give their rings back to it
   size_t held_bytes_ = 0;  // of pool_, in held_take() blocks
   // Slot i holds QPN qpn_base + i; grown on demand up to max_qps, freed
   // slots reused (free_slots_) before new ones are added.

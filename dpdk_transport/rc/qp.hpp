@@ -453,6 +453,17 @@ class Qp {
   // The NAK sent for the current gap, if any: one sequence-error NAK per gap;
   // after an RNR NAK, later packets of the burst are no sequence errors.
   enum class NakSent : uint8_t { kNone, kSeq, kRnr } nak_sent_ = NakSent::kNone;
+  // How long the requester takes to fill a hole once told (the first
+  // sequence NAK for a PSN to its arrival, when that NAK was not repeated),
+  // smoothed: a NAK repeated sooner would only find the resend on its way,
+  // so the responder waits that long before it says the same again.
+  uint64_t nak_repair_ns_ = 0;  // 0: no sample yet
+  uint64_t nak_sent_ns_ = 0;    // the newest sequence NAK
+  bool nak_timed_ = false;      // timing the first NAK for nak_timed_psn_
+  bool nak_timed_once_ = false;
+  wire::Psn nak_timed_psn_;
+  uint64_t nak_timed_ns_ = 0;
+  bool nak_repeat_due(uint64_t now) const { return now - nak_sent_ns_ >= nak_repair_ns_; }
   // The NAK that moved this responder to error, repeated to retransmitted
   // requests so the requester learns the reason even when the NAK was lost.
   bool fatal_nak_valid_ = false;
@@ -559,7 +570,7 @@ class Qp {
   struct SrMaps {
     SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
     SrBits msg, next, rd;
-    SrBits seen;  // PSNs after the hole that arrived and could not be placed
+    SrBits seen;  // PSNs after the hole kept whole (responder_hold.cpp)
     // Requester: PSNs after una a SACK showed the responder holds (placed
     // or kept); cleared as una passes them (note_acked).
     SrBits sacked;
@@ -630,6 +641,23 @@ class Qp {
   // When each PSN was last resent alone (indexed modulo the resend ring's
   // size, with the PSN to tell an old entry); a peer that sent a SACK.
   std::vector<std::pair<wire::Psn, uint64_t>> sr_resent_at_;
+  // Once the peer sent a SACK: the transmission number of each request
+  // packet's newest sending (indexed modulo kSentSeqSize, with the PSN), and
+  // the newest transmission known to have arrived (the top of a SACK, an
+  // ACK).  The links keep order, so a packet sent before one that arrived
+  // and still missing was lost: sent again then, not on a timer.
+  static constexpr size_t kSentSeqSize = 2 * static_cast<size_t>(kHeldSpan);
+  std::vector<std::pair<wire::Psn, uint64_t>> sent_seq_;
+  uint64_t tx_seq_ = 0, delivered_seq_ = 0;
+  // The transmission number of psn's newest sending, 0 when unknown.
+  uint64_t sent_seq_of(wire::Psn psn) const {
+    if (sent_seq_.empty()) return 0;
+    const auto& [p, s] = sent_seq_[psn.value() % kSentSeqSize];
+    return p == psn ? s : 0;
+  }
+  void note_delivered(wire::Psn psn) {
+    delivered_seq_ = std::max(delivered_seq_, sent_seq_of(psn));
+  }
   bool sack_seen_ = false;
   bool sr_rewind_valid_ = false;
   wire::Psn sr_rewind_psn_;
@@ -668,6 +696,12 @@ class Qp {
   void cc_on_rtt(uint64_t rtt_ns, uint64_t now);
   void cc_on_timeout(uint64_t now);
   void cc_on_sent(const wire::BuildSpec& spec, uint32_t frame_len, uint64_t now);
+
+ public:
+  // Whether a packet of this opcode is data for the pacer and DCQCN.
+  static bool cc_counts_as_data(wire::Opcode op);
+
+ private:
   CongestionControl cc_;
 };
 

@@ -48,11 +48,16 @@ void Qp::cc_on_rtt(uint64_t rtt_ns, uint64_t now) {
 void Qp::cc_on_timeout(uint64_t now) { cc_.on_timeout(now); }
 
 // Data is what the pacer and DCQCN's byte counter account: request packets
-// and READ responses (the other direction's data), not ACKs or CNPs.
+// and READ responses (the other direction's data), not ACKs, CNPs or SACKs
+// (whose bitmap is a payload, but an acknowledgement's).
+bool Qp::cc_counts_as_data(wire::Opcode op) {
+  const wire::OpInfo& info = wire::op_info(op);
+  if (info.is(wire::op::kSack)) return false;
+  return info.is(wire::op::kRequest) || info.is(wire::op::kPayload);
+}
+
 void Qp::cc_on_sent(const wire::BuildSpec& spec, uint32_t frame_len, uint64_t now) {
-  const wire::OpInfo& info = wire::op_info(spec.opcode);
-  if (!info.is(wire::op::kRequest) && !info.is(wire::op::kPayload)) return;
-  cc_.on_sent(frame_len, now);
+  if (cc_counts_as_data(spec.opcode)) cc_.on_sent(frame_len, now);
 }
 
 }  // namespace dpdat::rc

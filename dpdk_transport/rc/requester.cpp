@@ -207,16 +207,20 @@ bool Qp::sr_packet(const SendWqe& w) const {
   return cfg_.selective_repeat && w.wr.op == WrOp::kWrite;
 }
 
-bool Qp::sr_resendable(const SendWqe& w, uint32_t /*idx*/) const {
+bool Qp::sr_resendable(const SendWqe& w, uint32_t idx) const {
   if (sr_packet(w)) return true;
+  if (!cfg_.selective_repeat) return false;
+  // A peer that sends SACKs keeps what it cannot place after a hole
+  // (responder_hold.cpp): any request packet is resent alone — a READ or
+  // atomic its request, not the PSNs of its response.
+  if (sack_seen_) return !is_rd_atomic(w.wr.op) || idx == 0;
   // SEND and WRITE with immediate: once the responder has the first packet
   // it places later ones of the message by their offset (responder.cpp), so
   // a hole after the first is resent alone.  It places a SEND's packets
-  // after a lost first one too (into the receive WQE that one will take),
-  // and keeps a WRITE with immediate's whole until its first packet's RETH
-  // comes (responder_hold.cpp).  What it could not keep, it NAKs once the
-  // resend is taken (do_seq_nak: kept_nothing goes back N).
-  return cfg_.selective_repeat && is_send_write(w.wr.op);
+  // after a lost first one too (into the receive WQE that one will take);
+  // a WRITE with immediate's need the first packet's RETH: that goes back N.
+  if (!is_send_write(w.wr.op)) return false;
+  return idx > 0 || w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm;
 }
 
 bool Qp::rd_request_holes(const SendWqe& w, uint64_t now, bool probe) {
@@ -299,6 +303,7 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
               in_flight_at(psn) + 1 >= static_cast<int32_t>(cc_window());
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
+  if (!sent_seq_.empty()) sent_seq_[psn.value() % kSentSeqSize] = {psn, ++tx_seq_};
   // The newest PSN this packet covers (a READ request: its whole response).
   const Psn top = w.wr.op == WrOp::kRead ? w.first_psn + static_cast<int32_t>(w.npkts - 1) : psn;
   if (Psn::diff(top, max_sent_psn_) > 0) {

@@ -135,7 +135,6 @@ void Qp::respond(const wire::PacketView& v, uint64_t now) {
 }
 
 RS Qp::check_psn(RespCtx& c, uint64_t now) {
-  (void)now;
   const int32_t d = Psn::diff(c.psn, epsn_);
   if (d > EngineCounters::kPsnFar || d < -EngineCounters::kPsnFar)
     engine_.counters().psn_out_of_window++;
@@ -146,6 +145,13 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.last = info.is(wire::op::kLast);
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
+  if (nak_timed_ && nak_timed_psn_ == epsn_) {
+    nak_timed_ = false;
+    if (nak_timed_once_) {
+      const uint64_t t = now - nak_timed_ns_;
+      nak_repair_ns_ = nak_repair_ns_ == 0 ? t : (7 * nak_repair_ns_ + t) / 8;
+    }
+  }
   if (srm_ != nullptr) srm_->seen.set(epsn_, false);
   // Sent again though kept (the requester went back N): this copy is the one.
   if (held_n_ > 0 && held_at(epsn_) != nullptr) held_release(epsn_.value() % kHeldSpan);
@@ -210,13 +216,18 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     }
     // Not placed: kept whole, taken in order (responder_hold.cpp).
     const bool held = !placed_already && ctr_.sr_placed_ooo == placed_before && sr_hold(v, c.psn);
+    // A gap after the newest packet seen: a loss the requester has not been
+    // told of yet.  Say it now (the SACK shows it).
+    if (sr_seen_valid_ && Psn::diff(c.psn, sr_seen_top_) > 1 && nak_sent_ == NakSent::kSeq)
+      again = true;
     if (!sr_seen_valid_ || Psn::diff(c.psn, sr_seen_top_) > 0) {
       sr_seen_valid_ = true;
       sr_seen_top_ = c.psn;
     }
-    // (A SACK shows it as held, placed or not: sent again, it would find
-    // the same refusal.)
-    if (!placed_already) sr_maps().seen.set(c.psn, ctr_.sr_placed_ooo == placed_before);
+    // A SACK shows it as held when kept whole; one neither placed nor kept
+    // (beyond kHeldSpan, or the engine's held_max_bytes reached) shows
+    // missing, and the requester sends it again.
+    if (held) sr_maps().seen.set(c.psn, true);
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && !held && ctr_.sr_placed_ooo == placed_before &&
         (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
@@ -224,10 +235,10 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_drop_top_ = c.psn;
     }
     // The hole is still open while the requester goes on (it asks for an
-    // answer about every ack_every packets, about a round trip at full
-    // rate): the NAK or the resend may be lost.  Say it again; the requester
-    // ignores a NAK for a packet it resent within a round trip.
-    if (v.bth->ack_req() && nak_sent_ == NakSent::kSeq) again = true;
+    // answer about every ack_every packets): the NAK or the resend may be
+    // lost.  Say it again once the resend is overdue (nak_repair_ns_); the
+    // requester ignores a NAK for a packet it resent within a round trip.
+    if (v.bth->ack_req() && nak_sent_ == NakSent::kSeq && nak_repeat_due(now)) again = true;
   }
   if (nak_sent_ == NakSent::kNone || again) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the

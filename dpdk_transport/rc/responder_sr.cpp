@@ -444,14 +444,22 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
 // selective acknowledgement (wire::Opcode::kSack, a manufacturer-specific
 // opcode an IBA requester drops): BTH PSN = epsn_, then a big-endian 32-bit
 // span and a bitmap, bit i (byte i / 8, bit i % 8) set when PSN epsn_ + i
-// arrived, for i < span (rounded up to whole 32-bit words).  The span
-// reaches the newest packet seen after the hole: every clear bit below it
-// is a packet lost on the way, to be sent again.  (One that arrived and could
-// not be placed is not asked for: it would meet the same refusal; the
-// requester goes back N for it once the hole before it is filled.)
+// is held here (placed, or kept whole), for i < span (rounded up to whole
+// 32-bit words).  The span reaches the newest packet seen after the hole:
+// every clear bit below it is a packet to be sent again (lost on the way,
+// or one that arrived and could be neither placed nor kept).
 void Qp::send_seq_nak(uint64_t now) {
   nak_sent_ = NakSent::kSeq;
   ctr_.seq_naks_tx++;
+  nak_sent_ns_ = now;
+  if (!nak_timed_ || !(nak_timed_psn_ == epsn_)) {
+    nak_timed_ = true;
+    nak_timed_once_ = true;
+    nak_timed_psn_ = epsn_;
+    nak_timed_ns_ = now;
+  } else {
+    nak_timed_once_ = false;  // said again: which one the resend answers is unknown
+  }
   send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
   if (!cfg_.selective_repeat || !sr_seen_valid_) return;
   const int32_t top = Psn::diff(sr_seen_top_, epsn_);

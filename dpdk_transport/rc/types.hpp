@@ -217,12 +217,14 @@ struct QpConfig {
   // and follows each sequence-error NAK with a selective acknowledgement
   // (dpdat's vendor opcode 0xC0, which an IBA requester drops), so the
   // requester resends every hole at once; READ responses after a gap are
-  // placed by offset and each gap is asked for again by range.  Request
-  // packets it cannot place (a SEND packet after two adjacent losses, a
-  // WRITE-imm's after its lost first, READ and atomic requests) it keeps
-  // whole and runs in order (EngineConfig::held_max_bytes); what it could
-  // neither place nor keep goes back N.  false: go-back-N for everything, no
-  // SACK (strict IBA requesters and responders).
+  // placed by offset and each gap is asked for again by range.  A packet
+  // after a hole that cannot be placed (a SEND packet a message boundary may
+  // precede, a READ or atomic request, ...) is kept whole and taken in order
+  // (responder_hold.cpp), so with a peer that sends SACKs every hole is
+  // resent alone; without SACKs, atomics, a lost first packet of a
+  // WRITE-imm and what the responder did not keep go back N.  false:
+  // go-back-N for everything, no SACK (strict IBA requesters and
+  // responders).
   bool selective_repeat = true;
   // Request packets and READ responses carry ECT(0) in the IPv4 ECN field
   // (RoCEv2 over ECN-marking switches); ACKs do not.

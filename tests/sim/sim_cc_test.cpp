@@ -301,3 +301,21 @@ TEST(SimCc, ModeNames) {
 
 }  // namespace
 }  // namespace dpdat::rc::test
+
+namespace dpdat::rc::test {
+namespace {
+
+// The pacer and DCQCN's byte counter account data only: requests and READ
+// responses, never an ACK, a CNP or a SACK (whose bitmap is a payload).
+TEST(CcData, AcknowledgementsAreNotData) {
+  using wire::Opcode;
+  for (const Opcode op :
+       {Opcode::kSendFirst, Opcode::kSendOnly, Opcode::kWriteOnly, Opcode::kReadRequest,
+        Opcode::kFetchAdd, Opcode::kReadRespMiddle, Opcode::kReadRespOnly})
+    EXPECT_TRUE(Qp::cc_counts_as_data(op)) << wire::op_info(op).name;
+  for (const Opcode op : {Opcode::kAck, Opcode::kAtomicAck, Opcode::kCnp, Opcode::kSack})
+    EXPECT_FALSE(Qp::cc_counts_as_data(op)) << wire::op_info(op).name;
+}
+
+}  // namespace
+}  // namespace dpdat::rc::test
