@@ -75,7 +75,6 @@ void Qp::held_sweep(bool all) {
 }
 
 void Qp::held_drain(uint64_t now, bool jumped) {
-  bool took = false;
   while (held_n_ > 0 && state_ == QpState::kRts) {
     const size_t i = epsn_.value() % kHeldSpan;
     auto& [psn, block] = held_->e[i];
@@ -88,7 +87,6 @@ void Qp::held_drain(uint64_t now, bool jumped) {
     const auto* v = static_cast<const wire::PacketView*>(b);
     const Psn before = epsn_;
     ctr_.sr_held_taken++;
-    took = true;
     respond(*v, now);
     engine_.held_give(b, block_bytes(*v));
     if (epsn_ == before) break;  // refused (RNR, error): the requester sends it again
@@ -97,10 +95,6 @@ void Qp::held_drain(uint64_t now, bool jumped) {
   // Kept frames epsn_ went past without taking them (it moves over a READ's
   // response PSNs, and over packets placed ahead): no longer needed.
   if (jumped || state_ != QpState::kRts) held_sweep(state_ != QpState::kRts);
-  // epsn_ moved over kept frames as over placed ones: a hole left in front
-  // of packets that arrived and were not kept (over held_max_bytes) is
-  // reported now, not left to the retransmission timeout.
-  if (took && state_ == QpState::kRts) advance_epsn(now, /*ack_req=*/true);
 }
 
 }  // namespace dpdat::rc

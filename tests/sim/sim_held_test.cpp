@@ -334,9 +334,8 @@ TEST(SelectiveRepeatHeld, CapOnKeptBytesRefusesTheRest) {
   EXPECT_EQ(f.cb().sr_held_taken, 2u);
   EXPECT_EQ(f.b_held_peak, 2 * block);
   EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
-  // Once the kept frames are taken, the hole in front of the refused ones is
-  // reported at once (no wait for the retransmission timeout), and each
-  // refused frame goes out once more.
+  // The SACK shows the refused frames missing: each goes out once more,
+  // with the holes, and no retransmission timeout is waited for.
   EXPECT_EQ(f.ca().timeouts, 0u);
   EXPECT_EQ(sent, 16u + 2u + 5u);
 }
