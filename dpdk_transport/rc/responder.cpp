@@ -3,6 +3,7 @@
 // Error states end in one table (kRespError) that names the NAK code, the
 // QP error and the receive completion status, with the IBA rule.
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -148,7 +149,8 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   if (nak_timed_ && nak_timed_psn_ == epsn_) {
     nak_timed_ = false;
     if (nak_timed_once_) {
-      const uint64_t t = now - nak_timed_ns_;
+      // (A stalled requester's sample would silence the repeats: capped.)
+      const uint64_t t = std::min(now - nak_timed_ns_, cfg_.retransmit_timeout_ns);
       nak_repair_ns_ = nak_repair_ns_ == 0 ? t : (7 * nak_repair_ns_ + t) / 8;
     }
   }
