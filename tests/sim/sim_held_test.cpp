@@ -50,7 +50,6 @@ struct Rig {
     wire::Opcode op;
     uint32_t psn_off;  // PSN minus kFirstPsn (24-bit): A's request PSNs count from 0
     uint8_t syndrome;  // ACK / NAK from B
-    uint64_t t;
   };
   Pair p;
   std::vector<uint32_t> drop;
@@ -66,7 +65,7 @@ struct Rig {
       if (v.bth == nullptr) return true;
       b_held_peak = std::max(b_held_peak, p.b().engine->held_bytes());
       log.push_back({from_end, v.opcode, (v.bth->psn().value() - kFirstPsn) & 0xFFFFFF,
-                     v.aeth != nullptr ? v.aeth->syndrome : uint8_t{0}, p.now()});
+                     v.aeth != nullptr ? v.aeth->syndrome : uint8_t{0}});
       if (from_end != 0) return true;
       ++sent_a;
       if (drop_from != 0 && sent_a >= drop_from) return false;
@@ -140,8 +139,8 @@ uint32_t two_sends_losing_the_boundary(Rig& f) {
 
 // (a) The second SEND's 7 MIDDLE / LAST packets cannot be placed (a message
 // boundary may hide in the two adjacent holes): they are kept and taken in
-// order, so only the two lost packets go out again.  Under go-back-N the
-// requester resends from the hole on.
+// order, so only the two lost packets go out again (refused, they would
+// be sent again from the second hole on).
 TEST(SelectiveRepeatHeld, SendsAfterALostBoundaryKeptNotResent) {
   Rig f;
   const uint32_t sent = two_sends_losing_the_boundary(f);
