@@ -564,6 +564,7 @@ class Qp {
   bool sr_seen_valid_ = false;
   wire::Psn sr_seen_top_;
   void send_seq_nak(uint64_t now);
+  void send_sack(uint64_t now);
   // Enough for a window of 16-packet messages; a message beyond waits for
   // its turn (it is resent).
   static constexpr uint32_t kSrNextMax = 8;

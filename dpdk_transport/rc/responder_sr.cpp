@@ -440,7 +440,7 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
   }
 }
 
-// A sequence-error NAK for epsn_; with selective repeat, followed by a
+// A sequence-error NAK for epsn_; with selective repeat, just before it, a
 // selective acknowledgement (wire::Opcode::kSack, a manufacturer-specific
 // opcode an IBA requester drops): BTH PSN = epsn_, then a big-endian 32-bit
 // span and a bitmap, bit i (byte i / 8, bit i % 8) set when PSN epsn_ + i
@@ -460,7 +460,14 @@ void Qp::send_seq_nak(uint64_t now) {
   } else {
     nak_timed_once_ = false;  // said again: which one the resend answers is unknown
   }
+  // The SACK goes first: a requester that takes it learns that this peer
+  // keeps what follows a hole before the NAK asks it to act (its first hole
+  // is then resent alone too, whatever the operation).
+  send_sack(now);
   send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+}
+
+void Qp::send_sack(uint64_t now) {
   if (!cfg_.selective_repeat || !sr_seen_valid_) return;
   const int32_t top = Psn::diff(sr_seen_top_, epsn_);
   if (top <= 0) {
@@ -468,18 +475,19 @@ void Qp::send_seq_nak(uint64_t now) {
     return;
   }
   const auto span = static_cast<uint32_t>(std::min<int32_t>(top + 1, kSackMaxSpan));
-  std::array<uint8_t, kSackBytes>& b = sr_maps().sack;
+  SrMaps& m = sr_maps();
+  std::array<uint8_t, kSackBytes>& b = m.sack;
   const uint32_t words = (span + 31) / 32;
   std::memset(b.data(), 0, 4 + 4 * size_t{words});
   b[0] = static_cast<uint8_t>(span >> 24);
   b[1] = static_cast<uint8_t>(span >> 16);
   b[2] = static_cast<uint8_t>(span >> 8);
   b[3] = static_cast<uint8_t>(span);
-  // A word of 64 PSNs at a time (placed or seen), bit i of the bitmap in
+  // A word of 64 PSNs at a time (placed or kept), bit i of the bitmap in
   // byte i / 8: the word's bytes in little-endian order.
   for (uint32_t i = 0; i < span; i += 64) {
     const Psn p = epsn_ + static_cast<int32_t>(i);
-    uint64_t w = (srm_->placed.chunk(p) | srm_->seen.chunk(p)) &
+    uint64_t w = (m.placed.chunk(p) | m.seen.chunk(p)) &
                  SrBits::first_bits(static_cast<int32_t>(std::min<uint32_t>(span - i, 64)));
     if (i == 0) w &= ~uint64_t{1};  // epsn_ itself: the hole
     for (uint32_t k = 0; k < 8 && i / 8 + k < 4 * words; ++k)

@@ -216,6 +216,33 @@ TEST(SelectiveRepeatHeld, WriteImmAfterItsLostFirstKept) {
   }
 }
 
+// The first hole of a connection: the responder's SACK goes before its NAK,
+// so the requester knows the responder keeps frames when it acts on the
+// NAK, and resends the lost FIRST of a WRITE with immediate alone.
+TEST(SelectiveRepeatHeld, FirstHoleOfAConnectionResentAlone) {
+  Rig f;
+  Buffer src = f.p.reg(0, kMsg, kLocal);
+  Buffer dst = f.p.reg(1, kMsg, kLocal | priv::kRemoteWrite);
+  Buffer none = f.p.reg(1, 1, kLocal);
+  fill_pattern(src.bytes, 17);
+  f.post_recv(none, 0, 0, 1);
+  f.arm({1});
+  SendWr w = rdma_wr(WrOp::kWriteImm, src, dst, kMsg, 7);
+  w.imm = 0x5EED;
+  ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 1; }));
+  ASSERT_TRUE(f.p.settle());
+  const auto rc = drain(*f.p.b().rcq);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(rc[0].imm, 0x5EEDu);
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N
+  EXPECT_EQ(f.ca().sr_resends, 1u);   // the FIRST alone
+  EXPECT_EQ(f.cb().sr_held, 7u);
+  EXPECT_EQ(f.sent_a, 8u + 1u);
+}
+
 // (b) A 4-packet SEND losing its second packet, then 20 one-packet SENDs:
 // the responder places the first message's rest and the 8 next messages
 // (kSrNextMax), and keeps the 12 beyond.  Nothing but the hole is resent.

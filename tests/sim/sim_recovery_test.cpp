@@ -47,8 +47,7 @@ struct Flow {
   // lost, and so is `drop_nth2`.
   uint32_t seen = 0, drop_nth = 0, drop_nth2 = 0;
   bool b_silent = false;      // everything B sends is lost (a vanished peer)
-  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost (and the SACKs after them)
-  bool sack_to_drop = false;
+  uint32_t naks_to_drop = 0;  // B's next sequence-error NAKs lost (and the SACKs before them)
 
   explicit Flow(const QpConfig& c) : p(21, c) {
     src = p.reg(0, kMsg, kLocal);
@@ -61,13 +60,10 @@ struct Flow {
     p.link().set_filter([this](int from_end, const uint8_t* data, uint32_t len) {
       if (from_end == 1) {
         if (b_silent) return false;
+        // The NAK's selective acknowledgement goes just before it.
+        if (naks_to_drop > 0 && is_sack(data, len)) return false;
         if (naks_to_drop > 0 && is_seq_nak(data, len)) {
           --naks_to_drop;
-          sack_to_drop = true;
-          return false;
-        }
-        if (sack_to_drop && is_sack(data, len)) {  // the NAK's selective acknowledgement
-          sack_to_drop = false;
           return false;
         }
         return true;
