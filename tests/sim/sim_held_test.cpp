@@ -156,13 +156,35 @@ TEST(SelectiveRepeatHeld, SendsAfterALostBoundaryKeptNotResent) {
   EXPECT_EQ(f.b_held_peak, 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
 }
 
+// A kMsg WRITE with immediate from src to dst whose FIRST is lost once
+// (`none`: B's 1-byte buffer for the immediate's receive): the receive
+// completes with the immediate and the whole message, and dst equals src.
+void write_imm_losing_its_first(Rig& f, const Buffer& src, const Buffer& dst, const Buffer& none,
+                                uint32_t imm) {
+  f.post_recv(none, 0, 0, 1);  // the immediate's receive
+  f.arm({1});
+  SendWr w = rdma_wr(WrOp::kWriteImm, src, dst, kMsg, 7);
+  w.imm = imm;
+  ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 1; }));
+  ASSERT_TRUE(f.p.settle());
+  const auto rc = drain(*f.p.b().rcq);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(rc[0].op, WcOp::kRecvWriteImm);
+  EXPECT_TRUE(rc[0].has_imm);
+  EXPECT_EQ(rc[0].imm, imm);
+  EXPECT_EQ(rc[0].byte_len, kMsg);
+  EXPECT_EQ(src.bytes, dst.bytes);
+}
+
 // A WRITE with immediate whose FIRST (the packet with the RETH) is lost: its
 // MIDDLE and LAST packets do not say where they go, so they are kept and
-// written once the FIRST, resent alone, comes.  (The requester resends a
-// WRITE-imm's FIRST alone only to a peer it has seen send SACKs: a first
-// WRITE loses a packet to show it one.)  With nothing kept (the engine's cap
-// 0) the SACK after the NAK for the packet after the FIRST shows nothing
-// held, and the rest goes out again, without waiting for a timeout.
+// written once the FIRST, resent alone, comes.  (A first WRITE loses a
+// packet, so this runs on a connection that recovered before; the counters
+// are differences.)  With nothing kept (the engine's cap 0) the SACK with
+// the NAK for the packet after the FIRST shows nothing held, and the rest
+// goes out again, without waiting for a timeout.
 TEST(SelectiveRepeatHeld, WriteImmAfterItsLostFirstKept) {
   for (bool keep : {true, false}) {
     SCOPED_TRACE(keep ? "kept" : "cap 0");
@@ -183,21 +205,7 @@ TEST(SelectiveRepeatHeld, WriteImmAfterItsLostFirstKept) {
     std::fill(dst.bytes.begin(), dst.bytes.end(), uint8_t{0});
     const QpCounters a0 = f.ca(), b0 = f.cb();
 
-    f.post_recv(none, 0, 0, 1);  // the immediate's receive
-    f.arm({1});
-    SendWr w = rdma_wr(WrOp::kWriteImm, src, dst, kMsg, 7);
-    w.imm = 0xABCD0123;
-    ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
-    ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 1; }));
-    ASSERT_TRUE(f.p.settle());
-    const auto rc = drain(*f.p.b().rcq);
-    ASSERT_EQ(rc.size(), 1u);
-    EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
-    EXPECT_EQ(rc[0].op, WcOp::kRecvWriteImm);
-    EXPECT_TRUE(rc[0].has_imm);
-    EXPECT_EQ(rc[0].imm, 0xABCD0123u);
-    EXPECT_EQ(rc[0].byte_len, kMsg);
-    EXPECT_EQ(src.bytes, dst.bytes);
+    write_imm_losing_its_first(f, src, dst, none, 0xABCD0123);
     EXPECT_EQ(f.cb().sr_placed_ooo - b0.sr_placed_ooo, 0u);
     EXPECT_EQ(f.ca().retransmits - a0.retransmits, 0u);  // no go-back-N
     EXPECT_EQ(f.ca().timeouts - a0.timeouts, 0u);
@@ -225,18 +233,7 @@ TEST(SelectiveRepeatHeld, FirstHoleOfAConnectionResentAlone) {
   Buffer dst = f.p.reg(1, kMsg, kLocal | priv::kRemoteWrite);
   Buffer none = f.p.reg(1, 1, kLocal);
   fill_pattern(src.bytes, 17);
-  f.post_recv(none, 0, 0, 1);
-  f.arm({1});
-  SendWr w = rdma_wr(WrOp::kWriteImm, src, dst, kMsg, 7);
-  w.imm = 0x5EED;
-  ASSERT_EQ(f.p.a().qp->post_send(w), Qp::PostResult::kOk);
-  ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 1; }));
-  ASSERT_TRUE(f.p.settle());
-  const auto rc = drain(*f.p.b().rcq);
-  ASSERT_EQ(rc.size(), 1u);
-  EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
-  EXPECT_EQ(rc[0].imm, 0x5EEDu);
-  EXPECT_EQ(src.bytes, dst.bytes);
+  write_imm_losing_its_first(f, src, dst, none, 0x5EED);
   EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N
   EXPECT_EQ(f.ca().sr_resends, 1u);   // the FIRST alone
   EXPECT_EQ(f.cb().sr_held, 7u);
