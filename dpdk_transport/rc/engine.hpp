@@ -71,7 +71,7 @@ struct EngineCounters {
   uint64_t rkey_refused[static_cast<size_t>(AccessError::kCount)] = {};
   uint64_t cm_malformed = 0, cm_req_refused = 0, cm_forged_ignored = 0;
   // Frames after a hole not kept because held_max_bytes was reached (the
-  // requester resends them once the hole is filled).
+  // SACK shows them missing: the requester sends them again).
   uint64_t held_refused = 0;
 };
 

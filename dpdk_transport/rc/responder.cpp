@@ -156,7 +156,7 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   }
   if (srm_ != nullptr) srm_->seen.set(epsn_, false);
   // Sent again though kept (the requester went back N): this copy is the one.
-  if (held_n_ > 0 && held_at(epsn_) != nullptr) held_release(epsn_.value() % kHeldSpan);
+  if (held_at(epsn_) != nullptr) held_release(epsn_.value() % kHeldSpan);
   if (sr_seen_valid_ && Psn::diff(sr_seen_top_, epsn_) <= 0) sr_seen_valid_ = false;
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
