@@ -16,6 +16,7 @@ void Iface::on_gsi(const wire::PacketView& v, uint64_t) {
   in.mac = v.eth->src;
   in.udp_port = v.udp->src_port.value();
   cm_in.push_back(in);
+  cm_pending.store(static_cast<uint32_t>(cm_in.size()), std::memory_order_relaxed);
 }
 
 void Iface::process_cm_in(uint64_t now) {

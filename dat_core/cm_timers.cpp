@@ -12,23 +12,24 @@ void Iface::cm_timers(uint64_t now) {
   uint64_t next = now + kHousekeepingNs;
   // Established connections are not walked: the engine names the queue
   // pairs that went to error, and only their EPs are looked at.
-  engine->take_errors([this](uint32_t qpn) {
-    auto it = ep_by_qpn.find(qpn);
-    if (it == ep_by_qpn.end()) return;
-    Ep* ep = it->second;
-    if (ep->cm != CmState::kEstablished || ep->qp == nullptr ||
-        ep->qp->state() != rc::QpState::kError)
-      return;
-    // The RC engine gave up (retry budget, fatal NAK): the connection is
-    // broken.  Tell the peer once, best effort.
-    wire::CmMessage d;
-    d.type = wire::CmMsg::kDreq;
-    d.local_comm_id = ep->local_comm;
-    d.remote_comm_id = ep->remote_comm;
-    d.qpn = ep->peer_qpn;
-    send_cm(ep->peer_mac, ep->peer_ip, d);
-    finish_disconnect(ep, EventNum::kBroken);
-  });
+  for (auto& sh : shards)
+    sh->engine->take_errors([this](uint32_t qpn) {
+      auto it = ep_by_qpn.find(qpn);
+      if (it == ep_by_qpn.end()) return;
+      Ep* ep = it->second;
+      if (ep->cm != CmState::kEstablished || ep->qp == nullptr ||
+          ep->qp->state() != rc::QpState::kError)
+        return;
+      // The RC engine gave up (retry budget, fatal NAK): the connection is
+      // broken.  Tell the peer once, best effort.
+      wire::CmMessage d;
+      d.type = wire::CmMsg::kDreq;
+      d.local_comm_id = ep->local_comm;
+      d.remote_comm_id = ep->remote_comm;
+      d.qpn = ep->peer_qpn;
+      send_cm(ep->peer_mac, ep->peer_ip, d);
+      finish_disconnect(ep, EventNum::kBroken);
+    });
   // A pass may end EPs (and take them off `watched`): it walks a copy, in a
   // vector kept for the purpose (no allocation once it has grown).
   std::vector<Ep*>& eps = watched_pass;
@@ -112,7 +113,8 @@ void Iface::cm_timers(uint64_t now) {
     }
   }
   // Queue pairs that failed while this pass ran (DREQs, flushes): at once.
-  if (engine->has_errors()) next = now;
+  for (auto& sh : shards)
+    if (sh->engine->has_errors()) next = now;
   next_housekeeping.store(next);
 }
 

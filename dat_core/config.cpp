@@ -14,6 +14,9 @@
 namespace dpdat::dat {
 namespace {
 
+// Engines per interface at most (rc::EngineGroup::kMaxEngines).
+constexpr uint32_t kMaxEngines = 16;
+
 constexpr const char* kBuiltin[][2] = {
     {"dpdat0", "ring=0;ip=192.168.77.1"},
     {"dpdat1", "ring=1;ip=192.168.77.2"},
@@ -82,6 +85,31 @@ bool parse_mac(std::string_view s, wire::MacAddr* mac) {
     if (r.ec != std::errc() || r.ptr != s.data() + i * 3 + 2) return false;
     (*mac)[i] = b;
   }
+  return true;
+}
+
+bool parse_cpu_list(std::string_view s, std::vector<int>* out) {
+  std::vector<int> cpus;
+  while (!s.empty()) {
+    const size_t comma = s.find(',');
+    const std::string_view item = trim(s.substr(0, comma));
+    s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+    const size_t dash = item.find('-');
+    int lo = 0, hi = 0;
+    if (dash == std::string_view::npos) {
+      if (!parse_num(item, &lo)) return false;
+      hi = lo;
+    } else if (!parse_num(item.substr(0, dash), &lo) || !parse_num(item.substr(dash + 1), &hi)) {
+      return false;
+    }
+    if (lo < 0 || hi < lo || hi > 1023) return false;
+    for (int c = lo; c <= hi; ++c) {
+      if (std::find(cpus.begin(), cpus.end(), c) != cpus.end()) return false;
+      cpus.push_back(c);
+    }
+  }
+  if (cpus.empty()) return false;
+  *out = std::move(cpus);
   return true;
 }
 
@@ -179,6 +207,10 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.max_pending_crs) && c.max_pending_crs > 0;
     } else if (key == "max_pending_crs_per_sp") {
       ok = parse_num(val, &c.max_pending_crs_per_sp) && c.max_pending_crs_per_sp > 0;
+    } else if (key == "engines") {
+      ok = parse_num(val, &c.engines) && c.engines >= 1 && c.engines <= kMaxEngines;
+    } else if (key == "cpus") {
+      ok = parse_cpu_list(val, &c.cpus);
     } else if (key == "gbn") {
       ok = val == "0" || val == "1";
       c.gbn = val == "1";
@@ -195,6 +227,11 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       (c.vdev.empty() ? 0 : 1) + (c.port.empty() ? 0 : 1) + (c.ring_end >= 0 ? 1 : 0);
   if (sources != 1) {
     *err = "exactly one of vdev=, port=, ring= is needed";
+    return false;
+  }
+  if (!c.cpus.empty() && c.cpus.size() < c.engines) {
+    *err = "cpus= names " + std::to_string(c.cpus.size()) + " CPUs for " +
+           std::to_string(c.engines) + " engines";
     return false;
   }
   if (c.ip == 0) {

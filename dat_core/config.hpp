@@ -38,6 +38,16 @@
 //   gbn=<0|1>           1: go-back-N recovery for every operation, as strict IBA
 //                       peers expect (default 0: selective repeat, see
 //                       rc::QpConfig::selective_repeat)
+//   engines=<n>         protocol engines of the interface (1..16, default 1): each
+//                       polls its own RX/TX queue of the link and owns the queue
+//                       pairs placed on it for life (see Iface, shard.hpp); the
+//                       link is opened with n queues (the PMD may allow fewer:
+//                       then fewer engines run).  Both ends of net_ring and
+//                       net_memif links need the same count.
+//   cpus=<list>         CPUs of the engines' progress threads, one per engine in
+//                       order (e.g. 2-5 or 2,4,6,8); a thread is pinned to its
+//                       CPU, and an EP created on a thread running on one of
+//                       these CPUs is placed on that CPU's engine
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
 //   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
@@ -90,7 +100,13 @@ struct IfaceConfig {
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
   uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0;
   bool gbn = false;
+  uint32_t engines = 1;
+  std::vector<int> cpus;  // empty: threads not pinned
 };
+
+// Parses a CPU list ("2-5", "1,3,5", "0-1,4"): false on anything else, on a
+// CPU above 1023 or on a repeated CPU.
+bool parse_cpu_list(std::string_view s, std::vector<int>* out);
 
 // Parses a configuration string.  False with *err naming the bad key.
 bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* err);

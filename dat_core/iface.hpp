@@ -1,9 +1,10 @@
 #pragma once
-// One dpdat interface: its link, memory tables, RC engine and connection
-// manager, the engine token and the interface lock.  Threading rules:
-// core.hpp.
+// One dpdat interface: its link, memory tables, RC engines (shards, one per
+// queue of the link: shard.hpp) and connection manager, and the interface
+// lock.  Threading rules: core.hpp.
 
 #include "objects.hpp"
+#include "shard.hpp"
 
 namespace dpdat::dat {
 
@@ -58,16 +59,6 @@ struct PendingDreq {
   const Ia* owner = nullptr;  // the IA whose EP sent it (compared, never read)
 };
 
-// A work request handed to the engine-token holder (ep_post / ep_post_recv
-// while another thread drives the engine).
-struct Handoff {
-  Ep* ep = nullptr;
-  rc::Qp* qp = nullptr;
-  bool is_send = true;
-  rc::SendWr send;
-  rc::RecvWr recv;
-};
-
 // A CM MAD received by the engine (GSI), decoded, waiting for the CM.
 struct CmIn {
   wire::CmMessage m;
@@ -77,24 +68,22 @@ struct CmIn {
 };
 
 struct Iface {
-  std::mutex mu;      // control path (IfaceLock: with the token)
-  EngineToken token;  // whoever drives the engine (see the top of this file)
+  std::mutex mu;  // control path (IfaceLock: with every shard's token)
   IfaceConfig cfg;
   Limits limits;
-  std::unique_ptr<Link> link;  // the engine's packet I/O: destroyed after the engine
+  std::unique_ptr<Link> link;  // the engines' packet I/O: destroyed after them
   std::unique_ptr<rc::MrTable> mr;
-  std::unique_ptr<rc::Engine> engine;
+  // The engines, one per queue of the link (IfaceConfig::engines, or fewer
+  // when the link has fewer queues), and the rings they hand frames over in.
+  std::vector<std::unique_ptr<Shard>> shards;
+  std::unique_ptr<rc::EngineGroup> group;  // with more than one engine
+  rc::Engine* engine = nullptr;            // shards[0]'s: QP1, the CM's frames
   uint32_t pmtu = 1024;
-  rc::CompletionQueue sink_cq{1024};  // completions of EPs without an EVD
   std::unordered_map<uint32_t, Ep*> ep_by_qpn;
   std::unordered_map<uint32_t, Ep*> ep_by_comm;
   std::unordered_map<uint64_t, Sp*> listeners;
   std::unordered_map<uint64_t, PassiveRec> passive;  // (peer ip << 32 | peer comm id)
   std::vector<Evd*> cq_evds;
-  // The EVDs' completion queues with entries (rc::CompletionQueue::watch):
-  // step() visits these, not every EVD.  Capacity kept >= cq_evds.size().
-  std::vector<rc::CompletionQueue*> ready_cqs, ready_pass;
-  void unwatch_cq(rc::CompletionQueue* cq);
   std::unordered_map<uint32_t, Lmr*> lmr_by_ctx;
   std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
@@ -102,21 +91,17 @@ struct Iface {
   // Abrupt disconnects awaiting their DREP, by our communication ID.
   std::unordered_map<uint32_t, PendingDreq> pending_dreqs;
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose
-  MpscRing<Handoff> handoff{1024};
-  std::vector<CmIn> cm_in;  // token held
-  // When a consumer last drove the interface (an adaptive progress thread
-  // stays out of its way meanwhile) and when traffic last moved.
-  std::atomic<uint64_t> last_consumer_progress{0};
-  // A progress thread stepping aside for a consumer sleeps on prog_cv; a
-  // consumer that stops driving (a waiter going to sleep) wakes it.
-  std::mutex prog_mu;
-  std::condition_variable prog_cv;
-  void consumer_stopped() {
-    last_consumer_progress.store(0, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> g(prog_mu);
-    prog_cv.notify_all();
-  }
-  std::atomic<uint64_t> last_traffic{0};
+  std::vector<CmIn> cm_in;                                 // shard 0's token held
+  // CM messages received and not yet handled: the other engines hold their
+  // completions back meanwhile, so that a connection's events come before the
+  // completions that follow them.  Written by shard 0 (rarely), read by all.
+  std::atomic<uint32_t> cm_pending{0};
+  // Tells the progress threads of `mask`'s shards that a consumer stopped
+  // driving them (a waiter going to sleep): they take over at once.
+  void consumer_stopped(uint64_t mask);
+  // When traffic last moved on any shard of `mask`.
+  uint64_t last_traffic(uint64_t mask) const;
+  uint64_t all_shards() const { return shards.size() >= 64 ? ~0ull : (1ull << shards.size()) - 1; }
   // CM timers due at (0: at the next progress); lowered by the data path when
   // a failed completion may mean a broken connection.
   std::atomic<uint64_t> next_housekeeping{0};
@@ -130,39 +115,51 @@ struct Iface {
   uint32_t next_comm = 1;
   uint64_t rng = 0;
   uint32_t ias = 0;
+  bool threads_running = false;  // the shards' progress threads (threads_mu)
 
   // Opens (first use) or returns the process's interface for this IA name.
   static Status get(const IfaceConfig& cfg, Iface** out, std::string* why);
 
-  // Drives the interface once if its engine token is free (the data path:
-  // no wait).  The control work that falls due (CM messages and timers) is
-  // done too when the interface mutex is free, else left to the next
-  // caller.  consumer: called on behalf of a consumer (post, poll, wait).
-  // Returns true when anything moved.
-  bool drive(uint64_t now, bool consumer);
+  // Drives the shards of `mask` once each whose token is free (the data
+  // path: no wait).  The control work that falls due (CM messages and
+  // timers) is done too when shard 0 is among them and the interface mutex
+  // and the other tokens are free, else left to the next caller.  consumer:
+  // called on behalf of a consumer (post, poll, wait).  Returns true when
+  // anything moved.
+  bool drive(uint64_t now, bool consumer, uint64_t mask = ~0ull);
+  bool drive_shard(Shard& s, uint64_t now, bool consumer);
 
-  // All below: caller holds mu and the token (IfaceLock) unless noted.
-  // One progress step: hand-offs, engine poll, CM messages, completions to
-  // EVDs, CM timers.  Returns true when anything moved.
+  // All below: caller holds mu and every token (IfaceLock) unless noted.
+  // One progress step of every shard: hand-offs, engine poll, CM messages,
+  // completions to EVDs, CM timers.  Returns true when anything moved.
   bool progress(uint64_t now, bool consumer);
-  // Token held.  The data part of a step; the CM part only when `ctl`
-  // (mu held too).
-  bool step(uint64_t now, bool ctl);
-  // Token held: gives the handed-off work requests to their queue pairs.
-  bool drain_handoff();
-  bool drain_handoff_all();
-  // Token held: a send straight into the EP's queue pair, behind what was
-  // handed off before it (kQueueFull while some of that cannot go yet).
+  // s's token held.  The data part of a step of s; the CM part when s is
+  // shard 0 and `ctl` (mu and every token held) or it can take them now.
+  bool step(Shard& s, uint64_t now, bool ctl);
+  // s's token held: gives the handed-off work requests to their queue pairs.
+  bool drain_handoff(Shard& s);
+  bool drain_handoff_all(Shard& s);
+  // The EP's shard's token held: a send straight into the EP's queue pair,
+  // behind what was handed off before it (kQueueFull while some of that
+  // cannot go yet).
   rc::Qp::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);
-  // Token held, nothing handed off left: one request (send or receive) into
-  // the EP's queue pair, counted for the hand-off's accounting.
+  // The EP's shard's token held, nothing handed off left: one request (send
+  // or receive) into the EP's queue pair, counted for the hand-off's
+  // accounting.
   rc::Qp::PostResult post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr);
+  // The CM work (messages received, timers) with mu and every token held.
+  bool control_step(uint64_t now);
+  bool control_due(uint64_t now) const {
+    return cm_pending.load(std::memory_order_relaxed) != 0 ||
+           now >= next_housekeeping.load(std::memory_order_relaxed);
+  }
   void housekeep_by(uint64_t t) {
     uint64_t cur = next_housekeeping.load(std::memory_order_relaxed);
     while (t < cur && !next_housekeeping.compare_exchange_weak(cur, t)) {
     }
   }
-  // Token held (every producer holds it).
+  // A token held (the producer's shard's, or all of them).  Several shards
+  // may deliver to one EVD at once: its event queue takes them in turn.
   void deliver(Evd* evd, Event&& ev);
   uint32_t random32();
 
@@ -184,16 +181,34 @@ struct Iface {
   void drop_cr(Cr* cr);
 
   // SRQ watermark notifications (srq.cpp).
-  void check_srqs();
+  // Those on shard `only` (its token held), or all (every token held).
+  void check_srqs(const Shard* only = nullptr);
   // Delivers an asynchronous event about `handle` to the IA's async EVD.
   void async_event(Ia* ia, EventNum n, Object* handle, uint32_t reason);
 
-  // EP queue pair management
+  // EP queue pair management.  make_qp places the EP on a shard: an EP of an
+  // SRQ on the SRQ's (its queue is the engine's); otherwise the shard whose
+  // CPU (IfaceConfig::cpus) the calling thread runs on, else the one with the
+  // fewest EPs (the lowest index among equals), so that EPs created in turn
+  // on two processes sit on engines of the same index and a link that maps
+  // queue i to queue i (net_memif, net_ring) carries each connection on one
+  // queue both ways.
   Status make_qp(Ep* ep);
   void destroy_qp(Ep* ep);
+  Shard& pick_shard(const Ep* ep) const;
+  // The completion queue of `evd` that shard s's queue pairs feed (made on
+  // first use: mu and every token held).
+  rc::CompletionQueue* cq_for(Evd* evd, Shard& s);
+
+  // Progress threads (progress.cpp): started with the first IA of the
+  // interface, stopped and joined when its last IA closes (mu held; the
+  // tokens not held: a thread finishing its step needs its own).
+  void start_threads();
+  void stop_threads_if_unused();
+  std::mutex threads_mu;  // start / stop of the progress threads
 
  private:
-  bool drain_cq(Evd* evd);
+  bool drain_cq(Shard& s, Evd* evd);
   // The event for RC completion `c` of `ep` on `evd` (a bind's also moves
   // its RMR's FIFO of pending binds on).
   Event cq_event(Evd* evd, const rc::Completion& c, Ep* ep);
@@ -238,8 +253,9 @@ void run_upcalls();
 void note_iface_locked();
 void note_iface_unlocked();
 
-// The control path's lock: the interface mutex, then the engine token
-// (BasicLockable, so condition_variable_any waits on it, releasing both).
+// The control path's lock: the interface mutex, then every shard's engine
+// token in index order (BasicLockable, so condition_variable_any waits on it,
+// releasing them all).
 // Counts the interface locks this thread holds and makes the queued agent
 // upcalls when the last one is released.
 class IfaceLock {
@@ -252,13 +268,13 @@ class IfaceLock {
   }
   void lock() {
     f_->mu.lock();
-    f_->token.lock();
+    for (auto& s : f_->shards) s->token.lock();
     owns_ = true;
     note_iface_locked();
   }
   void unlock() {
     owns_ = false;
-    f_->token.unlock();
+    for (auto it = f_->shards.rbegin(); it != f_->shards.rend(); ++it) (*it)->token.unlock();
     f_->mu.unlock();
     note_iface_unlocked();
     run_upcalls();
@@ -278,9 +294,6 @@ void progress_others(Iface* except);
 // Whether the process has an interface without a progress thread (its
 // waiters then drive the others: an in-process peer may be inline).
 bool any_inline_iface();
-
-// Starts the interface's progress thread (busy / adaptive; progress.cpp).
-void start_progress(Iface* f);
 
 // Translates an RC completion status to the DAT DTO status.
 DtoStatus dto_status(rc::WcStatus s);

@@ -26,16 +26,26 @@ class Engine;
 
 namespace dpdat::dat {
 
-// One interface's link.  Used by one thread at a time: the interface's
-// progress owner (the interface lock serialises it), except wake(), which
-// any thread may call.
+// One interface's link.  Each queue's packet I/O is used by one thread at a
+// time (the holder of that queue's engine token); the rest by the control
+// path (the interface lock), except wake(), which any thread may call.
 class Link {
  public:
   virtual ~Link() = default;
 
-  // The packet I/O the interface's RC engine runs on (lives as long as the
-  // Link).
+  // The packet I/O the interface's first RC engine runs on (lives as long as
+  // the Link): queue 0.
   virtual rc::PacketIo& io() = 0;
+  // RX/TX queue pairs the link was opened with (IfaceConfig::engines, or
+  // fewer when the device allows fewer); engine i runs on io(i).  A frame may
+  // arrive on any queue (the link steers by destination where it can, see
+  // rx_steered()); an engine hands frames for another engine's queue pairs to
+  // it (rc::EngineGroup).
+  virtual uint32_t queues() const { return 1; }
+  virtual rc::PacketIo& io(uint32_t q) {
+    (void)q;
+    return io();
+  }
   virtual const wire::MacAddr& mac() const = 0;
   virtual uint32_t ip() const = 0;  // host byte order
   // Largest RoCE path MTU (IBA sizes 256..4096) the link's MTU carries.
@@ -69,9 +79,13 @@ class Link {
   // use a per-lcore mempool cache instead of the shared ring).
   virtual void register_thread() {}
 
-  // Told once, when the interface's engine exists (DPDK: telemetry lists it
-  // under /dpdat/engine,<name>).  The engine goes before its Link does.
-  virtual void engine_created(const rc::Engine& engine) { (void)engine; }
+  // Told once per engine, when it exists (DPDK: telemetry lists it under
+  // /dpdat/engine,<name> for engine 0 and <name>.<index> for the others).
+  // The engines go before their Link does.
+  virtual void engine_created(const rc::Engine& engine, uint32_t index) {
+    (void)engine;
+    (void)index;
+  }
 };
 
 // Why a link did not open.

@@ -39,6 +39,7 @@ struct Rmr;
 struct Cno;
 struct Srq;
 struct Object;
+struct Shard;
 
 // Values of DAT_EVENT_NUMBER (identical in DAT 1.2 and 2.0).
 enum class EventNum : uint32_t {
@@ -216,7 +217,12 @@ struct Evd : Object {
   // destruction), whatever became of the EP meanwhile.
   std::unique_ptr<const std::vector<uint8_t>> dequeued_pdata;
   std::atomic<bool> overflow_reported{false};
-  std::unique_ptr<rc::CompletionQueue> cq;  // DTO / RMR bind EVDs
+  // DTO / RMR bind EVDs: one RC completion queue per shard whose queue pairs
+  // feed it (Iface::cq_for), so each engine writes only its own; the shards
+  // with one, for consumers that drive what feeds this EVD.
+  bool dto = false;
+  std::vector<std::unique_ptr<rc::CompletionQueue>> cqs;  // by shard index
+  std::atomic<uint64_t> shard_mask{0};
   // dat_evd_wait: one waiter at a time, asleep on wait_cv (under wait_mu)
   // once its spin is over; event delivery wakes it when `threshold` events
   // are queued.
@@ -278,6 +284,7 @@ struct Ep : Object {
   // becomes CONNECTED and stays until the EP is reset or freed.
   std::atomic<EpState> state{EpState::kUnconnected};
   rc::Qp* qp = nullptr;
+  Shard* shard = nullptr;  // the engine its queue pair lives on (with qp)
   // Work requests accepted for this EP (posting threads) and those retired
   // from its queue pair as of the last completion delivered (token holder):
   // a request handed over while another thread drives the engine is refused
@@ -343,7 +350,8 @@ struct Srq : Object {
   Pz* pz = nullptr;
   std::unique_ptr<rc::Srq> rq;
   uint32_t max_recv_iov = rc::kMaxSge;
-  std::vector<Ep*> eps;  // EPs taking receives from it
+  std::vector<Ep*> eps;    // EPs taking receives from it
+  Shard* shard = nullptr;  // its queue's engine: its EPs' (set by the first)
   explicit Srq(Ia* a) : Object(HandleType::kSrq, a) {}
 };
 

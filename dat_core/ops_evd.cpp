@@ -35,11 +35,10 @@ Status make_evd(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
   e->cno = cno;
   if (cno != nullptr) cno->evds++;
   if ((flags & (evd_flag::kDto | evd_flag::kRmrBind)) != 0) {
-    e->cq = std::make_unique<rc::CompletionQueue>(e->qlen);
+    // Its RC completion queues come with the first EP of each shard that
+    // feeds it (Iface::cq_for).
+    e->dto = true;
     f->cq_evds.push_back(e);
-    f->ready_cqs.reserve(f->cq_evds.size());
-    f->ready_pass.reserve(f->cq_evds.size());
-    e->cq->watch(&f->ready_cqs, e);
   }
   adopt(ia, e);
   *out = e;
@@ -48,9 +47,10 @@ Status make_evd(Ia* ia, int64_t qlen, Cno* cno, uint32_t flags, Evd** out) {
 
 void free_evd(Evd* e) {
   Iface* f = e->ia->iface;
-  if (e->cq) {
+  if (e->dto) {
     f->cq_evds.erase(std::find(f->cq_evds.begin(), f->cq_evds.end(), e));
-    f->unwatch_cq(e->cq.get());
+    for (size_t i = 0; i < e->cqs.size(); ++i)
+      if (e->cqs[i]) f->shards[i]->unwatch_cq(e->cqs[i].get());
   }
   if (e->cno != nullptr) e->cno->evds--;
   f->evd_count--;
@@ -101,22 +101,29 @@ constexpr uint64_t kThreadedWaitMaxUs = 10'000;
 // `deadline` passes.  No lock: it drives the interface while spinning (and
 // on every wake-up when no progress thread will), then sleeps on the EVD's
 // own condition variable, which delivery signals.
+// The shards a consumer of EVD e drives: those whose queue pairs feed it (a
+// connection or async EVD: all of them, the CM runs on shard 0).
+uint64_t shards_of(const Iface* f, const Evd* e) {
+  const uint64_t m = e->shard_mask.load(std::memory_order_relaxed);
+  return m != 0 ? m : f->all_shards();
+}
+
 bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
   const bool threaded = f->cfg.progress != ProgressMode::kInline;
   const uint64_t start = now_ns();
   auto ready = [e, threshold] { return !e->waitable.load() || e->q.size() >= threshold; };
-  // Spinning: this thread drives the interface (and the process's others).
+  // Spinning: this thread drives the engines feeding the EVD (and the
+  // process's other interfaces).
   for (;;) {
+    const uint64_t mask = shards_of(f, e);
     uint64_t now = now_ns();
-    f->drive(now, true);
+    f->drive(now, true, mask);
     if (ready()) return true;
     now = now_ns();
     if (now >= deadline) return false;
     // Spin while traffic moves (a transfer in flight is driven here, not
     // handed to a thread and woken from), and kWaitSpinNs at least.
-    if (now - start >= kWaitSpinNs &&
-        now - f->last_traffic.load(std::memory_order_relaxed) >= kWaitSpinNs)
-      break;
+    if (now - start >= kWaitSpinNs && now - f->last_traffic(mask) >= kWaitSpinNs) break;
     progress_others(f);
     cpu_relax();
   }
@@ -124,7 +131,7 @@ bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
   // once (this thread no longer counts as driving it) and wakes this one on
   // delivery; without one, this thread drives it at every wake-up.  The
   // process's interfaces without a thread are driven here too.
-  if (threaded) f->consumer_stopped();
+  if (threaded) f->consumer_stopped(shards_of(f, e));
   uint64_t sleep_us = 1;
   for (;;) {
     const bool others = any_inline_iface();
@@ -138,7 +145,7 @@ bool wait_events(Iface* f, Evd* e, uint32_t threshold, uint64_t deadline) {
         return true;
     }
     sleep_us = std::min<uint64_t>(sleep_us * 2, cap_us);
-    if (!threaded) f->drive(now_ns(), true);
+    if (!threaded) f->drive(now_ns(), true, shards_of(f, e));
     if (!threaded || others) progress_others(f);
     if (ready()) return true;
   }
@@ -173,7 +180,8 @@ Status evd_wait(Evd* e, uint64_t timeout_us, int64_t threshold, Event* ev, uint3
 
 Status evd_dequeue(Evd* e, Event* ev) {
   if (pop_event(e, ev)) return kOk;
-  e->ia->iface->drive(now_ns(), true);
+  Iface* f = e->ia->iface;
+  f->drive(now_ns(), true, shards_of(f, e));
   if (!pop_event(e, ev)) return fail(Type::QUEUE_EMPTY);
   return kOk;
 }
@@ -187,17 +195,22 @@ Status evd_resize(Evd* e, int64_t qlen) {
   // events (drained while the EVD has room), so the EVD's length changes
   // without it.  Queue pairs point at it: it is re-sized only when no
   // endpoint feeds this EVD.
+  Iface* f = e->ia->iface;
   bool fed = false;
-  for (auto& [qpn, ep] : e->ia->iface->ep_by_qpn) fed |= ep->req_evd == e || ep->recv_evd == e;
-  if (e->cq && !fed) {
-    rc::Completion c;
-    std::vector<rc::Completion> held;
-    while (e->cq->pop(&c)) held.push_back(c);
-    e->ia->iface->unwatch_cq(e->cq.get());
-    e->cq = std::make_unique<rc::CompletionQueue>(
-        std::max<size_t>(static_cast<size_t>(qlen), held.size()));
-    e->cq->watch(&e->ia->iface->ready_cqs, e);
-    for (const auto& x : held) (void)e->cq->push(x);
+  for (auto& [qpn, ep] : f->ep_by_qpn) fed |= ep->req_evd == e || ep->recv_evd == e;
+  if (e->dto && !fed) {
+    for (size_t i = 0; i < e->cqs.size(); ++i) {
+      auto& cq = e->cqs[i];
+      if (!cq) continue;
+      rc::Completion c;
+      std::vector<rc::Completion> held;
+      while (cq->pop(&c)) held.push_back(c);
+      f->shards[i]->unwatch_cq(cq.get());
+      cq = std::make_unique<rc::CompletionQueue>(
+          std::max<size_t>(static_cast<size_t>(qlen), held.size()));
+      cq->watch(&f->shards[i]->ready_cqs, e);
+      for (const auto& x : held) (void)cq->push(x);
+    }
   }
   e->qlen = static_cast<uint32_t>(qlen);
   e->overflow_reported = false;

@@ -90,6 +90,8 @@ Status ia_open(const IfaceConfig& cfg, int64_t async_qlen, Evd* given, void* pro
   }
   f->ias++;
   *out = ia;
+  lk.unlock();
+  f->start_threads();  // the first IA's open starts them
   return kOk;
 }
 
@@ -129,6 +131,8 @@ Status ia_close(Ia* ia, bool graceful) {
       return waiting.empty();
     });
   }
+  lk.unlock();
+  f->stop_threads_if_unused();  // the last IA's close ends them
   return kOk;
 }
 

@@ -56,27 +56,25 @@ constexpr uint64_t kFullRecheckNs = 1'000'000;
 // a send progresses the interface inline, so the request leaves at once.
 bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, uint64_t now,
                 Status* out) {
-  if (!f->token.try_lock()) return false;
-  f->drain_handoff();
-  if (f->handoff.pending()) {  // older requests cannot all go yet: hand over behind them
-    f->token.unlock();
+  Shard& s = *ep->shard;
+  if (!s.token.try_lock()) return false;
+  f->drain_handoff(s);
+  if (s.handoff.pending()) {  // older requests cannot all go yet: hand over behind them
+    s.token.unlock();
     return false;
   }
   const rc::Qp::PostResult r = f->post_into_qp(ep, swr, rwr);
-  f->last_consumer_progress.store(now, std::memory_order_relaxed);
+  s.last_consumer_progress.store(now, std::memory_order_relaxed);
   // A send leaves at once; a receive only waits for what comes, so its post
   // does not poll the link (a consumer reposting a buffer before it answers
   // a message would otherwise pay for a poll before its answer goes out).
-  if (r == rc::Qp::PostResult::kOk && swr != nullptr) f->step(now, false);
-  f->token.unlock();
+  if (r == rc::Qp::PostResult::kOk && swr != nullptr) f->step(s, now, false);
+  s.token.unlock();
   // A request handed over while this thread held the token: its poster's
-  // try failed, so it is taken here (drive() also makes the upcalls).
+  // try failed, so it is taken here.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (f->handoff.pending()) {
-    f->drive(now, true);
-  } else {
-    run_upcalls();
-  }
+  if (s.handoff.pending()) f->drive_shard(s, now, true);
+  run_upcalls();
   *out = post_result(r, ep);
   return true;
 }
@@ -86,6 +84,7 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
   Status st;
   if (try_direct(f, ep, swr, rwr, now, &st)) return st;
   rc::Qp* qp = ep->qp;
+  Shard& s = *ep->shard;
   const uint64_t cap = is_send ? qp->config().sq_depth : qp->config().rq_depth;
   std::atomic<uint64_t>& posted = is_send ? ep->sends_posted : ep->recvs_posted;
   const std::atomic<uint64_t>& retired = is_send ? ep->sends_retired : ep->recvs_retired;
@@ -112,11 +111,11 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
     h.recv = *rwr;
   }
   // A full hand-off ring means the holder is behind (preempted, say): the
-  // request waits for room (driving the interface if the holder lets go),
-  // a second at most, rather than failing a post its EP has room for.
+  // request waits for room (driving the engine if the holder lets go), a
+  // second at most, rather than failing a post its EP has room for.
   const uint64_t give_up = now + kHandoffWaitNs;
-  for (uint32_t tries = 0; !f->handoff.push(h); ++tries) {
-    f->drive(now_ns(), true);
+  for (uint32_t tries = 0; !s.handoff.push(h); ++tries) {
+    f->drive_shard(s, now_ns(), true);
     if (now_ns() >= give_up) {
       posted.fetch_sub(1, std::memory_order_relaxed);
       return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
@@ -124,7 +123,9 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
     if (tries >= 64) std::this_thread::yield();
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  f->drive(now, true);  // the holder may have let go meanwhile
+  f->drive_shard(s, now, true);  // the holder may have let go meanwhile
+  s.wake();                      // or it sleeps
+  run_upcalls();
   return kOk;
 }
 

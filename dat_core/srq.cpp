@@ -145,8 +145,9 @@ void Iface::async_event(Ia* ia, EventNum n, Object* handle, uint32_t reason) {
   deliver(async, std::move(ev));
 }
 
-void Iface::check_srqs() {
+void Iface::check_srqs(const Shard* only) {
   for (Srq* s : srqs) {
+    if (only != nullptr && s->shard != only) continue;
     if (s->rq->limit_reached())
       async_event(s->ia, EventNum::kProviderInternal, s, kSrqLowWatermarkReason);
     for (size_t i = 0; i < s->eps.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <rte_lcore.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -39,15 +40,24 @@ uint64_t clock_now_ns() {
 }
 
 // The built-in in-process link: two net_ring ports, made once (on the first
-// open of either end; a failed attempt is retried by the next open).
-bool ring_link(uint16_t ids[2], std::string* why) {
+// open of either end, with that end's queue count; a failed attempt is
+// retried by the next open).  TX queue i of one end feeds RX queue i of the
+// other, so both ends need the same count (engines=).
+bool ring_link(uint16_t queues, uint16_t ids[2], std::string* why) {
   static std::mutex mu;
   static bool made = false;
-  static uint16_t a = 0, b = 0;
+  static uint16_t a = 0, b = 0, made_queues = 0;
   std::lock_guard<std::mutex> lk(mu);
   if (!made) {
-    if (!Port::make_ring_link("dpdat_ia", &a, &b, why)) return false;
+    if (!Port::make_ring_link("dpdat_ia", &a, &b, why, queues)) return false;
     made = true;
+    made_queues = queues;
+  }
+  if (queues != made_queues) {
+    *why = "ring=: the in-process link was made with " + std::to_string(made_queues) +
+           " queue(s) by its other end; both ends need the same engines= (asked " +
+           std::to_string(queues) + ")";
+    return false;
   }
   ids[0] = a;
   ids[1] = b;
@@ -61,13 +71,15 @@ class DpdkLink final : public dat::Link {
         name_(std::move(name)),
         wake_fd_(port_->rx_fd() >= 0 ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1) {}
   ~DpdkLink() override {
-    if (engine_listed_) telemetry_remove_engine(name_);
+    for (uint32_t i = 0; i < engines_listed_; ++i) telemetry_remove_engine(engine_name(i));
     if (wake_fd_ >= 0) close(wake_fd_);
   }
   DpdkLink(const DpdkLink&) = delete;
   DpdkLink& operator=(const DpdkLink&) = delete;
 
   rc::PacketIo& io() override { return *port_; }
+  uint32_t queues() const override { return port_->queues(); }
+  rc::PacketIo& io(uint32_t q) override { return port_->queue(static_cast<uint16_t>(q)); }
   const wire::MacAddr& mac() const override { return port_->mac(); }
   uint32_t ip() const override { return port_->ip(); }
   uint32_t max_pmtu() const override { return port_->max_pmtu(); }
@@ -102,15 +114,18 @@ class DpdkLink final : public dat::Link {
   void register_thread() override {
     if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();  // no lcore left: no cache
   }
-  void engine_created(const rc::Engine& engine) override {
-    telemetry_add_engine(name_, &engine);
-    engine_listed_ = true;
+  void engine_created(const rc::Engine& engine, uint32_t index) override {
+    telemetry_add_engine(engine_name(index), &engine);
+    engines_listed_ = std::max(engines_listed_, index + 1);
   }
 
  private:
+  std::string engine_name(uint32_t index) const {
+    return index == 0 ? name_ : name_ + "." + std::to_string(index);
+  }
   std::unique_ptr<Port> port_;
   std::string name_;
-  bool engine_listed_ = false;
+  uint32_t engines_listed_ = 0;
   int wake_fd_ = -1;  // eventfd: wake()
 };
 
@@ -126,7 +141,7 @@ std::unique_ptr<dat::Link> open_link(const dat::IfaceConfig& cfg, dat::LinkError
   uint16_t port_id = 0;
   if (cfg.ring_end >= 0) {
     uint16_t ids[2];
-    if (!ring_link(ids, why)) return nullptr;
+    if (!ring_link(static_cast<uint16_t>(cfg.engines), ids, why)) return nullptr;
     port_id = ids[cfg.ring_end];
   } else if (!cfg.vdev.empty()) {
     if (!probe_vdev(cfg.vdev, &port_id, why)) return nullptr;
@@ -141,6 +156,7 @@ std::unique_ptr<dat::Link> open_link(const dat::IfaceConfig& cfg, dat::LinkError
   pc.mtu = cfg.mtu;
   pc.rx_loss = cfg.loss;
   pc.loss_seed = cfg.ip;
+  pc.queues = static_cast<uint16_t>(cfg.engines);
   std::unique_ptr<Port> port = Port::open(port_id, pc, why);
   if (!port) return nullptr;
   *err = dat::LinkError::kNone;

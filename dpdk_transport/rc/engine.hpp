@@ -124,12 +124,14 @@ class Engine {
   bool idle() const;
   // True when nothing can progress before new input or a timer: no active
   // queue pair and no frame waiting for TX.  O(1), for idle back-off.
-  bool idle_now() const {
-    if (!active_.empty() || !tx_ready_.empty()) return false;
-    if (group_ != nullptr)
-      for (size_t from = 0; from < group_->size(); ++from)
-        if (from != group_index_ && !group_->ring(from, group_index_).empty()) return false;
-    return true;
+  bool idle_now() const { return active_.empty() && tx_ready_.empty() && !has_handed_in(); }
+  // Whether another engine of the group has handed frames over to this one
+  // that it has not processed yet.  Any thread (a sleeping loop checks it).
+  bool has_handed_in() const {
+    if (group_ == nullptr) return false;
+    for (size_t from = 0; from < group_->size(); ++from)
+      if (from != group_index_ && !group_->ring(from, group_index_).empty()) return true;
+    return false;
   }
   uint64_t next_timer_deadline() const;
 

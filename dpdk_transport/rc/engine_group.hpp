@@ -36,6 +36,7 @@ class EngineGroup {
   }
   static size_t owner(uint32_t qpn) { return qpn >> kIndexShift; }
   SpscRing<Frame>& ring(size_t from, size_t to) { return *rings_[from * n_ + to]; }
+  const SpscRing<Frame>& ring(size_t from, size_t to) const { return *rings_[from * n_ + to]; }
 
  private:
   size_t n_;

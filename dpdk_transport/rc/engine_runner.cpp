@@ -1,5 +1,7 @@
 #include "engine_runner.hpp"
 
+#include "backoff.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -108,8 +110,9 @@ bool EngineRunner::drain_inbox() {
 }
 
 void EngineRunner::loop() {
-  uint32_t empty = 0;
-  uint32_t sleep_us = 1;
+  // The same back-off as the product's progress threads (backoff.hpp).
+  Backoff backoff(BackoffConfig{uint64_t{cfg_.spin_us} * 1000, cfg_.max_sleep_us});
+  uint64_t last_traffic = clock_();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (call_pending_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lk(mu_);
@@ -122,28 +125,27 @@ void EngineRunner::loop() {
     const uint32_t work = engine_.poll(now);
     ctr_.polls++;
     if (work != 0 || posted || has_pending_) {
-      empty = 0;
-      sleep_us = 1;
+      last_traffic = now;
+      backoff.moved(now);
       continue;
     }
-    if (cfg_.policy == IdlePolicy::kBusyPoll || ++empty < cfg_.spin_polls) continue;
-    // Nothing moved for spin_polls polls: sleep, but never past the next
-    // timer, and wake on a post.  Queue pairs still in flight (waiting for
-    // the peer's ACKs or responses) sleep shorter: the peer's engine may be
-    // the thread this one keeps from a CPU (more engine threads than CPUs).
-    uint64_t us = engine_.idle_now() ? sleep_us : std::min(sleep_us, cfg_.active_max_sleep_us);
-    const uint64_t next = engine_.next_timer_deadline();
-    if (next != 0) us = std::min<uint64_t>(us, next > now ? (next - now) / 1000 + 1 : 1);
+    if (cfg_.policy == IdlePolicy::kBusyPoll) continue;
+    const uint64_t timer = engine_.next_timer_deadline();  // 0: none
+    uint64_t ns = backoff.idle(now, last_traffic, timer == 0 ? UINT64_MAX : timer);
+    if (ns == 0) continue;
+    // Queue pairs still in flight (waiting for the peer's ACKs or responses)
+    // sleep shorter: the peer's engine may be the thread this one keeps from
+    // a CPU (more engine threads than CPUs).
+    if (!engine_.idle_now()) ns = std::min<uint64_t>(ns, uint64_t{cfg_.active_max_sleep_us} * 1000);
     std::unique_lock<std::mutex> lk(mu_);
     sleeping_.store(true);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     ctr_.sleeps++;
-    const bool woke = cv_.wait_for(lk, std::chrono::microseconds(us), [&] {
+    const bool woke = cv_.wait_for(lk, std::chrono::nanoseconds(ns), [&] {
       return !inbox_.empty() || stop_.load() || call_pending_.load();
     });
     sleeping_.store(false);
     if (woke) ctr_.wakeups_by_post++;
-    sleep_us = std::min(sleep_us * 2, cfg_.max_sleep_us);
   }
 }
 

@@ -10,10 +10,11 @@
 // blocks the caller.
 //
 // Idle policy: kBusyPoll never sleeps (benchmarks, a core of its own);
-// kBackoff spins `spin_polls` empty iterations, then sleeps with exponential
-// back-off up to `max_sleep_us` (`active_max_sleep_us` while queue pairs
-// wait for the peer; never past the next timer), and wakes at once when the
-// consumer posts.  Traffic that arrives while it sleeps is
+// kBackoff is rc::Backoff (backoff.hpp), the back-off of the product's
+// progress threads: it spins while traffic moved within `spin_us`, then
+// sleeps with exponential back-off up to `max_sleep_us`
+// (`active_max_sleep_us` while queue pairs wait for the peer; never past the
+// next timer), and wakes at once when the consumer posts.  Traffic that arrives while it sleeps is
 // picked up within max_sleep_us (no RX interrupts on virtual PMDs).
 
 #include <pthread.h>
@@ -33,7 +34,7 @@ enum class IdlePolicy : uint8_t { kBusyPoll, kBackoff };
 
 struct RunnerConfig {
   IdlePolicy policy = IdlePolicy::kBackoff;
-  uint32_t spin_polls = 2000;
+  uint32_t spin_us = 1000;
   uint32_t max_sleep_us = 200;
   uint32_t active_max_sleep_us = 20;  // the same while queue pairs are in flight
   int cpu = -1;                       // pin the engine thread to this CPU (-1: leave it to the OS)

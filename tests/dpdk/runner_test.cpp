@@ -49,7 +49,7 @@ TEST(Runner, ThreadedEnginesMoveDataAndBackOffWhenIdle) {
   ASSERT_TRUE(lo.open(q, &err)) << err;
   rc::RunnerConfig rcfg;
   rcfg.policy = rc::IdlePolicy::kBackoff;
-  rcfg.spin_polls = 500;
+  rcfg.spin_us = 200;
   rcfg.max_sleep_us = 500;
   rc::EngineRunner ra(*lo.a().engine, rcfg, &clock_ns);
   rc::EngineRunner rb(*lo.b().engine, rcfg, &clock_ns);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace dpdat::proto {
 namespace {
@@ -42,10 +43,14 @@ struct Wire {
 Wire* g_wire = nullptr;  // made by install_sim_link, lives for the process
 
 // One end's packet I/O: the SimLink end, every call under the wire's lock.
+// An end opened with several queues (engines=) sends on all of them and
+// receives on queue 0 only, as a link that cannot steer does: the engines
+// hand each other what is theirs.
 class EndIo final : public rc::PacketIo {
  public:
-  EndIo(Wire& w, int end) : w_(w), end_(end), io_(w.link.end(end)) {}
+  EndIo(Wire& w, int end, bool rx = true) : w_(w), end_(end), io_(w.link.end(end)), rx_(rx) {}
   uint16_t rx_burst(rc::Frame* out, uint16_t max) override {
+    if (!rx_) return 0;
     std::lock_guard<std::mutex> lk(w_.mu);
     w_.step_clock();
     return io_.rx_burst(out, max);
@@ -92,6 +97,7 @@ class EndIo final : public rc::PacketIo {
   Wire& w_;
   int end_;
   rc::PacketIo& io_;
+  bool rx_;
 };
 
 // Largest RoCE path MTU within an Ethernet MTU (the rule of dpdk::Port:
@@ -105,7 +111,10 @@ uint32_t pmtu_for(uint32_t mtu) {
 
 class SimEndLink final : public dat::Link {
  public:
-  SimEndLink(Wire& w, int end, uint32_t mtu) : w_(w), end_(end), io_(w, end), mtu_(mtu) {}
+  SimEndLink(Wire& w, int end, uint32_t mtu, uint32_t queues)
+      : w_(w), end_(end), io_(w, end), mtu_(mtu) {
+    for (uint32_t q = 1; q < queues; ++q) more_.push_back(std::make_unique<EndIo>(w, end, false));
+  }
   ~SimEndLink() override {
     std::lock_guard<std::mutex> lk(w_.mu);
     w_.ends[end_] = EndState{};
@@ -115,6 +124,8 @@ class SimEndLink final : public dat::Link {
   SimEndLink& operator=(const SimEndLink&) = delete;
 
   rc::PacketIo& io() override { return io_; }
+  uint32_t queues() const override { return static_cast<uint32_t>(more_.size() + 1); }
+  rc::PacketIo& io(uint32_t q) override { return q == 0 ? io_ : *more_[q - 1]; }
   const wire::MacAddr& mac() const override { return w_.ends[end_].mac; }
   uint32_t ip() const override { return w_.ends[end_].ip; }
   uint32_t max_pmtu() const override { return pmtu_for(mtu_); }
@@ -157,6 +168,7 @@ class SimEndLink final : public dat::Link {
   Wire& w_;
   int end_;
   EndIo io_;
+  std::vector<std::unique_ptr<EndIo>> more_;  // queues 1.. (send only)
   uint32_t mtu_;
   std::unordered_map<uint32_t, wire::MacAddr> cache_;
 };
@@ -192,7 +204,7 @@ std::unique_ptr<dat::Link> open_sim(const dat::IfaceConfig& cfg, dat::LinkError*
   e.woken = false;
   g_wire->apply_loss(end);
   *err = dat::LinkError::kNone;
-  return std::make_unique<SimEndLink>(*g_wire, end, cfg.mtu);
+  return std::make_unique<SimEndLink>(*g_wire, end, cfg.mtu, cfg.engines);
 }
 
 constexpr dat::LinkFactory kSimFactory{"sim", &open_sim, &dat::steady_now_ns};

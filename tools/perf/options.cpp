@@ -90,6 +90,12 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_option("--progress", o->progress,
                  "passive-side progress of the IAs (config key progress=)")
       ->check(CLI::IsMember({"busy", "adaptive", "inline", "thread"}));
+  app.add_option("--engines", o->engines,
+                 "protocol engines per interface (config key engines=); -q EPs are spread "
+                 "over them")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--cpus", o->cpus,
+                 "CPUs of the engines' progress threads, e.g. 2-5 (config key cpus=)");
   app.add_option("--ia-params", o->ia_params,
                  "more interface keys for both IAs, e.g. \"loss=0.01;gbn=1;cc=off\" "
                  "(README: interface keys; a later key wins)");
@@ -131,6 +137,14 @@ int parse_options(int argc, char** argv, Options* o) {
       if (c == '\n') c = ' ';
     std::fprintf(stderr, "dpdat-perf: %s\n", what.c_str());
     return 2;
+  }
+  // --engines / --cpus are interface keys: they travel with --ia-params (a
+  // key given there as well wins, coming later).
+  {
+    std::string keys;
+    if (o->engines != 0) keys += "engines=" + std::to_string(o->engines);
+    if (!o->cpus.empty()) keys += (keys.empty() ? "" : ";") + std::string("cpus=") + o->cpus;
+    if (!keys.empty()) o->ia_params = o->ia_params.empty() ? keys : keys + ";" + o->ia_params;
   }
   if (const std::string err = check(*o); !err.empty()) {
     std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());

@@ -25,6 +25,8 @@ struct Options {
   std::string histogram;  // "-": print; else a file (CSV of samples' distribution)
   std::string json, csv;
   std::string progress;   // "": the interface's default
+  uint32_t engines = 0;   // engines per interface (engines=); 0: the interface's own
+  std::string cpus;       // their CPUs (cpus=)
   std::string ia_params;  // more interface keys ("k=v;k=v"), appended to each IA's
   bool poll_mem = false;  // latency WRITE: poll the byte only, no EVD dequeue while waiting
   // Across processes.

@@ -1,0 +1,91 @@
+#pragma once
+// One engine of an interface and what only its driver touches.  An interface
+// runs IfaceConfig::engines of them (one per RX/TX queue of its link); each
+// owns the queue pairs placed on it for life (Iface::make_qp says where an EP
+// goes), is driven by whoever holds its token (a progress thread of its own,
+// or a consumer posting to or polling one of its EPs), and shares nothing
+// written on the data path with the others:
+//   - posts to one of its EPs reach it through its own hand-off ring;
+//   - its queue pairs' completions go to completion queues of its own (each
+//     EVD has one per engine that feeds it, Evd::cqs), which its driver moves
+//     into the EVDs' event queues;
+//   - frames that arrive on its queue for another engine's queue pair are
+//     handed over through the rc::EngineGroup's SPSC ring for that pair.
+// Engine 0 also owns QP1: every CM message is received there (the others
+// hand such frames to it) and the connection manager sends from it.
+
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "mpsc_ring.hpp"
+#include "rc/engine.hpp"
+#include "spin_lock.hpp"
+
+namespace dpdat::dat {
+
+struct Ep;
+
+// A work request handed to the holder of an engine's token (ep_post /
+// ep_post_recv while another thread drives that engine).
+struct Handoff {
+  Ep* ep = nullptr;
+  rc::Qp* qp = nullptr;
+  bool is_send = true;
+  rc::SendWr send;
+  rc::RecvWr recv;
+};
+
+struct Shard {
+  explicit Shard(uint32_t i) : index(i) {}
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  const uint32_t index;
+  int cpu = -1;  // its progress thread's CPU (IfaceConfig::cpus), -1: not pinned
+  // Whoever drives the engine (data path: try only; control path: IfaceLock).
+  alignas(64) EngineToken token;
+  std::unique_ptr<rc::Engine> engine;
+  MpscRing<Handoff> handoff{1024};
+  // Completion queues of this engine with entries (rc::CompletionQueue::
+  // watch): step() visits these, not every EVD.  Token held.
+  std::vector<rc::CompletionQueue*> ready_cqs, ready_pass;
+  rc::CompletionQueue sink_cq{1024};  // completions of EPs without an EVD
+  // Queue pairs placed here (control path).
+  uint32_t eps = 0;
+  // When traffic last moved on this engine, and when a consumer last drove
+  // it (an adaptive progress thread stays out of its way meanwhile).
+  alignas(64) std::atomic<uint64_t> last_traffic{0};
+  std::atomic<uint64_t> last_consumer_progress{0};
+  // Frames this engine had handed to others as of its last step (a step that
+  // handed some wakes their progress threads).
+  uint64_t handed_off_seen = 0;
+  // The progress thread (busy / adaptive): asleep on prog_cv while stepping
+  // aside for a consumer or backing off; `stop` ends it (the last IA of the
+  // interface closed).
+  std::mutex prog_mu;
+  std::condition_variable prog_cv;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> sleeping{false};
+  std::thread thread;
+
+  void unwatch_cq(rc::CompletionQueue* cq) {
+    std::erase(ready_cqs, cq);
+    std::erase(ready_pass, cq);
+  }
+  // Wakes its progress thread if it sleeps (a post handed off, a frame
+  // handed over, a consumer stopped driving).
+  void wake() {
+    if (!sleeping.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> g(prog_mu);
+    prog_cv.notify_all();
+  }
+};
+
+}  // namespace dpdat::dat
