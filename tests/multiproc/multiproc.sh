@@ -4,7 +4,9 @@
 # over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-engine-perf
 # MODE: memif | memif-loss | memif-mq | memif-jumbo | af_packet | af_packet-loss | af_packet-jumbo |
-#       af_packet-mq | tap | kill-peer
+#       af_packet-mq | tap | kill-peer | api-memif-engines | api-af_packet-engines
+# (api-*: the public API's bench tool dpdat-perf, beside dpdat-engine-perf in
+# the build tree, with two engines per interface)
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
 # 10.77.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
@@ -78,6 +80,46 @@ run_mq() {
   done
 }
 
+# run_api "server-prefix" "server vdev" "client-prefix" "client vdev": dpdat-perf
+# through libdat with two engines per interface and four EPs, WRITE, READ
+# and SEND each verified on every EP; both engines of each side must have
+# carried queue-pair traffic, and the lossless link needs no retransmission
+# timeout.
+run_api() {
+  local sp=$1 sv=$2 cp=$3 cv=$4 api
+  api=$(dirname "$PERF")/../tools/dpdat-perf
+  [ -x "$api" ] || fail "dpdat-perf not built at $api"
+  for op in write read send; do
+    echo "== $MODE: $op"
+    local common=(--engines 2 -q 4 --progress adaptive --oob "$TMP/oob.sock" --op "$op")
+    rm -f "$TMP/memif.sock" "$TMP/oob.sock"
+    $sp timeout 120 "$api" --server --vdev "$sv" --ip 10.77.0.1 "${common[@]}" >"$TMP/server.log" 2>&1 &
+    PIDS+=($!)
+    local spid=$!
+    wait_memif_socket
+    $cp timeout 120 "$api" --client 10.77.0.1 --vdev "$cv" --ip 10.77.0.2 "${common[@]}" \
+      --bw -s 16384 -n 300 --verify --json "$TMP/r.json" >"$TMP/client.log" 2>&1 &
+    PIDS+=($!)
+    local cpid=$!
+    wait "$cpid" || fail "client exited with $?"
+    wait "$spid" || fail "server exited with $?"
+    python3 - "$TMP/r.json" <<'PY' || fail "checks of the JSON result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bw, c = d['bw'][0], d['counters']
+assert bw['verified'], 'not verified'
+assert bw['per_qp_msgs'] == [300] * 4, bw['per_qp_msgs']
+for side in ('engine.', 'peer.engine.'):
+    engines = {k[len(side):-len('.qp_tx_packets')] for k, v in c.items()
+               if k.startswith(side) and k.endswith('.qp_tx_packets') and v > 0}
+    assert len(engines) >= 2, f'{side}: queue-pair traffic on {sorted(engines)} only'
+    rto = sum(v for k, v in c.items() if k.startswith(side) and k.endswith('.qp_timeouts'))
+    assert rto == 0, f'{side}: {rto} retransmission timeouts on a lossless link'
+    print(f' {side[:-1]}: traffic on engines {sorted(engines)}, 0 timeouts')
+PY
+  done
+}
+
 # A memif client needs the server's socket to exist before it starts.
 wait_memif_socket() {
   [ -n "${MEMIF:-}" ] || return 0
@@ -142,6 +184,16 @@ case "$MODE" in
     [ -n "$sent" ] && [ -n "$got" ] && [ "$got" -ge "$sent" ] && [ $((got - sent)) -le 4 ] ||
       fail "client sent ${sent:-?} frames, server received ${got:-?}"
     echo " client sent $sent frames, server received $got"
+    ;;
+  api-memif-engines)
+    MEMIF=1
+    run_api "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    ;;
+  api-af_packet-engines)
+    veth_pair vd$ID
+    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=2"
+    run_api "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+            "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF"
     ;;
   af_packet-mq)
     # qpairs=2: two AF_PACKET sockets in a fanout group; the kernel hashes
