@@ -49,6 +49,7 @@ done
 
 MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no;ip=$SIP"
 MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no;ip=$CIP"
+WAIT_SOCK=
 
 # One namespace whose loopback carries both addresses (the TCP side channel).
 make_ns() {
@@ -80,10 +81,18 @@ run_pair() {
   while [ "$1" != "--" ]; do scmd+=("$1"); shift; done
   shift
   ccmd=("$@")
+  [ -z "${WAIT_SOCK:-}" ] || rm -f "$WAIT_SOCK"  # a previous server's
   $sp timeout 120 taskset -c 0 "$RUN" -s -i srv="$SCFG" -- "${scmd[@]}" >"$TMP/server.log" 2>&1 &
   local spid=$!
   PIDS+=($spid)
-  sleep 0.5
+  # The server's interface is up once its memif socket exists (memif modes).
+  for _ in $(seq 1 300); do
+    [ -z "${WAIT_SOCK:-}" ] || [ -S "$WAIT_SOCK" ] && break
+    kill -0 "$spid" 2>/dev/null || fail "server exited before its interface came up"
+    sleep 0.1
+  done
+  [ -z "${WAIT_SOCK:-}" ] || [ -S "$WAIT_SOCK" ] || fail "server's memif socket never appeared"
+  sleep 0.3
   local cpid
   for _ in 1 2 3 4 5 6 7 8 9 10; do
     $cp timeout 120 taskset -c 1 "$RUN" -s -i cli="$CCFG" -- "${ccmd[@]}" >"$TMP/client.log" 2>&1 &
@@ -120,6 +129,7 @@ case "$MODE" in
     make_ns
     SCFG=$MEMIF_S
     CCFG=$MEMIF_C
+    WAIT_SOCK=$TMP/memif.sock
     for spec in "4096 500" "1 2000" "64 1000" "65536 200" "1048576 20"; do
       set -- $spec
       MIN_FRAMES=$2
@@ -142,6 +152,7 @@ case "$MODE" in
     make_ns
     SCFG=$MEMIF_S
     CCFG=$MEMIF_C
+    WAIT_SOCK=$TMP/memif.sock
     MIN_FRAMES=100
     run_pair "ip netns exec $NS" "ip netns exec $NS" \
       "$prog" -d srv -x 0 -F $args -- \
