@@ -59,12 +59,17 @@ make_ns() {
   ip netns exec "$NS" ip addr add $CIP/32 dev lo
 }
 
-# The server's and the client's frame counters (dpdat-run -s) both show traffic.
+# The client's frame counters (dpdat-run -s, printed when it closes its
+# device) show traffic both ways, and so do the server's where it closes its
+# device at all (some perftest servers exit without).
 check_counters() {
   local f n
   for f in "$TMP/server.log" "$TMP/client.log"; do
-    n=$(sed -n 's/^dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p' "$f" | tail -1)
-    [ -n "$n" ] || fail "no dpdat counters in $(basename "$f")"
+    n=$(sed -n 's/.*dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p' "$f" | tail -1)
+    if [ -z "$n" ]; then
+      [ "$f" = "$TMP/server.log" ] && continue
+      fail "no dpdat counters in $(basename "$f")"
+    fi
     set -- $n
     [ "$1" -ge "${MIN_FRAMES:-1}" ] && [ "$2" -ge "${MIN_FRAMES:-1}" ] ||
       fail "$(basename "$f"): dpdat moved tx $1 rx $2 frames (at least ${MIN_FRAMES:-1} each expected)"
