@@ -47,8 +47,8 @@ for p in ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v $p >/dev/null || { echo "SKIP: $p not installed (ibverbs-utils)"; exit 77; }
 done
 
-MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no;ip=$SIP"
-MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no;ip=$CIP"
+MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no;ip=$SIP${IA_EXTRA:+;$IA_EXTRA}"
+MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no;ip=$CIP${IA_EXTRA:+;$IA_EXTRA}"
 WAIT_SOCK=
 
 # One namespace whose loopback carries both addresses (the TCP side channel).
@@ -135,21 +135,41 @@ case "$MODE" in
     SCFG=$MEMIF_S
     CCFG=$MEMIF_C
     WAIT_SOCK=$TMP/memif.sock
-    for spec in "4096 500" "1 2000" "64 1000" "65536 200" "1048576 20"; do
+    # size, iterations, and -e: wait for completions on a completion channel
+    for spec in "4096 500" "1 2000" "64 1000" "65536 200" "1048576 20" "4096 300 -e"; do
       set -- $spec
       MIN_FRAMES=$2
       run_pair "ip netns exec $NS" "ip netns exec $NS" \
-        ibv_rc_pingpong -d srv -g 0 -s "$1" -n "$2" -- \
-        ibv_rc_pingpong -d cli -g 0 -s "$1" -n "$2" $SIP
+        ibv_rc_pingpong -d srv -g 0 -s "$1" -n "$2" ${3:-} -- \
+        ibv_rc_pingpong -d cli -g 0 -s "$1" -n "$2" ${3:-} $SIP
       grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
       grep -q "$2 iters in" "$TMP/server.log" || fail "server did not report $2 iterations"
-      echo "size $1 iters $2: $(grep 'iters in' "$TMP/client.log")"
+      echo "size $1 iters $2 ${3:-}: $(grep 'iters in' "$TMP/client.log")"
     done
     echo "PASS: ibv_rc_pingpong over net_memif"
     ;;
   pingpong-afp)
+    # One veth end per namespace: dpdat's frames go through the kernel link
+    # (net_af_packet); the side channel uses kernel addresses of their own on
+    # the same veth (10.79.1.x), while the GIDs carry dpdat's (10.79.0.x).
     source "$(dirname "$(readlink -f "$0")")/../multiproc/veth_pair.sh"
-    fail "not written"
+    veth_pair vv$ID
+    ip netns exec "$NSA" ip addr add 10.79.1.1/24 dev vv$ID-a
+    ip netns exec "$NSB" ip addr add 10.79.1.2/24 dev vv$ID-b
+    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
+    SCFG="vdev=net_af_packet0,iface=vv$ID-a,$AF;ip=$SIP"
+    CCFG="vdev=net_af_packet0,iface=vv$ID-b,$AF;ip=$CIP"
+    for spec in ${AFP_SPECS:-"4096 200" "1 1000" "65536 50"}; do
+      set -- $spec
+      MIN_FRAMES=$2
+      run_pair "ip netns exec $NSA" "ip netns exec $NSB" \
+        ibv_rc_pingpong -d srv -g 0 -s "$1" -n "$2" -- \
+        ibv_rc_pingpong -d cli -g 0 -s "$1" -n "$2" 10.79.1.1
+      grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
+      grep -q "$2 iters in" "$TMP/server.log" || fail "server did not report $2 iterations"
+      echo "size $1 iters $2: $(grep 'iters in' "$TMP/client.log")"
+    done
+    echo "PASS: ibv_rc_pingpong over net_af_packet on a veth pair"
     ;;
   perftest:*)
     IFS=: read -r _ prog args <<<"$MODE"
