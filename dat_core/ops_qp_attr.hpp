@@ -75,8 +75,9 @@ struct IaLinkInfo {
 };
 Status ia_link_info(Ia* ia, IaLinkInfo* out);
 
-// Frees an EP connected this way (no DREQ to the peer); what it held
-// completes as flushed first.
+// Frees an EP connected this way (no DREQ to the peer).  Its queue pair goes
+// to error first; its completions, flushed or not, leave its EVDs with it
+// (as for every EP freed: no event names an EP that is gone).
 Status qp_free(Ep* ep);
 
 }  // namespace dpdat::dat

@@ -170,9 +170,10 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
 DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   if (qp == nullptr) return EINVAL;
   auto* q = reinterpret_cast<Qp*>(qp);
-  if (q->inline_lmr != nullptr) (void)dat::lmr_free(q->inline_lmr);
   const dat::Status st = dat::qp_free(q->ep);
   if (!st.ok()) return to_errno(st);
+  // After the queue pair: its inline requests read from this region.
+  if (q->inline_lmr != nullptr) (void)dat::lmr_free(q->inline_lmr);
   q->scq->qps--;
   q->rcq->qps--;
   pthread_cond_destroy(&qp->cond);

@@ -434,6 +434,23 @@ TEST_F(VerbsTest, ErrorStateFlushesEveryReceive) {
   EXPECT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), EINVAL);
 }
 
+// ibv_destroy_qp takes the pair's completions out of its CQs (as hardware
+// providers clean their CQs of a destroyed QP's entries): none refers to a
+// QP that no longer exists, whether it completed before the destroy or was
+// flushed by it.
+TEST_F(VerbsTest, DestroyLeavesNothingOfThePairInItsCq) {
+  connect();
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(post_recv(&b_, i * 64, 64, 200 + i), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 1), 0);
+  ASSERT_EQ(poll_n(a_.cq, 1).size(), 1u);  // acknowledged: b's first receive completed
+  ASSERT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = nullptr;
+  ibv_wc wc[8];
+  EXPECT_EQ(ibv_poll_cq(b_.cq, 8, wc), 0);
+  EXPECT_EQ(ibv_destroy_cq(b_.cq), 0);  // no queue pair uses it any more
+  b_.cq = nullptr;
+}
+
 TEST_F(VerbsTest, CompletionChannelSignalsOncePerArming) {
   connect();
   ASSERT_EQ(ibv_req_notify_cq(b_.cq, 0), 0);
