@@ -107,9 +107,9 @@ Status qp_to_rts(Ep* ep, const QpRequester& req) {
   if (!qp_transition_ok(cur, QpAttrState::kRts) || cur == QpAttrState::kSqd)
     return fail(Type::INVALID_STATE);
   if (cur == QpAttrState::kRtr) {
-    if (ep->qp == nullptr || !ep->qp->set_requester(wire::Psn(req.sq_psn & 0xFFFFFFu),
-                                                    req.retry_count, req.rnr_retry,
-                                                    req.ack_timeout_ns))
+    if (ep->qp == nullptr ||
+        !ep->qp->set_requester(wire::Psn(req.sq_psn & 0xFFFFFFu), req.retry_count, req.rnr_retry,
+                               req.ack_timeout_ns))
       return fail(Type::INVALID_STATE);
   }
   store(ep, QpAttrState::kRts);

@@ -140,7 +140,7 @@ dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
     case IBV_WR_RDMA_READ:
-      a.op = wr.opcode == IBV_WR_RDMA_WRITE          ? rc::WrOp::kWrite
+      a.op = wr.opcode == IBV_WR_RDMA_WRITE            ? rc::WrOp::kWrite
              : wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? rc::WrOp::kWriteImm
                                                        : rc::WrOp::kRead;
       if (wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) a.imm = ntohl(wr.imm_data);
@@ -158,8 +158,8 @@ dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
       remote.length = 8;
       a.remote = &remote;
       a.compare = wr.wr.atomic.compare_add;
-      a.swap_add = wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr.wr.atomic.swap
-                                                          : wr.wr.atomic.compare_add;
+      a.swap_add =
+          wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr.wr.atomic.swap : wr.wr.atomic.compare_add;
       break;
     default:
       return dat::fail(dat::Type::NOT_IMPLEMENTED);

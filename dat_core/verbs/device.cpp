@@ -56,7 +56,7 @@ void fill_device_attr(const Device* d, ibv_device_attr* a) {
   a->sys_image_guid = d->guid;
   a->max_mr_size = uint64_t{1} << 40;
   a->page_size_cap = 4096;
-  a->vendor_id = 0;          // no vendor's code paths match
+  a->vendor_id = 0;  // no vendor's code paths match
   a->vendor_part_id = 0xD0DA;
   a->hw_ver = 1;
   a->max_qp = 1 << 16;

@@ -235,7 +235,8 @@ DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     r.sq_psn = (mask & IBV_QP_SQ_PSN) != 0 ? attr->sq_psn & 0xFFFFFFu : q->attr.sq_psn;
     r.retry_count = (mask & IBV_QP_RETRY_CNT) != 0 ? attr->retry_cnt : q->attr.retry_cnt;
     r.rnr_retry = (mask & IBV_QP_RNR_RETRY) != 0 ? attr->rnr_retry : q->attr.rnr_retry;
-    r.ack_timeout_ns = ack_timeout_ns((mask & IBV_QP_TIMEOUT) != 0 ? attr->timeout : q->attr.timeout);
+    r.ack_timeout_ns =
+        ack_timeout_ns((mask & IBV_QP_TIMEOUT) != 0 ? attr->timeout : q->attr.timeout);
     st = dat::qp_to_rts(q->ep, r);
   }
   if (!st.ok()) return to_errno(st);

@@ -93,8 +93,7 @@ DPDAT_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 DPDAT_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-  return reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
-                static_cast<unsigned>(access));
+  return reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
 }
 
 DPDAT_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
@@ -238,8 +237,8 @@ DPDAT_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
     return set_errno<ibv_srq>(EINVAL);
   auto* p = reinterpret_cast<Pd*>(pd);
   auto* s = new Srq{};
-  const dat::Status st = dat::srq_create(p->pz->ia, p->pz, a.max_wr, std::max(a.max_sge, 1u),
-                                         a.srq_limit, &s->s);
+  const dat::Status st =
+      dat::srq_create(p->pz->ia, p->pz, a.max_wr, std::max(a.max_sge, 1u), a.srq_limit, &s->s);
   if (!st.ok()) {
     delete s;
     return set_errno<ibv_srq>(to_errno(st));

@@ -22,7 +22,7 @@
     return EOPNOTSUPP;       \
   }
 // Calls that return an object (NULL with errno on failure).
-#define DPDAT_STUB_PTR(name) \
+#define DPDAT_STUB_PTR(name)  \
   DPDAT_EXPORT void* name() { \
     errno = EOPNOTSUPP;       \
     return nullptr;           \
@@ -139,9 +139,9 @@ DPDAT_STUB_ERR(ibv_cmd_resize_cq)
 // The IBVERBS_1.0 entry points of the pre-1.1 ABI (other struct layouts,
 // binaries from 2006): present, refusing.  Each is bound to its old version
 // with .symver, beside today's default version of the same name.
-#define DPDAT_COMPAT(kind, name)                                     \
-  DPDAT_STUB_##kind(dpdat_compat_1_0_##name)                         \
-  __asm__(".symver dpdat_compat_1_0_" #name "," #name "@IBVERBS_1.0");
+#define DPDAT_COMPAT(kind, name)                                                                 \
+  DPDAT_STUB_##kind(dpdat_compat_1_0_##name) __asm__(".symver dpdat_compat_1_0_" #name "," #name \
+                                                     "@IBVERBS_1.0");
 
 DPDAT_COMPAT(VOID, ibv_ack_async_event)
 DPDAT_COMPAT(VOID, ibv_ack_cq_events)

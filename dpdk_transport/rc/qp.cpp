@@ -132,8 +132,7 @@ bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   return true;
 }
 
-bool Qp::set_requester(Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry,
-                       uint64_t timeout_ns) {
+bool Qp::set_requester(Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry, uint64_t timeout_ns) {
   if (state_ != QpState::kRts || sq_head_ != sq_tail_ || max_sent_psn_ != next_psn_ - 1 ||
       acked_psn_ != next_psn_ - 1)
     return false;

@@ -7,8 +7,8 @@
 // access beyond an MR or without the privilege, invalid state transitions,
 // flush on error), completion channels, and the calls dpdat does not offer.
 
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 
@@ -90,10 +90,9 @@ class VerbsTest : public ::testing::Test {
     ibv_free_device_list(list_);
   }
 
-  static void open(ibv_device* d, Side* s, unsigned access = IBV_ACCESS_LOCAL_WRITE |
-                                                        IBV_ACCESS_REMOTE_WRITE |
-                                                        IBV_ACCESS_REMOTE_READ |
-                                                        IBV_ACCESS_REMOTE_ATOMIC) {
+  static void open(ibv_device* d, Side* s,
+                   unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC) {
     s->ctx = ibv_open_device(d);
     ASSERT_NE(s->ctx, nullptr);
     s->pd = ibv_alloc_pd(s->ctx);
@@ -123,7 +122,8 @@ class VerbsTest : public ::testing::Test {
     ibv_qp_attr at{};
     at.qp_state = IBV_QPS_INIT;
     at.port_num = 1;
-    at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    at.qp_access_flags =
+        IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     return ibv_modify_qp(s->qp, &at,
                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   }
@@ -330,8 +330,9 @@ TEST_F(VerbsTest, BadLkeyIsLocalProtectionError) {
 
 TEST_F(VerbsTest, BadRkeyIsRemoteAccessError) {
   connect();
-  ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 9, IBV_SEND_SIGNALED, 0, b_.mr->rkey ^ 0x5500),
-            0);
+  ASSERT_EQ(
+      post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 9, IBV_SEND_SIGNALED, 0, b_.mr->rkey ^ 0x5500),
+      0);
   auto wa = poll_n(a_.cq, 1);
   ASSERT_EQ(wa.size(), 1u);
   EXPECT_EQ(wa[0].status, IBV_WC_REM_ACCESS_ERR);
@@ -362,8 +363,8 @@ TEST_F(VerbsTest, RegMrChecksAccessFlags) {
   errno = 0;
   EXPECT_EQ(ibv_reg_mr(a_.pd, a_.buf.data(), 4096, IBV_ACCESS_REMOTE_WRITE), nullptr);
   EXPECT_EQ(errno, EINVAL);
-  ibv_mr* m = ibv_reg_mr_iova2(a_.pd, a_.buf.data(), 4096, 0x100000, IBV_ACCESS_LOCAL_WRITE |
-                                                                         IBV_ACCESS_RELAXED_ORDERING);
+  ibv_mr* m = ibv_reg_mr_iova2(a_.pd, a_.buf.data(), 4096, 0x100000,
+                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(ibv_dereg_mr(m), 0);
 }
@@ -372,8 +373,8 @@ TEST_F(VerbsTest, InvalidTransitionsAndPostsInTheWrongState) {
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_RTS;
   EXPECT_EQ(ibv_modify_qp(a_.qp, &at, IBV_QP_STATE), EINVAL);  // RESET -> RTS
-  EXPECT_EQ(to_rtr(&a_, &b_, 0), EINVAL);                       // RESET -> RTR
-  EXPECT_EQ(post_recv(&a_, 0, 64, 1), EINVAL);                  // receives from INIT on
+  EXPECT_EQ(to_rtr(&a_, &b_, 0), EINVAL);                      // RESET -> RTR
+  EXPECT_EQ(post_recv(&a_, 0, 64, 1), EINVAL);                 // receives from INIT on
   at.qp_state = IBV_QPS_INIT;
   EXPECT_EQ(ibv_modify_qp(a_.qp, &at, IBV_QP_STATE), EINVAL);  // INIT needs port, pkey, access
   ASSERT_EQ(to_init(&a_), 0);
