@@ -4,8 +4,9 @@
 # net_memif, server on CPU 0, client on CPU 1, in a network namespace of its
 # own (perftest's side channel goes to the server's address).  Root.
 #   bench/verbs_compare.sh [--build DIR] [--iters N] [--progress MODE]
-# Prints one table: 8 B WRITE and READ latency (half round trip: perftest's
-# t_typical, dpdat-perf's median) and 64 KiB WRITE and SEND bandwidth
+# Prints one table: 8 B WRITE, READ and SEND latency (half round trip:
+# perftest's t_typical, dpdat-perf's median; perftest's WRITE target polls
+# memory, so dpdat-perf --poll-memory is its like) and 64 KiB WRITE and SEND bandwidth
 # (perftest's BW average, MB/s as perftest prints it; dpdat-perf's avg_mbs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,6 +79,7 @@ perftest() {
 
 perftest ib_write_lat -s 8 -n "$ITERS"
 perftest ib_read_lat -s 8 -n "$ITERS"
+perftest ib_send_lat -s 8 -n "$ITERS"
 perftest ib_write_bw -s 65536 -n "$ITERS"
 perftest ib_send_bw -s 65536 -n "$ITERS"
 
@@ -99,6 +101,7 @@ perf() {
 perf write_lat --op write -s 8 --lat
 perf write_lat_mem --op write -s 8 --lat --poll-memory
 perf read_lat --op read -s 8 --lat
+perf send_lat --op send -s 8 --lat
 perf write_bw --op write -s 65536 --bw
 perf send_bw --op send -s 65536 --bw
 
@@ -124,6 +127,7 @@ rows = [
     ("8 B WRITE latency (us)", num("ib_write_lat", 4), perf("write_lat", "lat")),
     ("  dpdat-perf --poll-memory", float("nan"), perf("write_lat_mem", "lat")),
     ("8 B READ latency (us)", num("ib_read_lat", 4), perf("read_lat", "lat")),
+    ("8 B SEND latency (us)", num("ib_send_lat", 4), perf("send_lat", "lat")),
     ("64 KiB WRITE bandwidth (MB/s)", num("ib_write_bw", 3), perf("write_bw", "bw")),
     ("64 KiB SEND bandwidth (MB/s)", num("ib_send_bw", 3), perf("send_bw", "bw")),
 ]
