@@ -53,6 +53,8 @@ Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
   ev.op = c.op;
   ev.imm = c.imm;
   ev.has_imm = c.has_imm;
+  ev.rc_status = c.status;
+  ev.solicited = c.solicited;
   if (c.op == rc::WcOp::kBind) {
     ev.num = EventNum::kRmrBind;
     ev.rmr_context = c.rkey;

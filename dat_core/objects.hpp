@@ -100,6 +100,11 @@ struct Event {
   rc::WcOp op = rc::WcOp::kSend;
   uint32_t imm = 0;
   bool has_imm = false;
+  // The RC engine's own words for a DTO completion (`status` is DAT's
+  // coarser one): a verbs front reports them as work-completion statuses and
+  // honours solicited-only notification with them.
+  rc::WcStatus rc_status = rc::WcStatus::kSuccess;
+  bool solicited = false;
   Rmr* rmr = nullptr;
   uint32_t rmr_context = 0;
   // connection request
@@ -313,6 +318,9 @@ struct Ep : Object {
   Sp* sp = nullptr;                             // RSP that reserved it, or the PSP that created it
   alignas(8) unsigned char remote_sa[16] = {};  // front's sockaddr of the peer
   bool provider_created = false;
+  // Connected by attributes exchanged out of band (ops_qp_attr.hpp): its
+  // QpAttrState; the CM never touches such an EP.
+  uint8_t qp_attr_state = 0;
   explicit Ep(Ia* a) : Object(HandleType::kEp, a) {}
 };
 

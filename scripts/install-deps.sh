@@ -19,6 +19,9 @@ PKGS=(
   ucx-utils sockperf
   # the libfabric provider and what runs on it (fi_pingpong, Open MPI, NetPIPE, HPCC)
   libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev netpipe-openmpi hpcc
+  # the verbs front (dpdat's libibverbs.so.1 is built against Debian's headers)
+  # and the verbs programs its tests run on it
+  libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest qperf
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -132,6 +132,22 @@ bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   return true;
 }
 
+bool Qp::set_requester(Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry, uint64_t timeout_ns) {
+  if (state_ != QpState::kRts || sq_head_ != sq_tail_ || max_sent_psn_ != next_psn_ - 1 ||
+      acked_psn_ != next_psn_ - 1)
+    return false;
+  next_psn_ = sq_psn;
+  acked_psn_ = sq_psn - 1;
+  max_sent_psn_ = sq_psn - 1;
+  cfg_.retry_count = retry_count;
+  cfg_.rnr_retry = rnr_retry;
+  if (timeout_ns != 0) cfg_.retransmit_timeout_ns = timeout_ns;
+  retries_left_ = cfg_.retry_count;
+  rnr_retries_left_ = cfg_.rnr_retry;
+  first_timeout_ns_ = 0;
+  return true;
+}
+
 void Qp::set_timer(TimerKind k, uint64_t deadline) {
   timer_[static_cast<size_t>(k)] = deadline;
   engine_.arm_timer(this, k, deadline);

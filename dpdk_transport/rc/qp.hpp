@@ -143,6 +143,12 @@ class Qp {
   bool set_pmtu(uint32_t pmtu);
   // Reset -> RTS.  sq_psn: first PSN we send; rq_psn: first PSN we expect.
   bool connect(const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn);
+  // A queue pair connected by attributes exchanged out of band (verbs: RTR,
+  // then RTS) learns its first send PSN and its requester's retry budgets
+  // after connect(): only while it has sent nothing and holds no request.
+  // timeout_ns 0 keeps the configured retransmission timeout.
+  bool set_requester(wire::Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry,
+                     uint64_t timeout_ns);
 
   // Posting (same thread as the engine).
   enum class PostResult : uint8_t { kOk, kQueueFull, kInvalidState, kInvalidWr };
@@ -398,7 +404,7 @@ class Qp {
   MrTable& mr_;
   const uint32_t qpn_;
   const uint32_t pz_;
-  QpConfig cfg_;  // only pmtu changes, and only in kReset (set_pmtu)
+  QpConfig cfg_;  // only pmtu changes (kReset, set_pmtu) and the retry budgets (set_requester)
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   Srq* srq_ = nullptr;

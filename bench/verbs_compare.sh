@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Verbs on dpdat next to the uDAPL API on the same link and CPUs: perftest over
+# dpdat's libibverbs (dpdat-run) and dpdat-perf over libdat, two processes over
+# net_memif, server on CPU 0, client on CPU 1, in a network namespace of its
+# own (perftest's side channel goes to the server's address).  Root.
+#   bench/verbs_compare.sh [--build DIR] [--iters N] [--progress MODE]
+# Prints one table: 8 B WRITE, READ and SEND latency (half round trip:
+# perftest's t_typical, dpdat-perf's median; perftest's WRITE target polls
+# memory, so dpdat-perf --poll-memory is its like) and 64 KiB WRITE and SEND bandwidth
+# (perftest's BW average, MB/s as perftest prints it; dpdat-perf's avg_mbs).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build/ci
+ITERS=5000
+PROGRESS=adaptive
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --progress) PROGRESS=$2; shift 2 ;;
+    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "verbs_compare.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --iters: a positive integer" >&2; exit 2; }
+PERF=$BUILD/tools/dpdat-perf
+RUN=$BUILD/bin/dpdat-run
+for f in "$PERF" "$RUN"; do
+  [ -x "$f" ] || { echo "verbs_compare.sh: $f not built" >&2; exit 1; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "verbs_compare.sh: needs root (network namespace)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/dpdat-verbs-cmp.XXXXXX)
+NS=dpdat-vcmp-$$
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  ip netns del "$NS" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+S_IP=10.79.0.1
+C_IP=10.79.0.2
+SOCK=$TMP/memif.sock
+MEMIF_S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
+MEMIF_C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
+ip netns add "$NS" || exit 1
+ip netns exec "$NS" ip link set lo up
+ip netns exec "$NS" ip addr add $S_IP/32 dev lo
+ip netns exec "$NS" ip addr add $C_IP/32 dev lo
+S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
+C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
+
+wait_sock() {
+  for _ in $(seq 1 300); do
+    [ -S "$SOCK" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# perftest PROGRAM ARGS...: the client's result line into $TMP/PROGRAM.out
+perftest() {
+  local prog=$1
+  shift
+  rm -f "$SOCK"
+  "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$PROGRESS" -- "$prog" -d srv -x 0 -F "$@" \
+    >"$TMP/$prog.server.log" 2>&1 &
+  local spid=$!
+  PIDS+=($spid)
+  wait_sock || { echo "verbs_compare.sh: $prog server did not start" >&2; return 1; }
+  sleep 0.3
+  "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=$PROGRESS" -- "$prog" -d cli -x 0 -F "$@" $S_IP \
+    >"$TMP/$prog.client.log" 2>&1 || { echo "verbs_compare.sh: $prog client failed" >&2; cat "$TMP/$prog.client.log" >&2; }
+  wait "$spid"
+  grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$TMP/$prog.client.log" | tail -1 >"$TMP/$prog.out"
+}
+
+perftest ib_write_lat -s 8 -n "$ITERS"
+perftest ib_read_lat -s 8 -n "$ITERS"
+perftest ib_send_lat -s 8 -n "$ITERS"
+perftest ib_write_bw -s 65536 -n "$ITERS"
+perftest ib_send_bw -s 65536 -n "$ITERS"
+
+# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json
+perf() {
+  local tag=$1
+  shift
+  rm -f "$SOCK" "$TMP/oob.sock"
+  "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
+    --progress "$PROGRESS" "$@" >"$TMP/$tag.server.log" 2>&1 &
+  local spid=$!
+  PIDS+=($spid)
+  "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
+    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" >"$TMP/$tag.client.log" 2>&1 ||
+    { echo "verbs_compare.sh: dpdat-perf $tag failed" >&2; cat "$TMP/$tag.client.log" >&2; }
+  wait "$spid"
+}
+
+perf write_lat --op write -s 8 --lat
+perf write_lat_mem --op write -s 8 --lat --poll-memory
+perf read_lat --op read -s 8 --lat
+perf send_lat --op send -s 8 --lat
+perf write_bw --op write -s 65536 --bw
+perf send_bw --op send -s 65536 --bw
+
+python3 - "$TMP" <<'PY'
+import json, sys, os
+tmp = sys.argv[1]
+def cols(prog):
+    try:
+        return open(os.path.join(tmp, prog + ".out")).read().split()
+    except OSError:
+        return []
+def num(prog, i):
+    c = cols(prog)
+    return float(c[i]) if len(c) > i else float("nan")
+def perf(tag, kind):
+    try:
+        d = json.load(open(os.path.join(tmp, tag + ".json")))
+        x = d[kind][0]
+        return x["median_us"] if kind == "lat" else x["avg_mbs"]
+    except (OSError, ValueError, KeyError, IndexError):
+        return float("nan")
+rows = [
+    ("8 B WRITE latency (us)", num("ib_write_lat", 4), perf("write_lat", "lat")),
+    ("  dpdat-perf --poll-memory", float("nan"), perf("write_lat_mem", "lat")),
+    ("8 B READ latency (us)", num("ib_read_lat", 4), perf("read_lat", "lat")),
+    ("8 B SEND latency (us)", num("ib_send_lat", 4), perf("send_lat", "lat")),
+    ("64 KiB WRITE bandwidth (MB/s)", num("ib_write_bw", 3), perf("write_bw", "bw")),
+    ("64 KiB SEND bandwidth (MB/s)", num("ib_send_bw", 3), perf("send_bw", "bw")),
+]
+print(f"{'':32} {'verbs (perftest)':>18} {'uDAPL (dpdat-perf)':>20}")
+for name, v, d in rows:
+    print(f"{name:32} {v:18.2f} {d:20.2f}")
+PY

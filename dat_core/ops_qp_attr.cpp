@@ -1,0 +1,165 @@
+// Queue pairs connected by attributes exchanged out of band (ops_qp_attr.hpp).
+
+#include "ops_qp_attr.hpp"
+
+#include <condition_variable>
+
+namespace dpdat::dat {
+
+namespace {
+
+// How often a neighbour is asked again while unresolved (the link sends at
+// most one request per resolve() that misses).
+constexpr uint64_t kResolveAskNs = 2'000'000;
+
+QpAttrState stored(const Ep* ep) { return static_cast<QpAttrState>(ep->qp_attr_state); }
+void store(Ep* ep, QpAttrState s) { ep->qp_attr_state = static_cast<uint8_t>(s); }
+
+// Lock held.  Flushes what the queue pair holds into its EVDs.
+void flush(Iface* f, Ep* ep) {
+  if (ep->qp == nullptr) return;
+  const uint64_t now = now_ns();
+  if (ep->qp->state() != rc::QpState::kError) ep->qp->set_error(rc::QpError::kDestroyed, now);
+  f->progress(now, false);
+}
+
+}  // namespace
+
+bool qp_transition_ok(QpAttrState from, QpAttrState to) {
+  using S = QpAttrState;
+  if (to == S::kReset || to == S::kError) return true;
+  switch (from) {
+    case S::kReset:
+      return to == S::kInit;
+    case S::kInit:
+      return to == S::kInit || to == S::kRtr;
+    case S::kRtr:
+      return to == S::kRts;
+    case S::kRts:
+      return to == S::kRts || to == S::kSqd;
+    case S::kSqd:
+      return to == S::kSqd || to == S::kRts;
+    case S::kSqe:
+      return to == S::kRts;
+    case S::kError:
+      return false;
+  }
+  return false;
+}
+
+QpAttrState qp_attr_state(const Ep* ep) {
+  if (ep->qp != nullptr && ep->qp->state() == rc::QpState::kError) return QpAttrState::kError;
+  return stored(ep);
+}
+
+Status qp_to_init(Ep* ep) {
+  Lock lk(ep->ia->iface);
+  const QpAttrState cur = qp_attr_state(ep);
+  if (!qp_transition_ok(cur, QpAttrState::kInit) || ep->qp == nullptr)
+    return fail(Type::INVALID_STATE);
+  store(ep, QpAttrState::kInit);
+  return kOk;
+}
+
+Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  if (qp_attr_state(ep) != QpAttrState::kInit || ep->qp == nullptr)
+    return fail(Type::INVALID_STATE);
+  if (!wire::is_valid_pmtu(peer.pmtu) || peer.pmtu > f->pmtu)
+    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  if (peer.ip == 0 || peer.qpn == 0 || peer.qpn > 0xFFFFFFu)
+    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  wire::MacAddr mac{};
+  uint64_t next_ask = 0;
+  std::condition_variable_any cv;
+  const bool resolved = wait_for(f, lk, cv, resolve_us, [&] {
+    const uint64_t now = now_ns();
+    if (now < next_ask) return false;
+    next_ask = now + kResolveAskNs;
+    return f->link->resolve(peer.ip, &mac);
+  });
+  if (!resolved) return fail(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNREACHABLE);
+  // The lock was let go meanwhile: the EP may have moved on.
+  if (qp_attr_state(ep) != QpAttrState::kInit || ep->qp == nullptr)
+    return fail(Type::INVALID_STATE);
+  rc::PathInfo path;
+  path.local_mac = f->link->mac();
+  path.peer_mac = mac;
+  path.local_ip = f->cfg.ip;
+  path.peer_ip = peer.ip;
+  path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
+  path.peer_qpn = peer.qpn;
+  // The send PSN comes with RTS (set_requester); until then nothing is sent.
+  if (!ep->qp->set_pmtu(peer.pmtu) || !ep->qp->connect(path, wire::Psn(0), wire::Psn(peer.rq_psn)))
+    return fail(Type::INVALID_STATE);
+  ep->peer_ip = peer.ip;
+  ep->peer_mac = mac;
+  ep->peer_qpn = peer.qpn;
+  ep->state = EpState::kConnected;  // receives flow; the front refuses sends until RTS
+  store(ep, QpAttrState::kRtr);
+  return kOk;
+}
+
+Status qp_to_rts(Ep* ep, const QpRequester& req) {
+  Lock lk(ep->ia->iface);
+  const QpAttrState cur = qp_attr_state(ep);
+  if (!qp_transition_ok(cur, QpAttrState::kRts) || cur == QpAttrState::kSqd)
+    return fail(Type::INVALID_STATE);
+  if (cur == QpAttrState::kRtr) {
+    if (ep->qp == nullptr ||
+        !ep->qp->set_requester(wire::Psn(req.sq_psn & 0xFFFFFFu), req.retry_count, req.rnr_retry,
+                               req.ack_timeout_ns))
+      return fail(Type::INVALID_STATE);
+  }
+  store(ep, QpAttrState::kRts);
+  return kOk;
+}
+
+Status qp_to_error(Ep* ep) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  flush(f, ep);
+  store(ep, QpAttrState::kError);
+  return kOk;
+}
+
+Status qp_to_reset(Ep* ep, uint32_t* qpn) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  flush(f, ep);
+  f->destroy_qp(ep);
+  ep->state = EpState::kUnconnected;
+  store(ep, QpAttrState::kReset);
+  Status st = f->make_qp(ep);
+  if (!st.ok()) return st;
+  *qpn = ep->qp->qpn();
+  return kOk;
+}
+
+Status qp_free(Ep* ep) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  flush(f, ep);
+  ep->state = EpState::kDisconnected;  // no DREQ: the CM never knew it
+  free_ep(ep);
+  return kOk;
+}
+
+uint32_t qp_number(const Ep* ep) { return ep->qp != nullptr ? ep->qp->qpn() : 0; }
+
+Status ia_link_info(Ia* ia, IaLinkInfo* out) {
+  Iface* f = ia->iface;
+  Lock lk(f);
+  out->pmtu = f->pmtu;
+  out->ip = f->cfg.ip;
+  out->mac = f->link->mac();
+  out->tx_frames = out->rx_frames = 0;
+  for (const auto& s : f->shards) {  // over the interface's engines
+    out->tx_frames += s->engine->counters().tx_frames;
+    out->rx_frames += s->engine->counters().rx_frames;
+  }
+  return kOk;
+}
+
+}  // namespace dpdat::dat

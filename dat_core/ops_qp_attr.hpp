@@ -1,0 +1,83 @@
+#pragma once
+// Queue pairs connected by attributes exchanged out of band, without the
+// connection manager: what the verbs API does (ibv_modify_qp through RESET,
+// INIT, RTR, RTS), each side having learnt the other's QP number, first PSN,
+// path MTU and address some other way (a TCP socket, typically).
+//
+// The EP is made by ep_create (its queue pair exists at once, in RESET, so
+// its number is known before any exchange); these operations then move its
+// queue pair through the states below.  The CM never touches such an EP: no
+// connection events, no DREQ when it goes.  Every operation takes the
+// interface lock itself.
+
+#include <cstdint>
+
+#include "ops.hpp"
+
+namespace dpdat::dat {
+
+// The verbs queue-pair states (IBA 10.3.1), in the order of enum ibv_qp_state.
+enum class QpAttrState : uint8_t { kReset, kInit, kRtr, kRts, kSqd, kSqe, kError };
+
+// Whether IBA allows moving a queue pair from `from` to `to` (any state may
+// go to RESET or ERROR; RESET->INIT->RTR->RTS; INIT->INIT, RTS->RTS,
+// RTS->SQD->RTS, SQE->RTS).
+bool qp_transition_ok(QpAttrState from, QpAttrState to);
+
+// The state of an EP's queue pair: the last one set, or kError once the
+// queue pair failed on its own (retry exhaustion, a NAK, a protection error).
+QpAttrState qp_attr_state(const Ep* ep);
+
+// What the peer told out of band (INIT -> RTR): its address, QP number, the
+// first PSN it will send, the path MTU (an IBA size, at most the interface's).
+struct QpPeer {
+  uint32_t ip = 0;  // host byte order
+  uint32_t qpn = 0;
+  uint32_t rq_psn = 0;
+  uint32_t pmtu = 1024;
+};
+// What the requester starts with (RTR -> RTS).  ack_timeout_ns 0: the
+// interface's default retransmission timeout.  rnr_retry 7 retries for as
+// long as the peer answers RNR.
+struct QpRequester {
+  uint32_t sq_psn = 0;
+  uint32_t retry_count = 7;
+  uint32_t rnr_retry = 7;
+  uint64_t ack_timeout_ns = 0;
+};
+
+// RESET -> INIT, INIT -> INIT.
+Status qp_to_init(Ep* ep);
+// INIT -> RTR: resolves the peer's MAC through the link's neighbour
+// resolution (progressing the interface meanwhile, at most resolve_us), then
+// the queue pair receives from the peer.  INVALID_ADDRESS/UNREACHABLE when
+// nobody answers; INVALID_PARAMETER for a path MTU the interface cannot carry.
+Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us);
+// RTR -> RTS: the queue pair sends from sq_psn on.  RTS -> RTS, SQE -> RTS:
+// nothing changes but the state.
+Status qp_to_rts(Ep* ep, const QpRequester& req);
+// Any -> ERROR: every posted receive and outstanding request completes as
+// flushed (IBV_WC_WR_FLUSH_ERR).
+Status qp_to_error(Ep* ep);
+// Any -> RESET: the queue pair is replaced by a new one (a new QP number,
+// *qpn), with nothing posted; what the old one held completes as flushed.
+Status qp_to_reset(Ep* ep, uint32_t* qpn);
+// The number of the EP's queue pair (0: none).
+uint32_t qp_number(const Ep* ep);
+
+// What a device query reports of the IA's interface: its path MTU, address,
+// and the frames its engine sent and received so far.
+struct IaLinkInfo {
+  uint32_t pmtu = 0;
+  uint32_t ip = 0;
+  wire::MacAddr mac{};
+  uint64_t tx_frames = 0, rx_frames = 0;
+};
+Status ia_link_info(Ia* ia, IaLinkInfo* out);
+
+// Frees an EP connected this way (no DREQ to the peer).  Its queue pair goes
+// to error first; its completions, flushed or not, leave its EVDs with it
+// (as for every EP freed: no event names an EP that is gone).
+Status qp_free(Ep* ep);
+
+}  // namespace dpdat::dat

@@ -1,0 +1,508 @@
+// dpdat's libibverbs.so.1 through the verbs API itself (linked against it,
+// compiled against Debian's <infiniband/verbs.h>): two RC queue pairs on the
+// process's two built-in interfaces (dpdat0 and dpdat1, the ends of the
+// in-process net_ring link), connected by ibv_modify_qp with each other's
+// numbers as an application would exchange them.  Completions (opcode, byte
+// count, immediate data, status), the error paths (bad lkey, bad rkey,
+// access beyond an MR or without the privilege, invalid state transitions,
+// flush on error), completion channels, and the calls dpdat does not offer.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kBuf = 64 * 1024;
+
+ibv_device* find_device(ibv_device** list, const char* name) {
+  for (int i = 0; list[i] != nullptr; ++i)
+    if (std::strcmp(ibv_get_device_name(list[i]), name) == 0) return list[i];
+  return nullptr;
+}
+
+struct Side {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* ch = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
+  ibv_mr* mr = nullptr;
+  ibv_gid gid{};
+};
+
+// Polls until n completions arrived (or 5 s passed).
+std::vector<ibv_wc> poll_n(ibv_cq* cq, int n) {
+  std::vector<ibv_wc> out;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (static_cast<int>(out.size()) < n && std::chrono::steady_clock::now() < end) {
+    ibv_wc wc[8];
+    const int got = ibv_poll_cq(cq, 8, wc);
+    if (got < 0) break;
+    out.insert(out.end(), wc, wc + got);
+  }
+  return out;
+}
+
+class VerbsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    list_ = ibv_get_device_list(&n);
+    ASSERT_NE(list_, nullptr);
+    ibv_device* da = find_device(list_, "dpdat0");
+    ibv_device* db = find_device(list_, "dpdat1");
+    ASSERT_NE(da, nullptr);
+    ASSERT_NE(db, nullptr);
+    open(da, &a_);
+    open(db, &b_);
+  }
+  void TearDown() override {
+    for (Side* s : {&a_, &b_}) {
+      if (s->qp != nullptr) {
+        EXPECT_EQ(ibv_destroy_qp(s->qp), 0);
+      }
+      if (s->mr != nullptr) {
+        EXPECT_EQ(ibv_dereg_mr(s->mr), 0);
+      }
+      if (s->cq != nullptr) {
+        EXPECT_EQ(ibv_destroy_cq(s->cq), 0);
+      }
+      if (s->ch != nullptr) {
+        EXPECT_EQ(ibv_destroy_comp_channel(s->ch), 0);
+      }
+      if (s->pd != nullptr) {
+        EXPECT_EQ(ibv_dealloc_pd(s->pd), 0);
+      }
+      if (s->ctx != nullptr) {
+        EXPECT_EQ(ibv_close_device(s->ctx), 0);
+      }
+    }
+    ibv_free_device_list(list_);
+  }
+
+  static void open(ibv_device* d, Side* s,
+                   unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC) {
+    s->ctx = ibv_open_device(d);
+    ASSERT_NE(s->ctx, nullptr);
+    s->pd = ibv_alloc_pd(s->ctx);
+    ASSERT_NE(s->pd, nullptr);
+    s->ch = ibv_create_comp_channel(s->ctx);
+    ASSERT_NE(s->ch, nullptr);
+    s->cq = ibv_create_cq(s->ctx, 64, s, s->ch, 0);
+    ASSERT_NE(s->cq, nullptr);
+    s->mr = ibv_reg_mr(s->pd, s->buf.data(), s->buf.size(), access);
+    ASSERT_NE(s->mr, nullptr);
+    ibv_qp_init_attr ia{};
+    ia.send_cq = s->cq;
+    ia.recv_cq = s->cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = 32;
+    ia.cap.max_recv_wr = 32;
+    ia.cap.max_send_sge = 2;
+    ia.cap.max_recv_sge = 2;
+    ia.cap.max_inline_data = 64;
+    s->qp = ibv_create_qp(s->pd, &ia);
+    ASSERT_NE(s->qp, nullptr);
+    EXPECT_GE(ia.cap.max_inline_data, 64u);
+    ASSERT_EQ(ibv_query_gid(s->ctx, 1, 0, &s->gid), 0);
+  }
+
+  static int to_init(Side* s) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_INIT;
+    at.port_num = 1;
+    at.qp_access_flags =
+        IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    return ibv_modify_qp(s->qp, &at,
+                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  }
+  static int to_rtr(Side* s, const Side* peer, uint32_t rq_psn) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_RTR;
+    at.path_mtu = IBV_MTU_1024;
+    at.dest_qp_num = peer->qp->qp_num;
+    at.rq_psn = rq_psn;
+    at.max_dest_rd_atomic = 4;
+    at.min_rnr_timer = 12;
+    at.ah_attr.is_global = 1;
+    at.ah_attr.grh.dgid = peer->gid;
+    at.ah_attr.grh.hop_limit = 1;
+    at.ah_attr.port_num = 1;
+    return ibv_modify_qp(s->qp, &at,
+                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  }
+  static int to_rts(Side* s, uint32_t sq_psn) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_RTS;
+    at.sq_psn = sq_psn;
+    at.timeout = 14;
+    at.retry_cnt = 7;
+    at.rnr_retry = 7;
+    at.max_rd_atomic = 4;
+    return ibv_modify_qp(s->qp, &at,
+                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+  }
+  void connect() {
+    ASSERT_EQ(to_init(&a_), 0);
+    ASSERT_EQ(to_init(&b_), 0);
+    ASSERT_EQ(to_rtr(&a_, &b_, 0x222), 0);
+    ASSERT_EQ(to_rtr(&b_, &a_, 0x111), 0);
+    ASSERT_EQ(to_rts(&a_, 0x111), 0);
+    ASSERT_EQ(to_rts(&b_, 0x222), 0);
+  }
+
+  static int post(Side* s, ibv_wr_opcode op, uint64_t off, uint32_t len, const Side* peer,
+                  uint64_t roff, uint64_t wr_id, unsigned flags = IBV_SEND_SIGNALED,
+                  uint32_t lkey = 0, uint32_t rkey = 0) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(s->buf.data()) + off, len,
+                lkey != 0 ? lkey : s->mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = flags;
+    wr.imm_data = htonl(0xC0FFEE);
+    if (peer != nullptr) {
+      wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(peer->buf.data()) + roff;
+      wr.wr.rdma.rkey = rkey != 0 ? rkey : peer->mr->rkey;
+    }
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(s->qp, &wr, &bad);
+  }
+  static int post_recv(Side* s, uint64_t off, uint32_t len, uint64_t wr_id) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(s->buf.data()) + off, len, s->mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    return ibv_post_recv(s->qp, &wr, &bad);
+  }
+  static ibv_qp_state state(Side* s) {
+    ibv_qp_attr at{};
+    ibv_qp_init_attr ia{};
+    EXPECT_EQ(ibv_query_qp(s->qp, &at, IBV_QP_STATE, &ia), 0);
+    return at.qp_state;
+  }
+
+  ibv_device** list_ = nullptr;
+  Side a_, b_;
+};
+
+TEST_F(VerbsTest, DeviceAndPort) {
+  ibv_device_attr da{};
+  ASSERT_EQ(ibv_query_device(a_.ctx, &da), 0);
+  EXPECT_EQ(da.phys_port_cnt, 1);
+  EXPECT_GE(da.max_qp_wr, 32);
+  ibv_port_attr pa{};
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_GE(pa.active_mtu, IBV_MTU_1024);
+  EXPECT_EQ(a_.gid.raw[10], 0xFF);
+  EXPECT_EQ(a_.gid.raw[12], 192);
+  ibv_gid_entry e{};
+  ASSERT_EQ(ibv_query_gid_ex(a_.ctx, 1, 0, &e, 0), 0);
+  EXPECT_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
+  EXPECT_EQ(ibv_query_gid_ex(a_.ctx, 1, 1, &e, 0), ENODATA);
+  EXPECT_NE(ibv_query_port(a_.ctx, 2, &pa), 0);
+}
+
+TEST_F(VerbsTest, SendWriteReadAtomics) {
+  connect();
+  EXPECT_EQ(state(&a_), IBV_QPS_RTS);
+  // SEND with immediate into a posted receive.
+  std::memcpy(a_.buf.data(), "hello verbs", 12);
+  ASSERT_EQ(post_recv(&b_, 100, 64, 7), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND_WITH_IMM, 0, 12, nullptr, 0, 1), 0);
+  auto wa = poll_n(a_.cq, 1);
+  auto wb = poll_n(b_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wa[0].opcode, IBV_WC_SEND);
+  EXPECT_EQ(wa[0].wr_id, 1u);
+  EXPECT_EQ(wb[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wb[0].opcode, IBV_WC_RECV);
+  EXPECT_EQ(wb[0].wr_id, 7u);
+  EXPECT_EQ(wb[0].byte_len, 12u);
+  EXPECT_TRUE(wb[0].wc_flags & IBV_WC_WITH_IMM);
+  EXPECT_EQ(ntohl(wb[0].imm_data), 0xC0FFEEu);
+  EXPECT_EQ(wb[0].qp_num, b_.qp->qp_num);
+  EXPECT_EQ(wb[0].src_qp, a_.qp->qp_num);
+  EXPECT_EQ(std::memcmp(b_.buf.data() + 100, "hello verbs", 12), 0);
+
+  // RDMA WRITE with immediate: data placed, the receive reports its length.
+  for (size_t i = 0; i < 5000; ++i) a_.buf[1000 + i] = static_cast<uint8_t>(i * 7);
+  ASSERT_EQ(post_recv(&b_, 0, 0, 8), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE_WITH_IMM, 1000, 5000, &b_, 20000, 2), 0);
+  wa = poll_n(a_.cq, 1);
+  wb = poll_n(b_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wa[0].opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(wb[0].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+  EXPECT_EQ(wb[0].byte_len, 5000u);
+  EXPECT_EQ(std::memcmp(b_.buf.data() + 20000, a_.buf.data() + 1000, 5000), 0);
+
+  // Unsignalled WRITE, then a signalled READ back: one completion, the READ's.
+  for (size_t i = 0; i < 3000; ++i) b_.buf[30000 + i] = static_cast<uint8_t>(i * 3 + 1);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 1000, 100, &b_, 40000, 3, 0), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_READ, 8000, 3000, &b_, 30000, 4), 0);
+  wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].wr_id, 4u);
+  EXPECT_EQ(wa[0].opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(wa[0].byte_len, 3000u);
+  EXPECT_EQ(std::memcmp(a_.buf.data() + 8000, b_.buf.data() + 30000, 3000), 0);
+
+  // Fetch-and-add and compare-and-swap on an 8-byte word of b.
+  uint64_t v = 40;
+  std::memcpy(b_.buf.data() + 512, &v, 8);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a_.buf.data()) + 600, 8, a_.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 5;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(b_.buf.data()) + 512;
+  wr.wr.atomic.rkey = b_.mr->rkey;
+  wr.wr.atomic.compare_add = 2;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &wr, &bad), 0);
+  wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].opcode, IBV_WC_FETCH_ADD);
+  std::memcpy(&v, a_.buf.data() + 600, 8);
+  EXPECT_EQ(v, 40u);
+  wr.wr_id = 6;
+  wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+  wr.wr.atomic.compare_add = 42;
+  wr.wr.atomic.swap = 99;
+  ASSERT_EQ(ibv_post_send(a_.qp, &wr, &bad), 0);
+  wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].opcode, IBV_WC_COMP_SWAP);
+  std::memcpy(&v, a_.buf.data() + 600, 8);
+  EXPECT_EQ(v, 42u);
+  std::memcpy(&v, b_.buf.data() + 512, 8);
+  EXPECT_EQ(v, 99u);
+}
+
+TEST_F(VerbsTest, InlineSendCopiesAtPost) {
+  connect();
+  ASSERT_EQ(post_recv(&b_, 0, 64, 1), 0);
+  std::memcpy(a_.buf.data(), "inline!", 8);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 1, IBV_SEND_SIGNALED | IBV_SEND_INLINE), 0);
+  std::memcpy(a_.buf.data(), "changed", 8);  // the post already took the bytes
+  auto wb = poll_n(b_.cq, 1);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(std::memcmp(b_.buf.data(), "inline!", 8), 0);
+  // More than the QP's inline limit is refused at post.
+  EXPECT_EQ(post(&a_, IBV_WR_SEND, 0, 4096, nullptr, 0, 2, IBV_SEND_INLINE), EINVAL);
+}
+
+TEST_F(VerbsTest, BadLkeyIsLocalProtectionError) {
+  connect();
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 9, IBV_SEND_SIGNALED, a_.mr->lkey + 0x1000),
+            0);
+  auto wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].wr_id, 9u);
+  EXPECT_EQ(wa[0].status, IBV_WC_LOC_PROT_ERR);
+  EXPECT_EQ(state(&a_), IBV_QPS_ERR);
+}
+
+TEST_F(VerbsTest, BadRkeyIsRemoteAccessError) {
+  connect();
+  ASSERT_EQ(
+      post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 9, IBV_SEND_SIGNALED, 0, b_.mr->rkey ^ 0x5500),
+      0);
+  auto wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(state(&a_), IBV_QPS_ERR);
+}
+
+TEST_F(VerbsTest, AccessBeyondTheMrIsRemoteAccessError) {
+  connect();
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_READ, 0, 256, &b_, kBuf - 128, 3), 0);
+  auto wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(VerbsTest, ReadWithoutRemoteReadIsRemoteAccessError) {
+  connect();
+  ibv_mr* local_only = ibv_reg_mr(b_.pd, b_.buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(local_only, nullptr);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_READ, 0, 64, &b_, 0, 3, IBV_SEND_SIGNALED, 0, local_only->rkey),
+            0);
+  auto wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(ibv_dereg_mr(local_only), 0);
+}
+
+TEST_F(VerbsTest, RegMrChecksAccessFlags) {
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(a_.pd, a_.buf.data(), 4096, IBV_ACCESS_REMOTE_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_mr* m = ibv_reg_mr_iova2(a_.pd, a_.buf.data(), 4096, 0x100000,
+                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(ibv_dereg_mr(m), 0);
+}
+
+TEST_F(VerbsTest, InvalidTransitionsAndPostsInTheWrongState) {
+  ibv_qp_attr at{};
+  at.qp_state = IBV_QPS_RTS;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &at, IBV_QP_STATE), EINVAL);  // RESET -> RTS
+  EXPECT_EQ(to_rtr(&a_, &b_, 0), EINVAL);                      // RESET -> RTR
+  EXPECT_EQ(post_recv(&a_, 0, 64, 1), EINVAL);                 // receives from INIT on
+  at.qp_state = IBV_QPS_INIT;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &at, IBV_QP_STATE), EINVAL);  // INIT needs port, pkey, access
+  ASSERT_EQ(to_init(&a_), 0);
+  EXPECT_EQ(state(&a_), IBV_QPS_INIT);
+  EXPECT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 1), EINVAL);  // no sends before RTS
+  EXPECT_EQ(to_rts(&a_, 0), EINVAL);                               // INIT -> RTS
+  at = {};
+  at.qp_state = IBV_QPS_RTR;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &at, IBV_QP_STATE), EINVAL);  // RTR needs the path
+  ibv_qp_attr bad{};
+  bad.qp_state = IBV_QPS_RTR;
+  bad.path_mtu = IBV_MTU_1024;
+  bad.dest_qp_num = b_.qp->qp_num;
+  bad.ah_attr.is_global = 0;  // RoCE: a GRH is required
+  bad.ah_attr.port_num = 1;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &bad,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+            EINVAL);
+  ASSERT_EQ(to_rtr(&a_, &b_, 5), 0);
+  EXPECT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 1), EINVAL);  // RTR: still no sends
+  EXPECT_EQ(to_init(&a_), EINVAL);                                 // RTR -> INIT
+  ASSERT_EQ(to_rts(&a_, 9), 0);
+  ibv_qp_attr q{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(ibv_query_qp(a_.qp, &q, IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_SQ_PSN, &qi), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RTS);
+  EXPECT_EQ(q.dest_qp_num, b_.qp->qp_num);
+  EXPECT_EQ(q.sq_psn, 9u);
+  EXPECT_EQ(q.rq_psn, 5u);
+  EXPECT_EQ(q.path_mtu, IBV_MTU_1024);
+  EXPECT_EQ(q.timeout, 14);
+  EXPECT_EQ(q.retry_cnt, 7);
+  EXPECT_EQ(std::memcmp(q.ah_attr.grh.dgid.raw, b_.gid.raw, 16), 0);
+  // Back to RESET (any state may): a fresh queue pair, INIT works again.
+  at = {};
+  at.qp_state = IBV_QPS_RESET;
+  ASSERT_EQ(ibv_modify_qp(a_.qp, &at, IBV_QP_STATE), 0);
+  EXPECT_EQ(state(&a_), IBV_QPS_RESET);
+  EXPECT_EQ(to_init(&a_), 0);
+}
+
+TEST_F(VerbsTest, ErrorStateFlushesEveryReceive) {
+  connect();
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_EQ(post_recv(&b_, i * 64, 64, 100 + i), 0);
+  ibv_qp_attr at{};
+  at.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), 0);
+  auto wb = poll_n(b_.cq, 5);
+  ASSERT_EQ(wb.size(), 5u);
+  for (uint64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(wb[i].wr_id, 100 + i);
+    EXPECT_EQ(wb[i].status, IBV_WC_WR_FLUSH_ERR);
+  }
+  EXPECT_EQ(state(&b_), IBV_QPS_ERR);
+  EXPECT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), 0);  // ERR -> ERR
+  at.qp_state = IBV_QPS_RTS;
+  EXPECT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), EINVAL);
+}
+
+// ibv_destroy_qp takes the pair's completions out of its CQs (as hardware
+// providers clean their CQs of a destroyed QP's entries): none refers to a
+// QP that no longer exists, whether it completed before the destroy or was
+// flushed by it.
+TEST_F(VerbsTest, DestroyLeavesNothingOfThePairInItsCq) {
+  connect();
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(post_recv(&b_, i * 64, 64, 200 + i), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 1), 0);
+  ASSERT_EQ(poll_n(a_.cq, 1).size(), 1u);  // acknowledged: b's first receive completed
+  ASSERT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = nullptr;
+  ibv_wc wc[8];
+  EXPECT_EQ(ibv_poll_cq(b_.cq, 8, wc), 0);
+  EXPECT_EQ(ibv_destroy_cq(b_.cq), 0);  // no queue pair uses it any more
+  b_.cq = nullptr;
+}
+
+TEST_F(VerbsTest, CompletionChannelSignalsOncePerArming) {
+  connect();
+  ASSERT_EQ(ibv_req_notify_cq(b_.cq, 0), 0);
+  ASSERT_EQ(post_recv(&b_, 0, 64, 1), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 1), 0);
+  pollfd p{b_.ch->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ibv_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(b_.ch, &cq, &cq_ctx), 0);
+  EXPECT_EQ(cq, b_.cq);
+  EXPECT_EQ(cq_ctx, &b_);
+  ibv_ack_cq_events(cq, 1);
+  EXPECT_EQ(poll_n(b_.cq, 1).size(), 1u);
+  // Solicited only: an ordinary SEND raises nothing, a solicited one does.
+  ASSERT_EQ(ibv_req_notify_cq(b_.cq, 1), 0);
+  ASSERT_EQ(post_recv(&b_, 0, 64, 2), 0);
+  ASSERT_EQ(post_recv(&b_, 64, 64, 3), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 2), 0);
+  EXPECT_EQ(poll_n(a_.cq, 2).size(), 2u);  // both sends, the first one too
+  EXPECT_EQ(poll(&p, 1, 100), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_SEND, 0, 8, nullptr, 0, 3, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED), 0);
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ASSERT_EQ(ibv_get_cq_event(b_.ch, &cq, &cq_ctx), 0);
+  ibv_ack_cq_events(cq, 1);
+  auto wb = poll_n(b_.cq, 2);
+  ASSERT_EQ(wb.size(), 2u);
+  EXPECT_EQ(wb[0].wr_id, 2u);  // in order, the staged unsolicited one first
+  EXPECT_EQ(wb[1].wr_id, 3u);
+}
+
+TEST_F(VerbsTest, WhatDpdatDoesNotOfferFailsCleanly) {
+  ibv_ah_attr ah{};
+  errno = 0;
+  EXPECT_EQ(ibv_create_ah(a_.pd, &ah), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = a_.cq;
+  ia.recv_cq = a_.cq;
+  ia.qp_type = IBV_QPT_UD;
+  ia.cap.max_send_wr = 1;
+  ia.cap.max_recv_wr = 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &ia), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_qp_to_qp_ex(a_.qp), nullptr);
+  EXPECT_EQ(ibv_attach_mcast(a_.qp, &a_.gid, 0), EOPNOTSUPP);
+  EXPECT_EQ(ibv_fork_init(), 0);
+  // Busy objects are refused, not freed under their users.
+  EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY);
+  EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY);
+}
+
+}  // namespace
