@@ -300,7 +300,7 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
   if (sp == nullptr) return true;  // unreachable: every op is handled above
   wire::BuildSpec& s = *sp;
   s.ack_req = last || probe || ++since_ack_req_ >= cfg_.ack_every ||
-              in_flight_at(psn) + 1 >= static_cast<int32_t>(cc_window());
+              in_flight_at(psn) >= static_cast<int32_t>(cc_window()) - 1;
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
   if (w.wr.op == WrOp::kRead && cfg_.selective_repeat)
