@@ -362,13 +362,8 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
     rd_set(psn, true);
     ctr_.sr_placed_ooo++;
-    const uint32_t seen = std::max(w.resp_seen, w.resp_pkts);
-    if (idx > seen) {
-      // Responses leave in PSN order: [seen, idx) were lost.
-      ctr_.sr_resends++;
-      (void)emit_packet(w, seen, now, /*probe=*/false, idx - seen);
-    }
-    w.resp_seen = std::max(seen, idx + 1);
+    w.resp_seen = std::max({w.resp_seen, w.resp_pkts, idx + 1});
+    rd_judge(i, idx, now);  // asks again for what the order shows lost
     note_acked(w.first_psn - 1, now);
     retries_left_ = cfg_.retry_count;
     first_timeout_ns_ = 0;
@@ -395,8 +390,83 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
   }
   w.resp_seen = std::max(w.resp_seen, w.resp_pkts);
   read_gap_pending_ = false;
+  if (cfg_.selective_repeat) rd_judge(i, idx, now);
   if (w.resp_pkts == w.npkts) finish_rd_atomic(w);
   after_response(w.first_psn + static_cast<int32_t>(w.resp_pkts - 1), now);
+}
+
+void Qp::rd_note_request(const SendWqe& w, uint32_t from, uint32_t to) {
+  const uint64_t i = wqe_from(w.first_psn);
+  if (!wqe_holds(i, w.first_psn) || &sq(i) != &w || from >= to) return;
+  if (rd_reqs_.size() >= kRdReqMax) rd_reqs_.erase(rd_reqs_.begin());  // left to the timers
+  rd_reqs_.push_back({++rd_tx_, i, w.rd_seq, from, to});
+}
+
+bool Qp::rd_req_live(const RdReq& r) const {
+  if (r.wqe < sq_head_ || r.wqe >= sq_tail_) return false;
+  const SendWqe& w = sq(r.wqe);
+  return w.started && !w.done && w.wr.op == WrOp::kRead && w.rd_seq == r.rd_seq;
+}
+
+void Qp::rd_judge(uint64_t wi, uint32_t idx, uint64_t now) {
+  // The request the response came from: the newest one that asked for it
+  // (a response is never asked for again while a request for it is out,
+  // but by a probe or a timeout).
+  const uint64_t rd_seq = sq(wi).rd_seq;
+  size_t k = rd_reqs_.size();
+  for (size_t r = 0; r < rd_reqs_.size(); ++r) {
+    const RdReq& q = rd_reqs_[r];
+    if (q.wqe == wi && q.rd_seq == rd_seq && q.from <= idx && idx < q.to) k = r;
+  }
+  if (k == rd_reqs_.size()) return;
+  // A response still asked for by a request after r: not judged by r.
+  const auto asked_later = [&](size_t r, uint64_t wqe, uint32_t q) {
+    for (size_t n = r + 1; n < rd_reqs_.size(); ++n) {
+      const RdReq& x = rd_reqs_[n];
+      if (x.wqe == wqe && x.from <= q && q < x.to) return true;
+    }
+    return false;
+  };
+  rd_lost_.clear();
+  for (size_t r = 0; r <= k; ++r) {
+    RdReq& x = rd_reqs_[r];
+    if (!rd_req_live(x)) continue;  // dropped below
+    const SendWqe& w = sq(x.wqe);
+    // Requests before k: every response they asked for is judged; a READ
+    // with no response yet waits (see RdReq).  Request k: those before idx.
+    if (r < k && w.resp_seen == 0) continue;
+    const uint32_t end = r < k ? x.to : idx;
+    for (uint32_t q = std::max(x.from, w.resp_pkts); q < end; ++q) {
+      if (q - w.resp_pkts >= static_cast<uint32_t>(kSrSpan)) break;  // beyond the bitmap
+      if (rd_placed(w, q) || asked_later(r, x.wqe, q)) continue;
+      if (!rd_lost_.empty() && rd_lost_.back().wqe == x.wqe && rd_lost_.back().to == q)
+        ++rd_lost_.back().to;
+      else
+        rd_lost_.push_back({x.wqe, q, q + 1});
+    }
+    if (r < k)
+      x.to = x.from;  // judged
+    else
+      x.from = idx + 1;
+  }
+  std::erase_if(rd_reqs_, [&](const RdReq& x) { return x.from >= x.to || !rd_req_live(x); });
+  // Every hole at once, one READ request per run, back to back.  A run
+  // that finds no TX room is judged again at the next response (as if asked
+  // for before every request out).
+  for (size_t n = 0; n < rd_lost_.size(); ++n) {
+    const RdRun& run = rd_lost_[n];
+    SendWqe& w = sq(run.wqe);
+    if (emit_packet(w, run.from, now, /*probe=*/false, run.to - run.from)) {
+      ctr_.sr_resends++;
+      if (run.to == w.npkts) w.resp_seen = w.npkts;  // the tail is asked for (see note_acked)
+      continue;
+    }
+    for (size_t m = rd_lost_.size(); m-- > n;) {
+      const RdRun& u = rd_lost_[m];
+      rd_reqs_.insert(rd_reqs_.begin(), RdReq{0, u.wqe, sq(u.wqe).rd_seq, u.from, u.to});
+    }
+    break;
+  }
 }
 
 void Qp::finish_rd_atomic(SendWqe& w) {

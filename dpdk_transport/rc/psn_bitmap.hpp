@@ -43,6 +43,9 @@ class PsnBitmap {
     }
     return end;
   }
+  bool none() const {
+    return std::all_of(w_.begin(), w_.end(), [](uint64_t w) { return w == 0; });
+  }
   // Moves every bit of `from` into this bitmap and clears `from`.
   void take_all(PsnBitmap& from) {
     for (size_t i = 0; i < Words; ++i) {

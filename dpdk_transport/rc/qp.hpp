@@ -372,6 +372,10 @@ class Qp {
   // Without memory for the ring the job is dropped like one that finds the
   // ring full (the requester repeats the request).
   void resp_push(const RespJob& j);
+  // A re-requested READ range (selective repeat) goes before every queued
+  // job that has not sent a packet yet, after the one in progress and the
+  // re-requests queued before it (responder_replay.cpp).
+  void resp_push_replay(const RespJob& j);
 
   // shared
   void set_timer(TimerKind k, uint64_t deadline);
@@ -686,6 +690,36 @@ class Qp {
   // Re-requests every run of READ responses not placed (one READ request
   // per run); false on TX backpressure.
   bool rd_request_holes(const SendWqe& w, uint64_t now, bool probe);
+  // ---- selective repeat: READ responses judged lost by order (completer.cpp) ----
+  // Every READ request sent (the first one and each re-request of a range)
+  // gets the next number; the responder answers requests in the order they
+  // arrive, each range in PSN order, and the links keep order.  So a
+  // response that came from request n shows every response asked for by a
+  // request before n — and every earlier one of request n itself — either
+  // arrived or was lost: those still missing are asked for again at once
+  // (several holes back to back), not after a probe or a timeout.  A READ
+  // with no response yet is left out: its request may be kept behind a hole
+  // in the request PSNs, and answered after later re-requests.
+  struct RdReq {
+    uint64_t seq = 0;       // its number among the READ requests sent
+    uint64_t wqe = 0;       // the READ's send-queue index ...
+    uint64_t rd_seq = 0;    // ... and rd_seq (tells a reused slot)
+    uint32_t from = 0;      // responses [from, to) asked for and not yet judged
+    uint32_t to = 0;
+  };
+  std::vector<RdReq> rd_reqs_;  // in the order sent; at most kRdReqMax
+  static constexpr size_t kRdReqMax = 256;
+  uint64_t rd_tx_ = 0;
+  struct RdRun {
+    uint64_t wqe;
+    uint32_t from, to;
+  };
+  std::vector<RdRun> rd_lost_;  // scratch of rd_judge()
+  void rd_note_request(const SendWqe& w, uint32_t from, uint32_t to);
+  bool rd_req_live(const RdReq& r) const;
+  // Response `idx` of the READ at sq index `wi` arrived (placed): judges
+  // what the order shows lost, and asks for it again.
+  void rd_judge(uint64_t wi, uint32_t idx, uint64_t now);
   // Whether a hole at packet `idx` of `w` is resent alone (the responder
   // keeps what followed it).
   bool sr_resendable(const SendWqe& w, uint32_t idx) const;

@@ -300,9 +300,11 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
   if (sp == nullptr) return true;  // unreachable: every op is handled above
   wire::BuildSpec& s = *sp;
   s.ack_req = last || probe || ++since_ack_req_ >= cfg_.ack_every ||
-              in_flight_at(psn) + 1 >= static_cast<int32_t>(cc_window());
+              in_flight_at(psn) >= static_cast<int32_t>(cc_window()) - 1;
   if (!transmit(s, now)) return false;
   if (s.ack_req) since_ack_req_ = 0;
+  if (w.wr.op == WrOp::kRead && cfg_.selective_repeat)
+    rd_note_request(w, idx, rd_n == 0 ? w.npkts : std::min(w.npkts, idx + rd_n));
   if (!sent_seq_.empty()) sent_seq_[psn.value() % kSentSeqSize] = {psn, ++tx_seq_};
   // The newest PSN this packet covers (a READ request: its whole response).
   const Psn top = w.wr.op == WrOp::kRead ? w.first_psn + static_cast<int32_t>(w.npkts - 1) : psn;
@@ -365,11 +367,16 @@ bool Qp::emit_sr_resends(uint64_t now) {
 int32_t Qp::in_flight_at(Psn psn) const {
   const Psn una = una_psn();
   const int32_t span = Psn::diff(psn, una);
-  if (span < static_cast<int32_t>(cc_window()) || !sack_seen_ || srm_ == nullptr) return span;
+  if (span < static_cast<int32_t>(cc_window()) || srm_ == nullptr) return span;
+  // READ responses placed ahead of a hole are here already: not in flight
+  // either (no peer support needed for those).
+  if (!sack_seen_ && srm_->rd.none()) return span;
   if (span >= kHeldSpan) return INT32_MAX;  // beyond what the responder keeps
   int32_t held = 0;
-  for (int32_t d = 0; d < span; d += 64)
-    held += std::popcount(srm_->sacked.chunk(una + d) & SrBits::first_bits(span - d));
+  for (int32_t d = 0; d < span; d += 64) {
+    const uint64_t sacked = sack_seen_ ? srm_->sacked.chunk(una + d) : 0;
+    held += std::popcount((sacked | srm_->rd.chunk(una + d)) & SrBits::first_bits(span - d));
+  }
   return span - held;
 }
 

@@ -83,13 +83,38 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
       j.va = e.va;
       j.rkey = e.rkey;
       j.replay = true;
-      resp_push(j);
+      if (cfg_.selective_repeat)
+        resp_push_replay(j);
+      else
+        resp_push(j);
       ctr_.read_replays++;
     }
     engine_.activate(this);
     return;
   }
   // Older than the replay cache: let the requester time out and give up.
+}
+
+// Served in arrival order, a re-requested range would wait behind every
+// READ queued after the one that lost it (up to max_rd_atomic of them), and
+// the requester's oldest READ — which holds up its later ones — with it.  It
+// goes first instead, but never before a job that has begun to send: the
+// requester judges a response missing once a response to a later request
+// arrived (Qp::rd_judge), which holds as long as a job, once begun, is sent
+// whole before the jobs behind it, and re-requests keep their order.  A
+// fresh READ that has not begun has sent nothing the requester could judge.
+void Qp::resp_push_replay(const RespJob& j) {
+  const uint64_t before = resp_tail_;
+  resp_push(j);
+  if (resp_tail_ == before) return;  // dropped: the requester repeats it
+  uint64_t k = resp_head_;
+  for (; k < before; ++k) {
+    const RespJob& q = resp_at(k);
+    const bool begun = q.is_read && q.next_pkt > q.start_pkt;
+    if (!begun && !q.replay) break;
+  }
+  for (uint64_t i = before; i > k; --i) resp_at(i) = resp_at(i - 1);
+  resp_at(k) = j;
 }
 
 bool Qp::respond_emit(uint64_t now) {
