@@ -287,12 +287,18 @@ int cq_close(fid* f) {
   auto* cq = reinterpret_cast<Cq*>(f);
   if (cq->refs > 0) return -FI_EBUSY;
   if (!dat::evd_free(cq->evd).ok()) return -FI_EBUSY;
+  waitfd_close(&cq->wait);
   cq->dom->refs--;
   delete cq;
   return 0;
 }
 
-fi_ops g_cq_fi_ops = {sizeof(fi_ops), cq_close, no_bind,   no_control,
+int cq_control(fid* f, int command, void* arg) {
+  auto* cq = reinterpret_cast<Cq*>(f);
+  return waitfd_control(&cq->wait, cq->wait_obj, command, arg);
+}
+
+fi_ops g_cq_fi_ops = {sizeof(fi_ops), cq_close, no_bind,   cq_control,
                       no_ops_open,    no_tostr, no_ops_set};
 fi_ops_cq g_cq_ops = {sizeof(fi_ops_cq), cq_read,      cq_readfrom, cq_readerr,
                       cq_sread,          cq_sreadfrom, cq_signal,   cq_strerror};
@@ -309,11 +315,40 @@ bool reclaim_slots(Cq* cq) {
   }
 }
 
+int cq_trywait(Cq* cq) {
+  if (cq->wait.fd < 0) return -FI_EINVAL;
+  dat::SpinLockGuard lk(cq->mu);
+  if (cq->err || !cq->stash.empty()) return -FI_EAGAIN;
+  waitfd_arm(&cq->wait);
+  return cq->evd->q.empty() ? 0 : -FI_EAGAIN;
+}
+
+// Which wait objects a CQ, EQ or counter offers: none, the provider's own
+// (fi_*_sread), yield, or a file descriptor; 0 or -FI_ENOSYS.
+int check_wait_obj(fi_wait_obj obj, const Fabric* fab) {
+  switch (obj) {
+    case FI_WAIT_NONE:
+    case FI_WAIT_UNSPEC:
+    case FI_WAIT_YIELD:
+      return 0;
+    case FI_WAIT_FD:
+      // Nothing moves the interface while the consumer sleeps in poll()
+      // under manual progress (progress=inline).
+      if (fab->cfg.text.find("progress=inline") != std::string::npos) {
+        FI_WARN(&g_prov, FI_LOG_CQ, "FI_WAIT_FD needs automatic progress\n");
+        return -FI_ENOSYS;
+      }
+      return 0;
+    default:  // wait sets, mutex/condition pairs
+      return -FI_ENOSYS;
+  }
+}
+
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   auto* d = object_of<Domain>(&domain->fid, FI_CLASS_DOMAIN);
   if (d == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
-  if (attr->flags != 0) return -FI_EBADFLAGS;
-  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC) return -FI_ENOSYS;
+  if ((attr->flags & ~static_cast<uint64_t>(FI_AFFINITY)) != 0) return -FI_EBADFLAGS;
+  if (int r = check_wait_obj(attr->wait_obj, d->fab); r != 0) return r;
   if (attr->wait_cond != FI_CQ_COND_NONE) return -FI_ENOSYS;
   const fi_cq_format format =
       attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
@@ -322,9 +357,20 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   cq->dom = d;
   cq->format = format;
   cq->size = std::clamp<size_t>(attr->size, 256, 1u << 16);
-  dat::Status st = dat::evd_create(d->pz->ia, static_cast<int64_t>(cq->size), nullptr,
+  cq->wait_obj = attr->wait_obj;
+  if (attr->wait_obj == FI_WAIT_FD) {
+    int r = waitfd_open(&cq->wait);
+    if (r == 0) r = waitfd_attach(&cq->wait, d->pz->ia);
+    if (r != 0) {
+      waitfd_close(&cq->wait);
+      delete cq;
+      return r;
+    }
+  }
+  dat::Status st = dat::evd_create(d->pz->ia, static_cast<int64_t>(cq->size), cq->wait.cno,
                                    dat::evd_flag::kDto | dat::evd_flag::kSoftware, &cq->evd);
   if (!st.ok()) {
+    waitfd_close(&cq->wait);
     delete cq;
     return to_fi(st);
   }

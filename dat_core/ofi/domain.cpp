@@ -59,9 +59,6 @@ fi_ops g_mr_fi_ops = {sizeof(fi_ops), mr_close, no_bind,   no_control,
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* context) {
   auto* fab = object_of<Fabric>(&fabric->fid, FI_CLASS_FABRIC);
   if (fab == nullptr || info == nullptr || dom == nullptr) return -FI_EINVAL;
-  if (info->domain_attr != nullptr && info->domain_attr->name != nullptr &&
-      fab->cfg.name != info->domain_attr->name)
-    return -FI_EINVAL;
   dat::Ia* ia = nullptr;
   if (int r = fabric_ia(fab, info, &ia); r != 0) return r;
   auto* d = new Domain();

@@ -63,6 +63,10 @@ extern fi_provider g_prov;
 // OMPI_COMM_WORLD_LOCAL_RANK, else 0); default "fi%r".  The name resolves as
 // every IA name does (DPDAT_IA_<NAME>, the DPDAT_CONF file, the built-ins).
 bool process_iface(dat::IfaceConfig* out, std::string* why);
+// The interfaces fi_getinfo offers: the process's one; when DPDAT_FI_IA is
+// unset and the default name is unknown, every interface the registry knows
+// (each a domain of its own name).  False when there is none.
+bool process_ifaces(std::vector<dat::IfaceConfig>* out, std::string* why);
 
 // DPDAT_FI_STATS=1: closing a fabric prints its interface's frame counters
 // to stderr ("dpdat-fi: <name> tx_frames N rx_frames M"), so a job can show
@@ -78,17 +82,47 @@ bool parse_sin(const void* addr, size_t len, uint32_t* ip, uint16_t* port);
 // Status of a dat_core operation -> negative libfabric errno.
 int to_fi(dat::Status st);
 
+// --------------------------------------------------------------- wait objects
+
+// An FD wait object (wait.cpp): an eventfd written by the CNO of the
+// object's EVD while armed by fi_trywait.
+struct WaitFd {
+  int fd = -1;
+  std::atomic<bool> armed{false};
+  dat::Cno* cno = nullptr;
+};
+// Makes the eventfd (0 or -errno).
+int waitfd_open(WaitFd* w);
+// Makes the CNO on ia (once; nothing without an eventfd).
+int waitfd_attach(WaitFd* w, dat::Ia* ia);
+// Makes the descriptor readable when armed (and disarms).
+void waitfd_signal(WaitFd* w);
+// Empties the descriptor and arms it; the caller then checks its queue.
+void waitfd_arm(WaitFd* w);
+void waitfd_close(WaitFd* w);
+// fi_control's FI_GETWAIT / FI_GETWAITOBJ.
+int waitfd_control(WaitFd* w, fi_wait_obj obj, int command, void* arg);
+// Whether obj is a wait object the provider offers on fab (0, -FI_ENOSYS).
+int check_wait_obj(fi_wait_obj obj, const struct Fabric* fab);
+// fi_trywait over CQs and EQs.
+int trywait(fid_fabric* fabric, fid** fids, int count);
+
 // --------------------------------------------------------------- objects
 
 struct Fabric {
   fid_fabric fabric{};
-  dat::IfaceConfig cfg;
+  dat::IfaceConfig cfg;  // empty name: picked by the first domain or passive EP
   std::mutex mu;
   dat::Ia* ia = nullptr;  // opened by the first domain or passive EP
   uint32_t refs = 0;      // domains, EQs, passive EPs
 };
 // Opens the fabric's IA (progress as the info asks) on first use.
 int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out);
+// Settles the fabric's interface: the one the info's domain names (or the
+// first offered) when none is yet; -FI_EINVAL when it names another.
+int fabric_pick(Fabric* f, const fi_info* info);
+// The address a passive endpoint is bound to; false when f is not one.
+bool pep_address(const fid* f, uint32_t* ip, uint16_t* port);
 
 struct Domain {
   fid_domain domain{};
@@ -124,7 +158,11 @@ struct Eq {
   std::deque<EqEntry> entries;
   std::vector<uint8_t> last_err_data;  // valid until the next read
   std::atomic<uint32_t> refs{0};       // bound EPs / PEPs
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  WaitFd wait;
 };
+// fi_trywait on an EQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
+int eq_trywait(Eq* eq);
 // Converts every event waiting in the EQ's EVD (before an EP goes: its
 // connection events name it by address, which a new EP may take over).
 void eq_drain(Eq* eq);
@@ -163,7 +201,11 @@ struct Cq {
   std::deque<CqEvent> stash;  // taken off the EVD while reclaiming inject slots
   std::optional<fi_cq_err_entry> err;
   std::atomic<uint32_t> refs{0};  // bound EPs
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  WaitFd wait;
 };
+// fi_trywait on a CQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
+int cq_trywait(Cq* cq);
 // Takes events off the CQ's EVD into its stash until one of them freed an
 // inject slot; false when the EVD ran dry first.
 bool reclaim_slots(Cq* cq);
@@ -195,6 +237,7 @@ struct Ep {
   uint64_t tx_op_flags = 0;
   dat::Ep* dep = nullptr;
   ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
+  uint16_t src_port = 0;  // the bound source address's port (fi_getname)
   uint16_t peer_port = 0;
   uint32_t peer_ip = 0;
   // The inject slots are a ring, taken in the order their requests are
