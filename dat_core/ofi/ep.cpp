@@ -2,6 +2,7 @@
 // created then), and the connection calls (PSP, connect, accept, reject,
 // shutdown).
 
+#include <algorithm>
 #include <cstring>
 
 #include "objects.hpp"
@@ -144,7 +145,19 @@ fi_ops_cm g_pep_cm_ops = {sizeof(fi_ops_cm), pep_setname, pep_getname,    cm_get
 int enable(Ep* ep) {
   if (ep->dep != nullptr) return 0;
   if (ep->eq == nullptr) return -FI_ENOEQ;
+  // A side with counters but no CQ gets an internal one for them.
+  const bool tx_counted =
+      ep->cntr_send != nullptr || ep->cntr_read != nullptr || ep->cntr_write != nullptr;
+  if (ep->txcq == nullptr && tx_counted) {
+    if (int r = cq_internal(ep->dom, &ep->txcq); r != 0) return r;
+    ep->txcq->refs++;
+  }
+  if (ep->rxcq == nullptr && ep->cntr_recv != nullptr) {
+    if (int r = cq_internal(ep->dom, &ep->rxcq); r != 0) return r;
+    ep->rxcq->refs++;
+  }
   if (ep->txcq == nullptr || ep->rxcq == nullptr) return -FI_ENOCQ;
+  if (ep->cntr_recv != nullptr) ep->rxcq->counting = true;
   dat::Ia* ia = ep->dom->pz->ia;
   dat::EpAttr a;
   a.max_request_dtos = static_cast<uint32_t>(ep->info->tx_attr->size);
@@ -185,8 +198,16 @@ int ep_close(fid* f) {
   if (ep->bounce_lmr != nullptr) {
     if (dat::Status st = dat::lmr_free(ep->bounce_lmr); !st.ok()) return to_fi(st);
   }
-  for (Cq* cq : {ep->txcq, ep->rxcq})
-    if (cq != nullptr) cq->refs--;
+  for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write})
+    if (c != nullptr) cntr_unbind(c, ep);
+  for (Cq* cq : {ep->txcq, ep->rxcq}) {
+    if (cq == nullptr) continue;
+    if (cq->internal) {
+      cq_internal_close(cq);
+    } else {
+      cq->refs--;
+    }
+  }
   if (ep->eq != nullptr) {
     eq_forget(ep->eq, &ep->ep.fid);
     ep->eq->refs--;
@@ -232,9 +253,25 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     }
     return 0;
   }
-  if (bf->fclass == FI_CLASS_CNTR || bf->fclass == FI_CLASS_SRX_CTX ||
-      bf->fclass == FI_CLASS_STX_CTX)
-    return -FI_ENOSYS;
+  if (Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR); c != nullptr) {
+    constexpr uint64_t kLocal = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+    // Remote reads and writes raise no event at the target (no FI_RMA_EVENT).
+    if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0) return -FI_ENOSYS;
+    if ((flags & ~kLocal) != 0) return -FI_EBADFLAGS;
+    if ((flags & kLocal) == 0) return -FI_EINVAL;
+    if (c->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
+    if ((flags & FI_SEND) != 0) ep->cntr_send = c;
+    if ((flags & FI_RECV) != 0) ep->cntr_recv = c;
+    if ((flags & FI_READ) != 0) ep->cntr_read = c;
+    if ((flags & FI_WRITE) != 0) ep->cntr_write = c;
+    std::lock_guard lk(c->mu);
+    if (std::find(c->eps.begin(), c->eps.end(), ep) == c->eps.end()) {
+      c->eps.push_back(ep);
+      c->refs++;
+    }
+    return 0;
+  }
+  if (bf->fclass == FI_CLASS_SRX_CTX || bf->fclass == FI_CLASS_STX_CTX) return -FI_ENOSYS;
   return -FI_EINVAL;
 }
 

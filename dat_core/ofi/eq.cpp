@@ -292,12 +292,13 @@ fi_ops_eq g_eq_ops = {sizeof(fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread
 int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context) {
   auto* fab = object_of<Fabric>(&fabric->fid, FI_CLASS_FABRIC);
   if (fab == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
-  if (int r = check_wait_obj(attr->wait_obj, fab); r != 0) return r;
+  fi_wait_obj wait_obj = attr->wait_obj;
+  if (int r = check_wait_obj(&wait_obj, fab); r != 0) return r;
   if (attr->flags != 0 && attr->flags != FI_WRITE) return -FI_EBADFLAGS;
   auto* eq = new Eq();
   eq->fab = fab;
-  eq->wait_obj = attr->wait_obj;
-  if (attr->wait_obj == FI_WAIT_FD) {
+  eq->wait_obj = wait_obj;
+  if (wait_obj == FI_WAIT_FD) {
     if (int r = waitfd_open(&eq->wait); r != 0) {
       delete eq;
       return r;
@@ -337,7 +338,9 @@ int eq_trywait(Eq* eq) {
   std::lock_guard lk(eq->mu);
   if (!eq->entries.empty()) return -FI_EAGAIN;
   waitfd_arm(&eq->wait);
-  return eq->evd == nullptr || eq->evd->q.empty() ? 0 : -FI_EAGAIN;
+  if (eq->evd == nullptr || eq->evd->q.empty()) return 0;
+  waitfd_disarm(&eq->wait);
+  return -FI_EAGAIN;
 }
 
 int eq_attach(Eq* eq, dat::Ia* ia) {

@@ -99,11 +99,15 @@ int waitfd_attach(WaitFd* w, dat::Ia* ia);
 void waitfd_signal(WaitFd* w);
 // Empties the descriptor and arms it; the caller then checks its queue.
 void waitfd_arm(WaitFd* w);
+// Disarms (the consumer reads its queue before it sleeps): a late agent
+// call for an event already read then writes nothing.
+void waitfd_disarm(WaitFd* w);
 void waitfd_close(WaitFd* w);
 // fi_control's FI_GETWAIT / FI_GETWAITOBJ.
 int waitfd_control(WaitFd* w, fi_wait_obj obj, int command, void* arg);
-// Whether obj is a wait object the provider offers on fab (0, -FI_ENOSYS).
-int check_wait_obj(fi_wait_obj obj, const struct Fabric* fab);
+// Whether *obj is a wait object the provider offers on fab (0, -FI_ENOSYS);
+// FI_WAIT_UNSPEC becomes the one it picks.
+int check_wait_obj(fi_wait_obj* obj, const struct Fabric* fab);
 // fi_trywait over CQs and EQs.
 int trywait(fid_fabric* fabric, fid** fids, int count);
 
@@ -182,10 +186,12 @@ struct Slot {
 };
 
 // A DTO event taken off a CQ's EVD; an inject slot's completion frees the
-// slot when it is taken off, and carries what the slot said.
+// slot when it is taken off, and carries what the slot said.  `unreported`:
+// a transfer signalled only for a counter (its success makes no entry).
 struct CqEvent {
   dat::Event ev;
   bool slotted = false;
+  bool unreported = false;
   Slot slot;
 };
 
@@ -203,9 +209,32 @@ struct Cq {
   std::atomic<uint32_t> refs{0};  // bound EPs
   fi_wait_obj wait_obj = FI_WAIT_NONE;
   WaitFd wait;
+  std::atomic<bool> counting{false};  // a bound EP has counters: receives are counted
+  bool internal = false;              // made for an EP's counters, never read by a consumer
 };
 // fi_trywait on a CQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
 int cq_trywait(Cq* cq);
+// Takes every event off the CQ's EVD (counting what bound counters count)
+// into its stash; an internal CQ's successes are dropped.
+void cq_progress(Cq* cq);
+// A CQ of the domain for an EP's counters alone (the EP has no CQ there).
+int cq_internal(Domain* d, Cq** out);
+void cq_internal_close(Cq* cq);
+
+// A counter (cntr.cpp): completions of the bound EPs' transfers, taken off
+// their CQs' EVDs whenever the counter or a CQ is read.
+struct Cntr {
+  fid_cntr cntr{};
+  Domain* dom = nullptr;
+  std::atomic<uint64_t> value{0}, errs{0};
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  std::mutex mu;
+  std::vector<Ep*> eps;  // bound EPs (their CQs are progressed by reads)
+  std::atomic<uint32_t> refs{0};
+};
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context);
+void cntr_bump(Cntr* c, bool ok);
+void cntr_unbind(Cntr* c, Ep* ep);
 // Takes events off the CQ's EVD into its stash until one of them freed an
 // inject slot; false when the EVD ran dry first.
 bool reclaim_slots(Cq* cq);
@@ -245,6 +274,13 @@ struct Ep {
   // the next to take, slot_tail the oldest still in flight.
   dat::SpinLock slot_mu;
   uint64_t slot_head = 0, slot_tail = 0;
+  // Counters bound (FI_SEND, FI_RECV, FI_READ, FI_WRITE); a transfer whose
+  // completion only a counter wants carries &no_report as its cookie.
+  Cntr* cntr_send = nullptr;
+  Cntr* cntr_recv = nullptr;
+  Cntr* cntr_read = nullptr;
+  Cntr* cntr_write = nullptr;
+  uint8_t no_report = 0;
   std::vector<uint8_t> bounce;
   std::vector<Slot> slots;
   dat::Lmr* bounce_lmr = nullptr;

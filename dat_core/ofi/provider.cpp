@@ -56,6 +56,8 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
     if (d->cq_data_size > kCqDataSize) return no("remote CQ data size");
     if (d->mr_key_size > 4) return no("key size");
     if (d->av_type != FI_AV_UNSPEC) return no("address vector");
+    if ((d->caps & ~static_cast<uint64_t>(FI_LOCAL_COMM | FI_REMOTE_COMM)) != 0)
+      return no("domain capabilities");
     // mr_mode 0 from a consumer of API 1.5+ means it takes no MR mode bit;
     // FI_MR_BASIC (and FI_MR_UNSPEC of older consumers) is the basic mode,
     // with local registration asked through the FI_LOCAL_MR mode bit.
@@ -214,7 +216,11 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node,
   uint64_t mr = FI_MR_LOCAL | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
   if (hd != nullptr && hd->mr_mode != FI_MR_BASIC && hd->mr_mode != FI_MR_UNSPEC)
     mr = static_cast<uint64_t>(hd->mr_mode) & (kMrRequired | kMrOptional);
-  if (hd != nullptr && hd->mr_mode == FI_MR_BASIC) mr = FI_MR_BASIC;
+  // FI_MR_BASIC, and FI_MR_UNSPEC of a consumer older than API 1.5 (the
+  // provider picks basic or scalable then): the basic mode.
+  if (hd != nullptr && (hd->mr_mode == FI_MR_BASIC ||
+                        (hd->mr_mode == FI_MR_UNSPEC && FI_VERSION_LT(version, FI_VERSION(1, 5)))))
+    mr = FI_MR_BASIC;
   d->mr_mode = static_cast<int>(mr);
   d->mr_key_size = 4;
   d->cq_data_size = rx_cq_data ? kCqDataSize : 0;

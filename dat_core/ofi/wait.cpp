@@ -51,6 +51,8 @@ void waitfd_arm(WaitFd* w) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+void waitfd_disarm(WaitFd* w) { w->armed.store(false, std::memory_order_relaxed); }
+
 void waitfd_close(WaitFd* w) {
   if (w->cno != nullptr) {
     if (!dat::cno_modify_agent(w->cno, nullptr, nullptr).ok() || !dat::cno_free(w->cno).ok())
