@@ -13,7 +13,7 @@
  *   give their descriptors through fi_control(FI_GETWAIT); after
  *   fi_trywait succeeded, epoll on them sleeps until the connection event /
  *   the peer's message arrives, and fi_trywait refuses (-FI_EAGAIN) while
- *   an entry waits;
+ *   an entry waits; a CQ with FI_WAIT_UNSPEC gets a descriptor too;
  * - counters: one bound to FI_SEND | FI_RECV on each side counts the
  *   exchange's transfers and an fi_inject (no CQ entry) at the client and
  *   its receive at the server, through fi_cntr_read and fi_cntr_wait.
@@ -141,6 +141,19 @@ static void open_active(struct fi_info* fi) {
   OK(fi_cq_open(domain, &ca, &cq, NULL));
   OK(fi_control(&cq->fid, FI_GETWAIT, &cq_fd));
   cq_ep = add_fd(cq_fd);
+  /* FI_WAIT_UNSPEC: the provider picks a descriptor (what ofi_rxm asks
+   * FI_GETWAITOBJ / FI_GETWAIT for when its consumer waits) */
+  {
+    struct fid_cq* any;
+    struct fi_cq_attr ua = {.size = 16, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_UNSPEC};
+    enum fi_wait_obj obj = FI_WAIT_NONE;
+    int fd = -1;
+    OK(fi_cq_open(domain, &ua, &any, NULL));
+    OK(fi_control(&any->fid, FI_GETWAITOBJ, &obj));
+    OK(fi_control(&any->fid, FI_GETWAIT, &fd));
+    CHECK(obj == FI_WAIT_FD && fd >= 0, "FI_WAIT_UNSPEC CQ: wait object %d fd %d", (int)obj, fd);
+    OK(fi_close(&any->fid));
+  }
   buf = aligned_alloc(4096, BUF);
   memset(buf, 0, BUF);
   OK(fi_mr_reg(domain, buf, BUF, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
