@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "objects.hpp"
 
@@ -22,6 +23,25 @@ bool process_iface(dat::IfaceConfig* out, std::string* why) {
     return false;
   }
   return true;
+}
+
+bool process_ifaces(std::vector<dat::IfaceConfig>* out, std::string* why) {
+  out->clear();
+  dat::IfaceConfig cfg;
+  const char* name_env = std::getenv("DPDAT_FI_IA");
+  if (process_iface(&cfg, why)) {
+    out->push_back(std::move(cfg));
+    return true;
+  }
+  if (name_env != nullptr && *name_env != '\0') return false;
+  // No interface named and none under the default name: every interface
+  // the registry knows (the built-ins at least).
+  for (const std::string& name : dat::list_ia_names()) {
+    std::string err;
+    if (dat::lookup_ia(name, &cfg, &err)) out->push_back(cfg);
+  }
+  if (out->empty()) *why += "; no other interface configured";
+  return !out->empty();
 }
 
 bool stats_wanted() {

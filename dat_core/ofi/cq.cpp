@@ -100,6 +100,10 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
     if (!s.slot.report && ev.status == DtoStatus::kSuccess) return Kind::kSkip;
     context = s.slot.report ? s.slot.context : nullptr;
   }
+  if (s.unreported) {
+    if (ev.status == DtoStatus::kSuccess) return Kind::kSkip;
+    context = nullptr;
+  }
   uint64_t data = 0;
   if (ev.has_imm && (ev.op == rc::WcOp::kRecv || ev.op == rc::WcOp::kRecvWriteImm)) {
     flags |= FI_REMOTE_CQ_DATA;
@@ -136,17 +140,42 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
   return Kind::kEntry;
 }
 
+// The counter of ep that counts a completion of op, if any.
+Cntr* counter_of(const Ep* ep, rc::WcOp op) {
+  switch (op) {
+    case rc::WcOp::kSend:
+      return ep->cntr_send;
+    case rc::WcOp::kRecv:
+      return ep->cntr_recv;
+    case rc::WcOp::kWrite:
+      return ep->cntr_write;
+    case rc::WcOp::kRead:
+    case rc::WcOp::kCompareSwap:
+    case rc::WcOp::kFetchAdd:
+      return ep->cntr_read;
+    default:
+      return nullptr;
+  }
+}
+
 // Resolves an event taken off the EVD: an inject slot's completion frees
-// the slot now.
-CqEvent resolve(dat::Event&& ev) {
+// the slot now, and the EP's counter counts it.
+CqEvent resolve(const Cq* cq, dat::Event&& ev) {
   CqEvent s;
   s.ev = std::move(ev);
-  // Only a send-side completion can be an inject slot's (and only those
-  // pay for the handle lookup).
-  if (s.ev.num == dat::EventNum::kDto && s.ev.op != rc::WcOp::kRecv &&
-      s.ev.op != rc::WcOp::kRecvWriteImm) {
-    if (Ep* ep = ep_of(s.ev.ep); ep != nullptr) s.slotted = slot_of(ep, s.ev.cookie, &s.slot);
+  if (s.ev.num != dat::EventNum::kDto) return s;
+  // Only a send-side completion can be an inject slot's (and only those,
+  // or all where counters are bound, pay for the handle lookup).
+  const bool inbound = s.ev.op == rc::WcOp::kRecv || s.ev.op == rc::WcOp::kRecvWriteImm;
+  if (inbound && !cq->counting.load(std::memory_order_relaxed)) return s;
+  Ep* ep = ep_of(s.ev.ep);
+  if (ep == nullptr) return s;
+  if (!inbound) {
+    s.slotted = slot_of(ep, s.ev.cookie, &s.slot);
+    s.unreported = s.ev.cookie == reinterpret_cast<uintptr_t>(&ep->no_report);
   }
+  if (Cntr* c = counter_of(ep, s.ev.op); c != nullptr)
+    cntr_bump(c, s.ev.status == DtoStatus::kSuccess);
   return s;
 }
 
@@ -167,7 +196,7 @@ ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
     } else {
       dat::Event ev;
       if (!dat::evd_dequeue(cq->evd, &ev).ok()) break;
-      s = resolve(std::move(ev));
+      s = resolve(cq, std::move(ev));
     }
     fi_cq_err_entry err;
     const Kind k = convert(cq, s, out + n * esize, &err);
@@ -222,7 +251,7 @@ ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int tim
     const dat::Status st = dat::evd_wait(cq->evd, left_us, 1, &ev, nullptr);
     if (st.ok()) {
       dat::SpinLockGuard lk(cq->mu);
-      cq->stash.push_back(resolve(std::move(ev)));
+      cq->stash.push_back(resolve(cq, std::move(ev)));
     } else if (st.type != dat::Type::TIMEOUT_EXPIRED) {
       // Another thread waits on this CQ: poll gently.
       std::this_thread::sleep_for(std::chrono::microseconds(std::min<uint64_t>(left_us, 1000)));
@@ -287,12 +316,18 @@ int cq_close(fid* f) {
   auto* cq = reinterpret_cast<Cq*>(f);
   if (cq->refs > 0) return -FI_EBUSY;
   if (!dat::evd_free(cq->evd).ok()) return -FI_EBUSY;
+  waitfd_close(&cq->wait);
   cq->dom->refs--;
   delete cq;
   return 0;
 }
 
-fi_ops g_cq_fi_ops = {sizeof(fi_ops), cq_close, no_bind,   no_control,
+int cq_control(fid* f, int command, void* arg) {
+  auto* cq = reinterpret_cast<Cq*>(f);
+  return waitfd_control(&cq->wait, cq->wait_obj, command, arg);
+}
+
+fi_ops g_cq_fi_ops = {sizeof(fi_ops), cq_close, no_bind,   cq_control,
                       no_ops_open,    no_tostr, no_ops_set};
 fi_ops_cq g_cq_ops = {sizeof(fi_ops_cq), cq_read,      cq_readfrom, cq_readerr,
                       cq_sread,          cq_sreadfrom, cq_signal,   cq_strerror};
@@ -304,16 +339,80 @@ bool reclaim_slots(Cq* cq) {
   for (;;) {
     dat::Event ev;
     if (!dat::evd_dequeue(cq->evd, &ev).ok()) return false;
-    cq->stash.push_back(resolve(std::move(ev)));
-    if (cq->stash.back().slotted) return true;
+    CqEvent s = resolve(cq, std::move(ev));
+    const bool slotted = s.slotted;
+    if (!cq->internal) cq->stash.push_back(std::move(s));
+    if (slotted) return true;
   }
+}
+
+int cq_trywait(Cq* cq) {
+  if (cq->wait.fd < 0) return -FI_EINVAL;
+  dat::SpinLockGuard lk(cq->mu);
+  if (cq->err || !cq->stash.empty()) return -FI_EAGAIN;
+  waitfd_arm(&cq->wait);
+  if (cq->evd->q.empty()) return 0;
+  waitfd_disarm(&cq->wait);
+  return -FI_EAGAIN;
+}
+
+// Which wait objects a CQ, EQ or counter offers: none, the provider's own
+// (fi_*_sread), yield, or a file descriptor; 0 or -FI_ENOSYS.
+int check_wait_obj(fi_wait_obj* obj, const Fabric* fab) {
+  // Nothing moves the interface while the consumer sleeps in poll() under
+  // manual progress (progress=inline).
+  const bool manual = fab->cfg.text.find("progress=inline") != std::string::npos;
+  switch (*obj) {
+    case FI_WAIT_NONE:
+    case FI_WAIT_YIELD:
+      return 0;
+    case FI_WAIT_UNSPEC:
+      // The provider's pick: a descriptor where one can work (what ofi_rxm
+      // then asks for through FI_GETWAIT); fi_*_sread either way.
+      if (!manual) *obj = FI_WAIT_FD;
+      return 0;
+    case FI_WAIT_FD:
+      if (manual) {
+        FI_WARN(&g_prov, FI_LOG_CQ, "FI_WAIT_FD needs automatic progress\n");
+        return -FI_ENOSYS;
+      }
+      return 0;
+    default:  // wait sets, mutex/condition pairs
+      return -FI_ENOSYS;
+  }
+}
+
+void cq_progress(Cq* cq) {
+  dat::SpinLockGuard lk(cq->mu);
+  dat::Event ev;
+  while (dat::evd_dequeue(cq->evd, &ev).ok()) {
+    CqEvent s = resolve(cq, std::move(ev));
+    if (!cq->internal) cq->stash.push_back(std::move(s));
+  }
+}
+
+int cq_internal(Domain* d, Cq** out) {
+  fi_cq_attr attr{};
+  attr.size = kTxSize + kRxSize;
+  attr.format = FI_CQ_FORMAT_CONTEXT;
+  fid_cq* f = nullptr;
+  if (int r = cq_open(&d->domain, &attr, &f, nullptr); r != 0) return r;
+  *out = reinterpret_cast<Cq*>(f);
+  (*out)->internal = true;
+  return 0;
+}
+
+void cq_internal_close(Cq* cq) {
+  cq->refs--;
+  if (cq_close(&cq->cq.fid) != 0) FI_WARN(&g_prov, FI_LOG_CQ, "internal CQ not freed\n");
 }
 
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   auto* d = object_of<Domain>(&domain->fid, FI_CLASS_DOMAIN);
   if (d == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
-  if (attr->flags != 0) return -FI_EBADFLAGS;
-  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC) return -FI_ENOSYS;
+  if ((attr->flags & ~static_cast<uint64_t>(FI_AFFINITY)) != 0) return -FI_EBADFLAGS;
+  fi_wait_obj wait_obj = attr->wait_obj;
+  if (int r = check_wait_obj(&wait_obj, d->fab); r != 0) return r;
   if (attr->wait_cond != FI_CQ_COND_NONE) return -FI_ENOSYS;
   const fi_cq_format format =
       attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
@@ -322,9 +421,20 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   cq->dom = d;
   cq->format = format;
   cq->size = std::clamp<size_t>(attr->size, 256, 1u << 16);
-  dat::Status st = dat::evd_create(d->pz->ia, static_cast<int64_t>(cq->size), nullptr,
+  cq->wait_obj = wait_obj;
+  if (wait_obj == FI_WAIT_FD) {
+    int r = waitfd_open(&cq->wait);
+    if (r == 0) r = waitfd_attach(&cq->wait, d->pz->ia);
+    if (r != 0) {
+      waitfd_close(&cq->wait);
+      delete cq;
+      return r;
+    }
+  }
+  dat::Status st = dat::evd_create(d->pz->ia, static_cast<int64_t>(cq->size), cq->wait.cno,
                                    dat::evd_flag::kDto | dat::evd_flag::kSoftware, &cq->evd);
   if (!st.ok()) {
+    waitfd_close(&cq->wait);
     delete cq;
     return to_fi(st);
   }

@@ -38,6 +38,24 @@ struct Request {
   bool silent = false;  // fi_inject*: never a completion
 };
 
+// The counter that counts a transfer of op, if any.
+const Cntr* counter_of(const Ep* ep, rc::WrOp op) {
+  switch (op) {
+    case rc::WrOp::kSend:
+    case rc::WrOp::kSendImm:
+      return ep->cntr_send;
+    case rc::WrOp::kWrite:
+    case rc::WrOp::kWriteImm:
+      return ep->cntr_write;
+    case rc::WrOp::kRead:
+    case rc::WrOp::kCompareSwap:
+    case rc::WrOp::kFetchAdd:
+      return ep->cntr_read;
+    default:
+      return nullptr;
+  }
+}
+
 // Local segments of the consumer's descriptors (FI_MR_LOCAL).
 int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
   *total = 0;
@@ -55,7 +73,8 @@ int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
 
 // Copies an inject request into the ring's next slot and posts it from
 // there (slot_mu held: the ring's order is the queue pair's).
-ssize_t post_slot(Ep* ep, const Request& r, dat::PostArgs* a, size_t total, bool report) {
+ssize_t post_slot(Ep* ep, const Request& r, dat::PostArgs* a, size_t total, bool report,
+                  bool counted) {
   const uint64_t pos = ep->slot_head;
   const size_t i = pos % kInjectSlots;
   uint8_t* dst = ep->bounce.data() + i * kInjectSize;
@@ -68,7 +87,7 @@ ssize_t post_slot(Ep* ep, const Request& r, dat::PostArgs* a, size_t total, bool
   a->sge = &sge;
   a->nsge = 1;
   a->cookie = reinterpret_cast<uintptr_t>(dst);
-  if (!report && pos % kInjectSignalEvery != kInjectSignalEvery - 1)
+  if (!report && !counted && pos % kInjectSignalEvery != kInjectSignalEvery - 1)
     a->cflags |= dat::cflag::kSuppress;
   ep->slots[i] = Slot{report, r.context, r.flags, total};
   const int rc = to_fi(dat::ep_post(ep->dep, *a));
@@ -91,6 +110,7 @@ ssize_t post(Ep* ep, const Request& r) {
   a.compare = r.compare;
   a.swap_add = r.swap_add;
   const bool want = !ep->tx_selective || ((r.flags | ep->tx_op_flags) & FI_COMPLETION) != 0;
+  const Cntr* counter = counter_of(ep, r.op);
   if ((r.flags & FI_FENCE) != 0) a.cflags |= dat::cflag::kBarrierFence;
   rc::Sge sge[rc::kMaxSge];
   a.sge = sge;
@@ -104,7 +124,7 @@ ssize_t post(Ep* ep, const Request& r) {
       {
         dat::SpinLockGuard lk(ep->slot_mu);
         if (ep->slot_head - ep->slot_tail < kInjectSlots)
-          return post_slot(ep, r, &a, total, report);
+          return post_slot(ep, r, &a, total, report, counter != nullptr);
       }
       // Every slot in flight: completions taken off the transmit CQ free some.
       if (round == 0 && !reclaim_slots(ep->txcq)) break;
@@ -114,7 +134,11 @@ ssize_t post(Ep* ep, const Request& r) {
   uint64_t total = 0;
   if (int e = to_sges(r, sge, &total); e != 0) return e;
   a.cookie = reinterpret_cast<uintptr_t>(r.context);
-  if (!want) a.cflags |= dat::cflag::kSuppress;
+  if (!want && counter != nullptr) {
+    a.cookie = reinterpret_cast<uintptr_t>(&ep->no_report);  // counted, no CQ entry
+  } else if (!want) {
+    a.cflags |= dat::cflag::kSuppress;
+  }
   return to_fi(dat::ep_post(ep->dep, a));
 }
 

@@ -22,7 +22,6 @@ int domain_close(fid* f) {
 
 int domain_av_open(fid_domain*, fi_av_attr*, fid_av**, void*) { return -FI_ENOSYS; }
 int domain_scalable_ep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
-int domain_cntr_open(fid_domain*, fi_cntr_attr*, fid_cntr**, void*) { return -FI_ENOSYS; }
 int domain_poll_open(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
 int domain_stx_ctx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
 int domain_srx_ctx(fid_domain*, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
@@ -39,7 +38,7 @@ fi_ops g_domain_fi_ops = {sizeof(fi_ops), domain_close, no_bind,   no_control,
                           no_ops_open,    no_tostr,     no_ops_set};
 fi_ops_domain g_domain_ops = {
     sizeof(fi_ops_domain),   domain_av_open,   cq_open,        ep_open,        domain_scalable_ep,
-    domain_cntr_open,        domain_poll_open, domain_stx_ctx, domain_srx_ctx, query_atomic,
+    cntr_open,               domain_poll_open, domain_stx_ctx, domain_srx_ctx, query_atomic,
     domain_query_collective, domain_endpoint2};
 fi_ops_mr g_mr_ops = {sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
 
@@ -59,9 +58,6 @@ fi_ops g_mr_fi_ops = {sizeof(fi_ops), mr_close, no_bind,   no_control,
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* context) {
   auto* fab = object_of<Fabric>(&fabric->fid, FI_CLASS_FABRIC);
   if (fab == nullptr || info == nullptr || dom == nullptr) return -FI_EINVAL;
-  if (info->domain_attr != nullptr && info->domain_attr->name != nullptr &&
-      fab->cfg.name != info->domain_attr->name)
-    return -FI_EINVAL;
   dat::Ia* ia = nullptr;
   if (int r = fabric_ia(fab, info, &ia); r != 0) return r;
   auto* d = new Domain();

@@ -2,6 +2,7 @@
 // created then), and the connection calls (PSP, connect, accept, reject,
 // shutdown).
 
+#include <algorithm>
 #include <cstring>
 
 #include "objects.hpp"
@@ -33,7 +34,6 @@ ssize_t ep_cancel(fid_t, void*) { return -FI_ENOSYS; }
 int ep_tx_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
 int ep_rx_ctx(fid_ep*, int, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
 ssize_t ep_size_left(fid_ep*) { return -FI_ENOSYS; }
-int cm_setname_none(fid_t, void*, size_t) { return -FI_ENOSYS; }
 int cm_listen_none(fid_pep*) { return -FI_ENOSYS; }
 int cm_accept_none(fid_ep*, const void*, size_t) { return -FI_ENOSYS; }
 int cm_reject_none(fid_pep*, fid_t, const void*, size_t) { return -FI_ENOSYS; }
@@ -145,7 +145,19 @@ fi_ops_cm g_pep_cm_ops = {sizeof(fi_ops_cm), pep_setname, pep_getname,    cm_get
 int enable(Ep* ep) {
   if (ep->dep != nullptr) return 0;
   if (ep->eq == nullptr) return -FI_ENOEQ;
+  // A side with counters but no CQ gets an internal one for them.
+  const bool tx_counted =
+      ep->cntr_send != nullptr || ep->cntr_read != nullptr || ep->cntr_write != nullptr;
+  if (ep->txcq == nullptr && tx_counted) {
+    if (int r = cq_internal(ep->dom, &ep->txcq); r != 0) return r;
+    ep->txcq->refs++;
+  }
+  if (ep->rxcq == nullptr && ep->cntr_recv != nullptr) {
+    if (int r = cq_internal(ep->dom, &ep->rxcq); r != 0) return r;
+    ep->rxcq->refs++;
+  }
   if (ep->txcq == nullptr || ep->rxcq == nullptr) return -FI_ENOCQ;
+  if (ep->cntr_recv != nullptr) ep->rxcq->counting = true;
   dat::Ia* ia = ep->dom->pz->ia;
   dat::EpAttr a;
   a.max_request_dtos = static_cast<uint32_t>(ep->info->tx_attr->size);
@@ -186,8 +198,16 @@ int ep_close(fid* f) {
   if (ep->bounce_lmr != nullptr) {
     if (dat::Status st = dat::lmr_free(ep->bounce_lmr); !st.ok()) return to_fi(st);
   }
-  for (Cq* cq : {ep->txcq, ep->rxcq})
-    if (cq != nullptr) cq->refs--;
+  for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write})
+    if (c != nullptr) cntr_unbind(c, ep);
+  for (Cq* cq : {ep->txcq, ep->rxcq}) {
+    if (cq == nullptr) continue;
+    if (cq->internal) {
+      cq_internal_close(cq);
+    } else {
+      cq->refs--;
+    }
+  }
   if (ep->eq != nullptr) {
     eq_forget(ep->eq, &ep->ep.fid);
     ep->eq->refs--;
@@ -233,9 +253,25 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     }
     return 0;
   }
-  if (bf->fclass == FI_CLASS_CNTR || bf->fclass == FI_CLASS_SRX_CTX ||
-      bf->fclass == FI_CLASS_STX_CTX)
-    return -FI_ENOSYS;
+  if (Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR); c != nullptr) {
+    constexpr uint64_t kLocal = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+    // Remote reads and writes raise no event at the target (no FI_RMA_EVENT).
+    if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0) return -FI_ENOSYS;
+    if ((flags & ~kLocal) != 0) return -FI_EBADFLAGS;
+    if ((flags & kLocal) == 0) return -FI_EINVAL;
+    if (c->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
+    if ((flags & FI_SEND) != 0) ep->cntr_send = c;
+    if ((flags & FI_RECV) != 0) ep->cntr_recv = c;
+    if ((flags & FI_READ) != 0) ep->cntr_read = c;
+    if ((flags & FI_WRITE) != 0) ep->cntr_write = c;
+    std::lock_guard lk(c->mu);
+    if (std::find(c->eps.begin(), c->eps.end(), ep) == c->eps.end()) {
+      c->eps.push_back(ep);
+      c->refs++;
+    }
+    return 0;
+  }
+  if (bf->fclass == FI_CLASS_SRX_CTX || bf->fclass == FI_CLASS_STX_CTX) return -FI_ENOSYS;
   return -FI_EINVAL;
 }
 
@@ -263,7 +299,20 @@ int ep_control(fid* f, int command, void* arg) {
 
 int ep_getname(fid_t f, void* addr, size_t* addrlen) {
   auto* ep = reinterpret_cast<Ep*>(f);
-  return put_name(make_sin(iface_ip(ep->dom->fab), 0), addr, addrlen);
+  return put_name(make_sin(iface_ip(ep->dom->fab), ep->src_port), addr, addrlen);
+}
+
+// The source address of an endpoint not yet connecting: its port is what
+// fi_getname reports (a connection's active side needs none on the wire).
+int ep_setname(fid_t f, void* addr, size_t addrlen) {
+  auto* ep = reinterpret_cast<Ep*>(f);
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  if (!parse_sin(addr, addrlen, &ip, &port)) return -FI_EINVAL;
+  if (ip != 0 && ip != iface_ip(ep->dom->fab)) return -FI_EADDRNOTAVAIL;
+  if (ep->peer_ip != 0 || ep->creq != nullptr) return -FI_EOPBADSTATE;
+  ep->src_port = port;
+  return 0;
 }
 
 int ep_getpeer(fid_ep* e, void* addr, size_t* addrlen) {
@@ -307,16 +356,25 @@ fi_ops g_ep_fi_ops = {sizeof(fi_ops), ep_close, ep_bind,   ep_control,
                       no_ops_open,    no_tostr, no_ops_set};
 fi_ops_ep g_ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,    ep_setopt,
                       ep_tx_ctx,         ep_rx_ctx, ep_size_left, ep_size_left};
-fi_ops_cm g_ep_cm_ops = {sizeof(fi_ops_cm), cm_setname_none, ep_getname, ep_getpeer,
+fi_ops_cm g_ep_cm_ops = {sizeof(fi_ops_cm), ep_setname,     ep_getname, ep_getpeer,
                          ep_connect,        cm_listen_none,  ep_accept,  cm_reject_none,
                          ep_shutdown,       cm_join_none};
 
 }  // namespace
 
+bool pep_address(const fid* f, uint32_t* ip, uint16_t* port) {
+  if (f == nullptr || f->fclass != FI_CLASS_PEP || f->ops != &g_pep_fi_ops) return false;
+  const auto* pep = reinterpret_cast<const Pep*>(f);
+  *ip = iface_ip(pep->fab);
+  *port = pep->port;
+  return true;
+}
+
 int pep_open(fid_fabric* fabric, fi_info* info, fid_pep** out, void* context) {
   auto* fab = object_of<Fabric>(&fabric->fid, FI_CLASS_FABRIC);
   if (fab == nullptr || info == nullptr || out == nullptr) return -FI_EINVAL;
   if (info->ep_attr != nullptr && info->ep_attr->type != FI_EP_MSG) return -FI_EINVAL;
+  if (int r = fabric_pick(fab, info); r != 0) return r;
   uint16_t port = 0;
   if (info->src_addr != nullptr) {
     uint32_t ip = 0;
@@ -351,11 +409,18 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   if (info->tx_attr != nullptr && (info->tx_attr->size > d->fab->ia->iface->limits.max_dto_per_ep ||
                                    info->tx_attr->iov_limit > rc::kMaxSge))
     return -FI_EINVAL;
-  // The EP owns the connection request from here on (freed with it).
+  // The EP owns the connection request from here on (freed with it); a
+  // passive endpoint as the handle lends it its bound address.
   ConnReq* creq = nullptr;
+  uint32_t src_ip = 0;
+  uint16_t src_port = 0;
   if (info->handle != nullptr) {
     creq = object_of<ConnReq>(info->handle, FI_CLASS_CONNREQ);
-    if (creq == nullptr) return -FI_EINVAL;
+    if (creq == nullptr && !pep_address(info->handle, &src_ip, &src_port)) return -FI_EINVAL;
+  } else if (info->src_addr != nullptr &&
+             (!parse_sin(info->src_addr, info->src_addrlen, &src_ip, &src_port) ||
+              (src_ip != 0 && src_ip != iface_ip(d->fab)))) {
+    return -FI_EADDRNOTAVAIL;
   }
   auto* ep = new Ep();
   ep->info = fi_dupinfo(info);
@@ -366,11 +431,16 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   ep->info->handle = nullptr;
   ep->dom = d;
   ep->creq = creq;
+  ep->src_port = src_port;
   if (creq != nullptr) {
     uint16_t port = 0;
     if (ep->info->dest_addr != nullptr &&
         !parse_sin(ep->info->dest_addr, ep->info->dest_addrlen, &ep->peer_ip, &port))
       ep->peer_ip = 0;
+    uint32_t ip = 0;
+    if (ep->info->src_addr != nullptr &&
+        parse_sin(ep->info->src_addr, ep->info->src_addrlen, &ip, &port))
+      ep->src_port = port;  // the listener's address
   }
   ep->tx_op_flags = ep->info->tx_attr != nullptr ? ep->info->tx_attr->op_flags : 0;
   ep->ep.fid.fclass = FI_CLASS_EP;

@@ -62,6 +62,13 @@ bool connreq_entry(const dat::Event& ev, EqEntry* out) {
   req->fid_.fclass = FI_CLASS_CONNREQ;
   req->cr = cr;
   info->handle = &req->fid_;
+  std::free(info->src_addr);
+  info->src_addr = std::malloc(sizeof(sockaddr_in));
+  info->src_addrlen = sizeof(sockaddr_in);
+  if (info->src_addr != nullptr) {
+    const sockaddr_in s = make_sin(pep->fab->cfg.ip, pep->port);
+    std::memcpy(info->src_addr, &s, sizeof(s));
+  }
   std::free(info->dest_addr);
   info->dest_addr = std::malloc(sizeof(sockaddr_in));
   info->dest_addrlen = sizeof(sockaddr_in);
@@ -183,6 +190,7 @@ ssize_t eq_write(fid_eq* feq, uint32_t event, const void* buf, size_t len, uint6
   // A software event wakes a thread in fi_eq_sread; eq_convert skips it.
   if (evd != nullptr && !dat::evd_post_se(evd, nullptr).ok())
     FI_DBG(&g_prov, FI_LOG_EQ, "no wake-up for fi_eq_write (EVD full)\n");
+  waitfd_signal(&eq->wait);
   return static_cast<ssize_t>(len);
 }
 
@@ -261,6 +269,7 @@ int eq_close(fid* f) {
     }
   }
   if (eq->evd != nullptr && !dat::evd_free(eq->evd).ok()) return -FI_EBUSY;
+  waitfd_close(&eq->wait);
   {
     std::lock_guard lk(eq->fab->mu);
     eq->fab->refs--;
@@ -269,7 +278,12 @@ int eq_close(fid* f) {
   return 0;
 }
 
-fi_ops g_eq_fi_ops = {sizeof(fi_ops), eq_close, no_bind,   no_control,
+int eq_control(fid* f, int command, void* arg) {
+  auto* eq = reinterpret_cast<Eq*>(f);
+  return waitfd_control(&eq->wait, eq->wait_obj, command, arg);
+}
+
+fi_ops g_eq_fi_ops = {sizeof(fi_ops), eq_close, no_bind,   eq_control,
                       no_ops_open,    no_tostr, no_ops_set};
 fi_ops_eq g_eq_ops = {sizeof(fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread, eq_strerror};
 
@@ -278,10 +292,18 @@ fi_ops_eq g_eq_ops = {sizeof(fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread
 int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context) {
   auto* fab = object_of<Fabric>(&fabric->fid, FI_CLASS_FABRIC);
   if (fab == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
-  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC) return -FI_ENOSYS;
+  fi_wait_obj wait_obj = attr->wait_obj;
+  if (int r = check_wait_obj(&wait_obj, fab); r != 0) return r;
   if (attr->flags != 0 && attr->flags != FI_WRITE) return -FI_EBADFLAGS;
   auto* eq = new Eq();
   eq->fab = fab;
+  eq->wait_obj = wait_obj;
+  if (wait_obj == FI_WAIT_FD) {
+    if (int r = waitfd_open(&eq->wait); r != 0) {
+      delete eq;
+      return r;
+    }
+  }
   eq->size = std::max<size_t>(attr->size, 64);
   eq->eq.fid.fclass = FI_CLASS_EQ;
   eq->eq.fid.context = context;
@@ -311,11 +333,22 @@ void eq_forget(Eq* eq, const fid* f) {
   });
 }
 
+int eq_trywait(Eq* eq) {
+  if (eq->wait.fd < 0) return -FI_EINVAL;
+  std::lock_guard lk(eq->mu);
+  if (!eq->entries.empty()) return -FI_EAGAIN;
+  waitfd_arm(&eq->wait);
+  if (eq->evd == nullptr || eq->evd->q.empty()) return 0;
+  waitfd_disarm(&eq->wait);
+  return -FI_EAGAIN;
+}
+
 int eq_attach(Eq* eq, dat::Ia* ia) {
   std::lock_guard lk(eq->mu);
   if (eq->evd != nullptr) return eq->evd->ia->iface == ia->iface ? 0 : -FI_EINVAL;
+  if (int r = waitfd_attach(&eq->wait, ia); r != 0) return r;
   dat::Status st = dat::evd_create(
-      ia, static_cast<int64_t>(eq->size), nullptr,
+      ia, static_cast<int64_t>(eq->size), eq->wait.cno,
       dat::evd_flag::kCr | dat::evd_flag::kConnection | dat::evd_flag::kSoftware, &eq->evd);
   return to_fi(st);
 }

@@ -63,6 +63,10 @@ extern fi_provider g_prov;
 // OMPI_COMM_WORLD_LOCAL_RANK, else 0); default "fi%r".  The name resolves as
 // every IA name does (DPDAT_IA_<NAME>, the DPDAT_CONF file, the built-ins).
 bool process_iface(dat::IfaceConfig* out, std::string* why);
+// The interfaces fi_getinfo offers: the process's one; when DPDAT_FI_IA is
+// unset and the default name is unknown, every interface the registry knows
+// (each a domain of its own name).  False when there is none.
+bool process_ifaces(std::vector<dat::IfaceConfig>* out, std::string* why);
 
 // DPDAT_FI_STATS=1: closing a fabric prints its interface's frame counters
 // to stderr ("dpdat-fi: <name> tx_frames N rx_frames M"), so a job can show
@@ -78,17 +82,51 @@ bool parse_sin(const void* addr, size_t len, uint32_t* ip, uint16_t* port);
 // Status of a dat_core operation -> negative libfabric errno.
 int to_fi(dat::Status st);
 
+// --------------------------------------------------------------- wait objects
+
+// An FD wait object (wait.cpp): an eventfd written by the CNO of the
+// object's EVD while armed by fi_trywait.
+struct WaitFd {
+  int fd = -1;
+  std::atomic<bool> armed{false};
+  dat::Cno* cno = nullptr;
+};
+// Makes the eventfd (0 or -errno).
+int waitfd_open(WaitFd* w);
+// Makes the CNO on ia (once; nothing without an eventfd).
+int waitfd_attach(WaitFd* w, dat::Ia* ia);
+// Makes the descriptor readable when armed (and disarms).
+void waitfd_signal(WaitFd* w);
+// Empties the descriptor and arms it; the caller then checks its queue.
+void waitfd_arm(WaitFd* w);
+// Disarms (the consumer reads its queue before it sleeps): a late agent
+// call for an event already read then writes nothing.
+void waitfd_disarm(WaitFd* w);
+void waitfd_close(WaitFd* w);
+// fi_control's FI_GETWAIT / FI_GETWAITOBJ.
+int waitfd_control(WaitFd* w, fi_wait_obj obj, int command, void* arg);
+// Whether *obj is a wait object the provider offers on fab (0, -FI_ENOSYS);
+// FI_WAIT_UNSPEC becomes the one it picks.
+int check_wait_obj(fi_wait_obj* obj, const struct Fabric* fab);
+// fi_trywait over CQs and EQs.
+int trywait(fid_fabric* fabric, fid** fids, int count);
+
 // --------------------------------------------------------------- objects
 
 struct Fabric {
   fid_fabric fabric{};
-  dat::IfaceConfig cfg;
+  dat::IfaceConfig cfg;  // empty name: picked by the first domain or passive EP
   std::mutex mu;
   dat::Ia* ia = nullptr;  // opened by the first domain or passive EP
   uint32_t refs = 0;      // domains, EQs, passive EPs
 };
 // Opens the fabric's IA (progress as the info asks) on first use.
 int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out);
+// Settles the fabric's interface: the one the info's domain names (or the
+// first offered) when none is yet; -FI_EINVAL when it names another.
+int fabric_pick(Fabric* f, const fi_info* info);
+// The address a passive endpoint is bound to; false when f is not one.
+bool pep_address(const fid* f, uint32_t* ip, uint16_t* port);
 
 struct Domain {
   fid_domain domain{};
@@ -124,7 +162,11 @@ struct Eq {
   std::deque<EqEntry> entries;
   std::vector<uint8_t> last_err_data;  // valid until the next read
   std::atomic<uint32_t> refs{0};       // bound EPs / PEPs
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  WaitFd wait;
 };
+// fi_trywait on an EQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
+int eq_trywait(Eq* eq);
 // Converts every event waiting in the EQ's EVD (before an EP goes: its
 // connection events name it by address, which a new EP may take over).
 void eq_drain(Eq* eq);
@@ -144,10 +186,12 @@ struct Slot {
 };
 
 // A DTO event taken off a CQ's EVD; an inject slot's completion frees the
-// slot when it is taken off, and carries what the slot said.
+// slot when it is taken off, and carries what the slot said.  `unreported`:
+// a transfer signalled only for a counter (its success makes no entry).
 struct CqEvent {
   dat::Event ev;
   bool slotted = false;
+  bool unreported = false;
   Slot slot;
 };
 
@@ -163,7 +207,34 @@ struct Cq {
   std::deque<CqEvent> stash;  // taken off the EVD while reclaiming inject slots
   std::optional<fi_cq_err_entry> err;
   std::atomic<uint32_t> refs{0};  // bound EPs
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  WaitFd wait;
+  std::atomic<bool> counting{false};  // a bound EP has counters: receives are counted
+  bool internal = false;              // made for an EP's counters, never read by a consumer
 };
+// fi_trywait on a CQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
+int cq_trywait(Cq* cq);
+// Takes every event off the CQ's EVD (counting what bound counters count)
+// into its stash; an internal CQ's successes are dropped.
+void cq_progress(Cq* cq);
+// A CQ of the domain for an EP's counters alone (the EP has no CQ there).
+int cq_internal(Domain* d, Cq** out);
+void cq_internal_close(Cq* cq);
+
+// A counter (cntr.cpp): completions of the bound EPs' transfers, taken off
+// their CQs' EVDs whenever the counter or a CQ is read.
+struct Cntr {
+  fid_cntr cntr{};
+  Domain* dom = nullptr;
+  std::atomic<uint64_t> value{0}, errs{0};
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  std::mutex mu;
+  std::vector<Ep*> eps;  // bound EPs (their CQs are progressed by reads)
+  std::atomic<uint32_t> refs{0};
+};
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context);
+void cntr_bump(Cntr* c, bool ok);
+void cntr_unbind(Cntr* c, Ep* ep);
 // Takes events off the CQ's EVD into its stash until one of them freed an
 // inject slot; false when the EVD ran dry first.
 bool reclaim_slots(Cq* cq);
@@ -195,6 +266,7 @@ struct Ep {
   uint64_t tx_op_flags = 0;
   dat::Ep* dep = nullptr;
   ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
+  uint16_t src_port = 0;  // the bound source address's port (fi_getname)
   uint16_t peer_port = 0;
   uint32_t peer_ip = 0;
   // The inject slots are a ring, taken in the order their requests are
@@ -202,6 +274,13 @@ struct Ep {
   // the next to take, slot_tail the oldest still in flight.
   dat::SpinLock slot_mu;
   uint64_t slot_head = 0, slot_tail = 0;
+  // Counters bound (FI_SEND, FI_RECV, FI_READ, FI_WRITE); a transfer whose
+  // completion only a counter wants carries &no_report as its cookie.
+  Cntr* cntr_send = nullptr;
+  Cntr* cntr_recv = nullptr;
+  Cntr* cntr_read = nullptr;
+  Cntr* cntr_write = nullptr;
+  uint8_t no_report = 0;
   std::vector<uint8_t> bounce;
   std::vector<Slot> slots;
   dat::Lmr* bounce_lmr = nullptr;

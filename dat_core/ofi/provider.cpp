@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "objects.hpp"
 
@@ -17,6 +18,9 @@ constexpr uint64_t kPrimaryCaps = FI_MSG | FI_RMA | FI_ATOMIC;
 constexpr uint64_t kSecondaryCaps = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
                                     FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM;
 constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
+// Which capabilities the transmit and the receive attributes hold.
+constexpr uint64_t kTxCaps = kPrimaryCaps | FI_SEND | FI_READ | FI_WRITE;
+constexpr uint64_t kRxCaps = kPrimaryCaps | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE;
 // What a consumer must accept: local registration, provider keys; offsets
 // (no FI_MR_VIRT_ADDR) and virtual addresses both work.
 constexpr uint64_t kMrRequired = FI_MR_LOCAL | FI_MR_PROV_KEY;
@@ -52,6 +56,8 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
     if (d->cq_data_size > kCqDataSize) return no("remote CQ data size");
     if (d->mr_key_size > 4) return no("key size");
     if (d->av_type != FI_AV_UNSPEC) return no("address vector");
+    if ((d->caps & ~static_cast<uint64_t>(FI_LOCAL_COMM | FI_REMOTE_COMM)) != 0)
+      return no("domain capabilities");
     // mr_mode 0 from a consumer of API 1.5+ means it takes no MR mode bit;
     // FI_MR_BASIC (and FI_MR_UNSPEC of older consumers) is the basic mode,
     // with local registration asked through the FI_LOCAL_MR mode bit.
@@ -77,6 +83,13 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
   return true;
 }
 
+// The primary capabilities of the hints; all of them when the hints name
+// none (no hints, or only secondary ones).
+uint64_t hints_caps_or_all(const fi_info* h) {
+  if (h == nullptr) return kCaps;
+  return (h->caps & kPrimaryCaps) != 0 ? h->caps : h->caps | kCaps;
+}
+
 void* dup_sin(uint32_t ip, uint16_t port) {
   auto* s = static_cast<sockaddr_in*>(std::malloc(sizeof(sockaddr_in)));
   if (s != nullptr) *s = make_sin(ip, port);
@@ -85,19 +98,18 @@ void* dup_sin(uint32_t ip, uint16_t port) {
 
 }  // namespace
 
-int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
-            const fi_info* hints, fi_info** info) {
-  *info = nullptr;
-  dat::IfaceConfig cfg;
-  std::string why;
-  if (!process_iface(&cfg, &why)) {
-    FI_INFO(&g_prov, FI_LOG_CORE, "%s\n", why.c_str());
-    return -FI_ENODATA;
-  }
+namespace {
+
+// One entry for the interface cfg; 0, -FI_ENODATA when the arguments do not
+// fit it, or another negative errno.
+int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node,
+              const char* service, uint64_t flags, const fi_info* hints, fi_info** out) {
+  *out = nullptr;
   if (hints != nullptr && !hints_ok(version, hints, cfg.name)) return -FI_ENODATA;
 
   // Addresses: node/service name the source with FI_SOURCE, else the
-  // destination; the hints' addresses otherwise.
+  // destination; the hints' addresses otherwise.  A passive endpoint as the
+  // hints' handle lends its bound address to the endpoints of the entry.
   uint32_t src_ip = cfg.ip, dst_ip = 0;
   uint16_t src_port = 0, dst_port = 0;
   bool have_dst = false;
@@ -112,7 +124,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     uint32_t ip = cfg.ip;
     if (node != nullptr && !dat::parse_ipv4(node, &ip)) return -FI_ENODATA;
     if ((flags & FI_SOURCE) != 0) {
-      if (ip != cfg.ip && ip != 0) return -FI_ENODATA;  // not this process's interface
+      if (ip != cfg.ip && ip != 0) return -FI_ENODATA;  // not this interface
       src_port = svc;
     } else {
       dst_ip = ip;
@@ -120,7 +132,13 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       have_dst = true;
     }
   }
-  if (hints != nullptr && hints->src_addr != nullptr) {
+  fid* handle = nullptr;
+  if (hints != nullptr && hints->handle != nullptr) {
+    uint32_t ip = 0;
+    if (!pep_address(hints->handle, &ip, &src_port)) return -FI_EINVAL;
+    if (ip != cfg.ip) return -FI_ENODATA;
+    handle = hints->handle;
+  } else if (hints != nullptr && hints->src_addr != nullptr) {
     uint32_t ip = 0;
     if (!parse_sin(hints->src_addr, hints->src_addrlen, &ip, &src_port)) return -FI_ENODATA;
     if (ip != cfg.ip && ip != 0) return -FI_ENODATA;
@@ -132,8 +150,11 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
 
   fi_info* fi = fi_allocinfo();
   if (fi == nullptr) return -FI_ENOMEM;
-  const uint64_t want = hints != nullptr && hints->caps != 0 ? hints->caps : kCaps;
-  fi->caps = want | kSecondaryCaps;
+  // The primary capabilities asked for (all without hints), with every
+  // secondary one; the transmit and receive attributes carry their own
+  // halves of them.
+  fi->caps = hints_caps_or_all(hints) | kSecondaryCaps;
+  fi->handle = handle;
   // Remote CQ data of an RDMA WRITE consumes a receive: offered to consumers
   // that accept FI_RX_CQ_DATA.
   const bool rx_cq_data = hints == nullptr || (hints->mode & FI_RX_CQ_DATA) != 0;
@@ -147,7 +168,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     fi->dest_addr = dup_sin(dst_ip, dst_port);
   }
 
-  fi->tx_attr->caps = fi->caps;
+  fi->tx_attr->caps = fi->caps & kTxCaps;
   fi->tx_attr->mode = fi->mode;
   fi->tx_attr->op_flags =
       hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->op_flags : 0;
@@ -157,7 +178,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   fi->tx_attr->size = kTxSize;
   fi->tx_attr->iov_limit = rc::kMaxSge;
   fi->tx_attr->rma_iov_limit = 1;
-  fi->rx_attr->caps = fi->caps;
+  fi->rx_attr->caps = fi->caps & kRxCaps;
   fi->rx_attr->mode = fi->mode;
   fi->rx_attr->op_flags =
       hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
@@ -195,7 +216,11 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   uint64_t mr = FI_MR_LOCAL | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
   if (hd != nullptr && hd->mr_mode != FI_MR_BASIC && hd->mr_mode != FI_MR_UNSPEC)
     mr = static_cast<uint64_t>(hd->mr_mode) & (kMrRequired | kMrOptional);
-  if (hd != nullptr && hd->mr_mode == FI_MR_BASIC) mr = FI_MR_BASIC;
+  // FI_MR_BASIC, and FI_MR_UNSPEC of a consumer older than API 1.5 (the
+  // provider picks basic or scalable then): the basic mode.
+  if (hd != nullptr && (hd->mr_mode == FI_MR_BASIC ||
+                        (hd->mr_mode == FI_MR_UNSPEC && FI_VERSION_LT(version, FI_VERSION(1, 5)))))
+    mr = FI_MR_BASIC;
   d->mr_mode = static_cast<int>(mr);
   d->mr_key_size = 4;
   d->cq_data_size = rx_cq_data ? kCqDataSize : 0;
@@ -215,8 +240,34 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   fi->fabric_attr->name = strdup(kFabricName);
   fi->fabric_attr->prov_version = kProvVersion;
   fi->fabric_attr->api_version = kApiVersion;
-  *info = fi;
+  *out = fi;
   return 0;
+}
+
+}  // namespace
+
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const fi_info* hints, fi_info** info) {
+  *info = nullptr;
+  std::vector<dat::IfaceConfig> cfgs;
+  std::string why;
+  if (!process_ifaces(&cfgs, &why)) {
+    FI_INFO(&g_prov, FI_LOG_CORE, "%s\n", why.c_str());
+    return -FI_ENODATA;
+  }
+  fi_info* tail = nullptr;
+  int err = -FI_ENODATA;
+  for (const dat::IfaceConfig& cfg : cfgs) {
+    fi_info* fi = nullptr;
+    const int r = make_info(version, cfg, node, service, flags, hints, &fi);
+    if (r != 0) {
+      if (r != -FI_ENODATA) err = r;
+      continue;
+    }
+    (tail == nullptr ? *info : tail->next) = fi;
+    tail = fi;
+  }
+  return *info != nullptr ? 0 : err;
 }
 
 namespace {
@@ -253,7 +304,6 @@ int fabric_close(fid* f) {
   return 0;
 }
 
-int fabric_trywait(fid_fabric*, fid**, int) { return -FI_ENOSYS; }
 int fabric_wait_open(fid_fabric*, fi_wait_attr*, fid_wait**) { return -FI_ENOSYS; }
 int fabric_domain2(fid_fabric* fabric, fi_info* info, fid_domain** dom, uint64_t flags,
                    void* context) {
@@ -264,19 +314,21 @@ int fabric_domain2(fid_fabric* fabric, fi_info* info, fid_domain** dom, uint64_t
 fi_ops g_fabric_fi_ops = {sizeof(fi_ops), fabric_close, no_bind,   no_control,
                           no_ops_open,    no_tostr,     no_ops_set};
 fi_ops_fabric g_fabric_ops = {sizeof(fi_ops_fabric), domain_open,    pep_open,      eq_open,
-                              fabric_wait_open,      fabric_trywait, fabric_domain2};
+                              fabric_wait_open,      trywait,        fabric_domain2};
 
 }  // namespace
 
 int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context) {
   if (attr == nullptr || !str_is(attr->name, kFabricName)) return -FI_ENODATA;
   auto* f = new Fabric();
+  std::vector<dat::IfaceConfig> cfgs;
   std::string why;
-  if (!process_iface(&f->cfg, &why)) {
+  if (!process_ifaces(&cfgs, &why)) {
     FI_WARN(&g_prov, FI_LOG_FABRIC, "%s\n", why.c_str());
     delete f;
     return -FI_ENODEV;
   }
+  if (cfgs.size() == 1) f->cfg = cfgs.front();
   f->fabric.fid.fclass = FI_CLASS_FABRIC;
   f->fabric.fid.context = context;
   f->fabric.fid.ops = &g_fabric_fi_ops;
@@ -286,7 +338,25 @@ int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context) {
   return 0;
 }
 
+int fabric_pick(Fabric* f, const fi_info* info) {
+  const char* want = info != nullptr && info->domain_attr != nullptr ? info->domain_attr->name
+                                                                     : nullptr;
+  std::lock_guard lk(f->mu);
+  if (!f->cfg.name.empty()) return want == nullptr || f->cfg.name == want ? 0 : -FI_EINVAL;
+  std::vector<dat::IfaceConfig> cfgs;
+  std::string why;
+  if (!process_ifaces(&cfgs, &why)) return -FI_ENODEV;
+  for (const dat::IfaceConfig& c : cfgs) {
+    if (want == nullptr || c.name == want) {
+      f->cfg = c;
+      return 0;
+    }
+  }
+  return -FI_EINVAL;
+}
+
 int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out) {
+  if (int r = fabric_pick(f, info); r != 0) return r;
   std::lock_guard lk(f->mu);
   if (f->ia == nullptr) {
     dat::IfaceConfig cfg = f->cfg;

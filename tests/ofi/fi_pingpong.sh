@@ -7,6 +7,9 @@
 #       rdm   - fi_pingpong -p "dpdat;ofi_rxm" -e rdm, same
 #       ops   - fi_ops_check (tests/ofi/fi_ops_check.c, path as 3rd argument):
 #               CM data, RMA, remote CQ data, atomics, timeouts, error paths
+#       caps  - fi_caps_check (tests/ofi/fi_caps_check.c, path as 3rd argument):
+#               capabilities without hints, bound source addresses, FD wait
+#               objects with fi_trywait and epoll
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail
@@ -57,6 +60,13 @@ case "$MODE" in
     out=$(DPDAT_FI_IA=fisrv fi_info -p dpdat -c FI_TAGGED 2>&1)
     grep -qx "provider: dpdat" <<<"$out" && fail "core dpdat listed for FI_TAGGED"
     DPDAT_FI_IA=nosuch fi_info -p dpdat >/dev/null 2>&1 && fail "unknown interface listed"
+    # No interface named and none under the default name: every configured
+    # one (here the built-ins and the two above), each its own domain.
+    out=$(env -u DPDAT_FI_IA DPDAT_CONF=/nonexistent fi_info -p dpdat 2>&1) ||
+      fail "fi_info -p dpdat without DPDAT_FI_IA: $out"
+    for d in dpdat0 dpdat1 fisrv ficli; do
+      grep -qx " *domain: $d" <<<"$out" || fail "fi_info without DPDAT_FI_IA lacks domain $d"
+    done
     echo "fi_info: dpdat and dpdat;ofi_rxm listed, unmet hints refused"
     ;;
   msg | rdm)
@@ -80,8 +90,10 @@ case "$MODE" in
     grep -E "^(1|64|4k|64k|1m) " "$TMP/client.log"
     echo "fi_pingpong -p '$PROV' -e $MODE: all sizes verified"
     ;;
-  ops)
+  ops | caps)
     PROG=$(readlink -f "$3")
+    NAME=$(basename "$PROG")
+    NAME=${NAME#dpdat_}
     DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 >"$TMP/server.log" 2>&1 &
     spid=$!
     PIDS+=($spid)
@@ -93,12 +105,12 @@ case "$MODE" in
     DPDAT_FI_IA=ficli timeout 60 "$PROG" client 10.79.0.1 7471 >"$TMP/client.log" 2>&1 ||
       fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
-    grep -q "fi_ops_check client: ok" "$TMP/client.log" || fail "client not ok"
-    grep -q "fi_ops_check server: ok" "$TMP/server.log" || fail "server not ok"
-    grep -h "fi_ops_check" "$TMP/client.log" "$TMP/server.log"
+    grep -q "$NAME client: ok" "$TMP/client.log" || fail "client not ok"
+    grep -q "$NAME server: ok" "$TMP/server.log" || fail "server not ok"
+    grep -h "$NAME" "$TMP/client.log" "$TMP/server.log"
     ;;
   *)
-    echo "usage: fi_pingpong.sh info|msg|rdm|ops PROVIDER_DIR [FI_OPS_CHECK]" >&2
+    echo "usage: fi_pingpong.sh info|msg|rdm|ops|caps PROVIDER_DIR [CHECK_PROGRAM]" >&2
     exit 2
     ;;
 esac

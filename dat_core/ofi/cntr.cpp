@@ -1,0 +1,145 @@
+// Counters: the successful and the failed completions of the transfers of
+// the endpoints bound to them (FI_SEND, FI_RECV, FI_READ, FI_WRITE).
+//
+// A completion is counted when it is taken off its CQ's EVD, by whoever
+// takes it: a CQ read, or a counter read or wait, which takes every event
+// waiting on the bound endpoints' CQs (keeping them for the CQ's consumer).
+// A transfer the consumer wants no CQ entry for is still signalled when a
+// counter counts it; an endpoint with a counter but no CQ on one side gets
+// an internal CQ there.
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "objects.hpp"
+
+namespace dpdat::ofi {
+
+namespace {
+
+void progress(Cntr* c) {
+  std::vector<Cq*> cqs;
+  {
+    std::lock_guard lk(c->mu);
+    for (Ep* ep : c->eps)
+      for (Cq* cq : {ep->txcq, ep->rxcq})
+        if (cq != nullptr && std::find(cqs.begin(), cqs.end(), cq) == cqs.end()) cqs.push_back(cq);
+  }
+  for (Cq* cq : cqs) cq_progress(cq);
+}
+
+uint64_t cntr_read(fid_cntr* f) {
+  auto* c = reinterpret_cast<Cntr*>(f);
+  progress(c);
+  return c->value.load(std::memory_order_acquire);
+}
+
+uint64_t cntr_readerr(fid_cntr* f) {
+  auto* c = reinterpret_cast<Cntr*>(f);
+  progress(c);
+  return c->errs.load(std::memory_order_acquire);
+}
+
+int cntr_add(fid_cntr* f, uint64_t v) {
+  reinterpret_cast<Cntr*>(f)->value.fetch_add(v, std::memory_order_acq_rel);
+  return 0;
+}
+int cntr_set(fid_cntr* f, uint64_t v) {
+  reinterpret_cast<Cntr*>(f)->value.store(v, std::memory_order_release);
+  return 0;
+}
+int cntr_adderr(fid_cntr* f, uint64_t v) {
+  reinterpret_cast<Cntr*>(f)->errs.fetch_add(v, std::memory_order_acq_rel);
+  return 0;
+}
+int cntr_seterr(fid_cntr* f, uint64_t v) {
+  reinterpret_cast<Cntr*>(f)->errs.store(v, std::memory_order_release);
+  return 0;
+}
+
+// Until the value reaches threshold (0), an error is counted (-FI_EAVAIL)
+// or timeout ms pass (-FI_ETIMEDOUT; -1: no limit).  The interface moves on
+// its own (automatic progress) or through the CQ reads of each round.
+int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
+  auto* c = reinterpret_cast<Cntr*>(f);
+  if (c->wait_obj == FI_WAIT_NONE) return -FI_EINVAL;
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t errs = c->errs.load(std::memory_order_acquire);
+  for (int round = 0;; ++round) {
+    progress(c);
+    if (c->value.load(std::memory_order_acquire) >= threshold) return 0;
+    if (c->errs.load(std::memory_order_acquire) != errs) return -FI_EAVAIL;
+    if (timeout >= 0 && std::chrono::steady_clock::now() - start >=
+                            std::chrono::milliseconds(timeout))
+      return -FI_ETIMEDOUT;
+    // Spins a little, then yields, then sleeps briefly between looks.
+    if (round < 64) continue;
+    if (c->wait_obj == FI_WAIT_YIELD || round < 1024) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+int cntr_close(fid* f) {
+  auto* c = reinterpret_cast<Cntr*>(f);
+  if (c->refs > 0) return -FI_EBUSY;
+  c->dom->refs--;
+  delete c;
+  return 0;
+}
+
+int cntr_control(fid* f, int command, void* arg) {
+  auto* c = reinterpret_cast<Cntr*>(f);
+  if (command == FI_GETWAITOBJ && arg != nullptr) {
+    *static_cast<fi_wait_obj*>(arg) = c->wait_obj;
+    return 0;
+  }
+  return command == FI_GETWAIT ? -FI_ENODATA : -FI_ENOSYS;
+}
+
+fi_ops g_cntr_fi_ops = {sizeof(fi_ops), cntr_close, no_bind,   cntr_control,
+                        no_ops_open,    no_tostr,   no_ops_set};
+fi_ops_cntr g_cntr_ops = {sizeof(fi_ops_cntr), cntr_read, cntr_readerr, cntr_add,
+                          cntr_set,            cntr_wait, cntr_adderr,  cntr_seterr};
+
+}  // namespace
+
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) {
+  auto* d = object_of<Domain>(&domain->fid, FI_CLASS_DOMAIN);
+  if (d == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
+  if (attr->events != FI_CNTR_EVENTS_COMP) return -FI_ENOSYS;
+  if (attr->flags != 0) return -FI_EBADFLAGS;
+  // No descriptor: nothing writes one when a completion is counted.
+  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+      attr->wait_obj != FI_WAIT_YIELD)
+    return -FI_ENOSYS;
+  auto* c = new Cntr();
+  c->dom = d;
+  c->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_YIELD : attr->wait_obj;
+  c->cntr.fid.fclass = FI_CLASS_CNTR;
+  c->cntr.fid.context = context;
+  c->cntr.fid.ops = &g_cntr_fi_ops;
+  c->cntr.ops = &g_cntr_ops;
+  d->refs++;
+  *out = &c->cntr;
+  return 0;
+}
+
+void cntr_bump(Cntr* c, bool ok) {
+  (ok ? c->value : c->errs).fetch_add(1, std::memory_order_acq_rel);
+}
+
+void cntr_unbind(Cntr* c, Ep* ep) {
+  std::lock_guard lk(c->mu);
+  auto it = std::find(c->eps.begin(), c->eps.end(), ep);
+  if (it == c->eps.end()) return;
+  c->eps.erase(it);
+  c->refs--;
+}
+
+}  // namespace dpdat::ofi
