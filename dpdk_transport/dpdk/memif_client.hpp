@@ -11,7 +11,10 @@
 //
 // await_link() waits after the client's port started until its link is up,
 // stopping and starting the port (a fresh connection and handshake) each
-// time a try did not bring it up; the tries grow from 100 ms to 2 s.
+// time a try did not bring it up; the tries grow from 250 ms to 2 s.  A
+// connection still in the server's accept queue is never closed: the
+// server would take it, fail to send its HELLO and leave a closed socket
+// registered with the EAL interrupt thread, which then panics.
 
 #include <cstdint>
 #include <string>

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "dpdk/eal.hpp"
+#include "dpdk/memif_client.hpp"
 #include "dpdk/port.hpp"
 
 namespace {
@@ -54,6 +55,9 @@ TEST(MemifClient, ConnectsToAServerThatStartsLater) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(c->link_up()) << "the client's link never came up";
   EXPECT_TRUE(s->link_up()) << "the server's link never came up";
+  // The first connection was refused (the server's port had not started):
+  // the client made another.
+  EXPECT_GE(dpdk::memif_client::reconnects(), 1u);
   c.reset();
   s.reset();
   unlink(sock.c_str());
