@@ -3,8 +3,9 @@
 # to shake out start-up races that a quiet machine hides (a memif client
 # that reached its server before the server's port started hung the job).
 #   mpi_loop.sh [--runs N] [--hogs K] [--keep DIR] MODE PROVIDER_DIR [MPI_CHECK]
-# Defaults: 50 runs, 2 hogs, failed runs kept under ./mpi_loop-keep
-# (mpi_run.sh writes a hung job's counters and stacks there).  Prints one
+# Defaults: 50 runs, 2 hogs; a failed run's output is kept under
+# ./mpi_loop-keep (run-N.log), where mpi_run.sh also keeps a failed job's
+# output and a hung job's counters and stacks.  Prints one
 # line per run and "passed P of N"; exit status 0 only when every run passed.
 set -uo pipefail
 RUNS=50
@@ -37,11 +38,14 @@ done
 pass=0
 for i in $(seq 1 "$RUNS"); do
   start=$SECONDS
-  if out=$(DPDAT_KEEP_DIR="$KEEP" "$HERE/mpi_run.sh" "$@" 2>&1); then
+  out=$(DPDAT_KEEP_DIR="$KEEP" "$HERE/mpi_run.sh" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
     echo "run $i: ok ($((SECONDS - start)) s)"
   else
-    echo "run $i: FAILED ($((SECONDS - start)) s)"
+    mkdir -p "$KEEP" && printf '%s\n' "$out" >"$KEEP/run-$i.log"
+    echo "run $i: FAILED, exit status $rc ($((SECONDS - start)) s), output in $KEEP/run-$i.log"
     echo "$out" | grep -E "^(FAIL|kept in)"
   fi
 done
