@@ -85,9 +85,22 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   }
   // Bounded CM state under a flood of REQs: past the pending-CR limits a
   // REQ is refused (no CR, no passive record, no event), the peer told "no
-  // resources"; established connections are not touched.
-  if (sp->crs >= limits.max_pending_crs_per_sp || pending_crs >= limits.max_pending_crs) {
+  // resources"; established connections are not touched.  The per-peer
+  // limit comes first: an address that used up its own share is refused
+  // before it can fill the listener's or the interface's budget.
+  const auto peer_it = pending_by_peer.find(ip);
+  const uint32_t from_peer = peer_it == pending_by_peer.end() ? 0 : peer_it->second;
+  ReqLimit hit = ReqLimit::kCount;
+  if (from_peer >= limits.max_pending_crs_per_peer) {
+    hit = ReqLimit::kPeer;
+  } else if (sp->crs >= limits.max_pending_crs_per_sp) {
+    hit = ReqLimit::kListener;
+  } else if (pending_crs >= limits.max_pending_crs) {
+    hit = ReqLimit::kInterface;
+  }
+  if (hit != ReqLimit::kCount) {
     reqs_refused++;
+    engine->counters().reqs_refused[static_cast<size_t>(hit)]++;
     send_rej(mac, ip, m, wire::CmRejReason::kNoResources, nullptr, 0);
     return;
   }
@@ -111,6 +124,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   sp->ia->children.insert(cr);
   sp->crs++;
   pending_crs++;
+  pending_by_peer[ip]++;
   if (sp->type == HandleType::kRsp) {
     cr->ep = sp->ep;
     sp->ep->state = EpState::kPassivePending;

@@ -159,6 +159,8 @@ void Iface::drop_cr(Cr* cr) {
     it->second.cr = nullptr;
   if (cr->sp != nullptr && cr->sp->crs > 0) cr->sp->crs--;
   if (pending_crs > 0) pending_crs--;
+  if (auto it = pending_by_peer.find(cr->peer_ip); it != pending_by_peer.end() && --it->second == 0)
+    pending_by_peer.erase(it);
   if (cr->ep != nullptr && cr->ep->provider_created &&
       cr->ep->state == EpState::kTentativePending) {
     // A provider-created EP the consumer never accepted goes with its CR.

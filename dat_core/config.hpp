@@ -32,9 +32,10 @@
 //   max_eps=<n>, max_lmrs=<n>, max_rmrs=<n>, max_evds=<n>, max_pzs=<n>
 //                       limits of the interface (dat_ia_query reports them;
 //                       defaults 65536, 1048576, 1048576, 131072, 65536)
-//   max_pending_crs=<n>, max_pending_crs_per_sp=<n>  connection requests
-//                       waiting for an answer at once, per interface / per
-//                       PSP or RSP (defaults 4096, 1024); REQs beyond are rejected
+//   max_pending_crs=<n>, max_pending_crs_per_sp=<n>, max_pending_crs_per_peer=<n>
+//                       connection requests waiting for an answer at once, per
+//                       interface / per PSP or RSP / per source IPv4 address
+//                       (defaults 4096, 1024, 256); REQs beyond are rejected
 //   gbn=<0|1>           1: go-back-N recovery for every operation, as strict IBA
 //                       peers expect (default 0: selective repeat, see
 //                       rc::QpConfig::selective_repeat)
@@ -98,7 +99,7 @@ struct IfaceConfig {
   uint32_t cc_line_gbps = 100;
   // Limits (0: the default of dat::Limits).
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
-  uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0;
+  uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0, max_pending_crs_per_peer = 0;
   bool gbn = false;
   uint32_t engines = 1;
   std::vector<int> cpus;  // empty: threads not pinned

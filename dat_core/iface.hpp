@@ -29,11 +29,20 @@ struct Limits {
   uint32_t max_recv_per_srq = 1u << 16;
   uint32_t max_ep_per_srq = 1024;
   // Connection requests that may wait for an answer at once (not yet
-  // accepted or rejected by the consumer), per PSP/RSP and per interface;
-  // a REQ beyond either is rejected (REJ "no resources") and counted.
+  // accepted or rejected by the consumer), per PSP/RSP, per interface and
+  // per source address; a REQ beyond any is rejected (REJ "no resources")
+  // and counted.  The per-peer cap keeps one address from taking the whole
+  // interface's budget: others still connect.
   uint32_t max_pending_crs_per_sp = 1024;
   uint32_t max_pending_crs = 4096;
+  uint32_t max_pending_crs_per_peer = 256;
 };
+
+// The pending-request limit a REQ was refused for: the index of
+// rc::EngineCounters::reqs_refused (telemetry: reqs_refused_per_listener,
+// _per_interface, _per_peer).
+enum class ReqLimit : uint8_t { kListener, kInterface, kPeer, kCount };
+static_assert(static_cast<size_t>(ReqLimit::kCount) == rc::EngineCounters::kReqLimits);
 
 struct PassiveRec {
   Cr* cr = nullptr;  // pending request
@@ -109,6 +118,8 @@ struct Iface {
   uint32_t pz_count = 0;
   uint32_t pending_crs = 0;   // CRs not yet answered (Limits::max_pending_crs)
   uint64_t reqs_refused = 0;  // REQs rejected for a pending-CR limit
+  // Pending CRs by the requester's IPv4 address (Limits::max_pending_crs_per_peer).
+  std::unordered_map<uint32_t, uint32_t> pending_by_peer;
   // (expiry time, passive key) in time order: cm_timers drops expired records.
   std::deque<std::pair<uint64_t, uint64_t>> passive_expiry;
   uint32_t next_pz = 1;

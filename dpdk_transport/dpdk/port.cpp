@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "eal.hpp"
+#include "memif_client.hpp"
 #include "telemetry.hpp"
 #include "wire/packet.hpp"
 
@@ -283,6 +284,11 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   }
 
   p->started_ = true;
+  // A memif client returns once connected: its server may refuse a first
+  // connection for good (memif_client.hpp).
+  if (memif && memif_client::is_client(port_id) &&
+      !memif_client::await_link(port_id, memif_client::kConnectLimitMs, err))
+    return nullptr;
   rte_ether_addr mac{};
   rte_eth_macaddr_get(port_id, &mac);
   std::memcpy(p->mac_.data(), mac.addr_bytes, 6);

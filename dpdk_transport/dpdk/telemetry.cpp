@@ -162,6 +162,16 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   m["cm_malformed"] = c.cm_malformed;
   m["cm_req_refused"] = c.cm_req_refused;
   m["cm_forged_ignored"] = c.cm_forged_ignored;
+  // Connection requests refused for a pending-request limit: in all and by
+  // the limit (the names of dat::ReqLimit).
+  static constexpr const char* kReqLimitNames[rc::EngineCounters::kReqLimits] = {
+      "per_listener", "per_interface", "per_peer"};
+  uint64_t refused = 0;
+  for (size_t i = 0; i < rc::EngineCounters::kReqLimits; ++i) {
+    m["reqs_refused_" + std::string(kReqLimitNames[i])] = c.reqs_refused[i];
+    refused += c.reqs_refused[i];
+  }
+  m["reqs_refused"] = refused;
   rc::QpCounters sum;
   uint64_t qps = 0;
   // Congestion control gauges: QPs paced now, the lowest paced rate among

@@ -1,12 +1,18 @@
 // libFuzzer target for the interface configuration parser (dat_core/config):
 // the configuration string of DPDAT_IA_<NAME>, of a DPDAT_CONF line and of a
-// DAT 2.0 dat.conf entry's ia_params (all parse_iface_config()), and the
-// DPDAT_CONF file's lines (parse_conf_text()).
+// DAT 2.0 dat.conf entry's ia_params (all parse_iface_config()), the
+// DPDAT_CONF file's lines (parse_conf_text()), and the lookup of an IA name
+// through the environment, the file and the built-ins (lookup_ia(),
+// list_ia_names()): the input, split at 0x01 bytes, gives an IA name, the
+// value of its DPDAT_IA_<NAME> variable and the DPDAT_CONF file's text.
 //
 // Invariants: nothing thrown past the API, no crash or UB; a refusal says
 // why; an accepted configuration satisfies the documented constraints
 // (exactly one source, an address, valid MTUs) and, written back as a
 // configuration string, parses to the same configuration.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cinttypes>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +21,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config.hpp"
 
@@ -112,7 +119,104 @@ void one_config(std::string_view text) {
   check(serialise(c2) == again);
 }
 
+const char* const kBuiltins[] = {"dpdat0", "dpdat1"};
+
+// The variable lookup_ia reads for `name` (config.hpp: the name upper-cased,
+// '-' as '_'); names are drawn from [a-z0-9_-].
+std::string env_of(const std::string& name) {
+  std::string n = "DPDAT_IA_";
+  for (char ch : name) n.push_back(ch == '-' ? '_' : static_cast<char>(std::toupper(ch)));
+  return n;
+}
+
+// An IA name from fuzz bytes: letters, digits, '-' and '_' (what a user
+// types), 1..16 of them; sometimes a built-in's name.
+std::string ia_name(std::string_view b) {
+  if (!b.empty() && (static_cast<uint8_t>(b[0]) & 7) == 0)
+    return kBuiltins[static_cast<uint8_t>(b[0]) >> 7];
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string n;
+  for (size_t i = 1; i < b.size() && n.size() < 16; ++i)
+    n.push_back(kChars[static_cast<uint8_t>(b[i]) % (sizeof kChars - 1)]);
+  return n.empty() ? "fi0" : n;
+}
+
+// lookup_ia() and list_ia_names() with DPDAT_IA_<NAME> = env (unset when
+// empty) and DPDAT_CONF naming a file holding conf: the first source that
+// has the name decides, as config.hpp orders them.
+void lookup(const std::string& name, std::string_view env, std::string_view conf) {
+  static const std::string path = "/tmp/dpdat-config-fuzz-" + std::to_string(getpid()) + ".conf";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  check(f != nullptr);
+  check(std::fwrite(conf.data(), 1, conf.size(), f) == conf.size());
+  check(std::fclose(f) == 0);
+  check(setenv("DPDAT_CONF", path.c_str(), 1) == 0);
+  const std::string var = env_of(name);
+  const std::string value(env);
+  if (value.empty()) {
+    check(unsetenv(var.c_str()) == 0);
+  } else {
+    check(setenv(var.c_str(), value.c_str(), 1) == 0);
+  }
+  // What the sources say, in order.
+  const auto entries = parse_conf_text(conf);
+  const std::string* text = nullptr;
+  std::string builtin;
+  if (!value.empty()) {
+    text = &value;
+  } else {
+    for (const auto& [n, t] : entries)
+      if (n == name) {
+        text = &t;
+        break;
+      }
+    if (text == nullptr && name == "dpdat0") builtin = "ring=0;ip=192.168.77.1";
+    if (text == nullptr && name == "dpdat1") builtin = "ring=1;ip=192.168.77.2";
+    if (!builtin.empty()) text = &builtin;
+  }
+  IfaceConfig got;
+  std::string err;
+  const bool ok = lookup_ia(name, &got, &err);
+  if (text == nullptr) {
+    check(!ok && !err.empty());
+  } else {
+    IfaceConfig want;
+    want.name = name;
+    std::string err2;
+    const bool want_ok = parse_iface_config(*text, &want, &err2);
+    check(ok == want_ok);
+    check(ok ? same(got, want) && got.text == *text : err == err2);
+  }
+  // Every name of the file and the built-ins is listed, each once; the
+  // variable's name is listed lower-cased.
+  const std::vector<std::string> names = list_ia_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    check(std::find(names.begin() + static_cast<std::ptrdiff_t>(i) + 1, names.end(), names[i]) ==
+          names.end());
+  auto listed = [&names](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  for (const auto& e : entries) check(listed(e.first));
+  for (const char* b : kBuiltins) check(listed(b));
+  if (!value.empty()) {
+    std::string lower = var.substr(9);
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(ch));
+    check(listed(lower));
+  }
+  check(unsetenv(var.c_str()) == 0);
+}
+
 void run(std::string_view in) {
+  // name \x01 variable value \x01 file text (the variable holds no NUL).
+  {
+    const size_t a = in.find('\x01');
+    const size_t b = a == std::string_view::npos ? a : in.find('\x01', a + 1);
+    if (b != std::string_view::npos) {
+      std::string_view env = in.substr(a + 1, b - a - 1);
+      env = env.substr(0, env.find('\0'));
+      lookup(ia_name(in.substr(0, a)), env, in.substr(b + 1));
+    }
+  }
   // Configuration strings come from C strings (environment, dat.conf,
   // fi_getinfo): they hold no NUL.
   in = in.substr(0, in.find('\0'));

@@ -17,10 +17,51 @@ HERE=$(dirname "$(readlink -f "$0")")
 RUN="$HERE/../../scripts/mpi-dpdat.sh"
 TMP=$(mktemp -d /tmp/dpdat-mpirun-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# A failed job's whole output (and, for a hang, every process's dpdat
+# counters and stacks) is printed and kept in $DPDAT_KEEP_DIR (default: the
+# working directory, ctest's build/.../tests/ofi).
 fail() {
   echo "FAIL ($MODE): $*"
-  grep -v "mp action" "$TMP/out.log" | tail -40
+  local keep
+  keep="${DPDAT_KEEP_DIR:-$PWD}/mpi_run-$MODE-$(date +%Y%m%d-%H%M%S)-$$"
+  if mkdir -p "$keep" 2>/dev/null; then
+    cp "$TMP"/*.log "$keep/" 2>/dev/null
+    echo "kept in $keep"
+  fi
+  echo "---- job output"
+  grep -v "mp action" "$TMP/out.log"
+  [ -f "$TMP/hang.log" ] && { echo "---- the hung job's processes"; cat "$TMP/hang.log"; }
   exit 1
+}
+# job LIMIT_S CMD...: runs CMD in $TMP (output: $TMP/out.log) in a session
+# of its own for at most LIMIT_S seconds; its exit status, or 124 when it
+# ran out of time.  Before a job that ran out of time is killed, every
+# process of it has its dpdat counters and thread stacks written to
+# $TMP/hang.log (dump_ranks.py).
+job() {
+  local limit=$1 start=$SECONDS pid py
+  shift
+  (cd "$TMP" && exec setsid "$@") >"$TMP/out.log" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $((SECONDS - start)) -ge "$limit" ]; then
+      local pids
+      pids=$(ps -o pid= -s "$pid" | tr -s ' \n' ' ')
+      echo "job ran past ${limit} s; its processes: $pids" >"$TMP/hang.log"
+      # The system's python when there is one: a version manager's shim can
+      # take minutes to start on a loaded machine.
+      py=$(command -v /usr/bin/python3 || command -v python3)
+      # shellcheck disable=SC2086
+      timeout 120 "$py" -u "$HERE/dump_ranks.py" $pids >>"$TMP/hang.log" 2>&1
+      for p in $(ps -o pid= -s "$pid"); do kill -TERM "$p" 2>/dev/null; done
+      sleep 2
+      for p in $(ps -o pid= -s "$pid"); do kill -KILL "$p" 2>/dev/null; done
+      wait "$pid"
+      return 124
+    fi
+    sleep 1
+  done
+  wait "$pid"
 }
 # every rank printed its counters, with at least $2 frames each way (and at
 # least $3 of them looped back to itself, when given)
@@ -40,14 +81,14 @@ case "$MODE" in
   netpipe)
     # -i: NetPIPE's integrity check (the data of every size is compared),
     # then the timed run with a fixed repeat count (short for CI).
-    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" -- \
-      NPopenmpi -i -u 2097152 -n 5) >"$TMP/out.log" 2>&1 || fail "integrity job failed ($?)"
+    job 100 "$RUN" --provider-dir "$PROVDIR" -- NPopenmpi -i -u 2097152 -n 5 ||
+      fail "integrity job failed ($?)"
     grep -q "Integrity check failed" "$TMP/out.log" && fail "integrity check failed"
     ok=$(grep -c "Integrity check passed" "$TMP/out.log")
     grep -qE "^ *[0-9]+: +1048577 bytes .*Integrity check passed" "$TMP/out.log" ||
       fail "integrity not checked up to 1 MiB ($ok sizes passed)"
-    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" --stats -- \
-      NPopenmpi -u 1048576 -n 50 -o "$TMP/np.out") >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    job 100 "$RUN" --provider-dir "$PROVDIR" --stats -- \
+      NPopenmpi -u 1048576 -n 50 -o "$TMP/np.out" || fail "job failed ($?)"
     last=$(awk 'END {print $1}' "$TMP/np.out")
     [ "${last:-0}" -ge 1048576 ] || fail "NetPIPE stopped at ${last:-nothing} bytes"
     counters 2 1000
@@ -55,23 +96,23 @@ case "$MODE" in
     echo "NetPIPE: $ok sizes integrity-checked, timed 1 B .. 1 MiB on dpdat;ofi_rxm"
     ;;
   check)
-    timeout 200 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" \
-      >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    job 200 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" ||
+      fail "job failed ($?)"
     grep -q "mpi_check: ok (4 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
     counters 4 500 10
     grep "mpi_check" "$TMP/out.log"
     ;;
   check-memif)
-    (cd "$TMP" && timeout 100 "$RUN" --provider-dir "$PROVDIR" --ranks 2 --link memif --stats \
-      -- "$3") >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    job 100 "$RUN" --provider-dir "$PROVDIR" --ranks 2 --link memif --stats -- "$3" ||
+      fail "job failed ($?)"
     grep -q "mpi_check: ok (2 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
     counters 2 500 10
     grep "mpi_check" "$TMP/out.log"
     ;;
   hpcc)
     cp "$HERE/hpccinf.txt" "$TMP/"
-    (cd "$TMP" && timeout 280 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet \
-      --stats -- hpcc) >"$TMP/out.log" 2>&1 || fail "job failed ($?)"
+    job 280 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- hpcc ||
+      fail "job failed ($?)"
     out="$TMP/hpccoutf.txt"
     [ -f "$out" ] || fail "no hpccoutf.txt"
     grep -q "^Success=1" "$out" || fail "HPCC summary lacks Success=1"

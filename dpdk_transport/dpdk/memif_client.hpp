@@ -1,0 +1,37 @@
+#pragma once
+// The client end of a net_memif link connects to its server once, when its
+// port starts, and DPDK 22.11 never tries again.  A server whose socket
+// exists (bound when its device was probed) but whose port has not started
+// yet answers the client's INIT with "ID not found" and drops the
+// connection; a server still busy with an earlier connection answers
+// "Already connected".  Either way both links stay down for good.  Two
+// processes opening the two ends at once (the ranks of an MPI job) meet
+// this whenever the server is slow between probe and start, as on a loaded
+// machine: every frame is then refused (tx_full) and the job hangs.
+//
+// await_link() waits after the client's port started until its link is up,
+// stopping and starting the port (a fresh connection and handshake) each
+// time a try did not bring it up; the tries grow from 250 ms to 2 s.  A
+// connection still in the server's accept queue is never closed: the
+// server would take it, fail to send its HELLO and leave a closed socket
+// registered with the EAL interrupt thread, which then panics.
+
+#include <cstdint>
+#include <string>
+
+namespace dpdat::dpdk::memif_client {
+
+// How long a client waits for its server before its open fails.
+inline constexpr uint64_t kConnectLimitMs = 20'000;
+
+// Whether port_id is a net_memif device with role=client.
+bool is_client(uint16_t port_id);
+
+// Waits until the started client port's link is up, reconnecting as above;
+// false (and why) when it is not up within limit_ms.
+bool await_link(uint16_t port_id, uint64_t limit_ms, std::string* err);
+
+// Reconnections await_link made in this process (for tests and logs).
+uint64_t reconnects();
+
+}  // namespace dpdat::dpdk::memif_client

@@ -1,0 +1,99 @@
+// Admission of connection requests per source address: REQs from one
+// address (forged here, injected into b's CM as they would arrive off the
+// wire) fill only that address's share of the pending requests, and an
+// honest peer at another address still connects while they wait.
+
+#include "proto_fixture.hpp"
+
+namespace dpdat::proto {
+namespace {
+
+constexpr uint32_t kIpFlood = 0x0A090042;  // 10.9.0.66
+
+// A REQ from kIpFlood to b's service, as the wire brings it.
+CmIn forged_req(uint32_t comm) {
+  CmIn in;
+  in.m.type = wire::CmMsg::kReq;
+  in.m.tid = (uint64_t{kIpFlood} << 32) | comm;
+  in.m.local_comm_id = comm;
+  in.m.service_id = kQual;
+  in.m.qpn = 0x100 + comm;
+  in.m.start_psn = comm;
+  in.m.path_mtu = wire::cm_mtu_enum(1024);
+  in.m.src_ip = kIpFlood;
+  in.m.dst_ip = kIpB;
+  in.ip = kIpFlood;
+  in.mac = {0x02, 0, 0, 0, 0, 0x42};
+  in.udp_port = 0xC001;
+  return in;
+}
+
+TEST_F(ProtoTest, OneAddressCannotTakeAnotherAddressesConnects) {
+  // b admits 8 unanswered requests in all, 4 from any one address.
+  a_.open(config("adm_a", "ring=0;ip=10.9.0.1;progress=inline"));
+  b_.open(config("adm_b",
+                 "ring=1;ip=10.9.0.2;progress=inline;max_pending_crs=8;max_pending_crs_per_peer=4"));
+  Iface* fb = b_.ia->iface;
+  ASSERT_EQ(fb->limits.max_pending_crs_per_peer, 4u);
+  ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());
+  constexpr uint32_t kFlood = 20, kShare = 4;
+  {
+    IfaceLock lk(fb);
+    for (uint32_t i = 0; i < kFlood; ++i) fb->on_cm(forged_req(1000 + i), now_ns());
+  }
+  EXPECT_EQ(fb->pending_crs, kShare);
+  EXPECT_EQ(fb->reqs_refused, kFlood - kShare);
+  const rc::EngineCounters& c = fb->engine->counters();
+  EXPECT_EQ(c.reqs_refused[static_cast<size_t>(ReqLimit::kPeer)], kFlood - kShare);
+  EXPECT_EQ(c.reqs_refused[static_cast<size_t>(ReqLimit::kInterface)], 0u);
+
+  // The honest peer connects and its connection carries data.
+  ASSERT_TRUE(ep_connect(a_.ep, kIpB, kQual, kWaitUs, nullptr, 0).ok());
+  Cr* honest = nullptr;
+  for (uint32_t i = 0; i <= kShare && honest == nullptr; ++i) {
+    const Event ev = next_event(b_.cr);
+    ASSERT_EQ(ev.num, EventNum::kConnRequest);
+    if (ev.cr->peer_ip == kIpA) honest = ev.cr;
+  }
+  ASSERT_NE(honest, nullptr) << "the honest peer's request never reached the listener";
+  ASSERT_TRUE(cr_accept(honest, b_.ep, nullptr, 0).ok());
+  ASSERT_EQ(next_event(a_.conn).num, EventNum::kEstablished);
+  ASSERT_EQ(next_event(b_.conn).num, EventNum::kEstablished);
+  Mem ma, mb;
+  a_.reg(ma, 3000);
+  b_.reg(mb, 3000);
+  fill(ma.buf, 5);
+  const rc::Sge rs = mb.sge();
+  ASSERT_TRUE(ep_post_recv(b_.ep, &rs, 1, 1, 0).ok());
+  const rc::Sge ss = ma.sge();
+  PostArgs pa;
+  pa.op = rc::WrOp::kSend;
+  pa.sge = &ss;
+  pa.nsge = 1;
+  pa.cookie = 2;
+  ASSERT_TRUE(ep_post(a_.ep, pa).ok());
+  EXPECT_EQ(next_event(b_.recv).status, DtoStatus::kSuccess);
+  EXPECT_EQ(next_event(a_.req).status, DtoStatus::kSuccess);
+  EXPECT_EQ(mb.buf, ma.buf);
+
+  // Answering the flood's requests gives its address its share back.
+  EXPECT_EQ(fb->pending_by_peer.at(kIpFlood), kShare);
+  std::vector<Cr*> flood;
+  {
+    IfaceLock lk(fb);
+    for (Object* o : b_.ia->children)
+      if (o->type == HandleType::kCr) flood.push_back(static_cast<Cr*>(o));
+  }
+  ASSERT_EQ(flood.size(), kShare);
+  for (Cr* cr : flood) ASSERT_TRUE(cr_reject(cr, nullptr, 0).ok());
+  EXPECT_EQ(fb->pending_by_peer.count(kIpFlood), 0u);
+  {
+    IfaceLock lk(fb);
+    fb->on_cm(forged_req(2000), now_ns());
+  }
+  EXPECT_EQ(fb->pending_crs, 1u);
+  EXPECT_EQ(fb->reqs_refused, kFlood - kShare);
+}
+
+}  // namespace
+}  // namespace dpdat::proto
