@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The API-speed table (issue 13) in one command: over net_memif, two
+# The public API next to the engine, in one command: over net_memif, two
 # processes pinned to one CPU each (server on CPU 0, client on CPU 1):
 #   - OFED dapltest -T P through the DAT 2.0 plug-in (libdaplodpdk.so.2):
 #     -m p RW 8 -p 1, RR 8 -p 1, -m b RW 8 -p 1, RW 65536 -p 16, RR 65536 -p 16
@@ -9,7 +9,7 @@
 #   - the CPU of an idle connected process (adaptive progress) 1 s after its
 #     last packet, from /proc/<pid>/stat over a window
 # Rounds are interleaved (every measure once per round); the table shows
-# medians and the ratios the issue's targets name.  Writes JSON (--json).
+# medians and the ratios of the API to the engine.  Writes JSON (--json).
 #
 #   bash bench/api_table.sh [--build DIR] [--rounds N] [--json FILE]
 #                           [--progress MODE] [--idle-window S] [--logs DIR]
@@ -50,26 +50,19 @@ done
 command -v dapltest >/dev/null || { echo "api_table.sh: dapltest missing (apt-get install dapl2-utils)" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "api_table.sh: needs 2 CPUs (one per process)" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/dpdat-api-table.XXXXXX)
+. "$ROOT/scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-api-table
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 S_IP=10.79.0.1
 C_IP=10.79.0.2
-SOCK=$TMP/memif.sock
-MEMIF_S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
-MEMIF_C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
+memif_pair "$TMP"
+SOCK=$MEMIF_SOCK
 S_RUN=(taskset -c 0 timeout 120)
 C_RUN=(taskset -c 1 timeout 120)
 
-# progress=adaptive arrives with issue 13's execution model; a build that
-# does not parse it yet runs the idle measure with progress=thread and says so.
+# A build that does not parse progress=adaptive yet runs the idle measure with
+# progress=thread and says so.
 IDLE_PROGRESS=$PROGRESS
 if ! "$PERF" --progress "$PROGRESS" -s 8 -n 10 --lat >/dev/null 2>&1; then
   echo "api_table.sh: this build refuses progress=$PROGRESS; measuring with progress=thread" >&2
@@ -77,17 +70,13 @@ if ! "$PERF" --progress "$PROGRESS" -s 8 -n 10 --lat >/dev/null 2>&1; then
 fi
 
 wait_sock() {
-  for _ in $(seq 1 200); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
+  wait_memif_socket && return 0
   echo "api_table.sh: memif socket never appeared (see $LOGS)" >&2
   return 1
 }
 wait_line() {  # file, text, pid
-  for _ in $(seq 1 600); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
+  wait_for "grep -q '$2' '$1' 2>/dev/null || ! kill -0 $3 2>/dev/null" 30
+  grep -q "$2" "$1" 2>/dev/null
 }
 
 # dapltest -T P through the plug-in; the client's raw: line into $2.
@@ -100,7 +89,7 @@ dapltest_run() {  # tag, out-file, dapltest P arguments...
   printf 'dpdat u2.0 nonthreadsafe default %s dapl.2.0 "vdev=%s;ip=%s" ""\n' "$LIB" "$MEMIF_C" "$C_IP" >"$TMP/c.conf"
   DAT_OVERRIDE=$TMP/s.conf "${S_RUN[@]}" dapltest -T S -D dpdat -n "$PORT" >"$LOGS/$tag.server.log" 2>&1 &
   local spid=$!
-  PIDS+=($spid)
+  lib_track $spid
   wait_sock && wait_line "$LOGS/$tag.server.log" "Service Point Ready" $spid || { echo "api_table.sh: dapltest server for $tag did not start" >&2; return 1; }
   local rc=0
   DAT_OVERRIDE=$TMP/c.conf "${C_RUN[@]}" dapltest -T P -s "$S_IP" -D dpdat -n "$PORT" "$@" >"$LOGS/$tag.client.log" 2>&1 || rc=$?
@@ -118,7 +107,7 @@ pair_run() {  # tag, binary, json-out, extra args for both sides...
   rm -f "$SOCK" "$TMP/oob.sock"
   "${S_RUN[@]}" "$bin" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" "$@" >"$LOGS/$tag.server.log" 2>&1 &
   local spid=$!
-  PIDS+=($spid)
+  lib_track $spid
   local rc=0
   if [ "$bin" = "$ENGINE" ]; then wait_sock || rc=1; fi
   [ $rc -eq 0 ] && { "${C_RUN[@]}" "$bin" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" --json "$out" "$@" >"$LOGS/$tag.client.log" 2>&1 || rc=$?; }
@@ -135,10 +124,10 @@ idle_run() {
   local linger=$((IDLE_WINDOW + 2))
   "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" --progress "$IDLE_PROGRESS" >"$LOGS/idle.server.log" 2>&1 &
   local spid=$!
-  PIDS+=($spid)
+  lib_track $spid
   "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" --progress "$IDLE_PROGRESS" -s 8 -n 2000 --lat --linger "$linger" >"$LOGS/idle.client.log" 2>&1 &
   local cpid=$!
-  PIDS+=($cpid)
+  lib_track $cpid
   wait_line "$LOGS/idle.client.log" "lingering" $cpid || { echo "api_table.sh: idle pair did not reach its idle phase" >&2; return 1; }
   sleep 1
   # $! is timeout(1) (taskset execs it); the measured process is its child.

@@ -15,8 +15,9 @@ ITERS=${3:-20000}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $ITERS =~ ^[1-9][0-9]*$ ]] ||
   { echo "$0: ROUNDS and ITERS are positive integers" >&2; exit 2; }
 [ -x "$PERF" ] || { echo "$0: $PERF is not executable" >&2; exit 2; }
-. "$(dirname "$0")/lib/memif_pair.sh"
-memif_pair_init ccm
+. "$(dirname "$(readlink -f "$0")")/../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-ccm
+memif_pair "$TMP"
 PIN_S=() PIN_C=()
 if [ "$(nproc)" -ge 2 ]; then PIN_S=(taskset -c 0) PIN_C=(taskset -c 1); fi
 
@@ -24,12 +25,12 @@ if [ "$(nproc)" -ge 2 ]; then PIN_S=(taskset -c 0) PIN_C=(taskset -c 1); fi
 run_one() {
   local mode=$1
   rm -f "$TMP/memif.sock"
-  "${PIN_S[@]}" timeout 120 "$PERF" --server --vdev "$(memif_vdev server)" \
+  "${PIN_S[@]}" timeout 120 "$PERF" --server --vdev "$MEMIF_S" \
     --ip 10.77.0.1 --bw --oob "$TMP/oob.sock" --cc "$mode" >"$TMP/server.log" 2>&1 &
   local spid=$!
-  PIDS+=("$spid")
-  memif_wait
-  "${PIN_C[@]}" timeout 120 "$PERF" --client 10.77.0.1 --vdev "$(memif_vdev client)" \
+  lib_track "$spid"
+  wait_memif_socket
+  "${PIN_C[@]}" timeout 120 "$PERF" --client 10.77.0.1 --vdev "$MEMIF_C" \
     --ip 10.77.0.2 --bw --size 65536 --iters "$ITERS" --oob "$TMP/oob.sock" --cc "$mode" >"$TMP/client.log" 2>&1
   local rc=$?
   wait "$spid"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The transport next to testpmd (engine level: dpdat-engine-perf drives the RC
 # engine directly; bench/compare puts the API-level tool beside its peers).
-# Issue 4 side-by-side figures in one run: dpdat RDMA WRITE bandwidth (4 KiB,
+# Side-by-side figures in one run: dpdat RDMA WRITE bandwidth (4 KiB,
 # 64 KiB) and 8 B half-round-trip latency over net_ring (one process, inline
 # progress) and, across two processes (one busy-polling CPU each), over
 # net_memif and over net_af_packet on a veth pair between two network
@@ -50,10 +50,8 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 PIDFILE=/tmp/dpdat-compare.pids       # our children, so a later run can end leftovers
 MARK=dpdat-cmp                        # every child's command line names $TMP, which holds this
 
-die() {
-  echo "compare: $*" >&2
-  exit 1
-}
+. "$ROOT/scripts/lib/net.sh"
+die() { fail "compare: $*"; }
 [ -x "$PERF" ] || die "no $PERF (build it: cmake --build --preset release --target dpdat-engine-perf)"
 PERF=$(cd "$(dirname "$PERF")" && pwd)/dpdat-engine-perf # absolute: the run happens in its own directory
 command -v "$TESTPMD" >/dev/null || die "no $TESTPMD (apt-get install dpdk)"
@@ -68,22 +66,14 @@ if [ -f "$PIDFILE" ]; then
   rm -f "$PIDFILE"
 fi
 
-TMP=$(mktemp -d "/tmp/$MARK.XXXXXX")
+[ "${KEEP:-0}" = 1 ] && LIB_KEEP_TMP=1
+lib_tmpdir TMP "$MARK"
+memif_pair "$TMP"
 RES=$TMP/results.txt # "key value disturbed" per case and round
 cd "$TMP" || die "cannot enter $TMP"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -f "$PIDFILE"
-  links_down
-  if [ "${KEEP:-0}" = 1 ]; then echo "logs kept in $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+lib_on_exit 'rm -f "$PIDFILE"'
 started() {
-  PIDS+=("$1")
+  lib_track "$1"
   echo "$1" >>"$PIDFILE"
 }
 
@@ -236,25 +226,17 @@ client_mac() { # link
 # memif's server creates the socket the client needs; af_packet has none.
 wait_link() { # link
   [ "$1" = memif ] || return 0
-  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && return 0; sleep 0.05; done
+  wait_memif_socket
 }
-# veth_pair PREFIX (tests/multiproc/veth_pair.sh): the pair, one end in $NSA
-# and one in $NSB; it reports failures through fail().
-fail() { die "$*"; }
-source "$ROOT/tests/multiproc/veth_pair.sh"
+# The veth pair $VETH-a / $VETH-b, one end in $NSA and one in $NSB (removed on exit).
 links_up() {
   case " $LINKS " in *" af_packet "*) ;; *) return 0 ;; esac
-  NETNS_MADE=1
-  veth_pair "$VETH"
+  netns_add "$NSA" "$NSB"
+  veth_pair "$VETH-a" "$VETH-b" "$NSA" "$NSB"
   if [ "$PMTU" -gt 1024 ]; then
     ip netns exec "$NSA" ip link set "$VETH-a" mtu 9000 || die "veth MTU 9000"
     ip netns exec "$NSB" ip link set "$VETH-b" mtu 9000 || die "veth MTU 9000"
   fi
-}
-links_down() {
-  [ -n "${NETNS_MADE:-}" ] || return 0
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
 }
 
 link_case() { # link name client-args...
@@ -271,7 +253,7 @@ link_case() { # link name client-args...
   local spid=$!
   started "$spid"
   wait_link "$link"
-  for _ in $(seq 1 200); do [ -S "$oob" ] && break; sleep 0.05; done
+  wait_for "[ -S '$oob' ]" 10
   "${CLI_PRE[@]}" taskset -c "$CPU_B" timeout 180 "$PERF" --client 10.77.0.1 \
     --vdev "$CLI_DEV" --ip 10.77.0.2 --oob "$oob" "${MTU_ARGS[@]}" "$@" --json "$TMP/$name.json" >"$TMP/$name.log" 2>&1
   wait "$spid" 2>/dev/null
@@ -316,16 +298,10 @@ testpmd_case() { # link name frame_bytes [same]
   local rpid=$!
   started "$rpid"
   # Time the run from the first non-zero per-second sample.
-  for _ in $(seq 1 300); do
-    grep -q 'Rx-pps: *[1-9]' "$TMP/$name.rx.log" && break
-    sleep 0.1
-  done
+  wait_for "grep -q 'Rx-pps: *[1-9]' '$TMP/$name.rx.log'" 30
   sleep "$TESTPMD_SECS"
   kill -INT "$rpid" "$tpid" 2>/dev/null
-  for _ in $(seq 1 50); do
-    kill -0 "$rpid" 2>/dev/null || kill -0 "$tpid" 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_for "! kill -0 $rpid 2>/dev/null && ! kill -0 $tpid 2>/dev/null" 5
   kill -9 "$rpid" "$tpid" 2>/dev/null
   wait "$rpid" "$tpid" 2>/dev/null
   rm -f "$TMP/memif.sock"

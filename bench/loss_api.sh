@@ -21,8 +21,9 @@ OPS=${OPS:-write read send}
 ITERS=${ITERS:-3000}
 ROUNDS=${ROUNDS:-3}
 read -r CPU_S CPU_C <<<"${CPUS:-0 1}"
-. "$(dirname "$0")/lib/memif_pair.sh"
-memif_pair_init loss-api
+. "$(dirname "$(readlink -f "$0")")/../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-loss-api
+memif_pair "$TMP"
 
 # run OP LOSS ROUND: the client's JSON in $TMP/OP-LOSS-ROUND.json, or a
 # FAIL line on stdout.
@@ -33,13 +34,13 @@ run() {
   local common=(--bw -s 65536 -n "$ITERS" --op "$op" --oob "$TMP/oob.sock" "${EXTRA[@]}")
   [ -n "$params" ] && common+=(--ia-params "$params")
   taskset -c "$CPU_S" timeout 120 "$PERF" --server --ip 10.79.0.1 \
-    --vdev "$(memif_vdev server)" \
+    --vdev "$MEMIF_S" \
     "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
-  PIDS+=("$spid")
-  memif_wait
+  lib_track "$spid"
+  wait_memif_socket
   taskset -c "$CPU_C" timeout 120 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 \
-    --vdev "$(memif_vdev client)" \
+    --vdev "$MEMIF_C" \
     --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
   wait "$spid"

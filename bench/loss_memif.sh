@@ -16,8 +16,9 @@ LOSSES=${LOSSES:-0.001 0.01 0.05}
 OPS=${OPS:-write read send}
 ITERS=${ITERS:-3000}
 read -r CPU_S CPU_C <<<"${CPUS:-0 1}"
-. "$(dirname "$0")/lib/memif_pair.sh"
-memif_pair_init loss
+. "$(dirname "$(readlink -f "$0")")/../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-loss
+memif_pair "$TMP"
 
 # run OP LOSS: prints "Gb/s|client QP line|server QP line" or "FAIL".
 run() {
@@ -25,13 +26,13 @@ run() {
   rm -f "$TMP/memif.sock" "$TMP/oob.sock"
   local common=(--bw --iters "$ITERS" --op "$op" --oob "$TMP/oob.sock" --loss "$loss" "${EXTRA[@]}")
   taskset -c "$CPU_S" timeout 120 "$PERF" --server --ip 10.78.0.1 \
-    --vdev "$(memif_vdev server)" \
+    --vdev "$MEMIF_S" \
     "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
-  PIDS+=("$spid")
-  memif_wait
+  lib_track "$spid"
+  wait_memif_socket
   taskset -c "$CPU_C" timeout 120 "$PERF" --client 10.78.0.1 --ip 10.78.0.2 \
-    --vdev "$(memif_vdev client)" \
+    --vdev "$MEMIF_C" \
     --size 65536 "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
   wait "$spid"

@@ -62,28 +62,14 @@ if [ -n "$ASAN_RT" ]; then
   export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 fi
 
-TMP=$(mktemp -d /tmp/dpdat-dat2.XXXXXX)
+. "$HERE/lib/net.sh"
+lib_tmpdir TMP dpdat-dat2
 [ -n "$LOGS" ] || LOGS="$TMP.logs"
 LOGS="$LOGS/$LINK/$NAME"
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 NS_S="dpdat2s$$"
 NS_C="dpdat2c$$"
-PIDS=()
-
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  if [ "$LINK" = af_packet ]; then
-    ip netns del "$NS_S" 2>/dev/null
-    ip netns del "$NS_C" 2>/dev/null
-  fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $NAME ($LINK): $*"; echo "logs: $LOGS"; exit 1; }
+lib_on_fail 'echo "($NAME over $LINK) logs: $LOGS"'
 
 # ------------------------------------------------------------ the link
 S_IP=10.77.0.1
@@ -97,7 +83,7 @@ case "$LINK" in
     C_CFG="vdev=net_memif0,role=client,socket=$SOCK,socket-abstract=no;ip=$C_IP"
     ;;
   af_packet)
-    ip netns add "$NS_S" && ip netns add "$NS_C" || fail "cannot create namespaces"
+    netns_add "$NS_S" "$NS_C"
     ip link add v0 netns "$NS_S" type veth peer name v1 netns "$NS_C" || fail "cannot create veth"
     for ns in "$NS_S" "$NS_C"; do
       ip -n "$ns" link set lo up
@@ -127,8 +113,8 @@ side_host=127.0.0.1
 
 server() {  # args: program and its arguments; output to server.log
   DAT_OVERRIDE="$TMP/server.conf" timeout "$TIMEOUT" "${S_RUN[@]}" "$@" >"$LOGS/server.log" 2>&1 &
-  PIDS+=($!)
   SERVER_PID=$!
+  lib_track $SERVER_PID
 }
 client() {  # args: log name, program and its arguments
   local log=$1
@@ -137,30 +123,21 @@ client() {  # args: log name, program and its arguments
 }
 wait_memif() {
   [ "$LINK" = memif ] || return 0
-  for _ in $(seq 1 200); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
-  fail "memif server socket never appeared"
+  wait_memif_socket "$SOCK" || fail "memif server socket never appeared"
 }
+# Each wait also ends when the server exited: its log says why.
 wait_listen() {  # the server listens on dtest's TCP side channel
-  for _ in $(seq 1 600); do
-    "${S_RUN[@]}" ss -Hltn 'sport = :15828' 2>/dev/null | grep -q . && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || return 0  # exited: its log says why
-    sleep 0.05
-  done
-  fail "server never listened on TCP 15828"
+  wait_for "${S_RUN[*]} ss -Hltn 'sport = :15828' 2>/dev/null | grep -q . ||
+            ! kill -0 $SERVER_PID 2>/dev/null" 30 || fail "server never listened on TCP 15828"
 }
 wait_ready() {  # the server's log line saying it listens (default: dapltest's)
   local line=${1:-Service Point Ready}
-  for _ in $(seq 1 600); do
-    grep -q "$line" "$LOGS/server.log" 2>/dev/null && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || return 0
-    sleep 0.05
-  done
-  fail "server never became ready (no '$line' line)"
+  wait_for "grep -q '$line' '$LOGS/server.log' 2>/dev/null || ! kill -0 $SERVER_PID 2>/dev/null" 30 ||
+    fail "server never became ready (no '$line' line)"
 }
 wait_server() {  # the server's exit status
   local rc=0
   wait "$SERVER_PID" || rc=$?
-  PIDS=()
   return $rc
 }
 verdict() {  # log, regex that must appear, regex that must not (DPDK's own lines aside)

@@ -67,14 +67,10 @@ if [ -n "$ASAN_RT" ]; then
 fi
 
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-mpi-XXXXXX)
+. "$(dirname "$(readlink -f "$0")")/lib/net.sh"
+lib_tmpdir TMP dpdat-mpi
 NS=dpdat-mpi-$ID
 BR=dmbr$ID
-cleanup() {
-  if [ "$LINK" = af_packet ]; then ip netns del "$NS" 2>/dev/null; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 CONF=$TMP/dpdat.conf
 RUN=()
@@ -83,11 +79,8 @@ if [ "$LINK" = memif ]; then
   echo "fi0 vdev=$M,role=server;ip=10.80.0.1" >"$CONF"
   echo "fi1 vdev=$M,role=client;ip=10.80.0.2" >>"$CONF"
 else
-  ip netns add "$NS" || { echo "mpi-dpdat.sh: cannot create namespace" >&2; exit 1; }
-  ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-  ip netns exec "$NS" ip link set lo up
-  ip netns exec "$NS" ip link add "$BR" type bridge
-  ip netns exec "$NS" ip link set "$BR" up
+  netns_add "$NS"
+  bridge_add "$BR" "$NS"
   : >"$CONF"
   for k in $(seq 0 $((RANKS - 1))); do
     # DPDK's net_af_packet names its PACKET_FANOUT group (pid ^ ifindex) &

@@ -11,6 +11,10 @@ bash scripts/setup-hugepages.sh
 echo "== main build (warnings are errors)"
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$JOBS"
+echo "== lint: clang-format on the tree, clang-tidy on scripts/lint.sh's subset"
+bash scripts/lint.sh all build/ci
+# Includes the docs checks (manual pages against --help) and the package test
+# (builds the .debs, installs, runs and purges them).
 ctest --preset ci -j1 --timeout 600
 
 echo "== fuzz smoke (clang + libFuzzer)"

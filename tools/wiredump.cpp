@@ -47,8 +47,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--pcap") == 0 && i + 1 < argc) {
       pcap_path = argv[++i];
+    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      std::printf(
+          "usage: dpdat-wiredump [--pcap FILE]\n"
+          "Builds one RoCEv2 frame of every RC opcode, parses it back and prints it.\n"
+          "  -h,--help    print this help and exit\n"
+          "  --pcap FILE  also write the frames to FILE (pcap, for Wireshark/tshark)\n");
+      return 0;
     } else {
-      std::fprintf(stderr, "usage: %s [--pcap FILE]\n", argv[0]);
+      std::fprintf(stderr, "dpdat-wiredump: unknown or incomplete option '%s' (see --help)\n",
+                   argv[i]);
       return 2;
     }
   }

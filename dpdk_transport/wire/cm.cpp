@@ -15,7 +15,7 @@ struct Layout {
   size_t len_at;
 };
 
-constexpr size_t H = kMadHdrSize;  // CM message byte n is MAD byte H + n
+constexpr size_t kH = kMadHdrSize;  // CM message byte n is MAD byte kH + n
 
 // MAD common header.
 constexpr size_t kBaseVersion = 0, kMgmtClass = 1, kClassVersion = 2, kMethod = 3, kTid = 8,
@@ -23,13 +23,13 @@ constexpr size_t kBaseVersion = 0, kMgmtClass = 1, kClassVersion = 2, kMethod = 
 
 // Indexed by attribute ID - 0x10.
 constexpr std::array<Layout, 7> kLayouts = {{
-    {"REQ", H + 140, kCmReqPdata, H + 4},
-    {"MRA", H + 10, kCmMraPdata, kMadReservedLo},
-    {"REJ", H + 84, kCmRejPdata, H + 12},
-    {"REP", H + 36, kCmRepPdata, H + 15},
-    {"RTU", H + 8, kCmRtuPdata, kMadReservedLo},
-    {"DREQ", H + 12, kCmDreqPdata, H + 11},
-    {"DREP", H + 8, kCmDrepPdata, kMadReservedLo},
+    {"REQ", kH + 140, kCmReqPdata, kH + 4},
+    {"MRA", kH + 10, kCmMraPdata, kMadReservedLo},
+    {"REJ", kH + 84, kCmRejPdata, kH + 12},
+    {"REP", kH + 36, kCmRepPdata, kH + 15},
+    {"RTU", kH + 8, kCmRtuPdata, kMadReservedLo},
+    {"DREQ", kH + 12, kCmDreqPdata, kH + 11},
+    {"DREP", kH + 8, kCmDrepPdata, kMadReservedLo},
 }};
 static_assert(kLayouts[0].pdata_off + kCmReqPdata == kMadSize);
 static_assert(kLayouts[1].pdata_off + kCmMraPdata == kMadSize);
@@ -128,7 +128,7 @@ bool write_cm_mad(const CmMessage& m, std::span<uint8_t, kMadSize> out) noexcept
   put64(p + kTid, m.tid);
   put16(p + kAttrId, static_cast<uint16_t>(m.type));
 
-  uint8_t* c = p + H;
+  uint8_t* c = p + kH;
   put32(c + 0, m.local_comm_id);
   switch (m.type) {
     case CmMsg::kReq:
@@ -194,7 +194,7 @@ CmError parse_cm(std::span<const uint8_t> mad, CmMessage& out) noexcept {
   const uint16_t attr = get16(p + kAttrId);
   const Layout* l = layout_of(attr);
   if (l == nullptr) return CmError::kUnknownAttr;
-  const uint8_t* c = p + H;
+  const uint8_t* c = p + kH;
 
   size_t len = p[l->len_at];
   // A REJ with ARI (not from dpdat): no length byte, the whole area counts.

@@ -57,12 +57,12 @@ constexpr size_t kIcrcFrom = sizeof(EthHdr) - 8;
 constexpr std::array<uint8_t, 64> make_icrc_mask() {
   std::array<uint8_t, 64> m{};
   for (size_t i = 0; i < 8; ++i) m[i] = 0xFF;
-  constexpr size_t ip = 8, udp = ip + sizeof(Ipv4Hdr), bth = udp + sizeof(UdpHdr);
-  m[ip + offsetof(Ipv4Hdr, tos)] = 0xFF;
-  m[ip + offsetof(Ipv4Hdr, ttl)] = 0xFF;
-  m[ip + offsetof(Ipv4Hdr, checksum)] = m[ip + offsetof(Ipv4Hdr, checksum) + 1] = 0xFF;
-  m[udp + offsetof(UdpHdr, checksum)] = m[udp + offsetof(UdpHdr, checksum) + 1] = 0xFF;
-  m[bth + offsetof(Bth, resv8a)] = 0xFF;
+  constexpr size_t kIp = 8, kUdp = kIp + sizeof(Ipv4Hdr), kBth = kUdp + sizeof(UdpHdr);
+  m[kIp + offsetof(Ipv4Hdr, tos)] = 0xFF;
+  m[kIp + offsetof(Ipv4Hdr, ttl)] = 0xFF;
+  m[kIp + offsetof(Ipv4Hdr, checksum)] = m[kIp + offsetof(Ipv4Hdr, checksum) + 1] = 0xFF;
+  m[kUdp + offsetof(UdpHdr, checksum)] = m[kUdp + offsetof(UdpHdr, checksum) + 1] = 0xFF;
+  m[kBth + offsetof(Bth, resv8a)] = 0xFF;
   return m;
 }
 constexpr std::array<uint8_t, 64> kIcrcMask = make_icrc_mask();

@@ -12,7 +12,7 @@ BUILD=$2
 OUT=$3
 SRC=$4
 shift 4
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/common.sh"
 
 rm -rf "$OUT"
 mkdir -p "$OUT"

@@ -12,23 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    DAT_RETURN r_ = (call);                                                      \
-    if (r_ != DAT_SUCCESS) {                                                     \
-      const char *mj = "?", *mn = "?";                                          \
-      dat_strerror(r_, &mj, &mn);                                                \
-      fprintf(stderr, "%s:%d: %s -> 0x%08x %s %s\n", __FILE__, __LINE__, #call, \
-              (unsigned)r_, mj, mn);                                             \
-      exit(1);                                                                   \
-    }                                                                            \
+#define CHECK(call)                                                                               \
+  do {                                                                                            \
+    DAT_RETURN r_ = (call);                                                                       \
+    if (r_ != DAT_SUCCESS) {                                                                      \
+      const char *mj = "?", *mn = "?";                                                            \
+      dat_strerror(r_, &mj, &mn);                                                                 \
+      fprintf(stderr, "%s:%d: %s -> 0x%08x %s %s\n", __FILE__, __LINE__, #call, (unsigned)r_, mj, \
+              mn);                                                                                \
+      exit(1);                                                                                    \
+    }                                                                                             \
   } while (0)
-#define EXPECT(cond)                                                     \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-      exit(1);                                                           \
-    }                                                                    \
+      exit(1);                                                            \
+    }                                                                     \
   } while (0)
 
 #define LEN (256 * 1024)

@@ -10,11 +10,11 @@
 # counted by reason.  Creates its namespaces, bridge and veths (only
 # 10.79.0.0/24 inside namespaces it made) and removes them on every exit.
 set -uo pipefail
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
 VICTIM=$(readlink -f "$1")
 HOSTILE=$(readlink -f "$2")
 HERE=$(dirname "$(readlink -f "$0")")
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-hostile-XXXXXX)
 NSBR=dpdat-hb-$ID
 NSV=dpdat-hv-$ID
 NSH=dpdat-hh-$ID
@@ -22,44 +22,24 @@ NSA=dpdat-ha-$ID
 VIP=10.79.0.1
 HIP=10.79.0.2
 AIP=10.79.0.3
-PIDS=()
 
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  for n in "$NSV" "$NSH" "$NSA" "$NSBR"; do ip netns del "$n" 2>/dev/null; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*"
+[ "$(id -u)" -eq 0 ] || { echo "hostile.sh: needs root (namespaces)"; exit 77; }
+lib_tmpdir TMP dpdat-hostile
+show_logs() {
   for f in victim honest hostile; do
     echo "--- $f log"
     grep -v "mp action callback" "$TMP/$f.log" 2>/dev/null | tail -40
   done
-  exit 1
 }
-
-[ "$(id -u)" -eq 0 ] || { echo "hostile.sh: needs root (namespaces)"; exit 77; }
+lib_on_fail show_logs
 
 # One bridge in its own namespace; one veth per party, its bridge end there.
-for n in "$NSBR" "$NSV" "$NSH" "$NSA"; do
-  ip netns add "$n" || fail "cannot create namespace $n"
-  ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-  ip netns exec "$n" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
-  ip netns exec "$n" ip link set lo up
-done
-ip netns exec "$NSBR" ip link add br0 type bridge || fail "cannot create bridge"
-ip netns exec "$NSBR" ip link set br0 up
+netns_add "$NSBR" "$NSV" "$NSH" "$NSA"
+bridge_add br0 "$NSBR"
 for p in v h a; do
   case $p in v) ns=$NSV ;; h) ns=$NSH ;; a) ns=$NSA ;; esac
-  ip link add "hp$ID$p" type veth peer name "hb$ID$p" || fail "cannot create veth"
-  ip link set "hp$ID$p" netns "$ns"
-  ip link set "hb$ID$p" netns "$NSBR"
+  veth_pair "hp$ID$p" "hb$ID$p" "$ns" "$NSBR"
   ip netns exec "$NSBR" ip link set "hb$ID$p" master br0
-  ip netns exec "$NSBR" ip link set "hb$ID$p" up
-  ip netns exec "$ns" ip link set "hp$ID$p" up
 done
 
 AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
@@ -67,26 +47,18 @@ DPDAT_IA_VICTIM="vdev=net_af_packet0,iface=hp${ID}v,$AF;ip=$VIP" \
   ip netns exec "$NSV" timeout 90 "$VICTIM" --serve victim --seconds 80 --stop "$TMP/stop-victim" \
   --max-conns 8 >"$TMP/victim.log" 2>&1 &
 vpid=$!
-PIDS+=($vpid)
-for _ in $(seq 1 400); do
-  grep -q "listening" "$TMP/victim.log" 2>/dev/null && break
-  kill -0 "$vpid" 2>/dev/null || fail "victim exited before listening"
-  sleep 0.05
-done
-grep -q "listening" "$TMP/victim.log" || fail "victim never listened"
+lib_track $vpid
+wait_for "grep -q listening '$TMP/victim.log' 2>/dev/null || ! kill -0 $vpid 2>/dev/null" 20
+grep -q "listening" "$TMP/victim.log" || fail "victim exited or never listened"
 VPID=$(sed -n 's/.*listening.*pid \([0-9]*\).*/\1/p' "$TMP/victim.log")
 
 DPDAT_IA_HONEST="vdev=net_af_packet0,iface=hp${ID}h,$AF;ip=$HIP" \
   ip netns exec "$NSH" timeout 90 "$VICTIM" --honest honest --server $VIP --seconds 80 \
   --stop "$TMP/stop-honest" >"$TMP/honest.log" 2>&1 &
 hpid=$!
-PIDS+=($hpid)
-for _ in $(seq 1 400); do
-  grep -q "connected" "$TMP/honest.log" 2>/dev/null && break
-  kill -0 "$hpid" 2>/dev/null || fail "honest peer exited before connecting"
-  sleep 0.05
-done
-grep -q "connected" "$TMP/honest.log" || fail "honest peer never connected"
+lib_track $hpid
+wait_for "grep -q connected '$TMP/honest.log' 2>/dev/null || ! kill -0 $hpid 2>/dev/null" 20
+grep -q "connected" "$TMP/honest.log" || fail "honest peer exited or never connected"
 
 # Each attack on its own, the victim's counters read before and after it.
 ATTACKS="spoofed-source unknown-qpn psn-out-of-window length-mismatch huge-read misaligned-atomic

@@ -12,39 +12,22 @@ MODE=$1
 PROG=$(readlink -f "$2")
 export LD_LIBRARY_PATH=$3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-datpair-XXXXXX)
 NSA=dpdat-pa-$ID
 NSB=dpdat-pb-$ID
 SIP=10.78.0.1
 CIP=10.78.0.2
-PIDS=()
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL ($MODE): $*"
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-datpair
+lib_on_fail 'echo "($MODE)"
   echo "--- server log"; grep -v "mp action callback" "$TMP/server.log" 2>/dev/null
-  echo "--- client log"; grep -v "mp action callback" "$TMP/client.log" 2>/dev/null
-  exit 1
-}
+  echo "--- client log"; grep -v "mp action callback" "$TMP/client.log" 2>/dev/null'
 
 # Waits until the server printed that it listens (its IA, and for memif its
 # socket, exist), or fails if it died first.
 wait_listening() {
   local spid=$1
-  for _ in $(seq 1 600); do
-    grep -q "listening" "$TMP/server.log" 2>/dev/null && return 0
-    kill -0 "$spid" 2>/dev/null || fail "server exited before listening"
-    sleep 0.05
-  done
-  fail "server never listened"
+  wait_for "grep -q listening '$TMP/server.log' 2>/dev/null || ! kill -0 $spid 2>/dev/null" 30
+  grep -q listening "$TMP/server.log" || fail "server exited or never listened"
 }
 
 # run_pair "server ns prefix" "server config" "client ns prefix" "client config" [client args]
@@ -54,12 +37,12 @@ run_pair() {
   DPDAT_IA_PAIRSRV="$scfg" $sp timeout 120 "$PROG" --server pairsrv --timeout-ms 30000 \
     >"$TMP/server.log" 2>&1 &
   local spid=$!
-  PIDS+=($spid)
+  lib_track $spid
   wait_listening "$spid"
   DPDAT_IA_PAIRCLI="$ccfg" $cp timeout 120 "$PROG" --client paircli $SIP --timeout-ms 30000 "$@" \
     >"$TMP/client.log" 2>&1 &
   local cpid=$!
-  PIDS+=($cpid)
+  lib_track $cpid
   wait "$cpid" || fail "client exited with $?"
   wait "$spid" || fail "server exited with $?"
   grep -q "byte-exact" "$TMP/client.log" || fail "client verified nothing"
@@ -67,12 +50,9 @@ run_pair() {
   grep -h "udat_pair" "$TMP/server.log" "$TMP/client.log"
 }
 
-# veth_pair PREFIX: tests/multiproc/veth_pair.sh; tap_bridge NS A B: tap_bridge.sh
-source "$(dirname "$(readlink -f "$0")")/veth_pair.sh"
-source "$(dirname "$(readlink -f "$0")")/tap_bridge.sh"
-
-MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
-MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+memif_pair "$TMP"
+MEMIF_S="vdev=$MEMIF_S"
+MEMIF_C="vdev=$MEMIF_C"
 AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
 
 case "$MODE" in
@@ -107,19 +87,16 @@ case "$MODE" in
     DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP" timeout 60 "$PROG" --server pairsrv --timeout-ms 30000 \
       >"$TMP/server.log" 2>&1 &
     spid=$!
-    PIDS+=($spid)
+    lib_track $spid
     wait_listening "$spid"
     DPDAT_IA_PAIRCLI="$MEMIF_C;ip=$CIP" "$PROG" --client paircli $SIP \
       --iters 100000000 --size 65536 --timeout-ms 60000 >"$TMP/client.log" 2>&1 &
     cpid=$!
-    PIDS+=($cpid)
-    for _ in $(seq 1 200); do grep -q "round 200" "$TMP/client.log" 2>/dev/null && break; sleep 0.05; done
-    grep -q "round 200" "$TMP/client.log" || fail "client made no progress"
-    kill -9 "$cpid"
-    start=$(date +%s%N)
-    wait "$spid"
+    lib_track $cpid
+    wait_for "grep -q 'round 200' '$TMP/client.log' 2>/dev/null" 10 || fail "client made no progress"
+    kill_and_time "$cpid" "$spid" 60
     rc=$?
-    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    took=$TOOK_MS
     [ "$rc" -ne 124 ] || fail "server hung (timeout)"
     [ "$rc" -eq 4 ] || fail "server exited with $rc, expected 4 (connection broken)"
     grep -q "DAT_CONNECTION_EVENT_BROKEN" "$TMP/server.log" || fail "no BROKEN event reported"
@@ -157,7 +134,8 @@ case "$MODE" in
     echo "no client: server timed out after ${took} ms"
     ;;
   af_packet|af_packet-loss)
-    veth_pair vp$ID
+    netns_add "$NSA" "$NSB"
+    veth_pair "vp$ID-a" "vp$ID-b" "$NSA" "$NSB"
     sl="" cl=""
     # Loss on the server's receive side only (memif-loss has it on both).
     [ "$MODE" = af_packet-loss ] && sl=";loss=0.03"
@@ -179,19 +157,16 @@ case "$MODE" in
     DPDAT_IA_PAIRSRV="$MEMIF_S;ip=$SIP" "$PROG" --server pairsrv --timeout-ms 60000 \
       >"$TMP/server.log" 2>&1 &
     spid=$!
-    PIDS+=($spid)
+    lib_track $spid
     wait_listening "$spid"
     DPDAT_IA_PAIRCLI="$MEMIF_C;ip=$CIP" timeout 60 "$PROG" --client paircli $SIP \
       --iters 100000000 --size 65536 --timeout-ms 30000 >"$TMP/client.log" 2>&1 &
     cpid=$!
-    PIDS+=($cpid)
-    for _ in $(seq 1 200); do grep -q "round 200" "$TMP/client.log" 2>/dev/null && break; sleep 0.05; done
-    grep -q "round 200" "$TMP/client.log" || fail "client made no progress"
-    kill -9 "$spid"
-    start=$(date +%s%N)
-    wait "$cpid"
+    lib_track $cpid
+    wait_for "grep -q 'round 200' '$TMP/client.log' 2>/dev/null" 10 || fail "client made no progress"
+    kill_and_time "$spid" "$cpid" 60
     rc=$?
-    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    took=$TOOK_MS
     [ "$rc" -ne 124 ] || fail "client hung (timeout)"
     [ "$rc" -eq 4 ] || fail "client exited with $rc, expected 4 (connection broken)"
     grep -q "DAT_CONNECTION_EVENT_BROKEN" "$TMP/client.log" || fail "no BROKEN event reported"

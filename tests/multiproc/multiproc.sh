@@ -13,25 +13,21 @@ set -uo pipefail
 MODE=$1
 PERF=$(readlink -f "$2")
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-mp-XXXXXX)
 NSA=dpdat-a-$ID
 NSB=dpdat-b-$ID
 NS=dpdat-t-$ID
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-mp
+memif_pair "$TMP"
 SIZES=(--size 65536)
 COMMON=(--iters 300 --bw --verify --oob "$TMP/oob.sock")
-PIDS=()
+lib_on_fail 'echo "--- server log"; cat "$TMP/server.log" 2>/dev/null; echo "--- client log"; cat "$TMP/client.log" 2>/dev/null'
 
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
-  ip netns del "$NS" 2>/dev/null
-  rm -rf "$TMP"
+# veth_pair_ns PREFIX: namespaces $NSA and $NSB, a veth PREFIX-a / PREFIX-b between them.
+veth_pair_ns() {
+  netns_add "$NSA" "$NSB"
+  veth_pair "$1-a" "$1-b" "$NSA" "$NSB"
 }
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*"; echo "--- server log"; cat "$TMP/server.log" 2>/dev/null; echo "--- client log"; cat "$TMP/client.log" 2>/dev/null; exit 1; }
 
 # run_ops: run_pair once per operation (RDMA WRITE, RDMA READ, SEND), each verified.
 run_ops() {
@@ -46,12 +42,12 @@ run_pair() {
   local sp=$1 sv=$2 cp=$3 cv=$4
   shift 4
   $sp timeout 120 "$PERF" --server --vdev "$sv" --ip 10.77.0.1 "${COMMON[@]}" "$@" >"$TMP/server.log" 2>&1 &
-  PIDS+=($!)
   local spid=$!
-  wait_memif_socket
+  lib_track $spid
+  [ -z "${MEMIF:-}" ] || wait_memif_socket || fail "memif server socket never appeared"
   $cp timeout 120 "$PERF" --client 10.77.0.1 --vdev "$cv" --ip 10.77.0.2 "${COMMON[@]}" "${SIZES[@]}" "$@" >"$TMP/client.log" 2>&1 &
-  PIDS+=($!)
   local cpid=$!
+  lib_track $cpid
   wait "$cpid" || fail "client exited with $?"
   wait "$spid" || fail "server exited with $?"
   grep -q "byte-exact" "$TMP/client.log" || fail "no verified transfer"
@@ -94,13 +90,13 @@ run_api() {
     local common=(--engines 2 -q 4 --progress adaptive --oob "$TMP/oob.sock" --op "$op")
     rm -f "$TMP/memif.sock" "$TMP/oob.sock"
     $sp timeout 120 "$api" --server --vdev "$sv" --ip 10.77.0.1 "${common[@]}" >"$TMP/server.log" 2>&1 &
-    PIDS+=($!)
     local spid=$!
-    wait_memif_socket
+    lib_track $spid
+    [ -z "${MEMIF:-}" ] || wait_memif_socket || fail "memif server socket never appeared"
     $cp timeout 120 "$api" --client 10.77.0.1 --vdev "$cv" --ip 10.77.0.2 "${common[@]}" \
       --bw -s 16384 -n 300 --verify --json "$TMP/r.json" >"$TMP/client.log" 2>&1 &
-    PIDS+=($!)
     local cpid=$!
+    lib_track $cpid
     wait "$cpid" || fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
     python3 - "$TMP/r.json" <<'PY' || fail "checks of the JSON result"
@@ -120,31 +116,30 @@ PY
   done
 }
 
-# A memif client needs the server's socket to exist before it starts.
-wait_memif_socket() {
-  [ -n "${MEMIF:-}" ] || return 0
-  for _ in $(seq 1 200); do [ -S "$TMP/memif.sock" ] && return 0; sleep 0.05; done
-  fail "memif server socket never appeared"
-}
-
-# veth_pair PREFIX: tests/multiproc/veth_pair.sh; tap_bridge NS A B: tap_bridge.sh
-source "$(dirname "$(readlink -f "$0")")/veth_pair.sh"
-source "$(dirname "$(readlink -f "$0")")/tap_bridge.sh"
-
 case "$MODE" in
+  api-memif-engines)
+    MEMIF=1
+    run_api "" "$MEMIF_S" "" "$MEMIF_C"
+    ;;
+  api-af_packet-engines)
+    veth_pair_ns vd$ID
+    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=2"
+    run_api "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
+            "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF"
+    ;;
   memif)
     MEMIF=1
-    run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    run_ops "" "$MEMIF_S" "" "$MEMIF_C"
     ;;
   memif-loss)
     MEMIF=1
-    run_ops "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" --loss 0.02
+    run_ops "" "$MEMIF_S" "" "$MEMIF_C" --loss 0.02
     ;;
   memif-mq)
     # Two RX/TX queue pairs each side (the memif client negotiates the ring
     # count with the server), two engine threads with idle back-off each.
     MEMIF=1
-    run_mq "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    run_mq "" "$MEMIF_S" "" "$MEMIF_C"
     ;;
   memif-jumbo)
     # PMTU 4096 over net_memif: DPDK 22.11's memif has no MTU operation, so
@@ -152,8 +147,8 @@ case "$MODE" in
     # Ethernet header; a frame never spans chained descriptors, see
     # dpdk/port.cpp).  A PMTU the buffers cannot carry is refused, not lowered.
     MEMIF=1
-    S="net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
-    C="net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+    S="$MEMIF_S"
+    C="$MEMIF_C"
     timeout 60 "$PERF" --server --vdev "$S" --ip 10.77.0.1 --oob "$TMP/oob.sock" --mtu 9000 \
       --pmtu 4096 >"$TMP/server.log" 2>&1 && fail "--pmtu 4096 accepted with 2048-byte buffers"
     grep -q "carries at most PMTU 1024" "$TMP/server.log" || fail "no reason given for the refusal"
@@ -185,26 +180,16 @@ case "$MODE" in
       fail "client sent ${sent:-?} frames, server received ${got:-?}"
     echo " client sent $sent frames, server received $got"
     ;;
-  api-memif-engines)
-    MEMIF=1
-    run_api "" "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" "" "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
-    ;;
-  api-af_packet-engines)
-    veth_pair vd$ID
-    AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=2"
-    run_api "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
-            "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF"
-    ;;
   af_packet-mq)
     # qpairs=2: two AF_PACKET sockets in a fanout group; the kernel hashes
     # flows onto them, dpdat hands frames to the owning engine in software.
-    veth_pair vd$ID
+    veth_pair_ns vd$ID
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=2"
     run_mq "ip netns exec $NSA" "net_af_packet0,iface=vd$ID-a,$AF" \
            "ip netns exec $NSB" "net_af_packet0,iface=vd$ID-b,$AF"
     ;;
   af_packet|af_packet-loss)
-    veth_pair vd$ID
+    veth_pair_ns vd$ID
     extra=()
     if [ "$MODE" = af_packet-loss ]; then
       # The engine's own seeded drop hook, plus netem on the veth where the kernel has it.
@@ -223,7 +208,7 @@ case "$MODE" in
     # PMTU 4096: veth MTU 9000, ring frames big enough for a 9000-byte MTU
     # (blocksz a multiple of framesz); dpdat reads the kernel MTU, since
     # DPDK 22.11's af_packet refuses rte_eth_dev_set_mtu above 1500.
-    veth_pair vd$ID
+    veth_pair_ns vd$ID
     ip netns exec "$NSA" ip link set vd$ID-a mtu 9000 || fail "veth MTU 9000"
     ip netns exec "$NSB" ip link set vd$ID-b mtu 9000 || fail "veth MTU 9000"
     AF="blocksz=36864,framesz=9216,framecnt=512,qpairs=1"
@@ -245,22 +230,20 @@ case "$MODE" in
     # A long transfer; the server is killed mid-way; the client's queue pair
     # must break within the retry budget and say so, never hang.
     # No `timeout` wrapper here: kill -9 must hit dpdat-perf itself.
-    "$PERF" --server --vdev "net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no" --ip 10.77.0.1 \
+    "$PERF" --server --vdev "$MEMIF_S" --ip 10.77.0.1 \
       --oob "$TMP/oob.sock" >"$TMP/server.log" 2>&1 &
     spid=$!
-    PIDS+=($spid)
-    MEMIF=1 wait_memif_socket
-    timeout 60 "$PERF" --client 10.77.0.1 --vdev "net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no" \
+    lib_track $spid
+    wait_memif_socket || fail "memif server socket never appeared"
+    timeout 60 "$PERF" --client 10.77.0.1 --vdev "$MEMIF_C" \
       --ip 10.77.0.2 --oob "$TMP/oob.sock" --bw --size 65536 --iters 10000000 >"$TMP/client.log" 2>&1 &
     cpid=$!
-    PIDS+=($cpid)
-    for _ in $(seq 1 100); do grep -q "#bytes" "$TMP/client.log" 2>/dev/null && break; sleep 0.1; done
+    lib_track $cpid
+    wait_for "grep -q '#bytes' '$TMP/client.log' 2>/dev/null" 10
     sleep 0.5
-    kill -9 "$spid"
-    start=$(date +%s%N)
-    wait "$cpid"
+    kill_and_time "$spid" "$cpid" 60
     rc=$?
-    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    took=$TOOK_MS
     [ "$rc" -ne 0 ] || fail "client reported success after its peer died"
     [ "$rc" -ne 124 ] || fail "client hung (timeout)"
     grep -q "retry-exceeded" "$TMP/client.log" || fail "no retry-exceeded completion"

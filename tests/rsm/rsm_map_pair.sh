@@ -12,28 +12,14 @@ MODE=$1
 PEER=$(readlink -f "$2")
 BYTES=${3:-}
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-rsmmap-XXXXXX)
 NSA=dpdat-ra-$ID
 NSB=dpdat-rb-$ID
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL ($MODE): $*"
-  echo "--- export log"; cat "$TMP/export.log" 2>/dev/null
-  echo "--- import log"; cat "$TMP/import.log" 2>/dev/null
-  exit 1
-}
-source "$(dirname "$(readlink -f "$0")")/../multiproc/veth_pair.sh"
-
-MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no"
-MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no"
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-rsmmap
+lib_on_fail 'echo "($MODE)"; echo "--- export log"; cat "$TMP/export.log" 2>/dev/null; echo "--- import log"; cat "$TMP/import.log" 2>/dev/null'
+memif_pair "$TMP"
+MEMIF_S="vdev=$MEMIF_S"
+MEMIF_C="vdev=$MEMIF_C"
 AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
 NSX="" NSI=""
 case "$MODE" in
@@ -42,7 +28,8 @@ case "$MODE" in
     export DPDAT_IA_RSMB="$MEMIF_C;ip=10.78.0.2;node=22"
     ;;
   af_packet-loss|bench-af_packet)
-    veth_pair rm$ID
+    netns_add "$NSA" "$NSB"
+    veth_pair "rm$ID-a" "rm$ID-b" "$NSA" "$NSB"
     el="" il=""
     [ "$MODE" = af_packet-loss ] && el=";loss=0.02" && il=";loss=0.03"
     export DPDAT_IA_RSMA="vdev=net_af_packet0,iface=rm$ID-a,$AF;ip=10.78.0.1;node=11$el"
@@ -58,16 +45,12 @@ esac
 
 $NSX timeout 240 "$PEER" export rsma 22 "$BYTES" $HOW >"$TMP/export.log" 2>&1 &
 EPID=$!
-PIDS+=($EPID)
-for _ in $(seq 1 400); do
-  grep -q "published" "$TMP/export.log" 2>/dev/null && break
-  kill -0 "$EPID" 2>/dev/null || fail "exporter exited before publishing"
-  sleep 0.05
-done
-grep -q "published" "$TMP/export.log" || fail "exporter never published"
+lib_track $EPID
+wait_for "grep -q published '$TMP/export.log' 2>/dev/null || ! kill -0 $EPID 2>/dev/null" 20
+grep -q "published" "$TMP/export.log" || fail "exporter exited or never published"
 $NSI timeout 240 "$PEER" $ROLE rsmb 11 "$BYTES" >"$TMP/import.log" 2>&1 &
 IPID=$!
-PIDS+=($IPID)
+lib_track $IPID
 wait "$IPID" || fail "importer exited with $?"
 wait "$EPID" || fail "exporter exited with $?"
 grep -q "\[export\] OK" "$TMP/export.log" || fail "exporter did not finish"

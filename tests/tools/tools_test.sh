@@ -13,17 +13,9 @@ PERF=$BUILD/tools/dpdat-perf
 ENGINE=$BUILD/bench/dpdat-engine-perf
 PLOT=$SRC/tools/plot/dpdat-plot
 SCHEMA=$SRC/tools/perf/result.schema.json
-TMP=$(mktemp -d /tmp/dpdat-tools-test.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL ($CASE): $*"
-  exit 1
-}
+. "$SRC/scripts/lib/common.sh"
+lib_tmpdir TMP dpdat-tools-test
+lib_on_fail 'echo "(case $CASE)"'
 
 # expect_usage_error "what the line must name" args...: exit 2, one stderr line.
 expect_usage_error() {
@@ -148,14 +140,14 @@ case "$CASE" in
     S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
     C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
     timeout 60 "$PERF" --server --vdev "$S" --ip 10.81.0.1 --oob "$TMP/oob" -q 2 "${PROG[@]}" >"$TMP/s.log" 2>&1 &
-    PIDS+=($!)
+    SPID=$!
+    lib_track $SPID
     BIDIR=(-b)
     [ "$CASE" = remote_inline ] && BIDIR=()  # refused: see the parser case
     timeout 60 "$PERF" --client 10.81.0.1 --vdev "$C" --ip 10.81.0.2 --oob "$TMP/oob" -q 2 \
       "${BIDIR[@]}" "${PROG[@]}" --verify --bw -s 4096 -n 300 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
       fail "client exited $?: $(cat "$TMP/c.log") / server: $(cat "$TMP/s.log")"
-    wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
-    PIDS=()
+    wait "$SPID" || fail "server exited $?: $(cat "$TMP/s.log")"
     NMSGS=4
     [ "$CASE" = remote_inline ] && NMSGS=2
     json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [300] * $NMSGS" "d['bw'][0]['verified']" \
@@ -227,25 +219,25 @@ case "$CASE" in
     C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
     timeout 60 "$PERF" --op atomic-cswap --server --vdev "$S" --ip 10.82.0.1 --oob "$TMP/oob" -q 2 \
       >"$TMP/s.log" 2>&1 &
-    PIDS+=($!)
+    SPID=$!
+    lib_track $SPID
     timeout 60 "$PERF" --op atomic-cswap --client 10.82.0.1 --vdev "$C" --ip 10.82.0.2 \
       --oob "$TMP/oob" -q 2 -b -n 500 --json "$TMP/r.json" >"$TMP/c.log" 2>&1 ||
       fail "client exited $?: $(cat "$TMP/c.log") / server: $(cat "$TMP/s.log")"
-    wait "${PIDS[0]}" || fail "server exited $?: $(cat "$TMP/s.log")"
-    PIDS=()
+    wait "$SPID" || fail "server exited $?: $(cat "$TMP/s.log")"
     json_check "$TMP/r.json" "d['bw'][0]['per_qp_msgs'] == [500] * 4" "d['bw'][0]['verified']" \
       "d['config']['mode'] == 'client' and d['config']['op'] == 'atomic-cswap'" \
       "d['lat'][0]['half_round_trip'] is False and d['lat'][0]['iters'] == 500"
     # A uDAPL 1.2 server has no atomics: the client says what to do.
     rm -f "$SOCK"
     timeout 60 "$PERF" --server --vdev "$S" --ip 10.82.0.1 --oob "$TMP/oob2" >"$TMP/s.log" 2>&1 &
-    PIDS+=($!)
+    SPID=$!
+    lib_track $SPID
     timeout 60 "$PERF" --op atomic-fadd --client 10.82.0.1 --vdev "$C" --ip 10.82.0.2 \
       --oob "$TMP/oob2" -n 10 >"$TMP/c.log" 2>&1
     [ $? -eq 1 ] && grep -q "start the server with --op atomic-fadd" "$TMP/c.log" ||
       fail "atomics against a 1.2 server: $(cat "$TMP/c.log")"
-    wait "${PIDS[0]}"
-    PIDS=()
+    wait "$SPID"
     echo "ok: a uDAPL 1.2 server is named as the reason"
     ;;
   engine_parser)

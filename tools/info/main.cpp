@@ -1,8 +1,10 @@
 // dpdat-info: the dpdat interfaces a user has configured, as ibv_devinfo
 // lists devices.  Sources, in the order dat_ia_open resolves names:
 // DPDAT_IA_<NAME> in the environment, the DPDAT_CONF file (default
-// /etc/dpdat.conf), the built-ins dpdat0/dpdat1, and dat.conf entries
-// (DAT_OVERRIDE or /etc/dat.conf) whose library is dpdat's DAT 2.0 plug-in.
+// /etc/dpdat.conf), and dat.conf entries (DAT_OVERRIDE or /etc/dat.conf)
+// whose library is dpdat's DAT 2.0 plug-in.  The built-ins dpdat0/dpdat1
+// are shown when nothing is configured (with how to add an interface) or
+// when named with -d.
 // For each: the configuration (PMD, IPv4, MTU/PMTU cap, progress mode), and
 // unless --no-open what opening it through libdat shows: the DPDK port (MAC,
 // MTU, queues, link state, from this process's DPDK telemetry) and the
@@ -16,6 +18,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -34,9 +37,17 @@ namespace {
 
 struct Entry {
   std::string name;
-  std::string source;  // "DPDAT_IA_X", "/etc/dpdat.conf:3", "built-in", "dat.conf:2"
-  std::string text;    // the configuration string
+  std::string source;    // "DPDAT_IA_X", "/etc/dpdat.conf:3", "built-in", "dat.conf:2"
+  std::string text;      // the configuration string
+  bool by_name = false;  // a dat.conf entry with empty instance data: configured by its name
 };
+
+constexpr const char* kBuiltinSource = "built-in";
+
+std::string conf_path() {
+  const char* conf = std::getenv("DPDAT_CONF");
+  return conf != nullptr && *conf != '\0' ? conf : "/etc/dpdat.conf";
+}
 
 std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t\r");
@@ -54,8 +65,7 @@ std::vector<Entry> gather() {
     for (char& c : name) c = static_cast<char>(c == '_' ? '-' : std::tolower(c));
     out.push_back({name, kv.substr(0, eq), kv.substr(eq + 1)});
   }
-  const char* conf = std::getenv("DPDAT_CONF");
-  const std::string path = conf != nullptr && *conf != '\0' ? conf : "/etc/dpdat.conf";
+  const std::string path = conf_path();
   std::ifstream in(path);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
@@ -65,8 +75,8 @@ std::vector<Entry> gather() {
     out.push_back({line.substr(0, sp), path + ":" + std::to_string(n),
                    sp == std::string::npos ? "" : trim(line.substr(sp))});
   }
-  out.push_back({"dpdat0", "built-in", "ring=0;ip=192.168.77.1"});
-  out.push_back({"dpdat1", "built-in", "ring=1;ip=192.168.77.2"});
+  out.push_back({"dpdat0", kBuiltinSource, "ring=0;ip=192.168.77.1"});
+  out.push_back({"dpdat1", kBuiltinSource, "ring=1;ip=192.168.77.2"});
   const char* ov = std::getenv("DAT_OVERRIDE");
   const std::string dat_conf = ov != nullptr && *ov != '\0' ? ov : "/etc/dat.conf";
   std::ifstream dc(dat_conf);
@@ -75,10 +85,9 @@ std::vector<Entry> gather() {
     // name api threadsafety default library version "ia_params" "platform_params"
     const size_t q1 = line.find('"'), q2 = line.find('"', q1 + 1);
     const std::string name = trim(line.substr(0, line.find_first_of(" \t")));
-    out.push_back({name, dat_conf + ":" + std::to_string(n) + " (DAT 2.0)",
-                   q1 == std::string::npos || q2 == std::string::npos
-                       ? ""
-                       : line.substr(q1 + 1, q2 - q1 - 1)});
+    const std::string text =
+        q1 == std::string::npos || q2 == std::string::npos ? "" : line.substr(q1 + 1, q2 - q1 - 1);
+    out.push_back({name, dat_conf + ":" + std::to_string(n) + " (DAT 2.0)", text, text.empty()});
   }
   return out;
 }
@@ -178,9 +187,7 @@ void show_running() {
   if (shown == 0) std::printf("\nno running dpdat process with a telemetry socket\n");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"dpdat-info: the dpdat interfaces configured here, as ibv_devinfo lists devices",
                "dpdat-info"};
   bool verbose = false, no_open = false;
@@ -200,11 +207,31 @@ int main(int argc, char** argv) {
   int rc = 0;
   std::set<std::string> seen;
   std::set<int> rings_opened;
-  for (const Entry& e : gather()) {
+  const std::vector<Entry> entries = gather();
+  // Configured: an interface of one's own (a dat.conf line that only names
+  // one refers to the others or to a built-in).
+  const bool configured = std::any_of(entries.begin(), entries.end(), [](const Entry& e) {
+    return e.source != kBuiltinSource && !e.by_name;
+  });
+  if (!configured && only.empty())
+    std::printf(
+        "No dpdat interface is configured here; the built-in in-process interfaces follow.\n"
+        "To add one, write a line \"<name> vdev=<devargs>;ip=<address>\" (or "
+        "\"port=<pci address>;ip=...\") in %s, or set DPDAT_IA_<NAME> to the same string; "
+        "see dpdat.conf(5).\n\n",
+        conf_path().c_str());
+  for (const Entry& e : entries) {
     if (!only.empty() && std::find(only.begin(), only.end(), e.name) == only.end()) continue;
+    if (only.empty() && configured && e.source == kBuiltinSource) continue;
     const bool shadowed = !seen.insert(e.name).second;
-    std::printf("%s  (%s%s)\n    config: %s\n", e.name.c_str(), e.source.c_str(),
-                shadowed ? "; an earlier source defines this name and wins" : "", e.text.c_str());
+    std::printf("%s  (%s%s)\n", e.name.c_str(), e.source.c_str(),
+                shadowed ? "; an earlier source defines this name and wins" : "");
+    if (e.by_name) {
+      std::printf("    config: by name (DPDAT_IA_%s, %s or a built-in)\n\n", e.name.c_str(),
+                  conf_path().c_str());
+      continue;
+    }
+    std::printf("    config: %s\n", e.text.c_str());
     dpdat::dat::IfaceConfig c;
     std::string err;
     if (!dpdat::dat::parse_iface_config(e.text, &c, &err)) {
@@ -258,6 +285,21 @@ int main(int argc, char** argv) {
     dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
     std::printf("\n");
   }
+  if (only.empty() && configured)
+    std::printf(
+        "Also built in: dpdat0, dpdat1, the two ends of an in-process link "
+        "(dpdat-info -d dpdat0 shows one).\n");
   if (verbose) show_running();
   return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dpdat-info: %s\n", e.what());
+    return 1;
+  }
 }

@@ -98,7 +98,7 @@ int parse_options(int argc, char** argv, Options* o) {
                  "CPUs of the engines' progress threads, e.g. 2-5 (config key cpus=)");
   app.add_option("--ia-params", o->ia_params,
                  "more interface keys for both IAs, e.g. \"loss=0.01;gbn=1;cc=off\" "
-                 "(README: interface keys; a later key wins)");
+                 "(keys: dpdat.conf(5); a later key wins)");
   app.add_flag("--poll-memory", o->poll_mem,
                "WRITE latency: wait by polling the byte only (no dat_evd_dequeue meanwhile; "
                "the progress thread must serve); ignored with --progress inline");
