@@ -36,8 +36,11 @@ TESTPMD_SECS=${TESTPMD_SECS:-5}
 NS=()
 for ((n = 1; n <= MAX_N; n *= 2)); do NS+=("$n"); done
 [ "${NS[-1]}" -ne "$MAX_N" ] && NS+=("$MAX_N")
-. "$(dirname "$0")/lib/memif_pair.sh"
-memif_pair_init scale-cores
+. "$(dirname "$(readlink -f "$0")")/../scripts/lib/net.sh"
+lib_tmpdir TMP dpdat-scale-cores
+memif_pair "$TMP"
+memif_vdev() { [ "$1" = server ] && echo "$MEMIF_S" || echo "$MEMIF_C"; }
+memif_wait() { wait_memif_socket; }
 RES=$TMP/results.txt
 : >"$RES"
 
@@ -53,7 +56,7 @@ api_case() { # n op size iters key round
   timeout 300 "$PERF" --server --ip 10.79.0.1 --vdev "$(memif_vdev server)" \
     --cpus "$(cpus 0 "$n")" "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
-  PIDS+=("$spid")
+  lib_track "$spid"
   memif_wait
   timeout 300 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 --vdev "$(memif_vdev client)" \
     --cpus "$(cpus "$HALF" "$n")" --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
@@ -82,7 +85,7 @@ engine_case() { # n size iters key round
   taskset -c "$(cpus 0 "$n")" timeout 300 "$EPERF" --server --vdev "$(memif_vdev server)" \
     --ip 10.79.0.1 "${common[@]}" >"$TMP/es.log" 2>&1 &
   local spid=$!
-  PIDS+=("$spid")
+  lib_track "$spid"
   memif_wait
   taskset -c "$(cpus "$HALF" "$n")" timeout 300 "$EPERF" --client 10.79.0.1 \
     --vdev "$(memif_vdev client)" --ip 10.79.0.2 --json "$out" "${common[@]}" >"$TMP/ec.log" 2>&1
@@ -110,12 +113,12 @@ testpmd_case() { # n
     --vdev "$(memif_vdev server)" -- --forward-mode=txonly --txpkts=1098 "${app[@]}" \
     >"$TMP/tx.log" 2>&1 &
   local tpid=$!
-  PIDS+=("$tpid")
+  lib_track "$tpid"
   memif_wait
   "$TESTPMD" -l "$(cpus "$HALF" $((n + 1)))" --no-pci --in-memory --file-prefix "sc-rx-$$" \
     --vdev "$(memif_vdev client)" -- --forward-mode=rxonly "${app[@]}" >"$TMP/rx.log" 2>&1 &
   local rpid=$!
-  PIDS+=("$rpid")
+  lib_track "$rpid"
   sleep "$TESTPMD_SECS"
   kill -INT "$rpid" "$tpid" 2>/dev/null
   sleep 1

@@ -152,8 +152,17 @@ case "$MODE" in
     # One veth end per namespace: dpdat's frames go through the kernel link
     # (net_af_packet); the side channel uses kernel addresses of their own on
     # the same veth (10.79.1.x), while the GIDs carry dpdat's (10.79.0.x).
-    source "$(dirname "$(readlink -f "$0")")/../multiproc/veth_pair.sh"
-    veth_pair vv$ID
+    # A veth pair vv$ID-a / -b, one end in each namespace (cleanup deletes them).
+    ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
+    ip link add "vv$ID-a" type veth peer name "vv$ID-b" || fail "cannot create veth"
+    ip link set "vv$ID-a" netns "$NSA"
+    ip link set "vv$ID-b" netns "$NSB"
+    for n in "$NSA" "$NSB"; do
+      ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+      ip netns exec "$n" ip link set lo up
+    done
+    ip netns exec "$NSA" ip link set "vv$ID-a" up
+    ip netns exec "$NSB" ip link set "vv$ID-b" up
     ip netns exec "$NSA" ip addr add 10.79.1.1/24 dev vv$ID-a
     ip netns exec "$NSB" ip addr add 10.79.1.2/24 dev vv$ID-b
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
