@@ -72,8 +72,8 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
     progress(c);
     if (c->value.load(std::memory_order_acquire) >= threshold) return 0;
     if (c->errs.load(std::memory_order_acquire) != errs) return -FI_EAVAIL;
-    if (timeout >= 0 && std::chrono::steady_clock::now() - start >=
-                            std::chrono::milliseconds(timeout))
+    if (timeout >= 0 &&
+        std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout))
       return -FI_ETIMEDOUT;
     // Spins a little, then yields, then sleeps briefly between looks.
     if (round < 64) continue;
@@ -104,8 +104,8 @@ int cntr_control(fid* f, int command, void* arg) {
 
 fi_ops g_cntr_fi_ops = {sizeof(fi_ops), cntr_close, no_bind,   cntr_control,
                         no_ops_open,    no_tostr,   no_ops_set};
-fi_ops_cntr g_cntr_ops = {sizeof(fi_ops_cntr), cntr_read, cntr_readerr, cntr_add,
-                          cntr_set,            cntr_wait, cntr_adderr,  cntr_seterr};
+fi_ops_cntr g_cntr_ops = {sizeof(fi_ops_cntr), cntr_read,   cntr_readerr, cntr_add, cntr_set,
+                          cntr_wait,           cntr_adderr, cntr_seterr};
 
 }  // namespace
 

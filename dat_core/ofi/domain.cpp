@@ -36,10 +36,18 @@ int domain_endpoint2(fid_domain* domain, fi_info* info, fid_ep** ep, uint64_t fl
 
 fi_ops g_domain_fi_ops = {sizeof(fi_ops), domain_close, no_bind,   no_control,
                           no_ops_open,    no_tostr,     no_ops_set};
-fi_ops_domain g_domain_ops = {
-    sizeof(fi_ops_domain),   domain_av_open,   cq_open,        ep_open,        domain_scalable_ep,
-    cntr_open,               domain_poll_open, domain_stx_ctx, domain_srx_ctx, query_atomic,
-    domain_query_collective, domain_endpoint2};
+fi_ops_domain g_domain_ops = {sizeof(fi_ops_domain),
+                              domain_av_open,
+                              cq_open,
+                              ep_open,
+                              domain_scalable_ep,
+                              cntr_open,
+                              domain_poll_open,
+                              domain_stx_ctx,
+                              domain_srx_ctx,
+                              query_atomic,
+                              domain_query_collective,
+                              domain_endpoint2};
 fi_ops_mr g_mr_ops = {sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
 
 int mr_close(fid* f) {

@@ -356,9 +356,8 @@ fi_ops g_ep_fi_ops = {sizeof(fi_ops), ep_close, ep_bind,   ep_control,
                       no_ops_open,    no_tostr, no_ops_set};
 fi_ops_ep g_ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,    ep_setopt,
                       ep_tx_ctx,         ep_rx_ctx, ep_size_left, ep_size_left};
-fi_ops_cm g_ep_cm_ops = {sizeof(fi_ops_cm), ep_setname,     ep_getname, ep_getpeer,
-                         ep_connect,        cm_listen_none,  ep_accept,  cm_reject_none,
-                         ep_shutdown,       cm_join_none};
+fi_ops_cm g_ep_cm_ops = {sizeof(fi_ops_cm), ep_setname, ep_getname,     ep_getpeer,  ep_connect,
+                         cm_listen_none,    ep_accept,  cm_reject_none, ep_shutdown, cm_join_none};
 
 }  // namespace
 

@@ -266,7 +266,7 @@ struct Ep {
   uint64_t tx_op_flags = 0;
   dat::Ep* dep = nullptr;
   ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
-  uint16_t src_port = 0;  // the bound source address's port (fi_getname)
+  uint16_t src_port = 0;    // the bound source address's port (fi_getname)
   uint16_t peer_port = 0;
   uint32_t peer_ip = 0;
   // The inject slots are a ring, taken in the order their requests are

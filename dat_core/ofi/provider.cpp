@@ -102,8 +102,8 @@ namespace {
 
 // One entry for the interface cfg; 0, -FI_ENODATA when the arguments do not
 // fit it, or another negative errno.
-int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node,
-              const char* service, uint64_t flags, const fi_info* hints, fi_info** out) {
+int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, const char* service,
+              uint64_t flags, const fi_info* hints, fi_info** out) {
   *out = nullptr;
   if (hints != nullptr && !hints_ok(version, hints, cfg.name)) return -FI_ENODATA;
 
@@ -313,8 +313,8 @@ int fabric_domain2(fid_fabric* fabric, fi_info* info, fid_domain** dom, uint64_t
 
 fi_ops g_fabric_fi_ops = {sizeof(fi_ops), fabric_close, no_bind,   no_control,
                           no_ops_open,    no_tostr,     no_ops_set};
-fi_ops_fabric g_fabric_ops = {sizeof(fi_ops_fabric), domain_open,    pep_open,      eq_open,
-                              fabric_wait_open,      trywait,        fabric_domain2};
+fi_ops_fabric g_fabric_ops = {sizeof(fi_ops_fabric), domain_open, pep_open,      eq_open,
+                              fabric_wait_open,      trywait,     fabric_domain2};
 
 }  // namespace
 
@@ -339,8 +339,8 @@ int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context) {
 }
 
 int fabric_pick(Fabric* f, const fi_info* info) {
-  const char* want = info != nullptr && info->domain_attr != nullptr ? info->domain_attr->name
-                                                                     : nullptr;
+  const char* want =
+      info != nullptr && info->domain_attr != nullptr ? info->domain_attr->name : nullptr;
   std::lock_guard lk(f->mu);
   if (!f->cfg.name.empty()) return want == nullptr || f->cfg.name == want ? 0 : -FI_EINVAL;
   std::vector<dat::IfaceConfig> cfgs;

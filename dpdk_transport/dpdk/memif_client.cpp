@@ -179,8 +179,8 @@ bool await_link(uint16_t port_id, uint64_t limit_ms, std::string* err) {
     g_reconnects.fetch_add(1, std::memory_order_relaxed);
     try_for = std::min(try_for * 2, milliseconds(2000));
   }
-  *err = "net_memif client: its link did not come up within " + std::to_string(limit_ms) +
-         " ms (" + std::to_string(tries) + " connections to the server" +
+  *err = "net_memif client: its link did not come up within " + std::to_string(limit_ms) + " ms (" +
+         std::to_string(tries) + " connections to the server" +
          (last_rc != 0 ? std::string(", the last refused: ") + rte_strerror(-last_rc) : "") + ")";
   return false;
 }

@@ -701,10 +701,10 @@ class Qp {
   // with no response yet is left out: its request may be kept behind a hole
   // in the request PSNs, and answered after later re-requests.
   struct RdReq {
-    uint64_t seq = 0;       // its number among the READ requests sent
-    uint64_t wqe = 0;       // the READ's send-queue index ...
-    uint64_t rd_seq = 0;    // ... and rd_seq (tells a reused slot)
-    uint32_t from = 0;      // responses [from, to) asked for and not yet judged
+    uint64_t seq = 0;     // its number among the READ requests sent
+    uint64_t wqe = 0;     // the READ's send-queue index ...
+    uint64_t rd_seq = 0;  // ... and rd_seq (tells a reused slot)
+    uint32_t from = 0;    // responses [from, to) asked for and not yet judged
     uint32_t to = 0;
   };
   std::vector<RdReq> rd_reqs_;  // in the order sent; at most kRdReqMax

@@ -70,11 +70,15 @@ bool config_seeds() {
       "ring=0;ip=1.2.3.4;noequals",
       // Lookups: name \x01 DPDAT_IA_<NAME> \x01 DPDAT_CONF file (an empty
       // name is "fi0"; a first byte with its low 3 bits clear, a built-in).
-      "\x01ring=0;ip=10.0.0.1;max_pending_crs_per_peer=4\x01" "fi0 ring=1;ip=10.0.0.2\n",
+      "\x01ring=0;ip=10.0.0.1;max_pending_crs_per_peer=4\x01"
+      "fi0 ring=1;ip=10.0.0.2\n",
       "\x01\x01# ranks\nfi0 ring=0;ip=10.0.0.1\nfi0 ring=1;ip=9.9.9.9\n",
-      "\x08\x01\x01" "dpdat0 ring=1;ip=10.0.0.9\n",
-      "\x80\x01\x01" "fi0 ring=0;ip=10.0.0.1\n",
-      "zz\x01\x01" "fi0 ring=0;ip=10.0.0.1\n",
+      "\x08\x01\x01"
+      "dpdat0 ring=1;ip=10.0.0.9\n",
+      "\x80\x01\x01"
+      "fi0 ring=0;ip=10.0.0.1\n",
+      "zz\x01\x01"
+      "fi0 ring=0;ip=10.0.0.1\n",
   };
   for (const char* s : kSeeds)
     if (!write(s, std::strlen(s))) return false;

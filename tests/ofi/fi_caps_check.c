@@ -33,14 +33,14 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (!(cond)) {                                \
+#define CHECK(cond, ...)                           \
+  do {                                             \
+    if (!(cond)) {                                 \
       fprintf(stderr, "fi_caps_check %s: ", role); \
-      fprintf(stderr, __VA_ARGS__);               \
-      fprintf(stderr, " (line %d)\n", __LINE__);  \
-      exit(1);                                    \
-    }                                             \
+      fprintf(stderr, __VA_ARGS__);                \
+      fprintf(stderr, " (line %d)\n", __LINE__);   \
+      exit(1);                                     \
+    }                                              \
   } while (0)
 #define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
 
@@ -227,8 +227,8 @@ static void exchange(int first) {
 
 static void close_all(void) {
   int ret;
-  CHECK(eq_slept > 0 && cq_slept > 0, "never woken by a descriptor (EQ %d, CQ %d sleeps)",
-        eq_slept, cq_slept);
+  CHECK(eq_slept > 0 && cq_slept > 0, "never woken by a descriptor (EQ %d, CQ %d sleeps)", eq_slept,
+        cq_slept);
   CHECK(fi_close(&cntr->fid) == -FI_EBUSY, "a bound counter closed");
   OK(fi_close(&ep->fid));
   OK(fi_close(&cntr->fid));

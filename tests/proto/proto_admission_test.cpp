@@ -31,8 +31,8 @@ CmIn forged_req(uint32_t comm) {
 TEST_F(ProtoTest, OneAddressCannotTakeAnotherAddressesConnects) {
   // b admits 8 unanswered requests in all, 4 from any one address.
   a_.open(config("adm_a", "ring=0;ip=10.9.0.1;progress=inline"));
-  b_.open(config("adm_b",
-                 "ring=1;ip=10.9.0.2;progress=inline;max_pending_crs=8;max_pending_crs_per_peer=4"));
+  b_.open(config(
+      "adm_b", "ring=1;ip=10.9.0.2;progress=inline;max_pending_crs=8;max_pending_crs_per_peer=4"));
   Iface* fb = b_.ia->iface;
   ASSERT_EQ(fb->limits.max_pending_crs_per_peer, 4u);
   ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());

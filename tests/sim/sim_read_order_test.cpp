@@ -46,7 +46,7 @@ struct Rig {
   std::vector<Req> reqs;
   uint32_t sent_b = 0;
 
-  std::vector<uint32_t> order_b;       // response PSN offsets in the order B sent them
+  std::vector<uint32_t> order_b;  // response PSN offsets in the order B sent them
 
   static QpConfig cfg(uint32_t budget) {
     QpConfig c;
@@ -73,8 +73,8 @@ struct Rig {
           based = true;
           base = psn;
         }
-        reqs.push_back({(psn - base) & 0xFFFFFF,
-                        (v.reth->dma_len.value() + kPmtu - 1) / kPmtu, p.now()});
+        reqs.push_back(
+            {(psn - base) & 0xFFFFFF, (v.reth->dma_len.value() + kPmtu - 1) / kPmtu, p.now()});
         return true;
       }
       if (!based || v.opcode < wire::Opcode::kReadRespFirst ||
