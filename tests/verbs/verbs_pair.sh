@@ -47,6 +47,16 @@ for p in ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v $p >/dev/null || { echo "SKIP: $p not installed (ibverbs-utils)"; exit 77; }
 done
 
+# A sanitizer build of the library loaded into Debian's (uninstrumented)
+# programs needs the ASan runtime first in the library list, as the DAT 2.0
+# and libfabric suites do it.
+VLIB="$(dirname "$(readlink -f "$RUN")")/../lib/verbs/libibverbs.so.1"
+ASAN_RT=$(ldd "$VLIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
 MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no;ip=$SIP${IA_EXTRA:+;$IA_EXTRA}"
 MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no;ip=$CIP${IA_EXTRA:+;$IA_EXTRA}"
 WAIT_SOCK=
