@@ -35,7 +35,7 @@ struct Limits {
   // interface's budget: others still connect.
   uint32_t max_pending_crs_per_sp = 1024;
   uint32_t max_pending_crs = 4096;
-  uint32_t max_pending_crs_per_peer = 256;
+  uint32_t max_pending_crs_per_peer = 512;
 };
 
 // The pending-request limit a REQ was refused for: the index of

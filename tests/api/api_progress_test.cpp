@@ -55,7 +55,8 @@ std::vector<int> progress_threads() {
     std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
     std::string name;
     std::getline(comm, name);
-    if (name == "dpdat-progress") tids.push_back(std::atoi(e->d_name));
+    // One per engine: dpdat-prog0, dpdat-prog1, ...
+    if (name.rfind("dpdat-prog", 0) == 0) tids.push_back(std::atoi(e->d_name));
   }
   closedir(d);
   return tids;
