@@ -159,6 +159,7 @@ struct Iface {
   // accounting.
   rc::Qp::PostResult post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr);
   // The CM work (messages received, timers) with mu and every token held.
+  // True when CM messages were handled (timers alone are not traffic).
   bool control_step(uint64_t now);
   bool control_due(uint64_t now) const {
     return cm_pending.load(std::memory_order_relaxed) != 0 ||

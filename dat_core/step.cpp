@@ -64,12 +64,14 @@ bool Iface::progress(uint64_t now, bool consumer) {
 }
 
 bool Iface::control_step(uint64_t now) {
-  bool cm_ran = false;
+  bool moved = false, cm_ran = false;
   if (!cm_in.empty()) {
     process_cm_in(now);
     cm_pending.store(0, std::memory_order_relaxed);
-    cm_ran = true;
+    moved = cm_ran = true;
   }
+  // Timers are not traffic: a pass that found nothing due must not keep an
+  // idle progress thread in its spin window.
   if (now >= next_housekeeping.load(std::memory_order_relaxed)) {
     cm_timers(now);
     cm_ran = true;
@@ -79,7 +81,7 @@ bool Iface::control_step(uint64_t now) {
   // (it returned from dat_evd_wait with its CONNECTED event), and the peer
   // waits for them.
   if (cm_ran) engine->flush();
-  return cm_ran;
+  return moved;
 }
 
 bool Iface::step(Shard& s, uint64_t now, bool ctl) {

@@ -36,9 +36,11 @@ class Backoff {
                 uint64_t next_due2 = UINT64_MAX) {
     if (now - last_traffic < cfg_.spin_ns) return 0;
     const uint64_t due = std::min(next_due, next_due2);
-    if (due <= now) return 0;
     const bool deep = now - last_traffic >= cfg_.deep_idle_ns;
-    const uint64_t ns = std::min(sleep_us_ * 1000, due - now);
+    // A deadline already passed is taken by the next poll: the shortest
+    // sleep, never a spin (a timer the poll leaves armed must not keep an
+    // idle loop busy).
+    const uint64_t ns = due <= now ? 1000 : std::min(sleep_us_ * 1000, due - now);
     sleep_us_ =
         std::min(sleep_us_ * 2, deep ? cfg_.max_sleep_us * cfg_.deep_factor : cfg_.max_sleep_us);
     return ns;

@@ -78,7 +78,8 @@ run_mq() {
 
 # run_api "server-prefix" "server vdev" "client-prefix" "client vdev": dpdat-perf
 # through libdat with two engines per interface and four EPs, WRITE, READ
-# and SEND each verified on every EP; both engines of each side must have
+# and SEND, the WRITEs and SENDs verified on every EP (dpdat-perf --verify
+# reads them back; it has no check of READs); both engines of each side must have
 # carried queue-pair traffic.  Retransmission timeouts are printed, not
 # refused: with two engines per side, six threads share this machine's two
 # CPUs, and a descheduled peer outlasts the 50 us minimum RTO.
@@ -101,11 +102,11 @@ run_api() {
     lib_track $cpid
     wait "$cpid" || fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
-    python3 - "$TMP/r.json" <<'PY' || fail "checks of the JSON result"
+    python3 - "$TMP/r.json" "$op" <<'PY' || fail "checks of the JSON result"
 import json, sys
 d = json.load(open(sys.argv[1]))
 bw, c = d['bw'][0], d['counters']
-assert bw['verified'], 'not verified'
+assert sys.argv[2] == 'read' or bw['verified'], 'not verified'
 assert bw['per_qp_msgs'] == [300] * 4, bw['per_qp_msgs']
 for side in ('engine.', 'peer.engine.'):
     engines = {k[len(side):-len('.qp_tx_packets')] for k, v in c.items()
