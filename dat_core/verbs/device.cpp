@@ -82,7 +82,10 @@ void fill_device_attr(const Device* d, ibv_device_attr* a) {
 }  // namespace
 
 std::vector<Device*>& devices() {
-  static std::vector<Device*> list;
+  // The devices live for the process (programs keep the pointers
+  // ibv_get_device_list gave them), and so does the list that holds them: a
+  // static vector's destructor at exit would leave them unreferenced.
+  static auto& list = *new std::vector<Device*>();
   static std::once_flag once;
   std::call_once(once, [] {
     int index = 0;
