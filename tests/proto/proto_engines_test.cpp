@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,12 +24,19 @@ namespace {
 
 constexpr size_t kEps = 4;
 
+// The process's engine progress threads (named dpdat-prog<i>); other
+// threads of the process (the test runner's, the simulated wire's) may come
+// and go and are not counted.
 int thread_count() {
   int n = 0;
   DIR* d = opendir("/proc/self/task");
   if (d == nullptr) return -1;
-  while (const dirent* e = readdir(d))
-    if (e->d_name[0] != '.') ++n;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name.rfind("dpdat-prog", 0) == 0) ++n;
+  }
   closedir(d);
   return n;
 }
@@ -276,7 +285,7 @@ TEST_F(ProtoEnginesTest, PostsFromSeveralThreadsKeepEachThreadsOrder) {
 
 TEST_F(ProtoEnginesTest, ProgressThreadsEndWithTheLastIa) {
   const int before = thread_count();
-  ASSERT_GT(before, 0);
+  ASSERT_GE(before, 0);
   const IfaceConfig c = config("eng_threads", "ring=0;ip=10.9.0.1;engines=3;progress=adaptive");
   Ia* ia1 = nullptr;
   Ia* ia2 = nullptr;

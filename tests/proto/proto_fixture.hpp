@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,39 @@ inline IfaceConfig config(const std::string& name, const std::string& text) {
   return c;
 }
 
-// Registered memory of one IA.
+// The IAs the fixture has open, each with the serial it was opened under:
+// a Mem frees its registration only while the IA it was made on is open
+// (closing an IA frees its LMRs; an address may be reused by a later IA).
+inline std::map<const Ia*, uint64_t>& live_ias() {
+  static std::map<const Ia*, uint64_t> m;
+  return m;
+}
+inline uint64_t next_ia_serial() {
+  static uint64_t n = 0;
+  return ++n;
+}
+
+// Registered memory of one IA.  The registration is freed before the buffer
+// goes: a responder may replay a READ from it after the test has its data.
 struct Mem {
   std::vector<uint8_t> buf;
   Lmr* lmr = nullptr;
+  const Ia* ia = nullptr;
+  uint64_t ia_serial = 0;
+
+  Mem() = default;
+  Mem(const Mem&) = delete;
+  Mem& operator=(const Mem&) = delete;
+  ~Mem() { release(); }
+  void release() {
+    if (lmr != nullptr) {
+      const auto it = live_ias().find(ia);
+      if (it != live_ias().end() && it->second == ia_serial) {
+        EXPECT_TRUE(lmr_free(lmr).ok());
+      }
+    }
+    lmr = nullptr;
+  }
   rc::Sge sge(uint64_t off = 0, uint64_t len = UINT64_MAX) const {
     return rc::Sge{lmr->lmr_context, lmr->va + off, len == UINT64_MAX ? buf.size() - off : len};
   }
@@ -60,6 +90,7 @@ struct Side {
 
   void open(const IfaceConfig& cfg) {
     ASSERT_TRUE(ia_open(cfg, 16, nullptr, nullptr, &ia).ok());
+    live_ias()[ia] = next_ia_serial();
     create_objects();
   }
   // Everything but the IA, on an IA another Side opened and closes.
@@ -80,17 +111,22 @@ struct Side {
   // Side's: that Side's close frees this one's objects).
   void close() {
     if (ia != nullptr && owns_ia) {
+      live_ias().erase(ia);
       EXPECT_TRUE(ia_close(ia, false).ok());
     }
     *this = Side{};
   }
   void reg(Mem& m, size_t len, uint32_t privileges = rc::priv::kAll) {
+    m.release();
     m.buf.assign(len, 0);
     LmrSpec spec;
     spec.host = m.buf.data();
     spec.va = reinterpret_cast<uintptr_t>(m.buf.data());
     spec.length = len;
     ASSERT_TRUE(lmr_create(ia, pz, spec, privileges, &m.lmr).ok());
+    const auto it = live_ias().find(ia);
+    m.ia = ia;
+    m.ia_serial = it == live_ias().end() ? 0 : it->second;
   }
 };
 
