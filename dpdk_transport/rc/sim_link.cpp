@@ -63,12 +63,10 @@ class SimLink::End final : public PacketIo {
 
 SimLink::SimLink(uint64_t seed, size_t pool_frames, size_t queue_limit)
     : rng_(seed), queue_limit_(queue_limit) {
+  // Frames are made on first use (get_buf), up to pool_frames: a test pair
+  // that moves a few frames does not pay for the whole pool.
   bufs_.reserve(pool_frames);
   free_.reserve(pool_frames);
-  for (size_t i = 0; i < pool_frames; ++i) {
-    bufs_.push_back(std::make_unique<Buf>());
-    free_.push_back(bufs_.back().get());
-  }
   bufs_total_ = pool_frames;
   ends_[0] = std::make_unique<End>(*this, 0);
   ends_[1] = std::make_unique<End>(*this, 1);
@@ -87,7 +85,11 @@ size_t SimLink::pending(int to_end) const {
 }
 
 SimLink::Buf* SimLink::get_buf() {
-  if (free_.empty()) return nullptr;
+  if (free_.empty()) {
+    if (bufs_.size() >= bufs_total_) return nullptr;
+    bufs_.push_back(std::make_unique_for_overwrite<Buf>());
+    return bufs_.back().get();
+  }
   Buf* b = free_.back();
   free_.pop_back();
   return b;

@@ -105,7 +105,7 @@ class SimLink {
   size_t pending(int to_end) const;
 
   const LinkStats& stats(int from_end) const;
-  size_t buffers_in_use() const { return bufs_total_ - free_.size(); }
+  size_t buffers_in_use() const { return bufs_.size() - free_.size(); }
 
  private:
   class End;
