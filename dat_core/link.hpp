@@ -74,9 +74,10 @@ class Link {
   virtual void wait_rx(uint64_t timeout_ns) { (void)timeout_ns; }
   virtual void wake() {}
 
-  // Called once on a thread of dat_core's own (a progress thread) before it
-  // drives the link (DPDK: registers it with the EAL, so its mbuf allocations
-  // use a per-lcore mempool cache instead of the shared ring).
+  // Called once on each thread before it drives the link: a progress thread,
+  // or a consumer's thread the first time it drives an engine (DPDK:
+  // registers it with the EAL, so its mbuf allocations use a per-lcore
+  // mempool cache instead of the shared ring; idempotent).
   virtual void register_thread() {}
 
   // Told once per engine, when it exists (DPDK: telemetry lists it under

@@ -12,7 +12,9 @@
 //           after 100 ms without traffic) and never past the engine's next
 //           timer, so an idle connected process costs about one wake-up per
 //           ms and a packet arriving while it sleeps waits at most that
-//           long.  A single-engine interface on a link that wakes it on RX
+//           long.  An engine that hands received frames to other engines
+//           (the link spread them over its queues by its own hash) counts
+//           their traffic as its own while it does.  A single-engine interface on a link that wakes it on RX
 //           (Link::rx_wakeups: RX interrupts, the simulated link) sleeps
 //           until a frame arrives instead, at most 1 ms (timers).
 //
@@ -27,6 +29,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -88,8 +91,14 @@ void progress_main(Iface* f, Shard* s) {
     }
     now = now_ns();
     const uint64_t timer = s->engine->next_timer_deadline();  // 0: none
+    uint64_t traffic = s->last_traffic.load(std::memory_order_relaxed);
+    // This engine's RX queue carries frames of other engines' queue pairs
+    // (it handed some over lately): their traffic keeps it awake too.
+    if (f->group != nullptr &&
+        now - s->last_handoff.load(std::memory_order_relaxed) < uint64_t{f->cfg.spin_us} * 1000)
+      traffic = std::max(traffic, f->last_traffic(~uint64_t{0}));
     const uint64_t sleep_ns = backoff.idle(
-        now, s->last_traffic.load(std::memory_order_relaxed), timer == 0 ? UINT64_MAX : timer,
+        now, traffic, timer == 0 ? UINT64_MAX : timer,
         s->index == 0 ? f->next_housekeeping.load(std::memory_order_relaxed) : UINT64_MAX);
     if (sleep_ns == 0) {
       cpu_relax();

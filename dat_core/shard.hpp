@@ -64,8 +64,12 @@ struct Shard {
   alignas(64) std::atomic<uint64_t> last_traffic{0};
   std::atomic<uint64_t> last_consumer_progress{0};
   // Frames this engine had handed to others as of its last step (a step that
-  // handed some wakes their progress threads).
+  // handed some wakes their progress threads), and when it last handed one:
+  // while it does, its RX queue carries other engines' traffic (a link that
+  // does not steer by queue pair), and its progress thread spins while they
+  // have traffic instead of sleeping on their answers.
   uint64_t handed_off_seen = 0;
+  std::atomic<uint64_t> last_handoff{0};
   // The progress thread (busy / adaptive): asleep on prog_cv while stepping
   // aside for a consumer or backing off; `stop` ends it (the last IA of the
   // interface closed).

@@ -27,7 +27,17 @@ uint64_t Iface::last_traffic(uint64_t mask) const {
 }
 
 bool Iface::drive_shard(Shard& s, uint64_t now, bool consumer) {
-  if (consumer) s.last_consumer_progress.store(now, std::memory_order_relaxed);
+  if (consumer) {
+    s.last_consumer_progress.store(now, std::memory_order_relaxed);
+    // A consumer thread that drives an engine allocates and frees its
+    // frames: registered with the link once (DPDK gives it an lcore id, and
+    // with it the mempool's per-lcore cache instead of the shared ring).
+    thread_local const Link* registered = nullptr;
+    if (registered != link.get()) {
+      link->register_thread();
+      registered = link.get();
+    }
+  }
   bool moved = false;
   // A work request handed off while the holder was finishing its step is
   // taken by the next try (the holder checks after releasing, as the poster
@@ -92,6 +102,7 @@ bool Iface::step(Shard& s, uint64_t now, bool ctl) {
     const uint64_t handed = s.engine->counters().handed_off;
     if (handed != s.handed_off_seen) {
       s.handed_off_seen = handed;
+      s.last_handoff.store(now, std::memory_order_relaxed);
       for (auto& o : shards)
         if (o.get() != &s) o->wake();
     }

@@ -140,6 +140,7 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
                                        {"tx_backpressure", c.tx_backpressure},
                                        {"tx_alloc_fail", c.tx_alloc_fail},
                                        {"timers_fired", c.timers_fired},
+                                       {"timers_deferred", c.timers_deferred},
                                        {"handed_off", c.handed_off},
                                        {"handed_in", c.handed_in},
                                        {"handoff_full", c.handoff_full},

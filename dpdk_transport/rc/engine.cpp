@@ -141,7 +141,7 @@ void Engine::arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline) {
   heap_up(timers_.size() - 1);
 }
 
-void Engine::run_timers(uint64_t now) {
+void Engine::run_timers(uint64_t now, bool rx_drained) {
   while (!timers_.empty() && timers_.front().deadline <= now) {
     const TimerEntry e = timers_.front();
     const uint64_t want = e.qp->timer_deadline(e.kind);
@@ -149,6 +149,27 @@ void Engine::run_timers(uint64_t now) {
       timers_.front().deadline = want;
       heap_down(0);
       continue;
+    }
+    // A retransmission or probe judged while answers may still wait unread
+    // (RX not drained), or before a peer that may have been away with us
+    // had a round trip to answer, would be spurious: judge it later, unless
+    // it is long overdue.
+    const bool judges_loss =
+        e.kind == Qp::TimerKind::kRetransmit || e.kind == Qp::TimerKind::kProbe;
+    if (judges_loss && want != 0 && now - want < cfg_.timer_lag_max_ns) {
+      uint64_t until = 0;
+      if (!rx_drained) {
+        until = now + 1;
+      } else if (e.deadline <= want && want < back_from_gap_ns_ &&
+                 now < back_from_gap_ns_ + cfg_.gap_grace_ns) {
+        until = back_from_gap_ns_ + cfg_.gap_grace_ns;  // once: the entry is marked deferred
+      }
+      if (until != 0) {
+        ctr_.timers_deferred++;
+        timers_.front().deadline = until;
+        heap_down(0);
+        continue;
+      }
     }
     heap_remove(0);
     if (want == 0) continue;  // cancelled
@@ -295,23 +316,28 @@ bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
 uint32_t Engine::poll(uint64_t now) {
   // Frames other engines of the group received for our queue pairs.
   uint32_t moved = 0;
+  bool handed_in_full = false;  // a ring still held frames after a burst
   if (group_ != nullptr) {
     release_.clear();
     for (size_t from = 0; from < group_->size(); ++from) {
       if (from == group_index_) continue;
       Frame f;
       auto& ring = group_->ring(from, group_index_);
-      for (uint16_t k = 0; k < cfg_.burst && ring.pop(&f); ++k) {
+      uint16_t k = 0;
+      for (; k < cfg_.burst && ring.pop(&f); ++k) {
         ctr_.handed_in++;
         dispatch(f, now, /*icrc_checked=*/true);
         release_.push_back(f);
       }
+      handed_in_full |= k == cfg_.burst;
     }
     moved += static_cast<uint32_t>(release_.size());
     if (!release_.empty()) io_.rx_release(release_.data(), static_cast<uint16_t>(release_.size()));
   }
   // RX before timers: an ACK already waiting in the RX queue must be seen
   // before a retransmission timer for the packets it acknowledges fires.
+  if (last_poll_ns_ != 0 && now - last_poll_ns_ >= cfg_.poll_gap_ns) back_from_gap_ns_ = now;
+  last_poll_ns_ = now;
   const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
   release_.clear();
   for (uint16_t i = 0; i < n; ++i) {
@@ -326,7 +352,8 @@ uint32_t Engine::poll(uint64_t now) {
   for (Qp* qp : touched_) qp->end_of_burst(now);
   touched_.clear();
 
-  run_timers(now);
+  const bool rx_drained = !handed_in_full && n < cfg_.burst;
+  run_timers(now, rx_drained);
 
   active_next_.clear();
   std::swap(active_, active_next_);

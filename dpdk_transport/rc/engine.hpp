@@ -5,7 +5,9 @@
 //      in software, run the RC state machines; UD SEND Only packets to QP1
 //      (connection-management MADs) go to the GSI handler instead
 //   2. run due timers (retransmit, RNR, ACK coalescing) — after RX, so an
-//      ACK already queued is seen before its retransmission timer fires
+//      ACK already queued is seen before its retransmission timer fires;
+//      retransmission and tail-probe timers wait for a poll that drained the
+//      RX queue and did not follow a gap (see run_timers)
 //   3. let active queue pairs emit within their windows
 //   4. flush TX in bursts; a full TX ring is back-pressure (bounded retries,
 //      frames kept, counted), never a silent drop.
@@ -36,11 +38,20 @@ struct EngineConfig {
   // Request frames the queue pairs keep after a hole until it is filled
   // (Qp::sr_hold), all together at most this many bytes of pool blocks.
   size_t held_max_bytes = size_t{16} << 20;
+  // A poll this long after the previous one follows a gap (the engine's
+  // thread was descheduled or slept, and its peer may have been too): a
+  // retransmission or probe timer that fell due during the gap waits until
+  // gap_grace_ns after it, so the peer gets a round trip to answer what it
+  // could not answer while away.  No timer waits more than
+  // timer_lag_max_ns past due.
+  uint64_t poll_gap_ns = 20'000;
+  uint64_t gap_grace_ns = 50'000;
+  uint64_t timer_lag_max_ns = 1'000'000;
 };
 
 struct EngineCounters {
   uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0, tx_backpressure = 0,
-           tx_alloc_fail = 0, timers_fired = 0, handed_off = 0, handoff_full = 0, handed_in = 0;
+           tx_alloc_fail = 0, timers_fired = 0, timers_deferred = 0, handed_off = 0, handoff_full = 0, handed_in = 0;
   // GSI (QP1): frames given to the handler, dropped for want of one, sent by
   // send_gsi(), refused by send_gsi() for back-pressure / an invalid message.
   // A UD frame for any other QPN counts in rx_no_qp.
@@ -212,7 +223,10 @@ class Engine {
     Qp* qp;
     Qp::TimerKind kind;
   };
-  void run_timers(uint64_t now);
+  // rx_drained: this poll emptied RX and the hand-off rings.  Without it,
+  // retransmission and probe timers wait for the next poll; one that fell
+  // due during a gap waits out gap_grace_ns after it, once.
+  void run_timers(uint64_t now, bool rx_drained);
   void heap_place(size_t i, const TimerEntry& e);
   void heap_up(size_t i);
   void heap_down(size_t i);
@@ -249,6 +263,8 @@ class Engine {
   EngineGroup* group_ = nullptr;
   size_t group_index_ = 0;
   GsiHandler gsi_handler_;
+  uint64_t last_poll_ns_ = 0;
+  uint64_t back_from_gap_ns_ = 0;  // the first poll after the last gap
 };
 
 }  // namespace dpdat::rc

@@ -116,6 +116,53 @@ TEST(AdaptiveRto, TimeoutFollowsTheMeasuredRoundTrip) {
   EXPECT_LT(t, 200'000u);
 }
 
+// One thread drives both engines in turn (inline progress), and is away
+// longer than the RTO between two turns: A's first poll back comes before B
+// had a chance to answer.  A judges no loss there; it reads B's answer at
+// its next poll.  The same wait with B silent still times out.
+TEST(AdaptiveRto, NoTimeoutJudgedRightAfterAGap) {
+  Flow f(cfg(/*adaptive=*/true, /*tlp=*/true));
+  f.warm_up();
+  const uint64_t rto = f.p.a().qp->rtt().rto_ns();
+  Qp& qa = *f.p.a().qp;
+  Engine& ea = *f.p.a().engine;
+  Engine& eb = *f.p.b().engine;
+  const uint64_t timeouts = qa.counters().timeouts, probes = qa.counters().tlp_probes;
+  const uint64_t deferred = ea.counters().timers_deferred;
+  ASSERT_EQ(qa.post_send(rdma_wr(WrOp::kWrite, f.src, f.dst, kMsg, ++f.cookie)),
+            Qp::PostResult::kOk);
+  uint64_t t = f.p.now();
+  f.p.link().set_now(t);
+  ea.poll(t);  // the WRITE leaves
+  eb.poll(t);
+  t += 10 * rto;  // the driver is away (descheduled)
+  f.p.link().set_now(t);
+  ea.poll(t);  // back: A's timers are overdue, B has not run yet
+  eb.poll(t);  // B takes the WRITE and answers
+  for (int i = 0; i < 40 && f.p.a().scq->empty(); ++i) {
+    t += 1'000;
+    f.p.link().set_now(t);
+    ea.poll(t);
+    eb.poll(t);
+  }
+  ASSERT_EQ(f.p.a().scq->size(), 1u);
+  EXPECT_EQ(drain(*f.p.a().scq)[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(qa.counters().timeouts, timeouts);
+  EXPECT_EQ(qa.counters().tlp_probes, probes);
+  EXPECT_GT(ea.counters().timers_deferred, deferred);
+
+  // B silent: A, polling without gaps, still times out and resends.
+  f.b_silent = true;
+  ASSERT_EQ(qa.post_send(rdma_wr(WrOp::kWrite, f.src, f.dst, kMsg, ++f.cookie)),
+            Qp::PostResult::kOk);
+  for (uint64_t end = t + 20 * rto; t < end; t += 1'000) {
+    f.p.link().set_now(t);
+    ea.poll(t);
+    eb.poll(t);
+  }
+  EXPECT_GT(qa.counters().timeouts + qa.counters().tlp_probes, timeouts + probes);
+}
+
 TEST(AdaptiveRto, FixedTimeoutWaitsTheConfiguredTime) {
   // The same loss without adaptation: the 1 ms timeout decides.
   Flow f(cfg(/*adaptive=*/false, /*tlp=*/false));

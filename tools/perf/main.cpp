@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "launch.hpp"
 #include "modes.hpp"
@@ -17,7 +18,57 @@
 
 namespace dpdat::perf {
 
+namespace {
+
+uint64_t counter(const Run& r, const std::string& key) {
+  const auto it = r.counters.find(key);
+  return it == r.counters.end() ? 0 : it->second;
+}
+
+// One line per engine (this side's, then the peer's): what it moved, what it
+// handed to the engine owning a frame's queue pair, its timers; then the CPU
+// time of each progress thread.
+void print_engines(const Run& r) {
+  static const std::string kTail = ".rx_frames";
+  bool header = false;
+  for (const std::string side : {"", "peer."}) {
+    const std::string head = side + "engine.";
+    for (const auto& [k, v] : r.counters) {
+      if (k.rfind(head, 0) != 0 || k.size() <= head.size() + kTail.size() ||
+          k.compare(k.size() - kTail.size(), std::string::npos, kTail) != 0)
+        continue;
+      const std::string name = k.substr(head.size(), k.size() - head.size() - kTail.size());
+      const std::string p = head + name + ".";
+      if (!header) {
+        std::printf("\n engines: %-16s %12s %12s %10s %10s %9s %9s\n", "", "rx_frames",
+                    "tx_frames", "handed_off", "handed_in", "timeouts", "tlp");
+        header = true;
+      }
+      std::printf("  %-25s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64
+                  " %9" PRIu64 "\n",
+                  (side.empty() ? name : "peer " + name).c_str(), v, counter(r, p + "tx_frames"),
+                  counter(r, p + "handed_off"), counter(r, p + "handed_in"),
+                  counter(r, p + "qp_timeouts"), counter(r, p + "qp_tlp_probes"));
+    }
+  }
+  std::string threads;
+  for (const auto& [k, v] : r.counters) {
+    const size_t at = k.find("thread.dpdat-prog");
+    if (at == std::string::npos || (at != 0 && k.rfind("peer.", 0) != 0)) continue;
+    const size_t from = at + std::string("thread.").size();
+    const std::string who = (at == 0 ? "" : "peer ") +
+                            k.substr(from, k.size() - from - std::string(".cpu_us").size());
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %s=%.2fs", who.c_str(), static_cast<double>(v) / 1e6);
+    threads += buf;
+  }
+  if (!threads.empty()) std::printf(" progress threads' CPU time:%s\n", threads.c_str());
+}
+
+}  // namespace
+
 int finish_run(const Options& o, const Run& r) {
+  print_engines(r);
   if (!r.counters.empty()) {
     std::printf("\n counters (DPDK telemetry):");
     int col = 0;

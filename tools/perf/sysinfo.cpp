@@ -1,10 +1,13 @@
 #include "sysinfo.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 
 #include "telemetry_client.hpp"
 
@@ -48,8 +51,44 @@ std::string affinity() {
   return out;
 }
 
-std::map<std::string, uint64_t> telemetry_counters() {
+std::map<std::string, uint64_t> progress_thread_cpu() {
   std::map<std::string, uint64_t> out;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  const double us_per_tick = 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string task = std::string("/proc/self/task/") + e->d_name;
+    std::ifstream comm(task + "/comm");
+    std::string name;
+    if (!std::getline(comm, name) || name.rfind("dpdat-prog", 0) != 0) continue;
+    // stat: "tid (comm) state ..." with utime and stime the 14th and 15th
+    // fields; comm may hold spaces, so count from the closing parenthesis.
+    std::ifstream stat(task + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    uint64_t utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) stime = std::stoull(field);
+    }
+    // Two interfaces in one process (one-process mode) both have a
+    // dpdat-prog0: the second is dpdat-prog0#2.
+    std::string key = "thread." + name;
+    for (int n = 2; out.count(key + ".cpu_us") != 0; ++n)
+      key = "thread." + name + "#" + std::to_string(n);
+    out[key + ".cpu_us"] = static_cast<uint64_t>(static_cast<double>(utime + stime) * us_per_tick);
+  }
+  closedir(d);
+  return out;
+}
+
+std::map<std::string, uint64_t> telemetry_counters() {
+  std::map<std::string, uint64_t> out = progress_thread_cpu();
   tools::TelemetryClient t;
   if (!t.open(tools::TelemetryClient::socket_of(getpid()))) return out;
   const auto ports = t.query("/dpdat/ports");

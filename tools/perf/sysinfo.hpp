@@ -30,6 +30,13 @@ std::string affinity();
 // default EAL file prefix); keys "engine.<name>.<counter>" and
 // "port.<id>.<counter>" (with the port's MTU and the PMTU it allows).  Empty when the
 // socket is not there (e.g. DPDAT_EAL_ARGS chose another prefix).
+// CPU time (user + system, microseconds, clock-tick resolution) of each
+// engine progress thread (dpdat-prog<i>) since it started, keyed
+// "thread.dpdat-prog<i>.cpu_us".
+std::map<std::string, uint64_t> progress_thread_cpu();
+
+// This process's dpdat counters: ports and engines (DPDK telemetry, keyed
+// "port.<id>.<name>" and "engine.<engine>.<name>") and progress_thread_cpu().
 std::map<std::string, uint64_t> telemetry_counters();
 
 }  // namespace dpdat::perf
