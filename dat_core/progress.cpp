@@ -14,9 +14,9 @@
 //           ms and a packet arriving while it sleeps waits at most that
 //           long.  An engine that hands received frames to other engines
 //           (the link spread them over its queues by its own hash) counts
-//           their traffic as its own while it does.  A single-engine interface on a link that wakes it on RX
-//           (Link::rx_wakeups: RX interrupts, the simulated link) sleeps
-//           until a frame arrives instead, at most 1 ms (timers).
+//           their traffic as its own while it does.  A single-engine interface on a link that wakes
+//           it on RX (Link::rx_wakeups: RX interrupts, the simulated link) sleeps until a frame
+//           arrives instead, at most 1 ms (timers).
 //
 // A thread only ever tries its engine's token (Iface::drive_shard): a
 // consumer driving the engine itself is never waited for.  Engine 0's thread

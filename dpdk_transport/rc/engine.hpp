@@ -51,7 +51,8 @@ struct EngineConfig {
 
 struct EngineCounters {
   uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0, tx_backpressure = 0,
-           tx_alloc_fail = 0, timers_fired = 0, timers_deferred = 0, handed_off = 0, handoff_full = 0, handed_in = 0;
+           tx_alloc_fail = 0, timers_fired = 0, timers_deferred = 0, handed_off = 0,
+           handoff_full = 0, handed_in = 0;
   // GSI (QP1): frames given to the handler, dropped for want of one, sent by
   // send_gsi(), refused by send_gsi() for back-pressure / an invalid message.
   // A UD frame for any other QPN counts in rx_no_qp.

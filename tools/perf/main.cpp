@@ -40,8 +40,8 @@ void print_engines(const Run& r) {
       const std::string name = k.substr(head.size(), k.size() - head.size() - kTail.size());
       const std::string p = head + name + ".";
       if (!header) {
-        std::printf("\n engines: %-16s %12s %12s %10s %10s %9s %9s\n", "", "rx_frames",
-                    "tx_frames", "handed_off", "handed_in", "timeouts", "tlp");
+        std::printf("\n engines: %-16s %12s %12s %10s %10s %9s %9s\n", "", "rx_frames", "tx_frames",
+                    "handed_off", "handed_in", "timeouts", "tlp");
         header = true;
       }
       std::printf("  %-25s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64
@@ -56,8 +56,8 @@ void print_engines(const Run& r) {
     const size_t at = k.find("thread.dpdat-prog");
     if (at == std::string::npos || (at != 0 && k.rfind("peer.", 0) != 0)) continue;
     const size_t from = at + std::string("thread.").size();
-    const std::string who = (at == 0 ? "" : "peer ") +
-                            k.substr(from, k.size() - from - std::string(".cpu_us").size());
+    const std::string who =
+        (at == 0 ? "" : "peer ") + k.substr(from, k.size() - from - std::string(".cpu_us").size());
     char buf[96];
     std::snprintf(buf, sizeof buf, " %s=%.2fs", who.c_str(), static_cast<double>(v) / 1e6);
     threads += buf;
