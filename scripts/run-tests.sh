@@ -31,19 +31,18 @@ if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then
     ctest --preset asan -j1 --timeout 900 -LE 'bench|fuzz'
   else
     # CI's share (2 cores, 30 minutes): everything that runs in one process
-    # or drives the library through its APIs and tools (unit, sim, proto,
-    # api, rsm, tools, hostile, the verbs API tests).  The suites of other
-    # programs (OFED dtest/dapltest, MPI, fabtests, perftest) and the
-    # DPDK link tests run in the optimised build above;
-    # DPDAT_ASAN_ALL=1 runs every test under the sanitizers.
+    # or drives the library through its APIs (unit, sim, proto, api, rsm,
+    # hostile, the verbs API tests).  The tools, the suites of other
+    # programs (OFED dtest/dapltest, MPI, fabtests, perftest) and the DPDK
+    # link tests run in the optimised build above; DPDAT_ASAN_ALL=1 runs
+    # every test under the sanitizers.
     cmake --build --preset asan -j "$JOBS" --target \
       dpdat_unit_tests dpdat_sim_tests dpdat_proto_tests \
       api_test api_cm_test api_cm_loss_test api_progress_test api_limits_test \
       api_close_test api_pmtu_test api_self_test udat_c_example udat_pair \
       dat rsm rsm_test rsm_map_test rsm_c_example rsm_peer rsm_map_peer \
-      dpdat-perf dpdat-perf-dat2 daplodpdk dpdat-info dpdat-wiredump \
       dpdat-hostile dpdat-hostile-victim dpdat_verbs verbs_api_test
-    ctest --preset asan -j1 --timeout 900 -L '^(unit|sim|proto|api|rsm|tools|hostile)$'
+    ctest --preset asan -j1 --timeout 900 -L '^(unit|sim|proto|api|rsm|hostile)$'
     ctest --preset asan -j1 --timeout 900 -R '^(VerbsTest\.|verbs_symbols|verbs_api_links)'
   fi
 fi
