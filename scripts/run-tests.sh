@@ -37,7 +37,7 @@ if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then
     # link tests run in the optimised build above; DPDAT_ASAN_ALL=1 runs
     # every test under the sanitizers.
     cmake --build --preset asan -j "$JOBS" --target \
-      dpdat_unit_tests dpdat_sim_tests dpdat_proto_tests \
+      dat_headers_layout_test dpdat_unit_tests dpdat_sim_tests dpdat_proto_tests \
       api_test api_cm_test api_cm_loss_test api_progress_test api_limits_test \
       api_close_test api_pmtu_test api_self_test udat_c_example udat_pair \
       dat rsm rsm_test rsm_map_test rsm_c_example rsm_peer rsm_map_peer \
