@@ -110,6 +110,12 @@ struct Iface {
   void consumer_stopped(uint64_t mask);
   // When traffic last moved on any shard of `mask`.
   uint64_t last_traffic(uint64_t mask) const;
+  // Frames sent and received over all the interface's engines (their
+  // tokens or the interface lock held, for a consistent pair).
+  struct Frames {
+    uint64_t tx = 0, rx = 0;
+  };
+  Frames frames() const;
   uint64_t all_shards() const { return shards.size() >= 64 ? ~0ull : (1ull << shards.size()) - 1; }
   // CM timers due at (0: at the next progress); lowered by the data path when
   // a failed completion may mean a broken connection.

@@ -154,11 +154,9 @@ Status ia_link_info(Ia* ia, IaLinkInfo* out) {
   out->pmtu = f->pmtu;
   out->ip = f->cfg.ip;
   out->mac = f->link->mac();
-  out->tx_frames = out->rx_frames = 0;
-  for (const auto& s : f->shards) {  // over the interface's engines
-    out->tx_frames += s->engine->counters().tx_frames;
-    out->rx_frames += s->engine->counters().rx_frames;
-  }
+  const Iface::Frames fr = f->frames();
+  out->tx_frames = fr.tx;
+  out->rx_frames = fr.rx;
   return kOk;
 }
 

@@ -144,8 +144,7 @@ void Iface::stop_threads_if_unused() {
   }
   for (auto& s : shards) {
     s->stop.store(true, std::memory_order_release);
-    std::lock_guard<std::mutex> lk(s->prog_mu);
-    s->prog_cv.notify_all();
+    s->notify();
   }
   link->wake();
   for (auto& s : shards)

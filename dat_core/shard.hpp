@@ -86,7 +86,12 @@ struct Shard {
   // Wakes its progress thread if it sleeps (a post handed off, a frame
   // handed over, a consumer stopped driving).
   void wake() {
-    if (!sleeping.load(std::memory_order_acquire)) return;
+    if (sleeping.load(std::memory_order_acquire)) notify();
+  }
+  // Wakes its progress thread whatever it waits for (stepping aside, backing
+  // off); under prog_mu, so a wait that is about to start sees the change
+  // made before the call.
+  void notify() {
     std::lock_guard<std::mutex> g(prog_mu);
     prog_cv.notify_all();
   }

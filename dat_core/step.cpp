@@ -13,9 +13,17 @@ void Iface::consumer_stopped(uint64_t mask) {
   for (auto& s : shards) {
     if ((mask >> s->index & 1u) == 0) continue;
     s->last_consumer_progress.store(0, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> g(s->prog_mu);
-    s->prog_cv.notify_all();
+    s->notify();
   }
+}
+
+Iface::Frames Iface::frames() const {
+  Frames f;
+  for (const auto& s : shards) {
+    f.tx += s->engine->counters().tx_frames;
+    f.rx += s->engine->counters().rx_frames;
+  }
+  return f;
 }
 
 uint64_t Iface::last_traffic(uint64_t mask) const {

@@ -276,16 +276,12 @@ namespace {
 // fi_close of the fabric, also one refused because objects are still open.
 void print_stats(dat::Iface* iface) {
   dat::Lock lk(iface);
-  uint64_t tx = 0, rx = 0;  // over the interface's engines
-  for (const auto& s : iface->shards) {
-    tx += s->engine->counters().tx_frames;
-    rx += s->engine->counters().rx_frames;
-  }
+  const dat::Iface::Frames fr = iface->frames();
   // looped_frames: of rx_frames, those the link looped back (sends to the
   // interface's own address).
   std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu looped_frames %llu\n",
-               iface->cfg.name.c_str(), static_cast<unsigned long long>(tx),
-               static_cast<unsigned long long>(rx),
+               iface->cfg.name.c_str(), static_cast<unsigned long long>(fr.tx),
+               static_cast<unsigned long long>(fr.rx),
                static_cast<unsigned long long>(iface->link->looped_frames()));
 }
 
