@@ -14,9 +14,10 @@
 //           ms and a packet arriving while it sleeps waits at most that
 //           long.  An engine that hands received frames to other engines
 //           (the link spread them over its queues by its own hash) counts
-//           their traffic as its own while it does.  A single-engine interface on a link that wakes
-//           it on RX (Link::rx_wakeups: RX interrupts, the simulated link) sleeps until a frame
-//           arrives instead, at most 1 ms (timers).
+//           their traffic as its own while it does.  A single-engine
+//           interface on a link that wakes it on RX (Link::rx_wakeups: RX
+//           interrupts, the simulated link) sleeps until a frame arrives
+//           instead, at most 1 ms (timers).
 //
 // A thread only ever tries its engine's token (Iface::drive_shard): a
 // consumer driving the engine itself is never waited for.  Engine 0's thread
@@ -64,7 +65,8 @@ void progress_main(Iface* f, Shard* s) {
   const bool busy = f->cfg.progress == ProgressMode::kBusy;
   const uint64_t grace_ns = uint64_t{f->cfg.idle_us} * 1000;
   const bool rx_wait = f->link->rx_wakeups() && f->shards.size() == 1;
-  rc::Backoff backoff(rc::BackoffConfig{uint64_t{f->cfg.spin_us} * 1000, f->cfg.idle_us});
+  const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;
+  rc::Backoff backoff(rc::BackoffConfig{spin_ns, f->cfg.idle_us});
   while (!s->stop.load(std::memory_order_acquire)) {
     uint64_t now = now_ns();
     if (!busy && now - s->last_consumer_progress.load(std::memory_order_relaxed) < grace_ns) {
@@ -94,9 +96,8 @@ void progress_main(Iface* f, Shard* s) {
     uint64_t traffic = s->last_traffic.load(std::memory_order_relaxed);
     // This engine's RX queue carries frames of other engines' queue pairs
     // (it handed some over lately): their traffic keeps it awake too.
-    if (f->group != nullptr &&
-        now - s->last_handoff.load(std::memory_order_relaxed) < uint64_t{f->cfg.spin_us} * 1000)
-      traffic = std::max(traffic, f->last_traffic(~uint64_t{0}));
+    if (f->group != nullptr && now - s->last_handoff.load(std::memory_order_relaxed) < spin_ns)
+      traffic = std::max(traffic, f->last_traffic(f->all_shards()));
     const uint64_t sleep_ns = backoff.idle(
         now, traffic, timer == 0 ? UINT64_MAX : timer,
         s->index == 0 ? f->next_housekeeping.load(std::memory_order_relaxed) : UINT64_MAX);

@@ -334,10 +334,10 @@ uint32_t Engine::poll(uint64_t now) {
     moved += static_cast<uint32_t>(release_.size());
     if (!release_.empty()) io_.rx_release(release_.data(), static_cast<uint16_t>(release_.size()));
   }
-  // RX before timers: an ACK already waiting in the RX queue must be seen
-  // before a retransmission timer for the packets it acknowledges fires.
   if (last_poll_ns_ != 0 && now - last_poll_ns_ >= cfg_.poll_gap_ns) back_from_gap_ns_ = now;
   last_poll_ns_ = now;
+  // RX before timers: an ACK already waiting in the RX queue must be seen
+  // before a retransmission timer for the packets it acknowledges fires.
   const uint16_t n = io_.rx_burst(rx_.data(), cfg_.burst);
   release_.clear();
   for (uint16_t i = 0; i < n; ++i) {

@@ -25,18 +25,17 @@ struct CpuMark {
 // This process's CPU affinity as a list ("0", "0-1").
 std::string affinity();
 
-// dpdat's engine and port counters of this process, read over its DPDK
-// telemetry socket (/var/run/dpdk/dpdat<pid>/dpdk_telemetry.v2, dpdat's
-// default EAL file prefix); keys "engine.<name>.<counter>" and
-// "port.<id>.<counter>" (with the port's MTU and the PMTU it allows).  Empty when the
-// socket is not there (e.g. DPDAT_EAL_ARGS chose another prefix).
 // CPU time (user + system, microseconds, clock-tick resolution) of each
 // engine progress thread (dpdat-prog<i>) since it started, keyed
 // "thread.dpdat-prog<i>.cpu_us".
 std::map<std::string, uint64_t> progress_thread_cpu();
 
-// This process's dpdat counters: ports and engines (DPDK telemetry, keyed
-// "port.<id>.<name>" and "engine.<engine>.<name>") and progress_thread_cpu().
+// This process's dpdat counters: progress_thread_cpu(), and the engine and
+// port counters read over its DPDK telemetry socket
+// (/var/run/dpdk/dpdat<pid>/dpdk_telemetry.v2, dpdat's default EAL file
+// prefix), keyed "engine.<name>.<counter>" and "port.<id>.<counter>" (with
+// the port's MTU and the PMTU it allows).  Those are missing when the socket
+// is not there (e.g. DPDAT_EAL_ARGS chose another prefix).
 std::map<std::string, uint64_t> telemetry_counters();
 
 }  // namespace dpdat::perf
