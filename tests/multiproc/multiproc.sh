@@ -114,7 +114,12 @@ for side in ('engine.', 'peer.engine.'):
     assert len(engines) >= 2, f'{side}: queue-pair traffic on {sorted(engines)} only'
     rto = sum(v for k, v in c.items() if k.startswith(side) and k.endswith('.qp_timeouts'))
     print(f' {side[:-1]}: traffic on engines {sorted(engines)}, {rto} retransmission timeouts')
+# One progress thread per engine on each side, with its CPU time.
+for side in ('', 'peer.'):
+    threads = {k for k in c if k.startswith(side + 'thread.dpdat-prog') and k.endswith('.cpu_us')}
+    assert len(threads) == 2, f'{side or "client "}progress threads: {sorted(threads)}'
 PY
+    grep -q "^ engines:" "$TMP/client.log" || fail "no per-engine lines in dpdat-perf's report"
   done
 }
 
