@@ -21,7 +21,7 @@ using namespace dpdat::dat;  // NOLINT(google-build-using-namespace): C entry po
 
 extern "C" {
 
-#define DPDAT_ENTRY(name) dat_##name
+#define DPDAT_ENTRY(name) name
 #include "front/entries.inc"
 #undef DPDAT_ENTRY
 

@@ -157,8 +157,8 @@ void add_provider_specific(const Ia* ia, DAT_PROVIDER_ATTR* out) {
 #include "front/entries.inc"
 #undef DPDAT_ENTRY
 
-DAT_RETURN ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HANDLE* async_evd,
-                      DAT_IA_HANDLE* ia_out) {
+DAT_RETURN dat_ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HANDLE* async_evd,
+                          DAT_IA_HANDLE* ia_out) {
   if (name == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG1);
   if (async_evd == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
   if (ia_out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
@@ -183,7 +183,7 @@ DAT_RETURN ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HAN
   return open_ia(cfg, async_qlen, async_evd, &p->table, ia_out);
 }
 
-DAT_RETURN ia_ha_related_fn(DAT_IA_HANDLE h, const DAT_NAME_PTR name, DAT_BOOLEAN* answer) {
+DAT_RETURN dat_ia_ha_related_fn(DAT_IA_HANDLE h, const DAT_NAME_PTR name, DAT_BOOLEAN* answer) {
   if (lookup<Ia>(h, HandleType::kIa) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (name == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
@@ -194,7 +194,7 @@ DAT_RETURN ia_ha_related_fn(DAT_IA_HANDLE h, const DAT_NAME_PTR name, DAT_BOOLEA
 
 // ================================================================ CNO
 
-DAT_RETURN cno_fd_create_fn(DAT_IA_HANDLE h, DAT_FD* fd, DAT_CNO_HANDLE* o) {
+DAT_RETURN dat_cno_fd_create_fn(DAT_IA_HANDLE h, DAT_FD* fd, DAT_CNO_HANDLE* o) {
   if (lookup<Ia>(h, HandleType::kIa) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   if (fd == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
@@ -205,7 +205,7 @@ DAT_RETURN cno_fd_create_fn(DAT_IA_HANDLE h, DAT_FD* fd, DAT_CNO_HANDLE* o) {
 }
 
 // dat_cno_trigger: the EVD that triggered the CNO, without waiting.
-DAT_RETURN cno_trigger_fn(DAT_CNO_HANDLE h, DAT_EVD_HANDLE* evd_out) {
+DAT_RETURN dat_cno_trigger_fn(DAT_CNO_HANDLE h, DAT_EVD_HANDLE* evd_out) {
   Cno* c = lookup<Cno>(h, HandleType::kCno);
   if (c == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CNO);
   if (evd_out == nullptr) return err(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
@@ -218,16 +218,16 @@ DAT_RETURN cno_trigger_fn(DAT_CNO_HANDLE h, DAT_EVD_HANDLE* evd_out) {
 // ================================================================ EP
 
 // Connects through a communicator (CSP model): not offered here.
-DAT_RETURN ep_common_connect_fn(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR, DAT_TIMEOUT, DAT_COUNT,
-                                const DAT_PVOID) {
+DAT_RETURN dat_ep_common_connect_fn(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR, DAT_TIMEOUT, DAT_COUNT,
+                                    const DAT_PVOID) {
   if (lookup<Ep>(h, HandleType::kEp) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   return err(Type::MODEL_NOT_SUPPORTED);
 }
 
-DAT_RETURN ep_post_send_with_invalidate_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
-                                           DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
-                                           DAT_BOOLEAN invalidate, DAT_RMR_CONTEXT) {
+DAT_RETURN dat_ep_post_send_with_invalidate_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET* iov,
+                                               DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+                                               DAT_BOOLEAN invalidate, DAT_RMR_CONTEXT) {
   if (lookup<Ep>(h, HandleType::kEp) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   // Remote invalidation of an RMR by a SEND is not offered.
@@ -235,8 +235,8 @@ DAT_RETURN ep_post_send_with_invalidate_fn(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR
   return post(h, n, iov, cookie, nullptr, flags, dpdat::rc::WrOp::kSend);
 }
 
-DAT_RETURN ep_post_rdma_read_to_rmr_fn(DAT_EP_HANDLE h, const DAT_RMR_TRIPLET*, DAT_DTO_COOKIE,
-                                       const DAT_RMR_TRIPLET*, DAT_COMPLETION_FLAGS) {
+DAT_RETURN dat_ep_post_rdma_read_to_rmr_fn(DAT_EP_HANDLE h, const DAT_RMR_TRIPLET*, DAT_DTO_COOKIE,
+                                           const DAT_RMR_TRIPLET*, DAT_COMPLETION_FLAGS) {
   if (lookup<Ep>(h, HandleType::kEp) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
   // READ into a remote-access RMR (iWARP's model): not offered
@@ -247,20 +247,20 @@ DAT_RETURN ep_post_rdma_read_to_rmr_fn(DAT_EP_HANDLE h, const DAT_RMR_TRIPLET*, 
 // ================================================================ CSP
 
 // Communicator service points (DAT 2.0 CSP): not offered here.
-DAT_RETURN csp_create_fn(DAT_IA_HANDLE h, DAT_COMM*, DAT_IA_ADDRESS_PTR, DAT_EVD_HANDLE,
-                         DAT_CSP_HANDLE*) {
+DAT_RETURN dat_csp_create_fn(DAT_IA_HANDLE h, DAT_COMM*, DAT_IA_ADDRESS_PTR, DAT_EVD_HANDLE,
+                             DAT_CSP_HANDLE*) {
   if (lookup<Ia>(h, HandleType::kIa) == nullptr)
     return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   return err(Type::MODEL_NOT_SUPPORTED);
 }
-DAT_RETURN csp_query_fn(DAT_CSP_HANDLE, DAT_CSP_PARAM_MASK, DAT_CSP_PARAM*) {
+DAT_RETURN dat_csp_query_fn(DAT_CSP_HANDLE, DAT_CSP_PARAM_MASK, DAT_CSP_PARAM*) {
   return err(Type::INVALID_HANDLE);  // no CSP handle can exist
 }
-DAT_RETURN csp_free_fn(DAT_CSP_HANDLE) { return err(Type::INVALID_HANDLE); }
+DAT_RETURN dat_csp_free_fn(DAT_CSP_HANDLE) { return err(Type::INVALID_HANDLE); }
 
 // ================================================================ CR
 
-DAT_RETURN cr_reject_fn(DAT_CR_HANDLE h, DAT_COUNT pdata_size, const DAT_PVOID pdata) {
+DAT_RETURN dat_cr_reject_fn(DAT_CR_HANDLE h, DAT_COUNT pdata_size, const DAT_PVOID pdata) {
   Cr* cr = lookup<Cr>(h, HandleType::kCr);
   if (cr == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_CR);
   if (pdata_size < 0 || (pdata_size > 0 && pdata == nullptr))
@@ -271,10 +271,10 @@ DAT_RETURN cr_reject_fn(DAT_CR_HANDLE h, DAT_COUNT pdata_size, const DAT_PVOID p
 
 // ================================================================ LMR
 
-DAT_RETURN lmr_create_fn(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION region,
-                         DAT_VLEN length, DAT_PZ_HANDLE pz_h, DAT_MEM_PRIV_FLAGS privs,
-                         DAT_VA_TYPE va_type, DAT_LMR_HANDLE* lmr_out, DAT_LMR_CONTEXT* lctx,
-                         DAT_RMR_CONTEXT* rctx, DAT_VLEN* reg_size, DAT_VADDR* reg_addr) {
+DAT_RETURN dat_lmr_create_fn(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION region,
+                             DAT_VLEN length, DAT_PZ_HANDLE pz_h, DAT_MEM_PRIV_FLAGS privs,
+                             DAT_VA_TYPE va_type, DAT_LMR_HANDLE* lmr_out, DAT_LMR_CONTEXT* lctx,
+                             DAT_RMR_CONTEXT* rctx, DAT_VLEN* reg_size, DAT_VADDR* reg_addr) {
   Ia* ia = lookup<Ia>(h, HandleType::kIa);
   if (ia == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_IA);
   Pz* pz = lookup<Pz>(pz_h, HandleType::kPz);
@@ -294,10 +294,10 @@ DAT_RETURN lmr_create_fn(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPT
 
 // ================================================================ RMR
 
-DAT_RETURN rmr_bind_fn(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRIPLET* trip,
-                       DAT_MEM_PRIV_FLAGS privs, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_h,
-                       DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
-                       DAT_RMR_CONTEXT* ctx_out) {
+DAT_RETURN dat_rmr_bind_fn(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRIPLET* trip,
+                           DAT_MEM_PRIV_FLAGS privs, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_h,
+                           DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+                           DAT_RMR_CONTEXT* ctx_out) {
   Rmr* r = lookup<Rmr>(h, HandleType::kRmr);
   if (r == nullptr) return err(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_RMR);
   Ep* ep = lookup<Ep>(ep_h, HandleType::kEp);
@@ -332,7 +332,7 @@ DAT_RETURN rmr_bind_fn(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRI
 
 // dat_extension_op(handle, op, ...): the arguments are those of the
 // dat_ib_post_* macros of <dat2/dat_ib_extensions.h>.
-DAT_RETURN extendedop_fn(DAT_HANDLE h, DAT_EXTENDED_OP op, va_list args) {
+DAT_RETURN dat_extendedop_fn(DAT_HANDLE h, DAT_EXTENDED_OP op, va_list args) {
   switch (static_cast<int>(op)) {
     case DAT_IB_RDMA_WRITE_IMMED_OP: {
       const DAT_COUNT n = va_arg(args, DAT_COUNT);
@@ -380,85 +380,85 @@ DAT_RETURN extendedop_fn(DAT_HANDLE h, DAT_EXTENDED_OP op, va_list args) {
 void fill_table(DAT_PROVIDER* t, const char* name) {
   t->device_name = name;
   t->extension = nullptr;
-  t->ia_open_func = ia_open_fn;
-  t->ia_query_func = ia_query_fn;
-  t->ia_close_func = ia_close_fn;
-  t->set_consumer_context_func = set_consumer_context_fn;
-  t->get_consumer_context_func = get_consumer_context_fn;
-  t->get_handle_type_func = get_handle_type_fn;
-  t->cno_create_func = cno_create_fn;
-  t->cno_modify_agent_func = cno_modify_agent_fn;
-  t->cno_query_func = cno_query_fn;
-  t->cno_free_func = cno_free_fn;
-  t->cno_wait_func = cno_wait_fn;
-  t->cr_query_func = cr_query_fn;
-  t->cr_accept_func = cr_accept_fn;
-  t->cr_reject_func = cr_reject_fn;
-  t->cr_handoff_func = cr_handoff_fn;
-  t->evd_create_func = evd_create_fn;
-  t->evd_query_func = evd_query_fn;
-  t->evd_modify_cno_func = evd_modify_cno_fn;
-  t->evd_enable_func = evd_enable_fn;
-  t->evd_disable_func = evd_disable_fn;
-  t->evd_wait_func = evd_wait_fn;
-  t->evd_resize_func = evd_resize_fn;
-  t->evd_post_se_func = evd_post_se_fn;
-  t->evd_dequeue_func = evd_dequeue_fn;
-  t->evd_free_func = evd_free_fn;
-  t->ep_create_func = ep_create_fn;
-  t->ep_query_func = ep_query_fn;
-  t->ep_modify_func = ep_modify_fn;
-  t->ep_connect_func = ep_connect_fn;
-  t->ep_dup_connect_func = ep_dup_connect_fn;
-  t->ep_disconnect_func = ep_disconnect_fn;
-  t->ep_post_send_func = ep_post_send_fn;
-  t->ep_post_recv_func = ep_post_recv_fn;
-  t->ep_post_rdma_read_func = ep_post_rdma_read_fn;
-  t->ep_post_rdma_write_func = ep_post_rdma_write_fn;
-  t->ep_get_status_func = ep_get_status_fn;
-  t->ep_free_func = ep_free_fn;
-  t->lmr_create_func = lmr_create_fn;
-  t->lmr_query_func = lmr_query_fn;
-  t->lmr_free_func = lmr_free_fn;
-  t->rmr_create_func = rmr_create_fn;
-  t->rmr_query_func = rmr_query_fn;
-  t->rmr_bind_func = rmr_bind_fn;
-  t->rmr_free_func = rmr_free_fn;
-  t->psp_create_func = psp_create_fn;
-  t->psp_query_func = psp_query_fn;
-  t->psp_free_func = psp_free_fn;
-  t->rsp_create_func = rsp_create_fn;
-  t->rsp_query_func = rsp_query_fn;
-  t->rsp_free_func = rsp_free_fn;
-  t->pz_create_func = pz_create_fn;
-  t->pz_query_func = pz_query_fn;
-  t->pz_free_func = pz_free_fn;
-  t->psp_create_any_func = psp_create_any_fn;
-  t->ep_reset_func = ep_reset_fn;
-  t->evd_set_unwaitable_func = evd_set_unwaitable_fn;
-  t->evd_clear_unwaitable_func = evd_clear_unwaitable_fn;
+  t->ia_open_func = dat_ia_open_fn;
+  t->ia_query_func = dat_ia_query_fn;
+  t->ia_close_func = dat_ia_close_fn;
+  t->set_consumer_context_func = dat_set_consumer_context_fn;
+  t->get_consumer_context_func = dat_get_consumer_context_fn;
+  t->get_handle_type_func = dat_get_handle_type_fn;
+  t->cno_create_func = dat_cno_create_fn;
+  t->cno_modify_agent_func = dat_cno_modify_agent_fn;
+  t->cno_query_func = dat_cno_query_fn;
+  t->cno_free_func = dat_cno_free_fn;
+  t->cno_wait_func = dat_cno_wait_fn;
+  t->cr_query_func = dat_cr_query_fn;
+  t->cr_accept_func = dat_cr_accept_fn;
+  t->cr_reject_func = dat_cr_reject_fn;
+  t->cr_handoff_func = dat_cr_handoff_fn;
+  t->evd_create_func = dat_evd_create_fn;
+  t->evd_query_func = dat_evd_query_fn;
+  t->evd_modify_cno_func = dat_evd_modify_cno_fn;
+  t->evd_enable_func = dat_evd_enable_fn;
+  t->evd_disable_func = dat_evd_disable_fn;
+  t->evd_wait_func = dat_evd_wait_fn;
+  t->evd_resize_func = dat_evd_resize_fn;
+  t->evd_post_se_func = dat_evd_post_se_fn;
+  t->evd_dequeue_func = dat_evd_dequeue_fn;
+  t->evd_free_func = dat_evd_free_fn;
+  t->ep_create_func = dat_ep_create_fn;
+  t->ep_query_func = dat_ep_query_fn;
+  t->ep_modify_func = dat_ep_modify_fn;
+  t->ep_connect_func = dat_ep_connect_fn;
+  t->ep_dup_connect_func = dat_ep_dup_connect_fn;
+  t->ep_disconnect_func = dat_ep_disconnect_fn;
+  t->ep_post_send_func = dat_ep_post_send_fn;
+  t->ep_post_recv_func = dat_ep_post_recv_fn;
+  t->ep_post_rdma_read_func = dat_ep_post_rdma_read_fn;
+  t->ep_post_rdma_write_func = dat_ep_post_rdma_write_fn;
+  t->ep_get_status_func = dat_ep_get_status_fn;
+  t->ep_free_func = dat_ep_free_fn;
+  t->lmr_create_func = dat_lmr_create_fn;
+  t->lmr_query_func = dat_lmr_query_fn;
+  t->lmr_free_func = dat_lmr_free_fn;
+  t->rmr_create_func = dat_rmr_create_fn;
+  t->rmr_query_func = dat_rmr_query_fn;
+  t->rmr_bind_func = dat_rmr_bind_fn;
+  t->rmr_free_func = dat_rmr_free_fn;
+  t->psp_create_func = dat_psp_create_fn;
+  t->psp_query_func = dat_psp_query_fn;
+  t->psp_free_func = dat_psp_free_fn;
+  t->rsp_create_func = dat_rsp_create_fn;
+  t->rsp_query_func = dat_rsp_query_fn;
+  t->rsp_free_func = dat_rsp_free_fn;
+  t->pz_create_func = dat_pz_create_fn;
+  t->pz_query_func = dat_pz_query_fn;
+  t->pz_free_func = dat_pz_free_fn;
+  t->psp_create_any_func = dat_psp_create_any_fn;
+  t->ep_reset_func = dat_ep_reset_fn;
+  t->evd_set_unwaitable_func = dat_evd_set_unwaitable_fn;
+  t->evd_clear_unwaitable_func = dat_evd_clear_unwaitable_fn;
   t->lmr_sync_rdma_read_func = lmr_sync_checked;
   t->lmr_sync_rdma_write_func = lmr_sync_checked;
-  t->ep_create_with_srq_func = ep_create_with_srq_fn;
-  t->ep_recv_query_func = ep_recv_query_fn;
-  t->ep_set_watermark_func = ep_set_watermark_fn;
-  t->srq_create_func = srq_create_fn;
-  t->srq_free_func = srq_free_fn;
-  t->srq_post_recv_func = srq_post_recv_fn;
-  t->srq_query_func = srq_query_fn;
-  t->srq_resize_func = srq_resize_fn;
-  t->srq_set_lw_func = srq_set_lw_fn;
-  t->csp_create_func = csp_create_fn;
-  t->csp_query_func = csp_query_fn;
-  t->csp_free_func = csp_free_fn;
-  t->ep_common_connect_func = ep_common_connect_fn;
-  t->rmr_create_for_ep_func = rmr_create_fn;  // RMRs are EP-scoped here anyway
-  t->ep_post_send_with_invalidate_func = ep_post_send_with_invalidate_fn;
-  t->ep_post_rdma_read_to_rmr_func = ep_post_rdma_read_to_rmr_fn;
-  t->cno_fd_create_func = cno_fd_create_fn;
-  t->cno_trigger_func = cno_trigger_fn;
-  t->ia_ha_related_func = ia_ha_related_fn;
-  t->handle_extendedop_func = extendedop_fn;
+  t->ep_create_with_srq_func = dat_ep_create_with_srq_fn;
+  t->ep_recv_query_func = dat_ep_recv_query_fn;
+  t->ep_set_watermark_func = dat_ep_set_watermark_fn;
+  t->srq_create_func = dat_srq_create_fn;
+  t->srq_free_func = dat_srq_free_fn;
+  t->srq_post_recv_func = dat_srq_post_recv_fn;
+  t->srq_query_func = dat_srq_query_fn;
+  t->srq_resize_func = dat_srq_resize_fn;
+  t->srq_set_lw_func = dat_srq_set_lw_fn;
+  t->csp_create_func = dat_csp_create_fn;
+  t->csp_query_func = dat_csp_query_fn;
+  t->csp_free_func = dat_csp_free_fn;
+  t->ep_common_connect_func = dat_ep_common_connect_fn;
+  t->rmr_create_for_ep_func = dat_rmr_create_fn;  // RMRs are EP-scoped here anyway
+  t->ep_post_send_with_invalidate_func = dat_ep_post_send_with_invalidate_fn;
+  t->ep_post_rdma_read_to_rmr_func = dat_ep_post_rdma_read_to_rmr_fn;
+  t->cno_fd_create_func = dat_cno_fd_create_fn;
+  t->cno_trigger_func = dat_cno_trigger_fn;
+  t->ia_ha_related_func = dat_ia_ha_related_fn;
+  t->handle_extendedop_func = dat_extendedop_fn;
 }
 
 }  // namespace
