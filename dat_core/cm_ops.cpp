@@ -2,6 +2,7 @@
 // disconnect) and the messages and events every part of the CM sends.
 
 #include "cm.hpp"
+#include "wire/packet.hpp"
 
 namespace dpdat::dat {
 
@@ -139,7 +140,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   path.peer_mac = cr->peer_mac;
   path.local_ip = cfg.ip;
   path.peer_ip = cr->peer_ip;
-  path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
+  path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
   path.peer_qpn = cr->req.qpn;
   ep->my_psn = random32() & 0xFFFFFFu;
   const uint32_t path_pmtu = agreed_pmtu(pmtu, cr->req.path_mtu);

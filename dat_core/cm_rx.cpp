@@ -1,6 +1,7 @@
 // Connection manager: the MADs received (REQ, REP, RTU, REJ, DREQ, DREP).
 
 #include "cm.hpp"
+#include "wire/packet.hpp"
 
 namespace dpdat::dat {
 
@@ -160,7 +161,7 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     path.peer_mac = ep->peer_mac;
     path.local_ip = cfg.ip;
     path.peer_ip = ep->peer_ip;
-    path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
+    path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
     path.peer_qpn = m.qpn;
     if (!ep->qp->set_pmtu(agreed_pmtu(pmtu, m.path_mtu)) ||
         !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {

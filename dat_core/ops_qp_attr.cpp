@@ -4,6 +4,8 @@
 
 #include <condition_variable>
 
+#include "wire/packet.hpp"
+
 namespace dpdat::dat {
 
 namespace {
@@ -88,7 +90,7 @@ Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   path.peer_mac = mac;
   path.local_ip = f->cfg.ip;
   path.peer_ip = peer.ip;
-  path.udp_src_port = static_cast<uint16_t>(0xC000u | (ep->qp->qpn() & 0x3FFFu));
+  path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
   path.peer_qpn = peer.qpn;
   // The send PSN comes with RTS (set_requester); until then nothing is sent.
   if (!ep->qp->set_pmtu(peer.pmtu) || !ep->qp->connect(path, wire::Psn(0), wire::Psn(peer.rq_psn)))

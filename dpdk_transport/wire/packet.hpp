@@ -36,6 +36,13 @@ uint32_t icrc_begin(const Ipv4Hdr& ip, const UdpHdr& udp, const Bth& bth) noexce
 
 // ------------------------------------------------------------------ builder
 
+// The UDP source port a queue pair sends from: RoCEv2 leaves it free as flow
+// entropy (ECMP, RSS), so each queue pair takes its own from the dynamic
+// range, 0xC000 | its QPN's low 14 bits.
+constexpr uint16_t roce_src_port(uint32_t qpn) noexcept {
+  return static_cast<uint16_t>(0xC000u | (qpn & 0x3FFFu));
+}
+
 struct BuildSpec {
   MacAddr src_mac{};
   MacAddr dst_mac{};
