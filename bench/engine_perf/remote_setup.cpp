@@ -148,7 +148,7 @@ bool Multi::report(const char* who) {
                 " (placed %" PRIu64 " kept %" PRIu64 ") srtt %.1f us rto %.1f us\n",
                 k, c.tx_packets, c.rx_packets, c.retransmits + c.sr_resends, c.timeouts,
                 c.seq_naks_rx, c.seq_naks_tx, c.sacks_rx, c.sacks_tx, c.tlp_probes, c.duplicates_rx,
-                c.out_of_order_rx, c.sr_placed_ooo, c.sr_held,
+                c.out_of_order_rx, c.sr_placed_ahead, c.sr_kept,
                 static_cast<double>(qps[k]->rtt().srtt_ns()) / 1e3,
                 static_cast<double>(qps[k]->rtt().rto_ns()) / 1e3);
     const std::string_view mode = rc::cc_mode_name(qps[k]->config().cc.mode);

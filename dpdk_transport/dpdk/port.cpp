@@ -362,30 +362,7 @@ unsigned Port::pool_available() const { return rte_mempool_avail_count(pool_); }
 
 PortCounters Port::counters() const {
   PortCounters s;
-  for (const auto& q : q_) {
-    s.rx_packets += q.ctr.rx_packets;
-    s.rx_bytes += q.ctr.rx_bytes;
-    s.tx_packets += q.ctr.tx_packets;
-    s.tx_bytes += q.ctr.tx_bytes;
-    s.rx_arp += q.ctr.rx_arp;
-    s.tx_arp += q.ctr.tx_arp;
-    s.rx_linearized += q.ctr.rx_linearized;
-    s.rx_multiseg_copied += q.ctr.rx_multiseg_copied;
-    s.rx_multiseg_dropped += q.ctr.rx_multiseg_dropped;
-    s.rx_not_ip_dropped += q.ctr.rx_not_ip_dropped;
-    s.tx_alloc_fail += q.ctr.tx_alloc_fail;
-    s.tx_full += q.ctr.tx_full;
-    s.rx_injected_drops += q.ctr.rx_injected_drops;
-    s.tx_ip_csum_offloaded += q.ctr.tx_ip_csum_offloaded;
-    s.rx_ip_csum_good += q.ctr.rx_ip_csum_good;
-    s.rx_ip_csum_bad += q.ctr.rx_ip_csum_bad;
-    s.tx_prepare_refused += q.ctr.tx_prepare_refused;
-    s.tx_looped += q.ctr.tx_looped;
-    s.rx_looped += q.ctr.rx_looped;
-    s.loop_full += q.ctr.loop_full;
-    s.rx_max_frame = std::max(s.rx_max_frame, q.ctr.rx_max_frame);
-    s.tx_max_frame = std::max(s.tx_max_frame, q.ctr.tx_max_frame);
-  }
+  for (const auto& q : q_) s += q.ctr;
   return s;
 }
 

@@ -54,27 +54,62 @@ struct PortConfig {
   bool rx_intr = true;
 };
 
+// A port's counters, per RX/TX queue pair and summed over them.
+// DPDAT_PORT_COUNTERS(X) calls X(name) for each count; the fields, the sum
+// and telemetry's names come from it.
+// clang-format off
+#define DPDAT_PORT_COUNTERS(X)                                                \
+  X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(rx_arp) X(tx_arp)    \
+  X(rx_not_ip_dropped) X(tx_alloc_fail) X(tx_full) X(rx_injected_drops)       \
+  /* Scattered (multi-segment) received frames: made contiguous in the */    \
+  /* first segment's tailroom (rx_linearized), copied into a fresh mbuf */   \
+  /* when that has no room (rx_multiseg_copied), or dropped when neither */  \
+  /* can hold them (pool empty, or the frame exceeds the pool's data room). */ \
+  X(rx_linearized) X(rx_multiseg_copied) X(rx_multiseg_dropped)              \
+  /* IPv4 header checksums the device filled in / verified good / found */   \
+  /* bad; rte_eth_tx_prepare refusals (those frames were checksummed in */   \
+  /* software). */                                                           \
+  X(tx_ip_csum_offloaded) X(rx_ip_csum_good) X(rx_ip_csum_bad)               \
+  X(tx_prepare_refused)                                                      \
+  /* Frames to the port's own MAC, looped back in software instead of */     \
+  /* going to the PMD (tx_looped, received as rx_looped by the same queue), */ \
+  /* and bursts cut short because the queue's loop ring was full */          \
+  /* (back-pressure: the frames stayed the caller's).  Not in tx_/ */        \
+  /* rx_packets, which are the wire. */                                      \
+  X(tx_looped) X(rx_looped) X(loop_full)
+// clang-format on
+
 struct PortCounters {
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, rx_arp = 0, tx_arp = 0,
-           rx_not_ip_dropped = 0, tx_alloc_fail = 0, tx_full = 0, rx_injected_drops = 0;
-  // Scattered (multi-segment) received frames: made contiguous in the first
-  // segment's tailroom (rx_linearized), copied into a fresh mbuf when that
-  // has no room (rx_multiseg_copied), or dropped when neither can hold them
-  // (pool empty, or the frame exceeds the pool's data room).
-  uint64_t rx_linearized = 0, rx_multiseg_copied = 0, rx_multiseg_dropped = 0;
-  // IPv4 header checksums the device filled in / verified good / found bad;
-  // rte_eth_tx_prepare refusals (those frames were checksummed in software).
-  uint64_t tx_ip_csum_offloaded = 0, rx_ip_csum_good = 0, rx_ip_csum_bad = 0,
-           tx_prepare_refused = 0;
-  // Frames to the port's own MAC, looped back in software instead of going to
-  // the PMD (tx_looped, received as rx_looped by the same queue), and bursts
-  // cut short because the queue's loop ring was full (back-pressure: the
-  // frames stayed the caller's).  Not in tx_/rx_packets, which are the wire.
-  uint64_t tx_looped = 0, rx_looped = 0, loop_full = 0;
+#define DPDAT_PORT_COUNTER_FIELD(name) uint64_t name = 0;
+  DPDAT_PORT_COUNTERS(DPDAT_PORT_COUNTER_FIELD)
+#undef DPDAT_PORT_COUNTER_FIELD
+#define DPDAT_PORT_COUNTER_ONE(name) +1
+  static constexpr size_t kCount = 0 DPDAT_PORT_COUNTERS(DPDAT_PORT_COUNTER_ONE);
+#undef DPDAT_PORT_COUNTER_ONE
   // The longest frame (bytes, Ethernet header on) received from / handed to
   // the PMD: what the link really carried, e.g. whether PMTU 4096 was used.
+  // Gauges: the sum over queues takes the largest.
   uint32_t rx_max_frame = 0, tx_max_frame = 0;
+
+  PortCounters& operator+=(const PortCounters& o) {
+#define DPDAT_PORT_COUNTER_ADD(name) name += o.name;
+    DPDAT_PORT_COUNTERS(DPDAT_PORT_COUNTER_ADD)
+#undef DPDAT_PORT_COUNTER_ADD
+    rx_max_frame = rx_max_frame > o.rx_max_frame ? rx_max_frame : o.rx_max_frame;
+    tx_max_frame = tx_max_frame > o.tx_max_frame ? tx_max_frame : o.tx_max_frame;
+    return *this;
+  }
+  // fn(name, value) for every count (not the gauges), in the order above.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+#define DPDAT_PORT_COUNTER_VISIT(name) fn(#name, name);
+    DPDAT_PORT_COUNTERS(DPDAT_PORT_COUNTER_VISIT)
+#undef DPDAT_PORT_COUNTER_VISIT
+  }
 };
+
+// Every count is one of the list (the two gauges aside).
+static_assert(sizeof(PortCounters) == PortCounters::kCount * sizeof(uint64_t) + 8);
 
 class Port final : public rc::PacketIo {
  public:

@@ -93,30 +93,12 @@ void telemetry_remove_engine(const std::string& name) {
 
 std::map<std::string, uint64_t> port_counters(const Port& p) {
   const PortCounters& c = p.counters();
-  std::map<std::string, uint64_t> m = {{"rx_packets", c.rx_packets},
-                                       {"rx_bytes", c.rx_bytes},
-                                       {"tx_packets", c.tx_packets},
-                                       {"tx_bytes", c.tx_bytes},
-                                       {"rx_arp", c.rx_arp},
-                                       {"tx_arp", c.tx_arp},
-                                       {"rx_linearized", c.rx_linearized},
-                                       {"rx_multiseg_copied", c.rx_multiseg_copied},
-                                       {"rx_multiseg_dropped", c.rx_multiseg_dropped},
-                                       {"rx_injected_drops", c.rx_injected_drops},
-                                       {"tx_alloc_fail", c.tx_alloc_fail},
-                                       {"tx_full", c.tx_full},
-                                       {"tx_ip_csum_offloaded", c.tx_ip_csum_offloaded},
-                                       {"rx_ip_csum_good", c.rx_ip_csum_good},
-                                       {"rx_ip_csum_bad", c.rx_ip_csum_bad},
-                                       {"tx_prepare_refused", c.tx_prepare_refused},
-                                       {"tx_looped", c.tx_looped},
-                                       {"rx_looped", c.rx_looped},
-                                       {"loop_full", c.loop_full},
-                                       {"rx_max_frame", c.rx_max_frame},
+  std::map<std::string, uint64_t> m = {{"rx_max_frame", c.rx_max_frame},
                                        {"tx_max_frame", c.tx_max_frame},
                                        {"mtu", p.mtu()},
                                        {"max_pmtu", p.max_pmtu()},
                                        {"queues", p.queues()}};
+  c.for_each([&](const char* name, uint64_t v) { m[name] = v; });
   // Per RX/TX queue pair (one per engine): which queues carry the traffic.
   // Read unsynchronised from the telemetry thread, as the sums above.
   for (uint16_t q = 0; q < p.queues(); ++q) {
@@ -186,60 +168,14 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
     }
     const auto win = static_cast<uint64_t>(qp.cc().window_pkts() * 1000);
     cc_min_window_milli = qps == 0 ? win : std::min(cc_min_window_milli, win);
-    const rc::QpCounters& q = qp.counters();
+    sum += qp.counters();
     ++qps;
-    sum.tx_packets += q.tx_packets;
-    sum.rx_packets += q.rx_packets;
-    sum.retransmits += q.retransmits + q.sr_resends;
-    sum.timeouts += q.timeouts;
-    sum.rnr_naks_rx += q.rnr_naks_rx;
-    sum.rnr_naks_tx += q.rnr_naks_tx;
-    sum.seq_naks_rx += q.seq_naks_rx;
-    sum.seq_naks_tx += q.seq_naks_tx;
-    sum.duplicates_rx += q.duplicates_rx;
-    sum.out_of_order_rx += q.out_of_order_rx;
-    sum.acks_tx += q.acks_tx;
-    sum.acks_rx += q.acks_rx;
-    sum.cq_stalls += q.cq_stalls;
-    sum.tx_backpressure += q.tx_backpressure;
-    sum.ce_rx += q.ce_rx;
-    sum.cnp_tx += q.cnp_tx;
-    sum.cnp_rx += q.cnp_rx;
-    sum.cc_rate_cuts += q.cc_rate_cuts;
-    sum.cc_window_cuts += q.cc_window_cuts;
-    sum.cc_paced += q.cc_paced;
-    sum.sacks_tx += q.sacks_tx;
-    sum.sacks_rx += q.sacks_rx;
-    sum.tlp_probes += q.tlp_probes;
-    sum.sr_placed_ooo += q.sr_placed_ooo;
-    sum.sr_held += q.sr_held;
   });
   m["qps"] = qps;
-  m["qp_tx_packets"] = sum.tx_packets;
-  m["qp_rx_packets"] = sum.rx_packets;
-  m["qp_retransmits"] = sum.retransmits;
-  m["qp_timeouts"] = sum.timeouts;
-  m["qp_rnr_naks_rx"] = sum.rnr_naks_rx;
-  m["qp_rnr_naks_tx"] = sum.rnr_naks_tx;
-  m["qp_seq_naks_rx"] = sum.seq_naks_rx;
-  m["qp_seq_naks_tx"] = sum.seq_naks_tx;
-  m["qp_duplicates_rx"] = sum.duplicates_rx;
-  m["qp_out_of_order_rx"] = sum.out_of_order_rx;
-  m["qp_acks_tx"] = sum.acks_tx;
-  m["qp_acks_rx"] = sum.acks_rx;
-  m["qp_cq_stalls"] = sum.cq_stalls;
-  m["qp_tx_backpressure"] = sum.tx_backpressure;
-  m["qp_ce_rx"] = sum.ce_rx;
-  m["qp_cnp_tx"] = sum.cnp_tx;
-  m["qp_cnp_rx"] = sum.cnp_rx;
-  m["qp_cc_rate_cuts"] = sum.cc_rate_cuts;
-  m["qp_cc_window_cuts"] = sum.cc_window_cuts;
-  m["qp_cc_paced"] = sum.cc_paced;
-  m["qp_sacks_tx"] = sum.sacks_tx;
-  m["qp_sacks_rx"] = sum.sacks_rx;
-  m["qp_tlp_probes"] = sum.tlp_probes;
-  m["qp_sr_placed_ahead"] = sum.sr_placed_ooo;
-  m["qp_sr_kept"] = sum.sr_held;
+  sum.for_each([&](const char* name, uint64_t v) { m[std::string("qp_") + name] = v; });
+  // qp_retransmits counts every resent packet, go-back-N and selective
+  // (qp_sr_resends alone).
+  m["qp_retransmits"] += sum.sr_resends;
   m["sr_kept_refused"] = c.held_refused;
   m["sr_kept_bytes"] = e.held_bytes();
   m["qp_cc_paced_qps"] = cc_paced_qps;

@@ -361,7 +361,7 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     }
     scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
     rd_set(psn, true);
-    ctr_.sr_placed_ooo++;
+    ctr_.sr_placed_ahead++;
     w.resp_seen = std::max({w.resp_seen, w.resp_pkts, idx + 1});
     rd_judge(i, idx, now);  // asks again for what the order shows lost
     note_acked(w.first_psn - 1, now);

@@ -29,6 +29,7 @@
 #include "congestion_control.hpp"
 #include "mr_table.hpp"
 #include "psn_bitmap.hpp"
+#include "qp_counters.hpp"
 #include "qp_ring.hpp"
 #include "srq.hpp"
 #include "types.hpp"
@@ -37,22 +38,6 @@
 namespace dpdat::rc {
 
 class Engine;
-
-struct QpCounters {
-  uint64_t tx_packets = 0, rx_packets = 0, retransmits = 0, timeouts = 0, rnr_naks_rx = 0,
-           rnr_naks_tx = 0, seq_naks_rx = 0, seq_naks_tx = 0, duplicates_rx = 0,
-           out_of_order_rx = 0, acks_tx = 0, acks_rx = 0, read_replays = 0, atomic_replays = 0,
-           bad_responses = 0, cq_stalls = 0, tx_backpressure = 0, sr_placed_ooo = 0, sr_resends = 0,
-           rtt_samples = 0, tlp_probes = 0;
-  // Request frames kept after a hole (selective repeat) and later taken in
-  // order from what was kept.
-  uint64_t sr_held = 0, sr_held_taken = 0;
-  // Selective acknowledgements sent / received (see Qp::send_seq_nak).
-  uint64_t sacks_tx = 0, sacks_rx = 0;
-  // Congestion control: CE-marked packets received, CNPs sent / received,
-  // DCQCN rate cuts, delay-window decreases, sends held by the pacer.
-  uint64_t ce_rx = 0, cnp_tx = 0, cnp_rx = 0, cc_rate_cuts = 0, cc_window_cuts = 0, cc_paced = 0;
-};
 
 class Qp {
  public:

@@ -177,7 +177,7 @@ void Qp::sr_mark_placed(Psn psn, bool next) {
     ++sr_msg_count_;
   }
   ++sr_count_;
-  ctr_.sr_placed_ooo++;
+  ctr_.sr_placed_ahead++;
 }
 
 void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
@@ -185,7 +185,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const int32_t d = Psn::diff(c.psn, epsn_);
   ctr_.out_of_order_rx++;
   bool again = false;
-  const uint64_t placed_before = ctr_.sr_placed_ooo;
+  const uint64_t placed_before = ctr_.sr_placed_ahead;
   bool placed_already = false;
   if (cfg_.selective_repeat && d < kSrSpan) {
     if (sr_bit(c.psn) || held_at(c.psn) != nullptr) {
@@ -205,7 +205,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       if (place_out_of_order(v)) {
         sr_set(c.psn, true);
         ++sr_count_;
-        ctr_.sr_placed_ooo++;
+        ctr_.sr_placed_ahead++;
       }
     } else if (v.info->is(wire::op::kFirst)) {
       sr_lower_limit(c.psn);  // a later message begins here
@@ -217,7 +217,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_mark_placed(c.psn, /*next=*/true);
     }
     // Not placed: kept whole, taken in order (responder_hold.cpp).
-    const bool held = !placed_already && ctr_.sr_placed_ooo == placed_before && sr_hold(v, c.psn);
+    const bool held = !placed_already && ctr_.sr_placed_ahead == placed_before && sr_hold(v, c.psn);
     // A gap after the newest packet seen: a loss the requester has not been
     // told of yet.  Say it now (the SACK shows it).
     if (sr_seen_valid_ && Psn::diff(c.psn, sr_seen_top_) > 1 && nak_sent_ == NakSent::kSeq)
@@ -231,7 +231,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     // missing, and the requester sends it again.
     if (held) sr_maps().seen.set(c.psn, true);
     // Not placed: remember how far such packets reach (advance_epsn).
-    if (!placed_already && !held && ctr_.sr_placed_ooo == placed_before &&
+    if (!placed_already && !held && ctr_.sr_placed_ahead == placed_before &&
         (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
       sr_drop_valid_ = true;
       sr_drop_top_ = c.psn;

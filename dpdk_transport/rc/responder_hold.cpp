@@ -51,7 +51,7 @@ bool Qp::sr_hold(const wire::PacketView& v, Psn psn) {
   held_->e[i] = {psn, block};
   held_->bits.set(Psn(static_cast<uint32_t>(i)), true);
   ++held_n_;
-  ctr_.sr_held++;
+  ctr_.sr_kept++;
   return true;
 }
 
@@ -86,7 +86,7 @@ void Qp::held_drain(uint64_t now, bool jumped) {
     --held_n_;
     const auto* v = static_cast<const wire::PacketView*>(b);
     const Psn before = epsn_;
-    ctr_.sr_held_taken++;
+    ctr_.sr_kept_taken++;
     respond(*v, now);
     engine_.held_give(b, block_bytes(*v));
     if (epsn_ == before) break;  // refused (RNR, error): the requester sends it again

@@ -144,9 +144,9 @@ uint32_t two_sends_losing_the_boundary(Rig& f) {
 TEST(SelectiveRepeatHeld, SendsAfterALostBoundaryKeptNotResent) {
   Rig f;
   const uint32_t sent = two_sends_losing_the_boundary(f);
-  EXPECT_EQ(f.cb().sr_placed_ooo, 0u);  // nothing could be placed ...
-  EXPECT_EQ(f.cb().sr_held, 7u);        // ... all 7 kept
-  EXPECT_EQ(f.cb().sr_held_taken, 7u);
+  EXPECT_EQ(f.cb().sr_placed_ahead, 0u);  // nothing could be placed ...
+  EXPECT_EQ(f.cb().sr_kept, 7u);        // ... all 7 kept
+  EXPECT_EQ(f.cb().sr_kept_taken, 7u);
   EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N rewind
   EXPECT_EQ(f.ca().sr_resends, 2u);
   EXPECT_EQ(f.ca().timeouts, 0u);
@@ -206,17 +206,17 @@ TEST(SelectiveRepeatHeld, WriteImmAfterItsLostFirstKept) {
     const QpCounters a0 = f.ca(), b0 = f.cb();
 
     write_imm_losing_its_first(f, src, dst, none, 0xABCD0123);
-    EXPECT_EQ(f.cb().sr_placed_ooo - b0.sr_placed_ooo, 0u);
+    EXPECT_EQ(f.cb().sr_placed_ahead - b0.sr_placed_ahead, 0u);
     EXPECT_EQ(f.ca().retransmits - a0.retransmits, 0u);  // no go-back-N
     EXPECT_EQ(f.ca().timeouts - a0.timeouts, 0u);
     EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
     if (keep) {
-      EXPECT_EQ(f.cb().sr_held - b0.sr_held, 7u);
-      EXPECT_EQ(f.cb().sr_held_taken - b0.sr_held_taken, 7u);
+      EXPECT_EQ(f.cb().sr_kept - b0.sr_kept, 7u);
+      EXPECT_EQ(f.cb().sr_kept_taken - b0.sr_kept_taken, 7u);
       EXPECT_EQ(f.ca().sr_resends - a0.sr_resends, 1u);  // the FIRST alone
       EXPECT_EQ(f.sent_a, 8u + 1u);
     } else {
-      EXPECT_EQ(f.cb().sr_held - b0.sr_held, 0u);
+      EXPECT_EQ(f.cb().sr_kept - b0.sr_kept, 0u);
       EXPECT_EQ(f.p.b().engine->counters().held_refused, 7u);
       EXPECT_EQ(f.ca().sr_resends - a0.sr_resends, 8u);  // the FIRST, then the rest
       EXPECT_EQ(f.sent_a, 8u + 8u);
@@ -236,7 +236,7 @@ TEST(SelectiveRepeatHeld, FirstHoleOfAConnectionResentAlone) {
   write_imm_losing_its_first(f, src, dst, none, 0x5EED);
   EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N
   EXPECT_EQ(f.ca().sr_resends, 1u);   // the FIRST alone
-  EXPECT_EQ(f.cb().sr_held, 7u);
+  EXPECT_EQ(f.cb().sr_kept, 7u);
   EXPECT_EQ(f.sent_a, 8u + 1u);
 }
 
@@ -268,9 +268,9 @@ TEST(SelectiveRepeatHeld, MessagesBeyondTheNextEightKept) {
   }
   EXPECT_EQ(src.bytes, dst.bytes);
   EXPECT_EQ(drain(*f.p.a().scq).size(), kN + 1);
-  EXPECT_EQ(f.cb().sr_placed_ooo, 2u + 8u);  // the first message's rest, the next 8
-  EXPECT_EQ(f.cb().sr_held, kN - 8u);
-  EXPECT_EQ(f.cb().sr_held_taken, kN - 8u);
+  EXPECT_EQ(f.cb().sr_placed_ahead, 2u + 8u);  // the first message's rest, the next 8
+  EXPECT_EQ(f.cb().sr_kept, kN - 8u);
+  EXPECT_EQ(f.cb().sr_kept_taken, kN - 8u);
   EXPECT_EQ(f.ca().retransmits, 0u);
   EXPECT_EQ(f.ca().sr_resends, 1u);
   EXPECT_EQ(f.sent_a, 4u + kN + 1u);
@@ -331,9 +331,9 @@ TEST(SelectiveRepeatHeld, ReadAndAtomicsAfterAHoleKeptAndRunOnceInOrder) {
   EXPECT_EQ(r0, 1000u);
   EXPECT_EQ(r1, 1005u);
   EXPECT_EQ(fin, 1010u);
-  EXPECT_EQ(f.cb().sr_placed_ooo, 2u);  // the WRITE's packets 3 and 4
-  EXPECT_EQ(f.cb().sr_held, 4u);        // READ, two atomics, SEND
-  EXPECT_EQ(f.cb().sr_held_taken, 4u);
+  EXPECT_EQ(f.cb().sr_placed_ahead, 2u);  // the WRITE's packets 3 and 4
+  EXPECT_EQ(f.cb().sr_kept, 4u);        // READ, two atomics, SEND
+  EXPECT_EQ(f.cb().sr_kept_taken, 4u);
   EXPECT_EQ(f.cb().read_replays, 0u);
   EXPECT_EQ(f.cb().atomic_replays, 0u);
   EXPECT_EQ(f.cb().duplicates_rx, 0u);
@@ -353,8 +353,8 @@ TEST(SelectiveRepeatHeld, CapOnKeptBytesRefusesTheRest) {
   Rig f(cfg(), e);
   const uint32_t sent = two_sends_losing_the_boundary(f);
   EXPECT_EQ(f.p.b().engine->counters().held_refused, 5u);  // frames 12..16
-  EXPECT_EQ(f.cb().sr_held, 2u);                           // frames 10 and 11
-  EXPECT_EQ(f.cb().sr_held_taken, 2u);
+  EXPECT_EQ(f.cb().sr_kept, 2u);                           // frames 10 and 11
+  EXPECT_EQ(f.cb().sr_kept_taken, 2u);
   EXPECT_EQ(f.b_held_peak, 2 * block);
   EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
   // The SACK shows the refused frames missing: each goes out once more,
@@ -377,7 +377,7 @@ TEST(SelectiveRepeatHeld, KeptFramesGivenBackOnErrorAndDestroy) {
     f.arm({8, 9}, 17);  // the boundary lost, and everything after the first 16 frames
     f.post_send(WrOp::kSend, src, 0, kMsg, 11);
     f.post_send(WrOp::kSend, src, kMsg, kMsg, 12);
-    ASSERT_TRUE(f.p.run_until([&] { return f.cb().sr_held == 7; }, 1'000'000));
+    ASSERT_TRUE(f.p.run_until([&] { return f.cb().sr_kept == 7; }, 1'000'000));
     Engine& eb = *f.p.b().engine;
     EXPECT_EQ(eb.held_bytes(), 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
     if (destroy) {
@@ -385,7 +385,7 @@ TEST(SelectiveRepeatHeld, KeptFramesGivenBackOnErrorAndDestroy) {
       f.p.b().qp = nullptr;
     } else {
       f.p.b().qp->set_error(QpError::kProtocol, f.p.now());
-      EXPECT_EQ(f.cb().sr_held_taken, 0u);
+      EXPECT_EQ(f.cb().sr_kept_taken, 0u);
     }
     EXPECT_EQ(eb.held_bytes(), 0u);
   }
@@ -404,7 +404,7 @@ TEST(SelectiveRepeatHeld, KeptFramesWaitOutAnRnr) {
   f.post_send(WrOp::kSend, src, 0, kMsg, 11);
   f.post_send(WrOp::kSend, src, kMsg, kMsg, 12);
   ASSERT_TRUE(f.p.run_until([&] { return f.cb().rnr_naks_tx >= 1; }, 1'000'000));
-  EXPECT_EQ(f.cb().sr_held, 7u);
+  EXPECT_EQ(f.cb().sr_kept, 7u);
   EXPECT_EQ(f.p.b().engine->held_bytes(), 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
   f.post_recv(dst, kMsg, kMsg, 2);
   ASSERT_TRUE(f.p.run_until([&] { return f.p.b().rcq->size() == 2; }));

@@ -148,7 +148,7 @@ TEST(SelectiveRepeat, SendHolesResentAlone) {
     if (sr) {
       EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N rewind
       EXPECT_EQ(f.ca().sr_resends, 2u);
-      EXPECT_EQ(f.cb().sr_placed_ooo, 62u - 9u);  // after the first hole, all but the second
+      EXPECT_EQ(f.cb().sr_placed_ahead, 62u - 9u);  // after the first hole, all but the second
       EXPECT_EQ(sent, 66u);
       EXPECT_EQ(f.ca().timeouts, 0u);
     } else {
@@ -165,7 +165,7 @@ TEST(SelectiveRepeat, WriteImmHolesResentAlone) {
     if (sr) {
       EXPECT_EQ(f.ca().retransmits, 0u);
       EXPECT_EQ(f.ca().sr_resends, 3u);
-      EXPECT_EQ(f.cb().sr_placed_ooo, 62u - 2u);  // after the first hole, all but two
+      EXPECT_EQ(f.cb().sr_placed_ahead, 62u - 2u);  // after the first hole, all but two
       EXPECT_EQ(sent, 67u);
       EXPECT_EQ(f.ca().timeouts, 0u);
     } else {
@@ -184,7 +184,7 @@ TEST(SelectiveRepeat, SendWithLostFirstResentAlone) {
     if (sr) {
       EXPECT_EQ(f.ca().retransmits, 0u);
       EXPECT_EQ(f.ca().sr_resends, 1u);
-      EXPECT_EQ(f.cb().sr_placed_ooo, 63u);
+      EXPECT_EQ(f.cb().sr_placed_ahead, 63u);
       EXPECT_EQ(sent, 65u);
       EXPECT_EQ(f.ca().timeouts, 0u);
     } else {
@@ -208,7 +208,7 @@ TEST(SelectiveRepeat, SeveralHolesAcrossMessages) {
     if (sr) {
       EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N
       EXPECT_EQ(f.ca().sr_resends, 4u);
-      EXPECT_EQ(f.cb().sr_placed_ooo, 96u - 5u - 3u);  // all after the first hole
+      EXPECT_EQ(f.cb().sr_placed_ahead, 96u - 5u - 3u);  // all after the first hole
       EXPECT_EQ(sent, 96u + 4u);
     } else {
       EXPECT_GE(sent, 96u + 92u);  // from packet 4 on, again
@@ -231,7 +231,7 @@ TEST(SelectiveRepeat, NextMessagePlacedWhileAHoleIsOpen) {
         EXPECT_EQ(f.ca().retransmits, 0u) << static_cast<int>(op);
         EXPECT_EQ(f.ca().sr_resends, 2u);
         EXPECT_EQ(sent, 64u + 2u);
-        EXPECT_EQ(f.cb().sr_placed_ooo, 64u - 4u - 2u);
+        EXPECT_EQ(f.cb().sr_placed_ahead, 64u - 4u - 2u);
       } else {
         EXPECT_GE(sent, 64u + 59u);  // from packet 4 on, again
       }
@@ -294,7 +294,7 @@ TEST(SelectiveRepeat, SendNotPlacedPastItsEnd) {
     EXPECT_TRUE(std::all_of(at + 4096, at + 16384, [](uint8_t b) { return b == 0xA5; }))
         << "receive buffer " << i << " written past the message's end";
   }
-  EXPECT_EQ(f.cb().sr_placed_ooo, 0u);  // message 2's packets 2 and 3 waited
+  EXPECT_EQ(f.cb().sr_placed_ahead, 0u);  // message 2's packets 2 and 3 waited
   EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
   EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
 }
@@ -361,7 +361,7 @@ TEST(SelectiveRepeat, ReadResponseHolesReRequestedByRange) {
       EXPECT_EQ(f.read_reqs[1], std::make_pair(4u, 2u * kPmtu));
       EXPECT_EQ(f.read_reqs[2], std::make_pair(19u, kPmtu));
       EXPECT_EQ(f.sent_b, 64u + 3u);  // every response once, the three lost ones twice
-      EXPECT_EQ(f.ca().sr_placed_ooo, 64u - 4u - 3u);
+      EXPECT_EQ(f.ca().sr_placed_ahead, 64u - 4u - 3u);
       EXPECT_EQ(f.ca().timeouts, 0u);
     } else {
       EXPECT_GE(f.sent_b, 64u + 60u);  // from response 5 to the end, again
