@@ -187,6 +187,9 @@ extern "C" int dpdat_rdma_create_ep(rdma_cm_id** out, rdma_addrinfo* res, ibv_pd
                            static_cast<rdma_port_space>(res->ai_port_space)) != 0)
     return -1;
   Id* id = id_of(cid);
+  // The QP's type is the address's (rdma_create_ep(3)).
+  if (qia != nullptr && res->ai_qp_type != 0)
+    qia->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
   int r = 0;
   if ((res->ai_flags & RAI_PASSIVE) != 0) {
     r = dpdat_rdma_bind_addr(cid, res->ai_src_addr);
