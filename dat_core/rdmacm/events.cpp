@@ -117,6 +117,9 @@ void handle(Dev* d, const dat::Event& e) {
     case N::kBroken:
       id->st = St::kDisconnected;
       push_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, e.pdata, e.pdata_len);
+      // dpdat keeps no timewait: a queue pair leaves the network with its
+      // disconnection (its packets are refused from then on).
+      if (id->id.qp != nullptr) push_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, nullptr, 0);
       break;
     default:
       break;

@@ -242,7 +242,9 @@ TEST_F(RdmaCmTest, ClientDisconnects) {
   connect_pair(7305);
   ASSERT_EQ(rdma_disconnect(cli_), 0);
   EXPECT_TRUE(expect_event(sch_, RDMA_CM_EVENT_DISCONNECTED).ok);
+  EXPECT_TRUE(expect_event(sch_, RDMA_CM_EVENT_TIMEWAIT_EXIT).ok);
   EXPECT_TRUE(expect_event(cch_, RDMA_CM_EVENT_DISCONNECTED).ok);
+  EXPECT_TRUE(expect_event(cch_, RDMA_CM_EVENT_TIMEWAIT_EXIT).ok);
   EXPECT_EQ(rdma_disconnect(child_), 0);  // already gone: nothing to do
 }
 

@@ -183,9 +183,11 @@ case "$MODE" in
     # qperf's server opens its device only when a test starts: no memif
     # socket to wait for (the memif client side keeps trying to connect).
     WAIT_SOCK=
-    # The server (qperf with no test) serves one client per run here (-lp:
-    # its TCP control port); the client's -t 2 keeps each test short.
-    run_pair qperf -lp 19771 -- sh -c "qperf $SIP -lp 19771 -cm1 -t 2 -v $test; qperf $SIP -lp 19771 quit"
+    # The server (qperf with no test) serves the test, then `quit` (-lp: its
+    # TCP control port); -t 2 keeps the test short.  The quit waits up to
+    # 30 s (-to) for the server to finish with the test on a loaded machine.
+    run_pair qperf -lp 19771 -- sh -c \
+      "qperf $SIP -lp 19771 -cm1 -t 2 -v $test && qperf $SIP -lp 19771 -to 30 quit"
     grep -Eq '(bw|latency|msg_rate) += +[0-9.]+ ' "$TMP/client.log" || fail "no result in qperf's output"
     grep -E '^ *[a-z_]+ += ' "$TMP/client.log"
     echo "PASS: qperf -cm1 $test"
