@@ -32,7 +32,7 @@ if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then
   else
     # CI's share (2 cores, 30 minutes): everything that runs in one process
     # or drives the library through its APIs (unit, sim, proto, api, rsm,
-    # hostile, the verbs and rdma_cm API tests).  The tools, the suites of other
+    # hostile, the verbs API tests).  The tools, the suites of other
     # programs (OFED dtest/dapltest, MPI, fabtests, perftest) and the DPDK
     # link tests run in the optimised build above; DPDAT_ASAN_ALL=1 runs
     # every test under the sanitizers.
@@ -41,8 +41,8 @@ if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then
       api_test api_cm_test api_cm_loss_test api_progress_test api_limits_test \
       api_close_test api_pmtu_test api_self_test udat_c_example udat_pair \
       dat rsm rsm_test rsm_map_test rsm_c_example rsm_peer rsm_map_peer \
-      dpdat-hostile dpdat-hostile-victim dpdat_verbs verbs_api_test dpdat_rdmacm rdmacm_api_test
+      dpdat-hostile dpdat-hostile-victim dpdat_verbs verbs_api_test
     ctest --preset asan -j1 --timeout 900 -L '^(unit|sim|proto|api|rsm|hostile)$'
-    ctest --preset asan -j1 --timeout 900 -R '^(VerbsTest\.|verbs_symbols|verbs_api_links|rdmacm_symbols)'
+    ctest --preset asan -j1 --timeout 900 -R '^(VerbsTest\.|verbs_symbols|verbs_api_links)'
   fi
 fi
