@@ -490,38 +490,39 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
   {
     std::unique_lock<std::mutex> lk(g().mu);
     Global& G = g();
-    // Events queued and not yet got go with the id; a listener's unseen
-    // requests are rejected with it.
-    for (Chan* c : {id->chan}) {
-      for (auto it = c->q.begin(); it != c->q.end();) {
-        Ev* e = *it;
-        if (e->owner == id) {
-          id->unacked--;
-          it = c->q.erase(it);
-          delete e;
-        } else if (e->ev.listen_id == &id->id) {
-          Id* child = e->owner;
-          if (child->cr != nullptr) rejects.push_back(child->cr);
-          it = c->q.erase(it);
-          delete e;
-          drop_unseen_child(child);
-        } else {
-          ++it;
-        }
-      }
-    }
-    // Events handed out must come back first (rdma_destroy_id(3)).
-    G.acked.wait(lk, [id] { return id->unacked == 0; });
+    // No event for the id from now on: its requests and its QP's connection
+    // events find no id (a request is then rejected).
     sps = id->sps;
     for (auto& [d, sp] : sps) G.by_sp.erase(sp);
-    if (id->cr != nullptr) rejects.push_back(id->cr);
-    id->cr = nullptr;
     if (ep != nullptr) {
       G.by_ep.erase(ep);
       disconnect =
           id->st == St::kConnected || id->st == St::kConnecting || id->st == St::kAccepting;
     }
-    if (id->port_held && id->st != St::kRequest) G.ports.erase(id->src_port);
+    if (id->cr != nullptr) rejects.push_back(id->cr);
+    id->cr = nullptr;
+    if (id->port_held) G.ports.erase(id->src_port);
+    // Events queued and not yet got go with the id; a listener's unseen
+    // requests are rejected with it.
+    Chan* c = id->chan;
+    for (auto it = c->q.begin(); it != c->q.end();) {
+      Ev* e = *it;
+      if (e->owner == id) {
+        id->unacked--;
+        it = c->q.erase(it);
+        delete e;
+      } else if (e->ev.listen_id == &id->id) {
+        Id* child = e->owner;
+        if (child->cr != nullptr) rejects.push_back(child->cr);
+        it = c->q.erase(it);
+        delete e;
+        drop_unseen_child(child);
+      } else {
+        ++it;
+      }
+    }
+    // Events handed out must come back first (rdma_destroy_id(3)).
+    G.acked.wait(lk, [id] { return id->unacked == 0; });
   }
   for (auto& [d, sp] : sps) (void)dat::sp_free(sp);
   for (dat::Cr* cr : rejects) (void)dat::cr_reject(cr, nullptr, 0);
