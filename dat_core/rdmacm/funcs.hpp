@@ -1,7 +1,7 @@
 #pragma once
 // The rdma_cm entry points dpdat implements (<rdma/rdma_cma.h>), as one list:
 // librdmacm.so.1 (exports.cpp) exports each under its own name and forwards
-// it to dpdat_<name> in dpdat's libibverbs.so.1 (cm_*.cpp), where the verbs
+// it to dpdat_<name> in dpdat's libibverbs.so.1 (the other files here), where the verbs
 // objects and dat_core live (one copy of each in a process).  The dpdat_*
 // names are in libibverbs's private version node DPDAT_PRIVATE_1.
 //   X(return type, name, (parameters), (arguments))

@@ -126,6 +126,9 @@ void cm_agent(void* dev, void* evd);
 void drop_unseen_child(Id* child);
 
 Id* id_of(rdma_cm_id* id);
-int errno_of(dat::Status st);
+// The dat_core EP of the id's QP (nullptr: no QP).
+inline dat::Ep* ep_of(Id* id) {
+  return id->id.qp != nullptr ? reinterpret_cast<verbs::Qp*>(id->id.qp)->ep : nullptr;
+}
 
 }  // namespace dpdat::rdmacm
