@@ -314,6 +314,9 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
     sps = id->sps;
     for (auto& [d, sp] : sps) G.by_sp.erase(sp);
     if (ep != nullptr) {
+      // The QP outlives the id (the application destroys it later, or the
+      // device's close does): it forgets the id.
+      reinterpret_cast<verbs::Qp*>(id->id.qp)->cm_id = nullptr;
       G.by_ep.erase(ep);
       disconnect =
           id->st == St::kConnected || id->st == St::kConnecting || id->st == St::kAccepting;
@@ -348,6 +351,8 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
   // A QP left on the id (the application should have destroyed it) is
   // disconnected: the peer gets its DREQ.
   if (disconnect) (void)dat::ep_disconnect(ep, true);
+  // CQs made for a QP the application destroyed with ibv_destroy_qp.
+  if (id->id.qp == nullptr) free_cqs(id);
   if (id->chan->internal) {
     std::lock_guard<std::mutex> lk(g().mu);
     for (Ev* e : id->chan->q) delete e;

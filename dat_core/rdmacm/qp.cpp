@@ -34,6 +34,21 @@ bool make_cq(Id* id, uint32_t n, ibv_comp_channel** ch, ibv_cq** cq) {
   return true;
 }
 
+// ibv_destroy_qp of an id's QP (directly or through rdma_destroy_qp): the id
+// forgets it, and its EP's connection events find no id from now on.
+void qp_gone(verbs::Qp* q) {
+  std::lock_guard<std::mutex> lk(g().mu);
+  g().by_ep.erase(q->ep);
+  auto* id = static_cast<Id*>(q->cm_id);
+  if (id != nullptr && id->id.qp == &q->qp) id->id.qp = nullptr;
+  q->cm_gone = nullptr;
+  q->cm_id = nullptr;
+}
+
+}  // namespace
+
+namespace dpdat::rdmacm {
+
 void free_cqs(Id* id) {
   if (id->own_send_cq && id->id.send_cq != nullptr) {
     (void)ibv_destroy_cq(id->id.send_cq);
@@ -54,7 +69,7 @@ void free_cqs(Id* id) {
   id->own_send_cq = id->own_recv_cq = false;
 }
 
-}  // namespace
+}  // namespace dpdat::rdmacm
 
 extern "C" int dpdat_rdma_create_qp(rdma_cm_id* cid, ibv_pd* pd, ibv_qp_init_attr* qia) {
   if (cid == nullptr || qia == nullptr) return fail(EINVAL);
@@ -106,6 +121,8 @@ extern "C" int dpdat_rdma_create_qp(rdma_cm_id* cid, ibv_pd* pd, ibv_qp_init_att
     g().by_ep[q->ep] = id;
     id->id.qp = qp;
     id->id.pd = pd;
+    q->cm_id = id;
+    q->cm_gone = qp_gone;
   }
   return 0;
 }
@@ -133,14 +150,8 @@ extern "C" int dpdat_rdma_create_qp_ex(rdma_cm_id* cid, ibv_qp_init_attr_ex* x) 
 extern "C" void dpdat_rdma_destroy_qp(rdma_cm_id* cid) {
   if (cid == nullptr || cid->qp == nullptr) return;
   Id* id = id_of(cid);
-  auto* q = reinterpret_cast<verbs::Qp*>(cid->qp);
-  {
-    std::lock_guard<std::mutex> lk(g().mu);
-    g().by_ep.erase(q->ep);
-    id->id.qp = nullptr;
-  }
-  // Freeing a connected EP sends its DREQ (qp_free).
-  (void)ibv_destroy_qp(&q->qp);
+  // Freeing a connected EP sends its DREQ (qp_free); qp_gone unlinks it.
+  (void)ibv_destroy_qp(cid->qp);
   free_cqs(id);
 }
 

@@ -126,6 +126,8 @@ void cm_agent(void* dev, void* evd);
 void drop_unseen_child(Id* child);
 
 Id* id_of(rdma_cm_id* id);
+// Destroys the CQs (and completion channels) made for the id's QP.
+void free_cqs(Id* id);
 // The dat_core EP of the id's QP (nullptr: no QP).
 inline dat::Ep* ep_of(Id* id) {
   return id->id.qp != nullptr ? reinterpret_cast<verbs::Qp*>(id->id.qp)->ep : nullptr;

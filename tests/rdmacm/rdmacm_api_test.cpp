@@ -277,6 +277,21 @@ TEST_F(RdmaCmTest, DestroyWithConnectionOpen) {
   send_one(cli_, child_);
 }
 
+// rping's way: the QP goes with ibv_destroy_qp, then the id with
+// rdma_destroy_id; and the other way round (the QP outlives its id).
+TEST_F(RdmaCmTest, QpDestroyedWithVerbs) {
+  connect_pair(7312);
+  ASSERT_EQ(ibv_destroy_qp(cli_->qp), 0);
+  EXPECT_EQ(cli_->qp, nullptr);  // the id forgets it
+  EXPECT_TRUE(expect_event(sch_, RDMA_CM_EVENT_DISCONNECTED).ok);
+  ASSERT_EQ(rdma_destroy_id(cli_), 0);
+  cli_ = nullptr;
+  ibv_qp* qp = child_->qp;
+  ASSERT_EQ(rdma_destroy_id(child_), 0);
+  child_ = nullptr;
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+}
+
 TEST_F(RdmaCmTest, DestroyListenerWithRequestPending) {
   listen(7308);
   client_to(kServerIp, 7308);
