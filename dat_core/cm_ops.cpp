@@ -169,6 +169,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   set_pdata(m, pdata, pdata_len);
   send_cm(ep->peer_mac, ep->peer_ip, m);
   ep->state = EpState::kPassivePending;
+  ep->qp_attr_state = kQpAttrRts;  // verbs: RTS before the REP goes
   ep->cm = CmState::kRepSent;
   ep->retx_interval = kCmRetxNs;
   ep->next_retx = now + ep->retx_interval;

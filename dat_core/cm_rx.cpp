@@ -175,6 +175,7 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     ep->cm = CmState::kEstablished;
     watched.erase(ep);  // no CM timer while established (see cm_timers)
     ep->state = EpState::kConnected;
+    ep->qp_attr_state = kQpAttrRts;
     ep->next_retx = 0;
     conn_event(ep, EventNum::kEstablished, m.pdata.data(), m.pdata_len);
     (void)now;

@@ -279,6 +279,8 @@ enum class CmState : uint8_t {
   kDone
 };
 
+inline constexpr uint8_t kQpAttrRts = 3;  // QpAttrState::kRts
+
 struct Ep : Object {
   Pz* pz = nullptr;
   Evd* recv_evd = nullptr;
@@ -318,8 +320,9 @@ struct Ep : Object {
   Sp* sp = nullptr;                             // RSP that reserved it, or the PSP that created it
   alignas(8) unsigned char remote_sa[16] = {};  // front's sockaddr of the peer
   bool provider_created = false;
-  // Connected by attributes exchanged out of band (ops_qp_attr.hpp): its
-  // QpAttrState; the CM never touches such an EP.
+  // The verbs state of its queue pair (QpAttrState, ops_qp_attr.hpp): set
+  // by attributes exchanged out of band, or by the CM, which moves a queue
+  // pair it connects to RTS (kQpAttrRts) as verbs' connection manager does.
   uint8_t qp_attr_state = 0;
   explicit Ep(Ia* a) : Object(HandleType::kEp, a) {}
 };

@@ -14,6 +14,8 @@ namespace {
 // most one request per resolve() that misses).
 constexpr uint64_t kResolveAskNs = 2'000'000;
 
+static_assert(kQpAttrRts == static_cast<uint8_t>(QpAttrState::kRts));
+
 QpAttrState stored(const Ep* ep) { return static_cast<QpAttrState>(ep->qp_attr_state); }
 void store(Ep* ep, QpAttrState s) { ep->qp_attr_state = static_cast<uint8_t>(s); }
 
@@ -142,9 +144,27 @@ Status qp_to_reset(Ep* ep, uint32_t* qpn) {
 Status qp_free(Ep* ep) {
   Iface* f = ep->ia->iface;
   Lock lk(f);
-  flush(f, ep);
-  ep->state = EpState::kDisconnected;  // no DREQ: the CM never knew it
+  // No DREQ for a queue pair the CM never knew; one connected through the
+  // CM (qp_cm_attach) tells its peer, as any EP freed while connected does.
+  if (ep->conn_evd == nullptr) {
+    flush(f, ep);
+    ep->state = EpState::kDisconnected;
+  }
   free_ep(ep);
+  return kOk;
+}
+
+Status qp_cm_attach(Ep* ep, Evd* conn) {
+  Lock lk(ep->ia->iface);
+  if (conn == nullptr || (conn->flags & evd_flag::kConnection) == 0 ||
+      conn->ia->iface != ep->ia->iface)
+    return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
+  const QpAttrState s = qp_attr_state(ep);
+  if (ep->state != EpState::kUnconnected || ep->conn_evd != nullptr ||
+      (s != QpAttrState::kReset && s != QpAttrState::kInit))
+    return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+  ep->conn_evd = conn;
+  conn->refs++;
   return kOk;
 }
 

@@ -62,6 +62,14 @@ Status qp_to_error(Ep* ep);
 // Any -> RESET: the queue pair is replaced by a new one (a new QP number,
 // *qpn), with nothing posted; what the old one held completes as flushed.
 Status qp_to_reset(Ep* ep, uint32_t* qpn);
+// A queue pair made this way, connected through the CM instead (verbs'
+// connection manager, rdma_cm): from now on its EP reports connection events
+// to `conn` (an EVD with DAT_EVD_CONNECTION_FLAG), and ep_connect / cr_accept
+// connect its queue pair as they connect any EP's; once connected it is in
+// RTS.  The EP must be unconnected, in RESET or INIT, with no connection EVD
+// yet (INVALID_STATE otherwise).
+Status qp_cm_attach(Ep* ep, Evd* conn);
+
 // The number of the EP's queue pair (0: none).
 uint32_t qp_number(const Ep* ep);
 
@@ -75,7 +83,8 @@ struct IaLinkInfo {
 };
 Status ia_link_info(Ia* ia, IaLinkInfo* out);
 
-// Frees an EP connected this way (no DREQ to the peer).  Its queue pair goes
+// Frees an EP connected this way (no DREQ to the peer; one connected
+// through the CM, qp_cm_attach, sends its DREQ as any EP freed connected).  Its queue pair goes
 // to error first; its completions, flushed or not, leave its EVDs with it
 // (as for every EP freed: no event names an EP that is gone).
 Status qp_free(Ep* ep);

@@ -119,6 +119,10 @@ struct Qp {
   uint32_t inline_slots = 0;
   uint64_t inline_next = 0;
   std::mutex post_mu;  // inline slots
+  // A QP made by dpdat's rdma_cm (rdma_create_qp): ibv_destroy_qp tells it
+  // first, since applications may destroy such a QP with ibv_destroy_qp.
+  void (*cm_gone)(Qp*) = nullptr;
+  void* cm_id = nullptr;
 };
 
 // dat_core status -> errno (positive).

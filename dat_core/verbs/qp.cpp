@@ -170,6 +170,7 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
 DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   if (qp == nullptr) return EINVAL;
   auto* q = reinterpret_cast<Qp*>(qp);
+  if (q->cm_gone != nullptr) q->cm_gone(q);
   const dat::Status st = dat::qp_free(q->ep);
   if (!st.ok()) return to_errno(st);
   // After the queue pair: its inline requests read from this region.
