@@ -9,6 +9,9 @@
 // this whenever the server is slow between probe and start, as on a loaded
 // machine: every frame is then refused (tx_full) and the job hangs.
 //
+// A client whose server's process has not probed its device yet finds no
+// socket and fails to start at all; Port::open then waits here too.
+//
 // await_link() waits after the client's port started until its link is up,
 // stopping and starting the port (a fresh connection and handshake) each
 // time a try did not bring it up; the tries grow from 250 ms to 2 s.  A

@@ -274,7 +274,11 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
     }
   }
   p->mtu_ = mtu;
-  if (int rc = rte_eth_dev_start(port_id); rc != 0) {
+  // A memif client whose server has not made its socket yet (its process
+  // opens the other end a moment later) fails to start: it waits for the
+  // server below, as for one that refuses, starting again each try.
+  const bool memif_client = memif && memif_client::is_client(port_id);
+  if (int rc = rte_eth_dev_start(port_id); rc != 0 && !memif_client) {
     *err = errstr("rte_eth_dev_start", rc);
     return nullptr;
   }
@@ -286,8 +290,7 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   p->started_ = true;
   // A memif client returns once connected: its server may refuse a first
   // connection for good (memif_client.hpp).
-  if (memif && memif_client::is_client(port_id) &&
-      !memif_client::await_link(port_id, memif_client::kConnectLimitMs, err))
+  if (memif_client && !memif_client::await_link(port_id, memif_client::kConnectLimitMs, err))
     return nullptr;
   rte_ether_addr mac{};
   rte_eth_macaddr_get(port_id, &mac);

@@ -3,7 +3,7 @@
 # the engine-level tool dpdat-engine-perf --verify (every WRITE read back
 # over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-engine-perf
-# MODE: memif | memif-loss | memif-mq | memif-jumbo | af_packet | af_packet-loss | af_packet-jumbo |
+# MODE: memif | memif-client-first | memif-loss | memif-mq | memif-jumbo | af_packet | af_packet-loss | af_packet-jumbo |
 #       af_packet-mq | tap | kill-peer | api-memif-engines | api-af_packet-engines
 # (api-*: the public API's bench tool dpdat-perf, beside dpdat-engine-perf in
 # the build tree, with two engines per interface)
@@ -137,6 +137,26 @@ case "$MODE" in
   memif)
     MEMIF=1
     run_ops "" "$MEMIF_S" "" "$MEMIF_C"
+    ;;
+  memif-client-first)
+    # The client's process opens its end a second before the server's
+    # exists (qperf's server opens its device only when the client's request
+    # came): the client's open waits for the server's socket, and the pair
+    # then moves verified data.
+    timeout 120 "$PERF" --client 10.77.0.1 --vdev "$MEMIF_C" --ip 10.77.0.2 "${COMMON[@]}" \
+      "${SIZES[@]}" --op write >"$TMP/client.log" 2>&1 &
+    cpid=$!
+    lib_track $cpid
+    sleep 1
+    kill -0 $cpid 2>/dev/null || fail "the client gave up before its server came"
+    timeout 120 "$PERF" --server --vdev "$MEMIF_S" --ip 10.77.0.1 "${COMMON[@]}" --op write \
+      >"$TMP/server.log" 2>&1 &
+    spid=$!
+    lib_track $spid
+    wait "$cpid" || fail "client exited with $?"
+    wait "$spid" || fail "server exited with $?"
+    grep -q "byte-exact" "$TMP/client.log" || fail "no verified transfer"
+    grep -v "^EAL\|TELEMETRY\|mp action" "$TMP/client.log"
     ;;
   memif-loss)
     MEMIF=1
