@@ -13,6 +13,7 @@ Layout layout_for(const Options& o) {
   L.slice = std::max<size_t>(L.slice, 8);
   if (o.atomic()) L.slice = std::max<size_t>(L.slice, size_t{o.tx_depth} * kAtomicWord);
   L.qps = o.qps;
+  L.churn = o.churn;
   return L;
 }
 
@@ -45,7 +46,7 @@ bool drive_side(Side& s, std::string* err) {
 void fill_pattern(Side& s, const Layout& L, size_t n, uint8_t salt) {
   for (size_t k = 0; k < L.qps; ++k) {
     uint8_t* p = s.data() + L.src(k);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>((i * 7 + 3) ^ (k * 0x5B + 1) ^ salt);
+    for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(i, k, salt);
   }
 }
 
