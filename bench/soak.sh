@@ -53,8 +53,12 @@ ITERS=${ITERS:-300}
 lib_tmpdir TMP dpdat-soak
 memif_pair "$TMP"
 SECS=$((MINUTES * 60))
-PARAMS=()
-[ "$LOSS" != 0 ] && PARAMS=(--ia-params "loss=$LOSS")
+# A host that stalls a process for up to a minute (a shared machine, the
+# soak at low priority) does not break its connections; one that makes no
+# progress for longer still fails the soak.
+KEYS="retry_time_ms=60000"
+[ "$LOSS" != 0 ] && KEYS="$KEYS;loss=$LOSS"
+PARAMS=(--ia-params "$KEYS")
 common=(--soak "$SECS" --interval "$INTERVAL" -q "$QPS" --churn "$CHURN" -s 65536 -n "$ITERS"
   --oob "$TMP/oob.sock" "${PARAMS[@]}")
 echo "soak.sh: $MINUTES min over net_memif, CPUs $CPU_S/$CPU_C, loss $LOSS, $QPS EPs, $CHURN churned, $(date -u +%FT%TZ)"

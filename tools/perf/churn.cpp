@@ -8,7 +8,7 @@ namespace dpdat::perf {
 
 namespace {
 
-constexpr uint64_t kStageNs = 15'000'000'000ull;
+constexpr uint64_t kStageNs = 60'000'000'000ull;
 constexpr uint64_t kReadCookie = 0x43485244;  // "CHRD"
 constexpr uint32_t kChurnDepth = 4;
 
@@ -59,7 +59,7 @@ bool ClientChurn::step(std::string* err) {
 bool ClientChurn::step_one(size_t j, Slot& sl, std::string* err) {
   const uint64_t now = now_ns();
   if (sl.st != St::kIdle && now - sl.since_ns > kStageNs) {
-    *err = std::string("stuck ") + stage_name(static_cast<int>(sl.st)) + " for 15 s (cycle " +
+    *err = std::string("stuck ") + stage_name(static_cast<int>(sl.st)) + " for 60 s (cycle " +
            std::to_string(cycles_) + ")";
     return false;
   }
@@ -70,7 +70,7 @@ bool ClientChurn::step_one(size_t j, Slot& sl, std::string* err) {
       if (stopping_) return true;
       if (!s_.create_conn(&sl.c, kChurnDepth, err)) return false;
       sockaddr_in a = peer_;
-      r = dat_ep_connect(sl.c.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual_, 10'000'000, 0,
+      r = dat_ep_connect(sl.c.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&a), qual_, 60'000'000, 0,
                          nullptr, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
       if (r != DAT_SUCCESS) {
         *err = dat_error("dat_ep_connect", r);

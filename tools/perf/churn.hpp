@@ -18,7 +18,8 @@ namespace dpdat::perf {
 // Active side: connection j connects, WRITEs Layout::kChurnBytes of a
 // pattern new each cycle from churn_src(j) into the peer's churn_src(j),
 // READs them back into churn_back(j), compares, disconnects gracefully and
-// frees its EP and EVDs.  A stage that takes more than 15 s, an event other
+// frees its EP and EVDs.  A stage that takes more than 60 s (a connect's
+// timeout too), an event other
 // than the expected one, or a mismatch is an error.
 class ClientChurn {
  public:

@@ -309,8 +309,11 @@ int run_remote(const Options& o) {
   std::printf("dpdat-perf: %s to %s over the %s API, %s, %u EP%s, progress %s\n", o.op.c_str(),
               o.client_of.c_str(), kApiName, o.vdev.c_str(), o.qps, o.qps > 1 ? "s" : "",
               o.progress.empty() ? "default" : o.progress.c_str());
+  // A failed soak still collects and prints both sides' counters (what
+  // explains the failure), then exits 1.
+  bool soak_ok = true;
   if (o.soak > 0) {
-    if (!soak_client(s, oob, L, peer, o, &run)) return 1;
+    soak_ok = soak_client(s, oob, L, peer, o, &run);
   } else if (!measure(s, oob, L, peer, o, &run)) {
     return 1;
   }
@@ -324,7 +327,8 @@ int run_remote(const Options& o) {
         if (v.is_number_unsigned()) run.counters["peer." + k] = v.get<uint64_t>();
   }
   for (const auto& [k, v] : telemetry_counters()) run.counters[k] = v;
-  return finish_run(o, run);
+  const int rc = finish_run(o, run);
+  return soak_ok ? rc : 1;
 }
 
 }  // namespace dpdat::perf

@@ -24,8 +24,9 @@ uint64_t bw_iters(const Options& o, size_t n) {
   return std::max<uint64_t>(total / o.qps, 100);
 }
 
-bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll) {
-  const uint64_t end = now_ns() + 5'000'000'000ull;
+bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll,
+                uint64_t limit_ns) {
+  const uint64_t end = now_ns() + limit_ns;
   uint32_t spins = 0;
   while (!pred()) {
     if (poll) poll();
@@ -51,7 +52,7 @@ void fill_pattern(Side& s, const Layout& L, size_t n, uint8_t salt) {
 }
 
 bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& peer,
-                   const std::function<void()>& drive, std::string* err) {
+                   const std::function<void()>& drive, std::string* err, uint64_t limit_ns) {
   for (size_t k = 0; k < L.qps; ++k) {
     std::memset(s.data() + L.scratch(k), 0, n);
     const DAT_RETURN r = s.read(k, L.scratch(k), n, peer, L.landing(k), 0x5645, true);
@@ -67,7 +68,7 @@ bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& pe
               return failed || std::any_of(d.begin(), d.end(),
                                            [](const Done& x) { return x.cookie == 0x5645; });
             },
-            drive) ||
+            drive, limit_ns) ||
         failed) {
       if (!failed) *err = "verify: the read-back never completed";
       return false;

@@ -63,9 +63,11 @@ inline uint8_t pattern_byte(size_t i, size_t k, uint8_t salt) {
   return static_cast<uint8_t>((i * 7 + 3) ^ (k * 0x5B + 1) ^ salt);
 }
 // Reads slice k of the peer's landing area back (RDMA READ) into scratch and
-// compares it with our source slice.  False with *err on mismatch / error.
+// compares it with our source slice.  False with *err on mismatch / error,
+// or when a read-back takes longer than limit_ns.
 bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& peer,
-                   const std::function<void()>& drive, std::string* err);
+                   const std::function<void()>& drive, std::string* err,
+                   uint64_t limit_ns = 5'000'000'000ull);
 
 // Atomics (atomics.cpp).  The word of flow f is the peer's landing(f.k); the
 // value fetched by its WR number j (1-based) lands in slot (j - 1) % tx_depth
@@ -83,8 +85,9 @@ bool atomic_words(std::vector<Flow>& flows, const Layout& L, const std::function
 bool atomic_verify(std::vector<Flow>& flows, const Options& o, const Layout& L,
                    const std::function<void()>& drive, std::string* err);
 
-// Waits (bounded: 5 s) until pred() holds, calling poll() meanwhile.
-bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll);
+// Waits (bounded: limit_ns) until pred() holds, calling poll() meanwhile.
+bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll,
+                uint64_t limit_ns = 5'000'000'000ull);
 
 // Drains every DTO EVD of `s` (drives its interface); false on an error completion.
 bool drive_side(Side& s, std::string* err);

@@ -16,6 +16,9 @@ namespace dpdat::perf {
 namespace {
 
 constexpr std::array<const char*, 3> kOps = {"write", "read", "send"};
+// How long a check may wait: a soak on a shared host may be starved for a
+// while (bench/soak.sh gives the queue pairs as long: retry_time_ms).
+constexpr uint64_t kStallNs = 60'000'000'000ull;
 
 bool complain(const std::string& what) {
   std::fprintf(stderr, "dpdat-perf: soak: %s\n", what.c_str());
@@ -88,7 +91,7 @@ bool soak_client(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLE
               oob, c, [&] { return run_bw(flows, ro, L, n, iters, drive, &f, &err); }, &rep, &err))
         return complain(std::string(kOps[op]) + " round " + std::to_string(rounds) + ": " + err);
       const bool ok = ro.op == "read" ? verify_read(s, L, n, salt, &err)
-                                      : verify_slices(s, L, n, peer, drive, &err);
+                                      : verify_slices(s, L, n, peer, drive, &err, kStallNs);
       if (!ok)
         return complain(std::string(kOps[op]) + " round " + std::to_string(rounds) + ": " + err);
       if (churn_failed) return complain(churn_err);
