@@ -108,7 +108,7 @@ bool run_bw(std::vector<Flow>& flows, const Options& o, const Layout& L, size_t 
       timed ? static_cast<uint64_t>(std::clamp(o.duration * 0.2, 0.2, 2.0) * 1e9) : 0;
   const uint64_t t_measure = t0 + warm_ns;
   const uint64_t t_end = t_measure + static_cast<uint64_t>(o.duration * 1e9);
-  const uint64_t deadline = (timed ? t_end : t0) + 120'000'000'000ull;
+  const uint64_t deadline = (timed ? t_end : t0) + static_cast<uint64_t>(o.round_limit * 1e9);
   for (Flow& f : flows) f.posted = f.completed = f.recvs = f.recv_done = 0;
 
   bool measuring = !timed;
@@ -172,7 +172,8 @@ bool run_bw(std::vector<Flow>& flows, const Options& o, const Layout& L, size_t 
     if (drive) drive();
     if (all_done) break;
     if ((spins & 1023u) == 0 && now_ns() > deadline) {
-      *err = "bandwidth run timed out";
+      *err = "bandwidth run timed out (" + std::to_string(static_cast<int>(o.round_limit)) +
+             " s; " + std::to_string(total_done) + " messages completed)";
       return false;
     }
   }

@@ -19,6 +19,10 @@ constexpr std::array<const char*, 3> kOps = {"write", "read", "send"};
 // How long a check may wait: a soak on a shared host may be starved for a
 // while (bench/soak.sh gives the queue pairs as long: retry_time_ms).
 constexpr uint64_t kStallNs = 60'000'000'000ull;
+// A round longer than kSlowNs is reported; one longer than kRoundLimitNs
+// fails the soak.
+constexpr uint64_t kSlowNs = 20'000'000'000ull;
+constexpr uint64_t kRoundLimitNs = 600'000'000'000ull;
 
 bool complain(const std::string& what) {
   std::fprintf(stderr, "dpdat-perf: soak: %s\n", what.c_str());
@@ -79,6 +83,8 @@ bool soak_client(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLE
     for (size_t op = 0; op < kOps.size(); ++op) {
       Options ro = o;
       ro.op = kOps[op];
+      ro.round_limit = static_cast<double>(kRoundLimitNs) / 1e9;
+      const uint64_t r0 = now_ns();
       // New data every round (never 0: the server's default pattern).
       const auto salt = static_cast<uint8_t>(1 + rounds % 251);
       fill_pattern(s, L, n, static_cast<uint8_t>(salt ^ 0x80));
@@ -95,6 +101,9 @@ bool soak_client(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLE
       if (!ok)
         return complain(std::string(kOps[op]) + " round " + std::to_string(rounds) + ": " + err);
       if (churn_failed) return complain(churn_err);
+      if (const uint64_t took = now_ns() - r0; took > kSlowNs)
+        std::printf("soak: %s round %" PRIu64 " took %.1f s (verified)\n", kOps[op], rounds,
+                    static_cast<double>(took) / 1e9);
       iv.bytes[op] += static_cast<double>(f.iters * n);
       iv.secs[op] += f.secs;
       total_bytes += static_cast<double>(f.iters * n);
