@@ -58,6 +58,8 @@ bool config_seeds() {
       "idle_us=7;node=42",
       "vdev=net_af_packet0,iface=veth0;ip=1.2.3.4;progress=inline;pmtu=256",
       "ring=0;ip=1.1.1.1;progress=thread;loss=1e-3",
+      "ring=0;ip=1.1.1.1;retry_time_ms=60000",
+      "ring=0;ip=1.1.1.1;retry_time_ms=0",
       "# comment\ndpdat0 ring=0;ip=192.168.77.1\n  dpdat1\tring=1;ip=192.168.77.2\r\n\nbad\n",
       "ring=2;ip=1.2.3.4",
       "vdev=;ip=1.2.3.4",
