@@ -213,6 +213,8 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.engines) && c.engines >= 1 && c.engines <= kMaxEngines;
     } else if (key == "cpus") {
       ok = parse_cpu_list(val, &c.cpus);
+    } else if (key == "max_key_refusals_per_peer") {
+      ok = parse_num(val, &c.max_key_refusals_per_peer) && c.max_key_refusals_per_peer > 0;
     } else if (key == "max_pending_crs_per_peer") {
       ok = parse_num(val, &c.max_pending_crs_per_peer) && c.max_pending_crs_per_peer > 0;
     } else if (key == "gbn") {

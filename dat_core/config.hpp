@@ -36,6 +36,10 @@
 //                       connection requests waiting for an answer at once, per
 //                       interface / per PSP or RSP / per source IPv4 address
 //                       (defaults 4096, 1024, 256); REQs beyond are rejected
+//   max_key_refusals_per_peer=<n>
+//                       remote keys the queue pairs may refuse to one source
+//                       address within a second (default 64); past it, that
+//                       address's REQs are rejected until the second ends
 //   retry_time_ms=<n>   a queue pair whose requests go unanswered breaks after
 //                       its retries and at least this long since the first
 //                       timeout (default 1000; 1..3600000): what a peer's host
@@ -105,6 +109,7 @@ struct IfaceConfig {
   // Limits (0: the default of dat::Limits).
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
   uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0, max_pending_crs_per_peer = 0;
+  uint32_t max_key_refusals_per_peer = 0;
   bool gbn = false;
   uint32_t engines = 1;
   std::vector<int> cpus;  // empty: threads not pinned

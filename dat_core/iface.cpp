@@ -64,7 +64,8 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
                             {cfg.max_pzs, &L.max_pzs},
                             {cfg.max_pending_crs, &L.max_pending_crs},
                             {cfg.max_pending_crs_per_sp, &L.max_pending_crs_per_sp},
-                            {cfg.max_pending_crs_per_peer, &L.max_pending_crs_per_peer}})
+                            {cfg.max_pending_crs_per_peer, &L.max_pending_crs_per_peer},
+                            {cfg.max_key_refusals_per_peer, &L.max_key_refusals_per_peer}})
     if (set != 0) *field = set;
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
   // One engine per queue the link has (engines= asked for at most that many).

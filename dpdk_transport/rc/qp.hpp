@@ -52,6 +52,9 @@ struct QpCounters {
   // Congestion control: CE-marked packets received, CNPs sent / received,
   // DCQCN rate cuts, delay-window decreases, sends held by the pacer.
   uint64_t ce_rx = 0, cnp_tx = 0, cnp_rx = 0, cc_rate_cuts = 0, cc_window_cuts = 0, cc_paced = 0;
+  // Remote key checks this queue pair's responder refused (the engine
+  // counts them by reason: EngineCounters::rkey_refused).
+  uint64_t rkey_refused = 0;
 };
 
 class Qp {
