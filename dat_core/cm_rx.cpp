@@ -92,7 +92,9 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   const auto peer_it = pending_by_peer.find(ip);
   const uint32_t from_peer = peer_it == pending_by_peer.end() ? 0 : peer_it->second;
   ReqLimit hit = ReqLimit::kCount;
-  if (from_peer >= limits.max_pending_crs_per_peer) {
+  if (key_refusals_capped(ip, now)) {
+    hit = ReqLimit::kKeyRefusals;
+  } else if (from_peer >= limits.max_pending_crs_per_peer) {
     hit = ReqLimit::kPeer;
   } else if (sp->crs >= limits.max_pending_crs_per_sp) {
     hit = ReqLimit::kListener;
@@ -236,6 +238,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   // as the housekeeping pass would have reported it, whichever came first.
   if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
       ep->qp->state() == rc::QpState::kError) {
+    count_key_refusals(ep, now_ns());
     finish_disconnect(ep, EventNum::kBroken);
     return;
   }

@@ -13,10 +13,11 @@ void Iface::cm_timers(uint64_t now) {
   // Established connections are not walked: the engine names the queue
   // pairs that went to error, and only their EPs are looked at.
   for (auto& sh : shards)
-    sh->engine->take_errors([this](uint32_t qpn) {
+    sh->engine->take_errors([this, now](uint32_t qpn) {
       auto it = ep_by_qpn.find(qpn);
       if (it == ep_by_qpn.end()) return;
       Ep* ep = it->second;
+      count_key_refusals(ep, now);
       if (ep->cm != CmState::kEstablished || ep->qp == nullptr ||
           ep->qp->state() != rc::QpState::kError)
         return;
@@ -30,6 +31,8 @@ void Iface::cm_timers(uint64_t now) {
       send_cm(ep->peer_mac, ep->peer_ip, d);
       finish_disconnect(ep, EventNum::kBroken);
     });
+  for (auto it = key_refusals_by_peer.begin(); it != key_refusals_by_peer.end();)
+    it = now - it->second.since >= kKeyRefusalWindowNs ? key_refusals_by_peer.erase(it) : ++it;
   // A pass may end EPs (and take them off `watched`): it walks a copy, in a
   // vector kept for the purpose (no allocation once it has grown).
   std::vector<Ep*>& eps = watched_pass;
@@ -136,6 +139,26 @@ void Iface::pending_dreq_timers(uint64_t now, uint64_t* next) {
     *next = std::min(*next, d.next_retx);
     ++it;
   }
+}
+
+void Iface::count_key_refusals(Ep* ep, uint64_t now) {
+  if (ep->qp == nullptr) return;
+  const uint64_t n = ep->qp->counters().rkey_refused;
+  if (n <= ep->key_refusals_counted) return;
+  note_key_refusals(ep->peer_ip, n - ep->key_refusals_counted, now);
+  ep->key_refusals_counted = n;
+}
+
+void Iface::note_key_refusals(uint32_t ip, uint64_t n, uint64_t now) {
+  KeyRefusals& k = key_refusals_by_peer[ip];
+  if (k.count == 0 || now - k.since >= kKeyRefusalWindowNs) k = KeyRefusals{now, 0};
+  k.count = static_cast<uint32_t>(std::min<uint64_t>(k.count + n, UINT32_MAX));
+}
+
+bool Iface::key_refusals_capped(uint32_t ip, uint64_t now) const {
+  const auto it = key_refusals_by_peer.find(ip);
+  return it != key_refusals_by_peer.end() && now - it->second.since < kKeyRefusalWindowNs &&
+         it->second.count >= limits.max_key_refusals_per_peer;
 }
 
 bool Iface::dreq_pending(uint32_t comm) const { return pending_dreqs.count(comm) != 0; }

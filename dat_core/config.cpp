@@ -191,6 +191,8 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       const auto m = rc::parse_cc_mode(val);
       ok = m.has_value();
       if (ok) c.cc = *m;
+    } else if (key == "retry_time_ms") {
+      ok = parse_num(val, &c.retry_time_ms) && c.retry_time_ms > 0 && c.retry_time_ms <= 3'600'000;
     } else if (key == "cc_line_gbps") {
       ok = parse_num(val, &c.cc_line_gbps) && c.cc_line_gbps > 0 && c.cc_line_gbps <= 100'000;
     } else if (key == "max_eps") {
@@ -211,6 +213,8 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       ok = parse_num(val, &c.engines) && c.engines >= 1 && c.engines <= kMaxEngines;
     } else if (key == "cpus") {
       ok = parse_cpu_list(val, &c.cpus);
+    } else if (key == "max_key_refusals_per_peer") {
+      ok = parse_num(val, &c.max_key_refusals_per_peer) && c.max_key_refusals_per_peer > 0;
     } else if (key == "max_pending_crs_per_peer") {
       ok = parse_num(val, &c.max_pending_crs_per_peer) && c.max_pending_crs_per_peer > 0;
     } else if (key == "gbn") {

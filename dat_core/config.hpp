@@ -36,6 +36,14 @@
 //                       connection requests waiting for an answer at once, per
 //                       interface / per PSP or RSP / per source IPv4 address
 //                       (defaults 4096, 1024, 256); REQs beyond are rejected
+//   max_key_refusals_per_peer=<n>
+//                       remote keys the queue pairs may refuse to one source
+//                       address within a second (default 64); past it, that
+//                       address's REQs are rejected until the second ends
+//   retry_time_ms=<n>   a queue pair whose requests go unanswered breaks after
+//                       its retries and at least this long since the first
+//                       timeout (default 1000; 1..3600000): what a peer's host
+//                       may stall for before the connection is given up
 //   gbn=<0|1>           1: go-back-N recovery for every operation, as strict IBA
 //                       peers expect (default 0: selective repeat, see
 //                       rc::QpConfig::selective_repeat)
@@ -97,9 +105,11 @@ struct IfaceConfig {
   uint32_t node = 0;
   rc::CcMode cc = rc::CcMode::kBoth;
   uint32_t cc_line_gbps = 100;
+  uint32_t retry_time_ms = 1000;
   // Limits (0: the default of dat::Limits).
   uint32_t max_eps = 0, max_lmrs = 0, max_rmrs = 0, max_evds = 0, max_pzs = 0;
   uint32_t max_pending_crs = 0, max_pending_crs_per_sp = 0, max_pending_crs_per_peer = 0;
+  uint32_t max_key_refusals_per_peer = 0;
   bool gbn = false;
   uint32_t engines = 1;
   std::vector<int> cpus;  // empty: threads not pinned

@@ -64,7 +64,8 @@ Status Iface::get(const IfaceConfig& cfg, Iface** out, std::string* why) {
                             {cfg.max_pzs, &L.max_pzs},
                             {cfg.max_pending_crs, &L.max_pending_crs},
                             {cfg.max_pending_crs_per_sp, &L.max_pending_crs_per_sp},
-                            {cfg.max_pending_crs_per_peer, &L.max_pending_crs_per_peer}})
+                            {cfg.max_pending_crs_per_peer, &L.max_pending_crs_per_peer},
+                            {cfg.max_key_refusals_per_peer, &L.max_key_refusals_per_peer}})
     if (set != 0) *field = set;
   f->mr = std::make_unique<rc::MrTable>(f->limits.max_lmrs, f->limits.max_rmrs);
   // One engine per queue the link has (engines= asked for at most that many).
@@ -131,9 +132,10 @@ Status Iface::make_qp(Ep* ep) {
   qc.pmtu = pmtu;
   qc.selective_repeat = !cfg.gbn;
   qc.max_rd_atomic = std::max(1u, ep->attr.max_rdma_read_out);
-  // A dead peer is declared after 7 retries and at least 1 s (a peer process
-  // starved of CPU for a few hundred ms is not dead).
-  qc.min_retry_time_ns = 1'000'000'000;
+  // A dead peer is declared after 7 retries and at least retry_time_ms
+  // (default 1 s: a peer process starved of CPU for a few hundred ms is not
+  // dead).
+  qc.min_retry_time_ns = uint64_t{cfg.retry_time_ms} * 1'000'000;
   qc.cc.mode = cfg.cc;
   qc.cc.line_rate_bps = uint64_t{cfg.cc_line_gbps} * 1'000'000'000;
   Shard& s = pick_shard(ep);

@@ -36,12 +36,19 @@ struct Limits {
   uint32_t max_pending_crs_per_sp = 1024;
   uint32_t max_pending_crs = 4096;
   uint32_t max_pending_crs_per_peer = 512;
+  // Remote keys the queue pairs may refuse to one source address within
+  // kKeyRefusalWindowNs: past it, that address's REQs are refused (REJ "no
+  // resources") until the window ends.  A wrong key breaks the connection
+  // that used it, so guessing keys takes a connection per guess: this
+  // bounds the guesses an address gets per second.
+  uint32_t max_key_refusals_per_peer = 64;
 };
+inline constexpr uint64_t kKeyRefusalWindowNs = 1'000'000'000;
 
-// The pending-request limit a REQ was refused for: the index of
+// The limit a REQ was refused for: the index of
 // rc::EngineCounters::reqs_refused (telemetry: reqs_refused_per_listener,
-// _per_interface, _per_peer).
-enum class ReqLimit : uint8_t { kListener, kInterface, kPeer, kCount };
+// _per_interface, _per_peer, _key_refusals).
+enum class ReqLimit : uint8_t { kListener, kInterface, kPeer, kKeyRefusals, kCount };
 static_assert(static_cast<size_t>(ReqLimit::kCount) == rc::EngineCounters::kReqLimits);
 
 struct PassiveRec {
@@ -126,6 +133,18 @@ struct Iface {
   uint64_t reqs_refused = 0;  // REQs rejected for a pending-CR limit
   // Pending CRs by the requester's IPv4 address (Limits::max_pending_crs_per_peer).
   std::unordered_map<uint32_t, uint32_t> pending_by_peer;
+  // Remote keys refused to connections of an address, in the window that
+  // began at `since` (Limits::max_key_refusals_per_peer); windows that ended
+  // are dropped by cm_timers.
+  struct KeyRefusals {
+    uint64_t since = 0;
+    uint32_t count = 0;
+  };
+  std::unordered_map<uint32_t, KeyRefusals> key_refusals_by_peer;
+  void note_key_refusals(uint32_t ip, uint64_t n, uint64_t now);
+  // Adds the keys ep's queue pair refused since the last call to its peer's count.
+  void count_key_refusals(Ep* ep, uint64_t now);
+  bool key_refusals_capped(uint32_t ip, uint64_t now) const;
   // (expiry time, passive key) in time order: cm_timers drops expired records.
   std::deque<std::pair<uint64_t, uint64_t>> passive_expiry;
   uint32_t next_pz = 1;

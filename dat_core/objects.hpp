@@ -312,6 +312,7 @@ struct Ep : Object {
   uint32_t peer_ip = 0;
   wire::MacAddr peer_mac{};
   uint32_t peer_qpn = 0;
+  uint64_t key_refusals_counted = 0;  // of its queue pair's, in Iface::key_refusals_by_peer
   uint64_t conn_qual = 0;
   uint32_t my_psn = 0;
   wire::CmMessage out_msg;  // REQ / REP / DREQ being retransmitted

@@ -148,7 +148,7 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   // Connection requests refused for a pending-request limit: in all and by
   // the limit (the names of dat::ReqLimit).
   static constexpr const char* kReqLimitNames[rc::EngineCounters::kReqLimits] = {
-      "per_listener", "per_interface", "per_peer"};
+      "per_listener", "per_interface", "per_peer", "key_refusals"};
   uint64_t refused = 0;
   for (size_t i = 0; i < rc::EngineCounters::kReqLimits; ++i) {
     m["reqs_refused_" + std::string(kReqLimitNames[i])] = c.reqs_refused[i];

@@ -78,14 +78,16 @@ struct EngineCounters {
   //                    answered with a DREP as IBA asks, the connection kept
   //   reqs_refused[]   REQs the CM rejected ("no resources") for a pending-
   //                    request limit, by the limit (dat::ReqLimit: per
-  //                    listener, per interface, per peer address)
+  //                    listener, per interface, per peer address), or
+  //                    because their address's connections had too many
+  //                    keys refused lately
   static constexpr int32_t kPsnFar = 1 << 20;
   static constexpr size_t kRespErrorKinds = 8;
   uint64_t rx_foreign_src = 0, psn_out_of_window = 0;
   uint64_t resp_errors[kRespErrorKinds] = {};
   uint64_t rkey_refused[static_cast<size_t>(AccessError::kCount)] = {};
   uint64_t cm_malformed = 0, cm_req_refused = 0, cm_forged_ignored = 0;
-  static constexpr size_t kReqLimits = 3;
+  static constexpr size_t kReqLimits = 4;
   uint64_t reqs_refused[kReqLimits] = {};
   // Frames after a hole not kept because held_max_bytes was reached (the
   // SACK shows them missing: the requester sends them again).

@@ -31,7 +31,10 @@
   X(sacks_tx) X(sacks_rx)                                                     \
   /* congestion control: CE-marked packets received, CNPs sent / received, */ \
   /* DCQCN rate cuts, delay-window decreases, sends held by the pacer */      \
-  X(ce_rx) X(cnp_tx) X(cnp_rx) X(cc_rate_cuts) X(cc_window_cuts) X(cc_paced)
+  X(ce_rx) X(cnp_tx) X(cnp_rx) X(cc_rate_cuts) X(cc_window_cuts) X(cc_paced)  \
+  /* remote key checks this queue pair's responder refused (the engine */     \
+  /* counts them by reason: EngineCounters::rkey_refused) */                  \
+  X(rkey_refused)
 // clang-format on
 
 namespace dpdat::rc {

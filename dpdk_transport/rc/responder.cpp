@@ -450,6 +450,7 @@ void Qp::acknowledge(const RespCtx& c, uint64_t now) {
 bool Qp::remote_ok(AccessError e) {
   if (e == AccessError::kOk) return true;
   engine_.counters().rkey_refused[static_cast<size_t>(e)]++;
+  ctr_.rkey_refused++;
   return false;
 }
 

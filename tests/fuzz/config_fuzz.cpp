@@ -82,7 +82,7 @@ std::string serialise(const IfaceConfig& c) {
        : c.progress == ProgressMode::kAdaptive ? "adaptive"
                                                : "inline";
   s += ";spin_us=" + std::to_string(c.spin_us) + ";idle_us=" + std::to_string(c.idle_us) +
-       ";node=" + std::to_string(c.node);
+       ";node=" + std::to_string(c.node) + ";retry_time_ms=" + std::to_string(c.retry_time_ms);
   return s;
 }
 
@@ -90,7 +90,8 @@ bool same(const IfaceConfig& a, const IfaceConfig& b) {
   return a.name == b.name && a.vdev == b.vdev && a.port == b.port && a.ring_end == b.ring_end &&
          a.ip == b.ip && a.mtu == b.mtu && a.pmtu == b.pmtu && a.neighbors == b.neighbors &&
          a.loss == b.loss && a.cm_drops == b.cm_drops && a.progress == b.progress &&
-         a.spin_us == b.spin_us && a.idle_us == b.idle_us && a.node == b.node;
+         a.spin_us == b.spin_us && a.idle_us == b.idle_us && a.node == b.node &&
+         a.retry_time_ms == b.retry_time_ms;
 }
 
 void one_config(std::string_view text) {
@@ -106,6 +107,7 @@ void one_config(std::string_view text) {
   const int sources = (c.vdev.empty() ? 0 : 1) + (c.port.empty() ? 0 : 1) + (c.ring_end >= 0);
   check(sources == 1 && (c.ring_end == -1 || c.ring_end == 0 || c.ring_end == 1));
   check(c.ip != 0 && c.mtu >= 576 && c.idle_us > 0);
+  check(c.retry_time_ms >= 1 && c.retry_time_ms <= 3'600'000);
   check(c.pmtu == 256 || c.pmtu == 512 || c.pmtu == 1024 || c.pmtu == 2048 || c.pmtu == 4096);
   check(c.loss >= 0.0 && c.loss < 1.0);
   for (const auto& d : c.cm_drops) check(d.second > 0);

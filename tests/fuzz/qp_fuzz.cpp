@@ -6,7 +6,11 @@
 //   [0]      configuration: PMTU (bits 0-1: 256 << n), selective repeat (2),
 //            initial PSNs near the 24-bit wrap (3), window (4-5: 2 << n),
 //            READ/atomic depth and replay cache (6-7)
-//   [1]      number of work requests (1 + n % kSlots)
+//   [1]      congestion control: mode (bits 0-1: both, DCQCN, delay, off),
+//            no ECN-capable marking (2), paced at the line rate (3), line
+//            rate (4-5: 100 Gb/s, 10 Gb/s, 1 Gb/s, 100 Mb/s), delay target
+//            (6-7: 50 us, 5 us, 500 us, 20 us); 0: the interface default
+//   [2]      number of work requests (1 + n % kSlots)
 //   2 per WR side (bit 0), operation (1-3), fence (4), two SGEs (5),
 //            compare matches (6, compare-and-swap), through the RMR (7,
 //            READ); size class
@@ -17,7 +21,10 @@
 // frame mutated (opcode, PSN, QPN, rkey, VA, DMA length, AETH, atomic fields,
 // payload, length, source address) or a frame built from fuzzer-chosen
 // fields, its IPv4 checksum and ICRC repaired so it reaches the state
-// machines, injected towards either side.
+// machines, injected towards either side.  Congestion signals (a CNP for the
+// queue pair from its peer's address, or the next frame on the wire marked
+// CE) are not forgeries: they may slow a pair down, never change a byte or
+// stop it, so the exactness invariants keep holding after them.
 //
 // Invariants (abort on violation):
 //  - no crash, no UB, no access to a guard page (ASan/UBSan, PROT_NONE);
@@ -147,6 +154,17 @@ class Run {
     qcfg_.rnr_delay_ns = 20'000;
     qcfg_.ack_delay_ns = 5'000;
     const uint32_t psn0 = (cfg & 8u) != 0 ? 0xFFFFF0u : 0u;
+    const uint8_t cc = in_.u8();
+    static constexpr rc::CcMode kModes[4] = {rc::CcMode::kBoth, rc::CcMode::kDcqcn,
+                                             rc::CcMode::kDelay, rc::CcMode::kOff};
+    static constexpr uint64_t kRates[4] = {100'000'000'000, 10'000'000'000, 1'000'000'000,
+                                           100'000'000};
+    static constexpr uint64_t kTargets[4] = {50'000, 5'000, 500'000, 20'000};
+    qcfg_.cc.mode = kModes[cc & 3u];
+    qcfg_.ecn_capable = (cc & 4u) == 0;
+    qcfg_.cc.pace_line_rate = (cc & 8u) != 0;
+    qcfg_.cc.line_rate_bps = kRates[(cc >> 4) & 3u];
+    qcfg_.cc.target_delay_ns = kTargets[cc >> 6];
 
     nops_ = 1 + in_.u8() % kSlots;
     for (uint32_t i = 0; i < nops_; ++i) {
@@ -374,6 +392,36 @@ class Run {
   void inject_built(int to) {
     if (auto f = attacker_.built(target(to)); !f.empty()) forge(to, f);
   }
+  // A congestion signal towards side `to`: a CNP for its queue pair from its
+  // peer's address, or (ce) the next frame on the wire to it marked CE.
+  void congestion(int to, bool ce) {
+    if (ce) {
+      if (wire_[to].empty()) return;
+      auto& f = wire_[to].front();
+      if (f.size() < sizeof(wire::EthHdr) + sizeof(wire::Ipv4Hdr)) return;
+      // IPv4 ECN field: CE, as a switch marks it: the IPv4 checksum is
+      // made again, the ICRC (which does not cover the field) is left as it
+      // is, so a frame corrupted on the wire stays refused.
+      auto* ip = reinterpret_cast<wire::Ipv4Hdr*>(f.data() + sizeof(wire::EthHdr));
+      ip->tos = static_cast<uint8_t>(ip->tos | 3u);
+      ip->checksum = wire::Be16(0);
+      ip->checksum = wire::Be16(wire::ipv4_checksum(*ip));
+      return;
+    }
+    wire::BuildSpec s;
+    s.src_mac = kMac[1 - to];
+    s.dst_mac = kMac[to];
+    s.src_ip = kIp[1 - to];
+    s.dst_ip = kIp[to];
+    s.src_port = 0xC000;
+    s.opcode = wire::Opcode::kCnp;
+    s.dest_qp = side_[to].qp->qpn();
+    std::vector<uint8_t> f(rc::SimLink::kBufSize);
+    const auto r = wire::build_packet(f, s, 4096);
+    QP_CHECK(r.ok());
+    link_.inject(to, f.data(), static_cast<uint32_t>(r.len));
+  }
+
   // ---------------------------------------------------------------- schedule
   void act(uint8_t a) {
     const int to = (a >> 4) & 1;
@@ -425,6 +473,9 @@ class Run {
       case 11:
       case 12:
         post_next();
+        break;
+      case 15:
+        congestion(to, (a & 0x20u) != 0);
         break;
       default:
         deliver_all();

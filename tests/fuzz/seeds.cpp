@@ -1,8 +1,9 @@
 // Writes the seed corpus of one fuzz target into a directory:
-//   fuzz_seeds <cm|config|qp> <dir>
+//   fuzz_seeds <cm|config|qp|live> <dir>
 // cm: one MAD per CM message type; config: configuration strings and a
 // DPDAT_CONF file; qp: workloads of every operation with honest, lossy and
-// hostile schedules (see the input layout in qp_fuzz.cpp).
+// hostile schedules (see the input layout in qp_fuzz.cpp); live: transfers
+// and CM frames replayed, changed and spliced (live_fuzz.cpp).
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -57,6 +58,8 @@ bool config_seeds() {
       "idle_us=7;node=42",
       "vdev=net_af_packet0,iface=veth0;ip=1.2.3.4;progress=inline;pmtu=256",
       "ring=0;ip=1.1.1.1;progress=thread;loss=1e-3",
+      "ring=0;ip=1.1.1.1;retry_time_ms=60000",
+      "ring=0;ip=1.1.1.1;retry_time_ms=0",
       "# comment\ndpdat0 ring=0;ip=192.168.77.1\n  dpdat1\tring=1;ip=192.168.77.2\r\n\nbad\n",
       "ring=2;ip=1.2.3.4",
       "vdev=;ip=1.2.3.4",
@@ -86,29 +89,32 @@ bool config_seeds() {
 }
 
 bool qp_seeds() {
-  // Workload: configuration byte, WR count, then (op byte, size class) per WR.
+  // Workload: configuration byte, congestion-control byte, WR count, then
+  // (op byte, size class) per WR.
   // Op byte: side (bit 0), operation (bits 1-3: WRITE, WRITE-imm, SEND,
   // SEND-imm, READ, CMP-SWAP, FETCH-ADD, WRITE to the RMR), fence (4), two
   // SGEs (5), compare matches (6), READ through the RMR (7).
   const std::vector<uint8_t> all_ops = {
-      0x2D, 11,            // PMTU 512, SR, near wrap, window 8, depth 1 (cfg 0x2D)
-      0x00, 12, 0x03, 7,   // A WRITE 1024;  B WRITE-imm 256
-      0x04, 13, 0x07, 1,   // A SEND 1025;   B SEND-imm 1
-      0x08, 15, 0x89, 14,  // A READ 2048;   B READ 1536 via RMR
-      0x4A, 0,  0x0D, 0,   // A CMP-SWAP (matching); B FETCH-ADD
-      0x3E, 10, 0x21, 9,   // A WRITE to the RMR, fenced, 2 SGEs; B WRITE 511
-      0x0C, 0,             // A FETCH-ADD
+      0x2D, 0x00, 11,        // PMTU 512, SR, near wrap, window 8, depth 1 (cfg 0x2D); CC default
+      0x00, 12,   0x03, 7,   // A WRITE 1024;  B WRITE-imm 256
+      0x04, 13,   0x07, 1,   // A SEND 1025;   B SEND-imm 1
+      0x08, 15,   0x89, 14,  // A READ 2048;   B READ 1536 via RMR
+      0x4A, 0,    0x0D, 0,   // A CMP-SWAP (matching); B FETCH-ADD
+      0x3E, 10,   0x21, 9,   // A WRITE to the RMR, fenced, 2 SGEs; B WRITE 511
+      0x0C, 0,               // A FETCH-ADD
   };
-  auto with = [&](std::vector<uint8_t> tail, uint8_t cfg = 0x2D) {
+  auto with = [&](std::vector<uint8_t> tail, uint8_t cfg = 0x2D, uint8_t cc = 0x00) {
     std::vector<uint8_t> v = all_ops;
     v[0] = cfg;
+    v[1] = cc;
     v.insert(v.end(), tail.begin(), tail.end());
     return write(v.data(), v.size());
   };
   // Actions: low nibble = action, bit 4 = direction (to side 1 when set).
   // 0 deliver, 1 drop, 2 duplicate, 3 reorder, 4 deliver all, 5 poll,
   // 6 jump to timer, 7 advance time, 8 inject mutated, 9 inject built,
-  // 10 corrupt, 11/12 post next WR, 13-15 deliver all + poll.
+  // 10 corrupt, 11/12 post next WR, 13/14 deliver all + poll, 15 a CNP
+  // (bit 5: a CE mark on the next frame instead).
   const bool ok =
       with({}) && with({}, 0x00) && with({}, 0xF3) && with({}, 0x6E) &&
       with({0x0B, 0x0B, 0x0B, 0x05, 0x11, 0x05, 0x01, 0x05, 0x0D, 0x12,
@@ -120,15 +126,42 @@ bool qp_seeds() {
             0x02, 0x03, 0x01, 0x00, 0x10, 0x0D, 0x08, 0x02, 0x02, 0x08, 0x20, 0x0D}) &&
       with({0x0B, 0x0B, 0x05, 0x19, 0x0A, 0xF0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
             0x00, 0x05, 0x0D, 0x19, 0x0C, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, 0x0D}) &&
-      with({0x0B, 0x0B, 0x0B, 0x05, 0x0D, 0x09, 0x11, 0x00, 0x00, 0x00, 0x00, 0x06, 0x0D});
+      with({0x0B, 0x0B, 0x0B, 0x05, 0x0D, 0x09, 0x11, 0x00, 0x00, 0x00, 0x00, 0x06, 0x0D}) &&
+      // Congestion: CNPs and CE marks under each mode, at low line rates
+      // and short delay targets (the controls bite within the run).
+      with({0x0B, 0x0F, 0x1F, 0x0B, 0x2F, 0x05, 0x3F, 0x0D, 0x0F, 0x0F, 0x0B, 0x2F, 0x0D, 0x06},
+           0x2D, 0x61) &&
+      with({0x0B, 0x0B, 0x0F, 0x2F, 0x05, 0x0D, 0x1F, 0x3F, 0x06, 0x0D, 0x0F}, 0x2D, 0x32) &&
+      with({0x0B, 0x0B, 0x0B, 0x2F, 0x2F, 0x05, 0x0F, 0x0D, 0x01, 0x06, 0x0D}, 0x6E, 0x7A) &&
+      with({0x0B, 0x0F, 0x0F, 0x0F, 0x05, 0x0D, 0x06, 0x06, 0x0D}, 0x00, 0x23);
   return ok;
+}
+
+bool live_seeds() {
+  // Actions (live_fuzz.cpp): 0 WRITE, 1 SEND, 2 READ, 3 WRITE through the
+  // window (each: connection, size class), 4 replay, 5 one byte changed,
+  // 6 four bytes spliced (each: the kept frame [, offset, value / other
+  // frame]; bit 3: towards the frame's sender), 7 rebind (range byte).
+  const std::vector<std::vector<uint8_t>> seeds = {
+      {0x00, 0, 7, 0x01, 1, 5, 0x02, 2, 3, 0x03, 2, 6},
+      {0x00, 1, 3, 0x04, 0, 0x04, 1, 0x04, 2, 0x04, 3, 0x01, 1, 4, 0x00, 0, 7},
+      {0x0C, 0, 0x0C, 1, 0x04, 5, 0x04, 6, 0x01, 0, 2, 0x02, 1, 7, 0x03, 2, 5},
+      {0x05, 0, 0x20, 0x00, 0x11, 0x05, 1,    0x24, 0x00, 0x40, 0x00,
+       0,    6, 0x05, 2,    0x30, 0x00, 0x01, 0x01, 1,    3},
+      {0x06, 0, 3, 0x00, 0x06, 4, 7, 0x00, 0x06, 2, 9, 0x00, 0x02, 0, 6, 0x01, 1, 1},
+      {0x07, 0x35, 0x03, 2, 7, 0x07, 0x00, 0x03, 2, 3, 0x07, 0xF2, 0x03, 2, 6, 0x00, 2, 6},
+      {0x0E, 3, 0x10, 0x00, 0x0D, 2, 0x18, 0x00, 0x08, 0x01, 1, 7, 0x04, 8, 0x04, 9, 0x02, 0, 7},
+  };
+  for (const auto& v : seeds)
+    if (!write(v.data(), v.size())) return false;
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_seeds <cm|config|qp> <dir>\n");
+    std::fprintf(stderr, "usage: fuzz_seeds <cm|config|qp|live> <dir>\n");
     return 2;
   }
   g_dir = argv[2];
@@ -138,6 +171,8 @@ int main(int argc, char** argv) {
     ok = cm_seeds();
   } else if (t == "config") {
     ok = config_seeds();
+  } else if (t == "live") {
+    ok = live_seeds();
   } else if (t == "qp") {
     ok = qp_seeds();
   } else {

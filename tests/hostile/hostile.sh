@@ -4,6 +4,9 @@
 # dpdat-hostile attacks it with raw RoCEv2 frames, all three over
 # net_af_packet on veth links to one bridge, each in its own namespace.
 #   hostile.sh PATH/TO/dpdat-hostile-victim PATH/TO/dpdat-hostile
+# The honest peer disconnects and connects again every 40 transfers, so its
+# connects run beside the attacks (rkey-flood: key guesses from one address
+# until the victim refuses that address's connects).
 # Passes when the honest peer's transfers all verified, the victim did not
 # crash, the canaries around every region it granted are intact, and the
 # victim's engine counters (read from its DPDK telemetry) show each attack
@@ -43,7 +46,10 @@ for p in v h a; do
 done
 
 AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
-DPDAT_IA_VICTIM="vdev=net_af_packet0,iface=hp${ID}v,$AF;ip=$VIP" \
+# The victim refuses an address's connection requests for the rest of a
+# second once 16 remote keys were refused to it in that second (rkey-guess
+# makes 16 guesses: its last REQ comes with 15 counted).
+DPDAT_IA_VICTIM="vdev=net_af_packet0,iface=hp${ID}v,$AF;ip=$VIP;max_key_refusals_per_peer=16" \
   ip netns exec "$NSV" timeout 90 "$VICTIM" --serve victim --seconds 80 --stop "$TMP/stop-victim" \
   --max-conns 8 >"$TMP/victim.log" 2>&1 &
 vpid=$!
@@ -54,7 +60,7 @@ VPID=$(sed -n 's/.*listening.*pid \([0-9]*\).*/\1/p' "$TMP/victim.log")
 
 DPDAT_IA_HONEST="vdev=net_af_packet0,iface=hp${ID}h,$AF;ip=$HIP" \
   ip netns exec "$NSH" timeout 90 "$VICTIM" --honest honest --server $VIP --seconds 80 \
-  --stop "$TMP/stop-honest" >"$TMP/honest.log" 2>&1 &
+  --stop "$TMP/stop-honest" --reconnect-every 40 >"$TMP/honest.log" 2>&1 &
 hpid=$!
 lib_track $hpid
 wait_for "grep -q connected '$TMP/honest.log' 2>/dev/null || ! kill -0 $hpid 2>/dev/null" 20
@@ -62,7 +68,7 @@ grep -q "connected" "$TMP/honest.log" || fail "honest peer exited or never conne
 
 # Each attack on its own, the victim's counters read before and after it.
 ATTACKS="spoofed-source unknown-qpn psn-out-of-window length-mismatch huge-read misaligned-atomic
-         rkey-guess forged-dreq cm-flood"
+         rkey-guess rkey-flood forged-dreq cm-flood"
 snap() {
   sleep 0.2  # the victim's CM handles what arrived last
   python3 "$HERE/telemetry.py" "$VPID" "$TMP/counters-$1.json" ||
@@ -71,6 +77,8 @@ snap() {
 start=$(date +%s%N)
 snap start
 for a in $ATTACKS; do
+  # The attacks that have keys refused start in a second of their own.
+  case $a in rkey-guess | rkey-flood) sleep 1.1 ;; esac
   ip netns exec "$NSA" timeout 60 "$HOSTILE" --vdev "net_af_packet0,iface=hp${ID}a,$AF" \
     --ip $AIP --victim $VIP --honest $HIP --guesses 16 --flood 64 --attacks "$a" \
     >>"$TMP/hostile.log" 2>&1 || fail "dpdat-hostile $a exited with $?"
@@ -106,12 +114,13 @@ want = {
   "huge-read": ["rkey_refused_out_of_bounds"],
   "misaligned-atomic": ["resp_err_misaligned"],
   "rkey-guess": ["rkey_refused_stale_context", "resp_err_rkey"],
+  "rkey-flood": ["resp_err_rkey", "reqs_refused_key_refusals"],
   "forged-dreq": ["cm_forged_ignored"],
   "cm-flood": ["cm_malformed", "cm_req_refused"],
 }
 # Counters that say "refused": reported whenever an attack moved them.
 def refusal(k):
-    return (k.startswith(("rkey_refused_", "resp_err_", "cm_", "rx_reject_"))
+    return (k.startswith(("rkey_refused_", "resp_err_", "cm_", "rx_reject_", "reqs_refused"))
             or k in ("rx_foreign_src", "psn_out_of_window", "rx_no_qp", "rx_dropped_parse"))
 bad = []
 prev = json.load(open(tmp + "/counters-start.json"))
@@ -129,6 +138,12 @@ if v["rejected_over_cap"] == 0: bad.append("cm-flood: no REQ over the victim's c
 for a, k in (("psn-out-of-window", "in_sequence_after"), ("forged-dreq", "write_after_spoofed_dreq")):
     if said.get(a, {}).get(k) != "ack":
         bad.append("%s: the connection did not survive (%s)" % (a, said.get(a, {}).get(k)))
+flood = said.get("rkey-flood", {})
+if flood.get("refused", 0) == 0 or flood.get("connected", 0) == 0:
+    bad.append("rkey-flood: the attacker's connects were not refused after its guesses (%s)" % flood)
+honest = [l for l in open(tmp + "/honest.log") if l.startswith("honest: ") and "reconnects" in l]
+if not honest or int(honest[0].split(",")[-1].split()[0]) == 0:
+    bad.append("the honest peer never connected again during the attacks")
 if said.get("rkey-guess", {}).get("accepted", 1) != 0:
     bad.append("rkey-guess: a guessed key was accepted")
 if bad:

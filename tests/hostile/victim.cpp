@@ -12,10 +12,12 @@
 //     its DPDK telemetry socket (by the script while it runs, and by itself
 //     before it exits, printed with its own counts as one JSON line
 //     "victim-json: {...}").  Exit 0: canaries intact; 5: one changed.
-//   victim --honest IA --server IP --seconds S [--stop FILE]
+//   victim --honest IA --server IP --seconds S [--stop FILE] [--reconnect-every N]
 //     connects, then until S seconds passed (or FILE exists) writes a
 //     pattern of varying length into its region with RDMA WRITE, reads it
-//     back with RDMA READ and compares byte for byte.  Exit 0 when every transfer verified.
+//     back with RDMA READ and compares byte for byte; with --reconnect-every
+//     it disconnects and connects again after every N transfers.  Exit 0
+//     when every transfer verified.
 // Exit 2: bad command line; 3: DAT error; 4: connection lost.
 
 #include <arpa/inet.h>
@@ -201,7 +203,7 @@ int serve(const std::string& name, double seconds, const std::string& stop, size
 }
 
 int honest(const std::string& name, const std::string& server, double seconds,
-           const std::string& stop) {
+           const std::string& stop, uint64_t reconnect_every) {
   Ia d(name);
   DAT_EP_HANDLE ep;
   check(dat_ep_create(d.ia, d.pz, d.dto, d.dto, d.conn, nullptr, &ep), "dat_ep_create");
@@ -222,24 +224,32 @@ int honest(const std::string& name, const std::string& server, double seconds,
   DAT_EVENT ev;
   DAT_COUNT nmore;
   Region reg{};
-  for (int attempt = 1;; ++attempt) {
-    check(dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), kQual, 5000000,
-                         sizeof kHonestPdata, const_cast<char*>(kHonestPdata), DAT_QOS_BEST_EFFORT,
-                         DAT_CONNECT_DEFAULT_FLAG),
-          "dat_ep_connect");
-    check(dat_evd_wait(d.conn, 10000000, 1, &ev, &nmore), "waiting for the connection");
-    if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) break;
-    if (attempt >= 5) die(4, "could not connect");
-    check(dat_ep_reset(ep), "dat_ep_reset");
-    usleep(200000);
-  }
-  const DAT_CONNECTION_EVENT_DATA& cd = ev.event_data.connect_event_data;
-  if (cd.private_data_size < 16) die(3, "no region in the REP private data");
-  std::memcpy(&reg.va, cd.private_data, 8);
-  std::memcpy(&reg.rkey, static_cast<uint8_t*>(cd.private_data) + 8, 4);
-  std::memcpy(&reg.len, static_cast<uint8_t*>(cd.private_data) + 12, 4);
+  // Connects (retrying a refused or timed-out attempt for about 5 s: the
+  // victim refuses connections over its --max-conns while a flood holds
+  // them) and
+  // takes the victim's region from the REP's private data.
+  auto connect = [&] {
+    for (int attempt = 1;; ++attempt) {
+      check(dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), kQual, 5000000,
+                           sizeof kHonestPdata, const_cast<char*>(kHonestPdata),
+                           DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            "dat_ep_connect");
+      check(dat_evd_wait(d.conn, 10000000, 1, &ev, &nmore), "waiting for the connection");
+      if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) break;
+      if (attempt >= 25) die(4, "could not connect");
+      check(dat_ep_reset(ep), "dat_ep_reset");
+      usleep(200000);
+    }
+    const DAT_CONNECTION_EVENT_DATA& cd = ev.event_data.connect_event_data;
+    if (cd.private_data_size < 16) die(3, "no region in the REP private data");
+    std::memcpy(&reg.va, cd.private_data, 8);
+    std::memcpy(&reg.rkey, static_cast<uint8_t*>(cd.private_data) + 8, 4);
+    std::memcpy(&reg.len, static_cast<uint8_t*>(cd.private_data) + 12, 4);
+  };
+  connect();
   std::printf("honest: connected, region of %u bytes\n", reg.len);
   std::fflush(stdout);
+  uint64_t reconnects = 0;
   std::mt19937 rng(7);
   uint64_t transfers = 0, bytes = 0;
   const double end = now_s() + seconds;
@@ -271,11 +281,21 @@ int honest(const std::string& name, const std::string& server, double seconds,
       die(4, "transfer " + std::to_string(transfers) + ": read back differs from what was written");
     ++transfers;
     bytes += len;
+    if (reconnect_every != 0 && transfers % reconnect_every == 0) {
+      check(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
+      check(dat_evd_wait(d.conn, 5000000, 1, &ev, &nmore), "waiting for the disconnect");
+      if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED) die(4, "the disconnect failed");
+      check(dat_ep_reset(ep), "dat_ep_reset");
+      connect();
+      ++reconnects;
+    }
   }
   check(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
   (void)dat_evd_wait(d.conn, 5000000, 1, &ev, &nmore);
-  std::printf("honest: %llu transfers (%llu bytes) written and read back byte-exact\n",
-              static_cast<unsigned long long>(transfers), static_cast<unsigned long long>(bytes));
+  std::printf(
+      "honest: %llu transfers (%llu bytes) written and read back byte-exact, %llu reconnects\n",
+      static_cast<unsigned long long>(transfers), static_cast<unsigned long long>(bytes),
+      static_cast<unsigned long long>(reconnects));
   std::fflush(stdout);
   std::_Exit(transfers > 0 ? 0 : 4);
 }
@@ -287,11 +307,15 @@ int main(int argc, char** argv) {
   std::string ia, server, stop = "/nonexistent";
   double seconds = 10;
   size_t max_conns = 32;
+  uint64_t reconnect_every = 0;
   auto* srv = app.add_option("--serve", ia, "serve on this IA (the victim)");
   auto* hon = app.add_option("--honest", ia, "be the honest peer on this IA")->excludes(srv);
   app.add_option("--server", server, "the victim's IPv4 (with --honest)")->needs(hon);
   app.add_option("--seconds", seconds, "how long to run")->check(CLI::PositiveNumber);
   app.add_option("--stop", stop, "end early when this file exists");
+  app.add_option("--reconnect-every", reconnect_every,
+                 "honest: disconnect and connect again after every N transfers (0: never)")
+      ->needs(hon);
   app.add_option("--max-conns", max_conns, "live connections the victim accepts")
       ->check(CLI::Range(1, 4096));
   try {
@@ -304,5 +328,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   return srv->count() != 0 ? serve(ia, seconds, stop, max_conns)
-                           : honest(ia, server, seconds, stop);
+                           : honest(ia, server, seconds, stop, reconnect_every);
 }

@@ -95,5 +95,102 @@ TEST_F(ProtoTest, OneAddressCannotTakeAnotherAddressesConnects) {
   EXPECT_EQ(fb->reqs_refused, kFlood - kShare);
 }
 
+// Remote keys refused per source: once the connections of one address had
+// max_key_refusals_per_peer keys refused within a second, its REQs are
+// refused until that second ends (a wrong key breaks the connection that
+// used it: guessing takes a connection per guess), while another address
+// still connects; afterwards the address connects again and moves data.
+TEST_F(ProtoTest, KeyGuessesFromOneAddressAreCappedPerSecond) {
+  a_.open(config("kr_a", "ring=0;ip=10.9.0.1;progress=inline"));
+  b_.open(config("kr_b", "ring=1;ip=10.9.0.2;progress=inline;max_key_refusals_per_peer=2"));
+  Iface* fb = b_.ia->iface;
+  ASSERT_EQ(fb->limits.max_key_refusals_per_peer, 2u);
+  ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());
+  Mem ma, mb;
+  a_.reg(ma, 4096);
+  b_.reg(mb, 4096);
+  const rc::EngineCounters& c = fb->engine->counters();
+  const auto key_refusals = static_cast<size_t>(ReqLimit::kKeyRefusals);
+  // A connection from a to b: true once established (a's and b's EPs in
+  // *ea, *eb), false when b refused it.
+  auto connect_one = [&](Ep** ea, Ep** eb) {
+    EXPECT_TRUE(ep_create(a_.ia, a_.pz, a_.recv, a_.req, a_.conn, nullptr, ea).ok());
+    EXPECT_TRUE(ep_create(b_.ia, b_.pz, b_.recv, b_.req, b_.conn, nullptr, eb).ok());
+    EXPECT_TRUE(ep_connect(*ea, kIpB, kQual, kWaitUs, nullptr, 0).ok());
+    Event ev;
+    if (evd_wait(b_.cr, 300'000, 1, &ev, nullptr).ok()) {
+      EXPECT_EQ(ev.num, EventNum::kConnRequest);
+      EXPECT_TRUE(cr_accept(ev.cr, *eb, nullptr, 0).ok());
+      EXPECT_EQ(next_event(a_.conn).num, EventNum::kEstablished);
+      EXPECT_EQ(next_event(b_.conn).num, EventNum::kEstablished);
+      return true;
+    }
+    const Event rej = next_event(a_.conn);
+    EXPECT_TRUE(rej.num == EventNum::kPeerRejected || rej.num == EventNum::kNonPeerRejected)
+        << static_cast<int>(rej.num);
+    return false;
+  };
+  auto write = [&](Ep* ea, uint32_t rkey) {
+    const rc::Sge ss = ma.sge(0, 64);
+    RemoteSeg r = mb.remote();
+    r.rkey = rkey;
+    r.length = 64;
+    PostArgs pa;
+    pa.op = rc::WrOp::kWrite;
+    pa.sge = &ss;
+    pa.nsge = 1;
+    pa.remote = &r;
+    pa.cookie = 7;
+    EXPECT_TRUE(ep_post(ea, pa).ok());
+    return next_event(a_.req).status;
+  };
+  const uint32_t good = mb.lmr->rmr_context;
+  for (uint32_t guess = 1; guess <= 2; ++guess) {
+    Ep *ea = nullptr, *eb = nullptr;
+    ASSERT_TRUE(connect_one(&ea, &eb)) << "guess " << guess;
+    EXPECT_EQ(write(ea, good ^ (guess << 8)), DtoStatus::kRemoteAccess);
+    // Both ends learn the connection broke.
+    const EventNum na = next_event(a_.conn).num, nb = next_event(b_.conn).num;
+    EXPECT_TRUE(na == EventNum::kBroken || na == EventNum::kDisconnected);
+    EXPECT_TRUE(nb == EventNum::kBroken || nb == EventNum::kDisconnected);
+    ASSERT_TRUE(ep_free(ea).ok());
+    ASSERT_TRUE(ep_free(eb).ok());
+  }
+  ASSERT_EQ(fb->key_refusals_by_peer.count(kIpA), 1u);
+  EXPECT_EQ(fb->key_refusals_by_peer.at(kIpA).count, 2u);
+  // A third connection from a's address is refused while the second lasts.
+  Ep *ea = nullptr, *eb = nullptr;
+  EXPECT_FALSE(connect_one(&ea, &eb));
+  EXPECT_EQ(c.reqs_refused[key_refusals], 1u);
+  ASSERT_TRUE(ep_free(ea).ok());
+  ASSERT_TRUE(ep_free(eb).ok());
+  // Another address is not refused meanwhile.
+  {
+    IfaceLock lk(fb);
+    fb->on_cm(forged_req(3000), now_ns());
+  }
+  EXPECT_EQ(fb->pending_crs, 1u);
+  EXPECT_EQ(c.reqs_refused[key_refusals], 1u);
+  const Event other = next_event(b_.cr);
+  ASSERT_EQ(other.num, EventNum::kConnRequest);
+  EXPECT_EQ(other.cr->peer_ip, kIpFlood);
+  ASSERT_TRUE(cr_reject(other.cr, nullptr, 0).ok());
+  // Once the second is over, a's address connects again and moves data.
+  const uint64_t since = fb->key_refusals_by_peer.at(kIpA).since;
+  while (now_ns() - since < kKeyRefusalWindowNs) {
+    Event idle;
+    (void)evd_wait(a_.recv, 10'000, 1, &idle, nullptr);
+  }
+  ASSERT_TRUE(connect_one(&ea, &eb));
+  fill(ma.buf, 9);
+  EXPECT_EQ(write(ea, good), DtoStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(ma.buf.data(), mb.buf.data(), 64), 0);
+  EXPECT_EQ(fb->key_refusals_by_peer.count(kIpA), 0u);
+  EXPECT_EQ(c.reqs_refused[key_refusals], 1u);
+  ASSERT_TRUE(ep_disconnect(ea, false).ok());
+  EXPECT_EQ(next_event(a_.conn).num, EventNum::kDisconnected);
+  EXPECT_EQ(next_event(b_.conn).num, EventNum::kDisconnected);
+}
+
 }  // namespace
 }  // namespace dpdat::proto

@@ -3,6 +3,8 @@
 // duplication (the RC retransmission brings every byte across), and the
 // flush of posted receives on disconnect.
 
+#include <chrono>
+
 #include "proto_fixture.hpp"
 
 namespace dpdat::proto {
@@ -195,6 +197,59 @@ TEST_F(ProtoDtoTest, DisconnectFlushesPostedReceives) {
   ASSERT_EQ(ev.num, EventNum::kDto);
   EXPECT_EQ(ev.status, DtoStatus::kFlushed);
   EXPECT_EQ(ev.cookie, 5u);
+}
+
+// retry_time_ms= sets how long a queue pair keeps retrying an unanswered
+// request before it breaks: with 300 ms, a WRITE into a wire that carries
+// nothing completes with a transport error after 300 ms and well before the
+// default second; values out of range are refused.
+TEST_F(ProtoDtoTest, RetryTimeFromConfigBoundsADeadPeer) {
+  IfaceConfig bad;
+  std::string err;
+  for (const char* v : {"retry_time_ms=0", "retry_time_ms=3600001", "retry_time_ms=x"})
+    EXPECT_FALSE(parse_iface_config(std::string("ring=0;ip=10.9.0.1;") + v, &bad, &err)) << v;
+  EXPECT_EQ(config("x", "ring=0;ip=10.9.0.1").retry_time_ms, 1000u);
+  const IfaceConfig ca =
+      config("proto_a_retry", "ring=0;ip=10.9.0.1;progress=inline;retry_time_ms=300");
+  ASSERT_EQ(ca.retry_time_ms, 300u);
+  const IfaceConfig cb = config("proto_b_retry", "ring=1;ip=10.9.0.2;progress=inline");
+  Ia* ia = nullptr;
+  for (const IfaceConfig* c : {&ca, &cb}) {
+    const Status st = ia_open(*c, 16, nullptr, nullptr, &ia);
+    if (!st.ok() && st.sub == Sub::RESOURCE_DEVICE) GTEST_SKIP() << "ring=0/1 held by this process";
+    ASSERT_TRUE(st.ok());
+    EXPECT_TRUE(ia_close(ia, false).ok());
+  }
+  a_.open(ca);
+  b_.open(cb);
+  connect();
+  ASSERT_NE(a_.ep->qp, nullptr);
+  EXPECT_EQ(a_.ep->qp->config().min_retry_time_ns, 300'000'000u);
+  EXPECT_EQ(b_.ep->qp->config().min_retry_time_ns, 1'000'000'000u);
+  Mem src, dst;
+  a_.reg(src, 4096);
+  b_.reg(dst, 4096);
+  wire_->with_link(
+      [](rc::SimLink& l) { l.set_filter([](int, const uint8_t*, uint32_t) { return false; }); });
+  const rc::Sge ssge = src.sge();
+  const RemoteSeg rdst = dst.remote();
+  PostArgs write;
+  write.op = rc::WrOp::kWrite;
+  write.sge = &ssge;
+  write.nsge = 1;
+  write.remote = &rdst;
+  write.cookie = 9;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ep_post(a_.ep, write).ok());
+  const Event ev = next_event(a_.req);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  ASSERT_EQ(ev.num, EventNum::kDto);
+  EXPECT_EQ(ev.status, DtoStatus::kTransport);
+  EXPECT_GE(ms, 290);
+  EXPECT_LT(ms, 900);
+  wire_->reset();
 }
 
 }  // namespace

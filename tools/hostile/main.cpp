@@ -220,6 +220,34 @@ class Attacks {
     return out;
   }
 
+  json rkey_flood() {
+    // Key guesses from this address as fast as it can make them, a
+    // connection each (a wrong key breaks the connection that used it):
+    // once the victim refused its cap of keys to this address within a
+    // second, it refuses the address's connection requests (REJ) until the
+    // second ends.
+    std::map<std::string, uint32_t> answers;
+    uint32_t connected = 0, refused = 0, failed = 0;
+    const uint64_t t0 = now_ns();
+    for (uint32_t g = 0; g < o_.flood; ++g) {
+      Conn c;
+      std::string why;
+      if (!p_.connect(&c, 1000, &why)) {
+        ++(why == "REJ" ? refused : failed);
+        continue;
+      }
+      ++connected;
+      wire::BuildSpec s = req(c, Opcode::kReadRequest, c.next_psn);
+      s.va = c.va;
+      s.rkey = c.rkey ^ (0x100u << (g % 8));
+      s.dma_len = 8;
+      p_.send(s, c.pmtu);
+      answers[answer_name(p_.await(c, 500))]++;
+    }
+    return {{"attempts", o_.flood}, {"connected", connected}, {"refused", refused},
+            {"no_answer", failed},  {"answers", answers},     {"ms", us(now_ns() - t0) / 1000}};
+  }
+
   json rkey_guess() {
     // One connection per guess (a wrong key breaks the connection that
     // used it).  Half the guesses keep the index of the key the victim gave
@@ -370,6 +398,7 @@ int run(const Options& o) {
       {"huge-read", [&] { return a.huge_read(); }},
       {"misaligned-atomic", [&] { return a.misaligned_atomic(); }},
       {"rkey-guess", [&] { return a.rkey_guess(); }},
+      {"rkey-flood", [&] { return a.rkey_flood(); }},
       {"forged-dreq", [&] { return a.forged_dreq(); }},
       {"cm-flood", [&] { return a.cm_flood(); }}};
   int rc = 0;
@@ -409,13 +438,15 @@ int main(int argc, char** argv) {
   app.add_option("--qpn-span", o.qpn_span, "QPNs swept")->check(CLI::Range(1u, 1u << 20));
   app.add_option("--guesses", o.guesses, "rkey guesses (one connection each)")
       ->check(CLI::Range(1u, 100000u));
-  app.add_option("--flood", o.flood, "REQs per flood")->check(CLI::Range(1u, 100000u));
+  app.add_option("--flood", o.flood,
+                 "REQs per flood (cm-flood), key-guess connections (rkey-flood)")
+      ->check(CLI::Range(1u, 100000u));
   app.add_option("--seed", o.seed, "random seed (0: a fresh one)");
   app.add_option("--attacks", o.attacks, "only these attacks")
       ->delimiter(',')
       ->check(CLI::IsMember({"spoofed-source", "unknown-qpn", "psn-out-of-window",
                              "length-mismatch", "huge-read", "misaligned-atomic", "rkey-guess",
-                             "forged-dreq", "cm-flood"}));
+                             "rkey-flood", "forged-dreq", "cm-flood"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

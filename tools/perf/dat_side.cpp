@@ -87,29 +87,9 @@ bool Side::open(const std::string& name, uint32_t qps, uint32_t depth, size_t re
   std::memcpy(&addr_, ia_attr.ia_address_ptr, sizeof addr_);
   DPDAT_TRY(dat_pz_create(ia_, &pz_));
   DPDAT_TRY(dat_evd_create(ia_, 16, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_));
-  const auto qlen = static_cast<DAT_COUNT>(2 * depth + 64);
   conns_.resize(qps);
-  for (Conn& c : conns_) {
-    DPDAT_TRY(dat_evd_create(ia_, qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c.req));
-    DPDAT_TRY(dat_evd_create(ia_, qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c.rcv));
-    DPDAT_TRY(dat_evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c.conn));
-    DAT_EP_ATTR a{};
-    a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = 0;  // no preference: the interface's limits
-    a.max_rdma_size = 0;
-    a.qos = DAT_QOS_BEST_EFFORT;
-    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.request_completion_flags = DAT_COMPLETION_SUPPRESS_FLAG;
-    a.max_recv_dtos = static_cast<DAT_COUNT>(depth);
-    a.max_request_dtos = static_cast<DAT_COUNT>(depth);
-    a.max_recv_iov = 1;
-    a.max_request_iov = 1;
-    a.max_rdma_read_in = 16;
-    a.max_rdma_read_out = 16;
-    a.max_rdma_read_iov = 1;
-    a.max_rdma_write_iov = 1;
-    DPDAT_TRY(dat_ep_create(ia_, pz_, c.rcv, c.req, c.conn, &a, &c.ep));
-  }
+  for (Conn& c : conns_)
+    if (!create_conn(&c, depth, err)) return false;
   region_.assign(region_len, 0);
   DAT_REGION_DESCRIPTION r;
   r.for_va = region_.data();
@@ -123,6 +103,38 @@ bool Side::open(const std::string& name, uint32_t qps, uint32_t depth, size_t re
                            &lmr_, &lctx_, &rctx_, &rsize, &raddr));
 #endif
   return true;
+}
+
+bool Side::create_conn(Conn* c, uint32_t depth, std::string* err) {
+  const auto qlen = static_cast<DAT_COUNT>(2 * depth + 64);
+  DPDAT_TRY(dat_evd_create(ia_, qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->req));
+  DPDAT_TRY(dat_evd_create(ia_, qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->rcv));
+  DPDAT_TRY(dat_evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn));
+  DAT_EP_ATTR a{};
+  a.service_type = DAT_SERVICE_TYPE_RC;
+  a.max_message_size = 0;  // no preference: the interface's limits
+  a.max_rdma_size = 0;
+  a.qos = DAT_QOS_BEST_EFFORT;
+  a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  a.request_completion_flags = DAT_COMPLETION_SUPPRESS_FLAG;
+  a.max_recv_dtos = static_cast<DAT_COUNT>(depth);
+  a.max_request_dtos = static_cast<DAT_COUNT>(depth);
+  a.max_recv_iov = 1;
+  a.max_request_iov = 1;
+  a.max_rdma_read_in = 16;
+  a.max_rdma_read_out = 16;
+  a.max_rdma_read_iov = 1;
+  a.max_rdma_write_iov = 1;
+  DPDAT_TRY(dat_ep_create(ia_, pz_, c->rcv, c->req, c->conn, &a, &c->ep));
+  c->connected = false;
+  return true;
+}
+
+void Side::free_conn(Conn* c) {
+  if (c->ep != DAT_HANDLE_NULL) (void)dat_ep_free(c->ep);
+  for (DAT_EVD_HANDLE* e : {&c->req, &c->rcv, &c->conn})
+    if (*e != DAT_HANDLE_NULL) (void)dat_evd_free(*e);
+  *c = Conn{};
 }
 
 void Side::close() {

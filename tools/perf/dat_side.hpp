@@ -52,6 +52,16 @@ class Side {
   bool accept(size_t k, uint64_t timeout_us, std::string* err);
   bool established(size_t k, uint64_t timeout_us, std::string* err);
 
+  // EPs beside the --qps ones (churned connections): create_conn makes one
+  // with its three EVDs (`depth` DTOs each way), free_conn frees them (an EP
+  // still connected is torn down abruptly).  The caller connects or accepts.
+  bool create_conn(Conn* c, uint32_t depth, std::string* err);
+  static void free_conn(Conn* c);
+  // The PSP's connection-request EVD (passive side).
+  DAT_EVD_HANDLE cr_evd() const { return cr_; }
+  // A local triplet over [off, off + len) of the region.
+  DAT_LMR_TRIPLET local(size_t off, size_t len) const;
+
   // Posts.  signal = false suppresses the completion event of a success.
   DAT_RETURN write(size_t k, size_t off, size_t len, const DAT_RMR_TRIPLET& to, size_t to_off,
                    uint64_t cookie, bool signal);
@@ -83,7 +93,6 @@ class Side {
   const std::string& name() const { return name_; }
 
  private:
-  DAT_LMR_TRIPLET local(size_t off, size_t len) const;
   std::string name_;
   DAT_IA_HANDLE ia_ = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE async_ = DAT_HANDLE_NULL;

@@ -73,11 +73,12 @@ int finish_run(const Options& o, const Run& r) {
     std::printf("\n counters (DPDK telemetry):");
     int col = 0;
     for (const auto& [k, v] : r.counters) {
-      // The ones that explain a figure.
-      if (k.find("retrans") == std::string::npos && k.find("timeout") == std::string::npos &&
-          k.find("nak") == std::string::npos && k.find("full") == std::string::npos &&
-          k.find("rnr") == std::string::npos && k.find("drop") == std::string::npos &&
-          k.find("backpressure") == std::string::npos && k.find("stall") == std::string::npos)
+      // The ones that explain a figure (a soak: every one).
+      if (o.soak <= 0 && k.find("retrans") == std::string::npos &&
+          k.find("timeout") == std::string::npos && k.find("nak") == std::string::npos &&
+          k.find("full") == std::string::npos && k.find("rnr") == std::string::npos &&
+          k.find("drop") == std::string::npos && k.find("backpressure") == std::string::npos &&
+          k.find("stall") == std::string::npos)
         continue;
       std::printf("%s %s=%" PRIu64, col++ % 3 == 0 ? "\n " : "", k.c_str(), v);
     }

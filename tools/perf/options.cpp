@@ -24,6 +24,14 @@ std::string check(const Options& o) {
   if (!o.ip.empty() && !parse_ipv4(o.ip)) return "--ip: not an IPv4 address: " + o.ip;
   if (o.vdev.find(';') != std::string::npos) return "--vdev: ';' separates config keys";
   if (o.iters != 0 && o.duration > 0) return "--iters and --duration exclude each other";
+  if (o.soak > 0) {
+    if (!o.remote()) return "--soak runs across processes (--server/--client)";
+    if (o.bidirectional || o.lat || o.atomic() || o.duration > 0 || o.linger > 0)
+      return "--soak excludes --bidirectional, --lat, --duration, --linger and the atomics";
+    if (o.sizes.size() > 1) return "--soak: one --size";
+  } else if (o.churn != 0) {
+    return "--churn goes with --soak";
+  }
   if (o.lat && o.bidirectional) return "--bidirectional applies to bandwidth tests";
   if (o.remote() && o.bidirectional && o.progress == "inline")
     return "--bidirectional with --progress inline across processes: each side waits for the "
@@ -119,6 +127,20 @@ int parse_options(int argc, char** argv, Options* o) {
                  "client: after the tests stay connected, calling nothing, for SECONDS "
                  "(idle CPU measurements)")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--soak", o->soak,
+                 "cross-process: for SECONDS cycle verified WRITE, READ and SEND rounds "
+                 "(-n messages of one -s size per EP, new data each round), reporting "
+                 "throughput and both sides' resident memory every --interval; fails on "
+                 "any mismatch")
+      ->check(CLI::Range(1.0, 7.0 * 86400));
+  app.add_option("--interval", o->interval, "soak: SECONDS between report lines")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--churn", o->churn,
+                 "soak: connections beside the -q ones that connect, WRITE 4 KiB, read it "
+                 "back and compare, disconnect and are freed, in a loop (both sides: same value)")
+      ->check(CLI::Range(0u, 16u))
+      ->capture_default_str();
   app.add_option("--ia", o->ia_a, "in one process: the active side's IA name")
       ->capture_default_str();
   app.add_option("--peer-ia", o->ia_b, "in one process: the passive side's IA name")
@@ -151,12 +173,15 @@ int parse_options(int argc, char** argv, Options* o) {
     return 2;
   }
   if (!o->lat && !o->bw) o->lat = o->bw = true;
+  if (o->soak > 0) o->lat = false;
   if (o->atomic() && all) {
     std::fprintf(stderr, "dpdat-perf: --all: atomics move 8 bytes\n");
     return 2;
   }
   if (o->sizes.empty()) {
-    if (o->atomic()) {
+    if (o->soak > 0) {
+      o->sizes = {65536};
+    } else if (o->atomic()) {
       o->sizes = {8};
     } else if (all) {
       for (uint64_t s = 2; s <= (8u << 20); s *= 2) o->sizes.push_back(s);

@@ -39,6 +39,10 @@ struct Options {
   uint32_t pmtu = 0;  // 0: the largest the MTU allows
   bool verify = false;
   double linger = 0;                // client: stay connected and idle this long after the tests
+  double soak = 0;                  // seconds of the soak run (0: no soak)
+  double interval = 60;             // soak: seconds between report lines
+  uint32_t churn = 0;               // soak: connections opened and closed in a loop beside
+  double round_limit = 120;         // seconds a bandwidth round may take (not an option)
   uint32_t conn_qual = 0x50455246;  // "PERF"
   // In one process: the two IA names.
   std::string ia_a = "dpdat0";

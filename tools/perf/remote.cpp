@@ -12,56 +12,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "churn.hpp"
 #include "launch.hpp"
 #include "modes.hpp"
 #include "oob.hpp"
+#include "remote.hpp"
 #include "runs.hpp"
+#include "soak.hpp"
 #include "sysinfo.hpp"
 
 namespace dpdat::perf {
-
-namespace {
-
-constexpr uint32_t kMagic = 0x44504631;  // "DPF1"
-enum : uint32_t { kCmdBw = 1, kCmdLat = 2, kCmdStop = 3, kCmdDone = 4 };
-enum : uint32_t { kOpWrite = 0, kOpRead = 1, kOpSend = 2, kOpFadd = 3, kOpCswap = 4 };
-constexpr size_t kMaxQps = 64;
-
-struct Hello {
-  uint32_t magic;
-  uint32_t qps;
-  uint64_t slice;
-  uint32_t depth;
-  uint32_t dat_major;  // the DAT API this side runs over: 1 (1.2) or 2 (2.0)
-};
-struct Triplet {
-  uint64_t rmr_context;
-  uint64_t address;
-  uint64_t length;
-};
-struct Cmd {
-  uint32_t kind;
-  uint32_t op;
-  uint64_t size;
-  uint64_t iters;
-  double duration;
-  uint32_t bidirectional;
-  uint32_t pad;
-};
-struct Reply {
-  double cpu_pct;
-  uint64_t msgs;  // bidirectional: what the server moved
-  double secs;
-  double avg_mbs;
-  double peak_mbs;
-  uint64_t per_qp[kMaxQps];
-  uint32_t ok;
-  uint32_t pad;
-};
 
 uint32_t op_code(const std::string& op) {
   return op == "read"           ? kOpRead
@@ -70,6 +35,24 @@ uint32_t op_code(const std::string& op) {
          : op == "atomic-cswap" ? kOpCswap
                                 : kOpWrite;
 }
+bool run_round(tools::Oob& oob, const Cmd& c, const std::function<bool()>& body, Reply* rep,
+               std::string* err) {
+  uint32_t ready = 0;
+  if (!oob.send(c) || !oob.recv(&ready) || ready != kMagic) {
+    *err = "the server did not answer";
+    return false;
+  }
+  const bool ok = body();
+  const Cmd stop{kCmdStop, 0, 0, 0, 0, 0, 0};
+  if (!oob.send(stop) || !oob.recv(rep)) {
+    *err = "the server did not answer";
+    return false;
+  }
+  return ok;
+}
+
+namespace {
+
 std::string op_name(uint32_t c) {
   return c == kOpRead    ? "read"
          : c == kOpSend  ? "send"
@@ -82,22 +65,31 @@ int fail(const std::string& what) {
   std::fprintf(stderr, "dpdat-perf: %s\n", what.c_str());
   return 1;
 }
+bool failed(const std::string& what) { return fail(what) == 0; }
 
 // Waits for the next command.  The passive side of a one-sided test calls
 // nothing meanwhile (its interface's progress policy serves the peer, as a
 // passive RDMA target's would), unless `drive`: with progress=inline nothing
 // but a consumer call progresses it, so it dequeues.  For SEND rounds the
-// receive queues are kept full (the consumer's work).
-bool wait_cmd(Side& s, tools::Oob& oob, const Layout& L, bool recvs, bool drive, Cmd* c,
-              std::string* err) {
+// receive queues are kept full (the consumer's work).  A soak's churned
+// connections are accepted and freed meanwhile (`churn`), between naps of
+// 50 µs when nothing else calls for spinning.
+bool wait_cmd(Side& s, tools::Oob& oob, const Layout& L, bool recvs, bool drive, ServerChurn* churn,
+              Cmd* c, std::string* err) {
   uint32_t spins = 0;
-  while (recvs || drive) {
+  while (recvs || drive || churn != nullptr) {
     if (recvs)
       for (size_t k = 0; k < s.qps(); ++k)
         while (s.recv(k, L.landing(k), L.slice, 0) == DAT_SUCCESS) {
         }
-    if (!drive_side(s, err)) return false;
-    if ((++spins & 1023u) == 0 && oob.readable()) break;
+    if ((recvs || drive) && !drive_side(s, err)) return false;
+    if (churn != nullptr && !churn->step(err)) return false;
+    if (recvs || drive) {
+      if ((++spins & 1023u) == 0 && oob.readable()) break;
+    } else {
+      if (oob.readable()) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
   if (!oob.recv(c)) {
     *err = "the client went away";
@@ -136,8 +128,10 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
   Cmd c{};
   bool recvs = false;
   const bool inline_progress = o.progress == "inline";
+  std::unique_ptr<ServerChurn> churn;
+  if (o.churn != 0) churn = std::make_unique<ServerChurn>(s);
   for (;;) {
-    if (!wait_cmd(s, oob, L, recvs, inline_progress, &c, &err)) return fail(err);
+    if (!wait_cmd(s, oob, L, recvs, inline_progress, churn.get(), &c, &err)) return fail(err);
     if (c.kind == kCmdDone) break;
     if (c.kind == kCmdStop) continue;  // stray
     Options ro = o;
@@ -157,7 +151,7 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
                          &err))
             return fail(err);
     } else {
-      fill_pattern(s, L, c.size, 0x22);
+      fill_pattern(s, L, c.size, c.salt != 0 ? static_cast<uint8_t>(c.salt) : 0x22);
       if (!oob.send(ready)) return fail("oob send");
       if (c.bidirectional != 0) {
         std::vector<Flow> flows;
@@ -172,8 +166,10 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
           rep.per_qp[k] = f.per_qp_msgs[k];
       }
     }
-    if (!wait_cmd(s, oob, L, recvs, inline_progress, &c, &err)) return fail(err);
+    if (!wait_cmd(s, oob, L, recvs, inline_progress, churn.get(), &c, &err)) return fail(err);
     rep.cpu_pct = CpuMark::now().pct_since(cpu0);
+    rep.rss_kib = rss_kib();
+    rep.churn_accepted = churn ? churn->accepted() : 0;
     if (!oob.send(rep)) return fail("oob send");
     if (c.kind == kCmdDone) break;
   }
@@ -183,6 +179,67 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
   send_text(oob, nlohmann::json(telemetry_counters()).dump());
   std::printf("dpdat-perf server: done\n");
   return 0;
+}
+
+// The bandwidth and latency rounds of a client, reported as they end.
+bool measure(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer,
+             const Options& o, Run* run) {
+  std::string err;
+  if (o.bw) {
+    print_bw_header(o);
+    for (size_t n : o.sizes) {
+      std::vector<Flow> flows;
+      for (size_t k = 0; k < o.qps; ++k) flows.push_back(Flow{&s, k, peer});
+      fill_pattern(s, L, n, 0x11);
+      BwFigures f;
+      Reply rep{};
+      const uint64_t iters = o.duration > 0 ? 0 : bw_iters(o, n);
+      const Cmd c{kCmdBw, op_code(o.op), n, iters, o.duration, o.bidirectional ? 1u : 0u, 0};
+      if (!run_round(
+              oob, c, [&] { return run_bw(flows, o, L, n, iters, {}, &f, &err); }, &rep, &err))
+        return failed(err);
+      f.cpu_peer = rep.cpu_pct;
+      if (o.bidirectional) {
+        f.iters += rep.msgs;
+        f.avg_mbs += rep.avg_mbs;
+        f.peak_mbs += rep.peak_mbs;
+        f.msg_rate_mpps = static_cast<double>(f.iters) / std::max(f.secs, rep.secs) / 1e6;
+        for (size_t k = 0; k < o.qps; ++k) f.per_qp_msgs.push_back(rep.per_qp[k]);
+      }
+      if (o.verify && o.op != "read" && !o.atomic()) {
+        if (!verify_slices(s, L, n, peer, {}, &err)) return failed(err);
+        f.verified = true;
+      }
+      print_bw(o, f);
+      run->bw.push_back(f);
+    }
+  }
+  if (o.lat) {
+    print_lat_header(o, o.half_round_trip());
+    const std::vector<uint64_t> sizes =
+        o.sizes.size() == 1 || !o.bw ? o.sizes : std::vector<uint64_t>{8};
+    for (size_t n : sizes) {
+      LatFigures f;
+      Reply rep{};
+      const uint64_t iters = o.iters != 0 ? o.iters : 10000;
+      if (!lat_prepare(s, o.op, L, &err)) return failed(err);
+      const Cmd c{kCmdLat, op_code(o.op), n, iters, o.duration, 0, 0};
+      if (!run_round(
+              oob, c, [&] { return run_lat(s, o, L, n, iters, peer, {}, {}, &f, &err); }, &rep,
+              &err))
+        return failed(err);
+      f.cpu_peer = rep.cpu_pct;
+      print_lat(f);
+      if (!o.histogram.empty() && !write_histogram(o.histogram, f))
+        return failed("cannot write " + o.histogram);
+      run->lat.push_back(std::move(f));
+    }
+  }
+  if (o.linger > 0) {
+    std::printf("dpdat-perf: lingering %.1f s connected and idle\n", o.linger);
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.linger));
+  }
+  return true;
 }
 
 }  // namespace
@@ -197,13 +254,16 @@ int run_remote(const Options& o) {
   if (o.server ? !oob.serve(o.oob, 120'000, &err) : !oob.connect(o.oob, 30'000, &err))
     return fail(err);
   Layout L = layout_for(o);
-  const Hello me{kMagic, o.qps, L.slice, o.tx_depth, kDat2 ? 2u : 1u};
+  const Hello me{
+      kMagic, o.qps, L.slice, o.tx_depth, kDat2 ? 2u : 1u, o.churn, o.soak > 0 ? 1u : 0u};
   Hello peer_hello{};
   if (!oob.send(me) || !oob.recv(&peer_hello) || peer_hello.magic != kMagic)
     return fail("bootstrap exchange over " + o.oob + " failed");
   if (peer_hello.qps != o.qps)
     return fail("the peer runs " + std::to_string(peer_hello.qps) + " QPs, we " +
                 std::to_string(o.qps) + ": give both the same --qps");
+  if (peer_hello.churn != o.churn || (o.soak > 0) != (peer_hello.pad != 0))
+    return fail("give both sides the same --soak and --churn");
   if (o.atomic() && peer_hello.dat_major != 2)
     return fail(std::string("atomics need both sides over DAT 2.0: start the ") +
                 (o.server ? "client" : "server") + " with --op " + o.op + " too");
@@ -249,74 +309,13 @@ int run_remote(const Options& o) {
   std::printf("dpdat-perf: %s to %s over the %s API, %s, %u EP%s, progress %s\n", o.op.c_str(),
               o.client_of.c_str(), kApiName, o.vdev.c_str(), o.qps, o.qps > 1 ? "s" : "",
               o.progress.empty() ? "default" : o.progress.c_str());
-  // One round: command, the server's "ready", the measurement, stop, reply.
-  auto round = [&](uint32_t kind, size_t n, uint64_t iters, const std::function<bool()>& body,
-                   Reply* rep) {
-    const Cmd c{kind, op_code(o.op), n, iters, o.duration, o.bidirectional ? 1u : 0u, 0};
-    uint32_t ready = 0;
-    if (!oob.send(c) || !oob.recv(&ready) || ready != kMagic) {
-      err = "the server did not answer";
-      return false;
-    }
-    const bool ok = body();
-    const Cmd stop{kCmdStop, 0, 0, 0, 0, 0, 0};
-    if (!oob.send(stop) || !oob.recv(rep)) {
-      err = "the server did not answer";
-      return false;
-    }
-    return ok;
-  };
-  if (o.bw) {
-    print_bw_header(o);
-    for (size_t n : o.sizes) {
-      std::vector<Flow> flows;
-      for (size_t k = 0; k < o.qps; ++k) flows.push_back(Flow{&s, k, peer});
-      fill_pattern(s, L, n, 0x11);
-      BwFigures f;
-      Reply rep{};
-      const uint64_t iters = o.duration > 0 ? 0 : bw_iters(o, n);
-      if (!round(
-              kCmdBw, n, iters, [&] { return run_bw(flows, o, L, n, iters, {}, &f, &err); }, &rep))
-        return fail(err);
-      f.cpu_peer = rep.cpu_pct;
-      if (o.bidirectional) {
-        f.iters += rep.msgs;
-        f.avg_mbs += rep.avg_mbs;
-        f.peak_mbs += rep.peak_mbs;
-        f.msg_rate_mpps = static_cast<double>(f.iters) / std::max(f.secs, rep.secs) / 1e6;
-        for (size_t k = 0; k < o.qps; ++k) f.per_qp_msgs.push_back(rep.per_qp[k]);
-      }
-      if (o.verify && o.op != "read" && !o.atomic()) {
-        if (!verify_slices(s, L, n, peer, {}, &err)) return fail(err);
-        f.verified = true;
-      }
-      print_bw(o, f);
-      run.bw.push_back(f);
-    }
-  }
-  if (o.lat) {
-    print_lat_header(o, o.half_round_trip());
-    const std::vector<uint64_t> sizes =
-        o.sizes.size() == 1 || !o.bw ? o.sizes : std::vector<uint64_t>{8};
-    for (size_t n : sizes) {
-      LatFigures f;
-      Reply rep{};
-      const uint64_t iters = o.iters != 0 ? o.iters : 10000;
-      if (!lat_prepare(s, o.op, L, &err)) return fail(err);
-      if (!round(
-              kCmdLat, n, iters, [&] { return run_lat(s, o, L, n, iters, peer, {}, {}, &f, &err); },
-              &rep))
-        return fail(err);
-      f.cpu_peer = rep.cpu_pct;
-      print_lat(f);
-      if (!o.histogram.empty() && !write_histogram(o.histogram, f))
-        return fail("cannot write " + o.histogram);
-      run.lat.push_back(std::move(f));
-    }
-  }
-  if (o.linger > 0) {
-    std::printf("dpdat-perf: lingering %.1f s connected and idle\n", o.linger);
-    std::this_thread::sleep_for(std::chrono::duration<double>(o.linger));
+  // A failed soak still collects and prints both sides' counters (what
+  // explains the failure), then exits 1.
+  bool soak_ok = true;
+  if (o.soak > 0) {
+    soak_ok = soak_client(s, oob, L, peer, o, &run);
+  } else if (!measure(s, oob, L, peer, o, &run)) {
+    return 1;
   }
   const Cmd done{kCmdDone, 0, 0, 0, 0, 0, 0};
   uint32_t bye = 0;
@@ -328,7 +327,8 @@ int run_remote(const Options& o) {
         if (v.is_number_unsigned()) run.counters["peer." + k] = v.get<uint64_t>();
   }
   for (const auto& [k, v] : telemetry_counters()) run.counters[k] = v;
-  return finish_run(o, run);
+  const int rc = finish_run(o, run);
+  return soak_ok ? rc : 1;
 }
 
 }  // namespace dpdat::perf

@@ -13,6 +13,7 @@ Layout layout_for(const Options& o) {
   L.slice = std::max<size_t>(L.slice, 8);
   if (o.atomic()) L.slice = std::max<size_t>(L.slice, size_t{o.tx_depth} * kAtomicWord);
   L.qps = o.qps;
+  L.churn = o.churn;
   return L;
 }
 
@@ -23,8 +24,9 @@ uint64_t bw_iters(const Options& o, size_t n) {
   return std::max<uint64_t>(total / o.qps, 100);
 }
 
-bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll) {
-  const uint64_t end = now_ns() + 5'000'000'000ull;
+bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll,
+                uint64_t limit_ns) {
+  const uint64_t end = now_ns() + limit_ns;
   uint32_t spins = 0;
   while (!pred()) {
     if (poll) poll();
@@ -45,12 +47,12 @@ bool drive_side(Side& s, std::string* err) {
 void fill_pattern(Side& s, const Layout& L, size_t n, uint8_t salt) {
   for (size_t k = 0; k < L.qps; ++k) {
     uint8_t* p = s.data() + L.src(k);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>((i * 7 + 3) ^ (k * 0x5B + 1) ^ salt);
+    for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(i, k, salt);
   }
 }
 
 bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& peer,
-                   const std::function<void()>& drive, std::string* err) {
+                   const std::function<void()>& drive, std::string* err, uint64_t limit_ns) {
   for (size_t k = 0; k < L.qps; ++k) {
     std::memset(s.data() + L.scratch(k), 0, n);
     const DAT_RETURN r = s.read(k, L.scratch(k), n, peer, L.landing(k), 0x5645, true);
@@ -66,7 +68,7 @@ bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& pe
               return failed || std::any_of(d.begin(), d.end(),
                                            [](const Done& x) { return x.cookie == 0x5645; });
             },
-            drive) ||
+            drive, limit_ns) ||
         failed) {
       if (!failed) *err = "verify: the read-back never completed";
       return false;
@@ -106,7 +108,7 @@ bool run_bw(std::vector<Flow>& flows, const Options& o, const Layout& L, size_t 
       timed ? static_cast<uint64_t>(std::clamp(o.duration * 0.2, 0.2, 2.0) * 1e9) : 0;
   const uint64_t t_measure = t0 + warm_ns;
   const uint64_t t_end = t_measure + static_cast<uint64_t>(o.duration * 1e9);
-  const uint64_t deadline = (timed ? t_end : t0) + 120'000'000'000ull;
+  const uint64_t deadline = (timed ? t_end : t0) + static_cast<uint64_t>(o.round_limit * 1e9);
   for (Flow& f : flows) f.posted = f.completed = f.recvs = f.recv_done = 0;
 
   bool measuring = !timed;
@@ -170,7 +172,8 @@ bool run_bw(std::vector<Flow>& flows, const Options& o, const Layout& L, size_t 
     if (drive) drive();
     if (all_done) break;
     if ((spins & 1023u) == 0 && now_ns() > deadline) {
-      *err = "bandwidth run timed out";
+      *err = "bandwidth run timed out (" + std::to_string(static_cast<int>(o.round_limit)) +
+             " s; " + std::to_string(total_done) + " messages completed)";
       return false;
     }
   }

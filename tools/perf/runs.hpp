@@ -14,15 +14,21 @@ namespace dpdat::perf {
 
 // Region layout of every side, per QP k and message size n (n_max the
 // largest size): [src | landing | scratch], each qps * n_max bytes; QP k
-// uses slice k of each area.
+// uses slice k of each area.  A soak's churned connection j then has two
+// kChurnBytes slices: its source (on the passive side: where it lands) and
+// where it reads back.
 struct Layout {
+  static constexpr size_t kChurnBytes = 4096;
   size_t slice = 0;  // n_max
   size_t qps = 1;
+  size_t churn = 0;
   size_t area() const { return slice * qps; }
   size_t src(size_t k) const { return k * slice; }
   size_t landing(size_t k) const { return area() + k * slice; }
   size_t scratch(size_t k) const { return 2 * area() + k * slice; }
-  size_t total() const { return 3 * area(); }
+  size_t churn_src(size_t j) const { return 3 * area() + 2 * j * kChurnBytes; }
+  size_t churn_back(size_t j) const { return churn_src(j) + kChurnBytes; }
+  size_t total() const { return 3 * area() + 2 * churn * kChurnBytes; }
 };
 
 // The layout for o's sizes (at least 8 bytes a slice; for atomics a result
@@ -52,10 +58,16 @@ uint64_t bw_iters(const Options& o, size_t n);
 
 // Fills slice k of the source area with a pattern particular to QP k.
 void fill_pattern(Side& s, const Layout& L, size_t n, uint8_t salt);
+// The byte fill_pattern puts at offset i of QP k's slice.
+inline uint8_t pattern_byte(size_t i, size_t k, uint8_t salt) {
+  return static_cast<uint8_t>((i * 7 + 3) ^ (k * 0x5B + 1) ^ salt);
+}
 // Reads slice k of the peer's landing area back (RDMA READ) into scratch and
-// compares it with our source slice.  False with *err on mismatch / error.
+// compares it with our source slice.  False with *err on mismatch / error,
+// or when a read-back takes longer than limit_ns.
 bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& peer,
-                   const std::function<void()>& drive, std::string* err);
+                   const std::function<void()>& drive, std::string* err,
+                   uint64_t limit_ns = 5'000'000'000ull);
 
 // Atomics (atomics.cpp).  The word of flow f is the peer's landing(f.k); the
 // value fetched by its WR number j (1-based) lands in slot (j - 1) % tx_depth
@@ -73,8 +85,9 @@ bool atomic_words(std::vector<Flow>& flows, const Layout& L, const std::function
 bool atomic_verify(std::vector<Flow>& flows, const Options& o, const Layout& L,
                    const std::function<void()>& drive, std::string* err);
 
-// Waits (bounded: 5 s) until pred() holds, calling poll() meanwhile.
-bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll);
+// Waits (bounded: limit_ns) until pred() holds, calling poll() meanwhile.
+bool spin_until(const std::function<bool()>& pred, const std::function<void()>& poll,
+                uint64_t limit_ns = 5'000'000'000ull);
 
 // Drains every DTO EVD of `s` (drives its interface); false on an error completion.
 bool drive_side(Side& s, std::string* err);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -32,6 +33,14 @@ CpuMark CpuMark::now() { return CpuMark{cpu_seconds(), perf::now_ns()}; }
 double CpuMark::pct_since(const CpuMark& s) const {
   const double wall = static_cast<double>(t - s.t) / 1e9;
   return wall > 0 ? 100.0 * (cpu - s.cpu) / wall : 0.0;
+}
+
+uint64_t rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+  return 0;
 }
 
 std::string affinity() {

@@ -22,6 +22,9 @@ struct CpuMark {
   double pct_since(const CpuMark& start) const;
 };
 
+// This process's resident memory (VmRSS of /proc/self/status) in KiB; 0 if unreadable.
+uint64_t rss_kib();
+
 // This process's CPU affinity as a list ("0", "0-1").
 std::string affinity();
 
