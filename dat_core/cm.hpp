@@ -35,6 +35,9 @@ inline constexpr uint64_t kCmRetxMaxNs = 1'000'000'000;  // back-off cap
 inline constexpr uint32_t kCmMaxRetries = 15;            // IBA max CM retries
 inline constexpr uint32_t kDreqRetries = 3;
 inline constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passive peers 10 s
+// A freed connection's comm IDs are remembered this long (longer than a
+// peer repeats its DREQ: kDreqRetries times, backing off to kCmRetxMaxNs).
+inline constexpr uint64_t kClosedRecordNs = 10'000'000'000;
 inline constexpr uint64_t kHousekeepingNs = 1'000'000;
 inline constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
 // Longest a graceful disconnect waits for outstanding requests: a SEND to a

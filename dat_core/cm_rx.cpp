@@ -229,7 +229,11 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   // another one's comm IDs, or sent from another address is forged or stray.
   if (it == ep_by_comm.end() || it->second->remote_comm != m.local_comm_id ||
       it->second->peer_ip != ip) {
-    engine->counters().cm_forged_ignored++;
+    const auto closed = closed_conns.find(m.remote_comm_id);
+    const bool repeated = it == ep_by_comm.end() && closed != closed_conns.end() &&
+                          closed->second.remote_comm == m.local_comm_id &&
+                          closed->second.peer_ip == ip;
+    ++(repeated ? engine->counters().cm_dreq_repeated : engine->counters().cm_forged_ignored);
     return;
   }
   Ep* ep = it->second;

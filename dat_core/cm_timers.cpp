@@ -115,6 +115,13 @@ void Iface::cm_timers(uint64_t now) {
       passive.erase(it);
     }
   }
+  while (!closed_expiry.empty() && closed_expiry.front().first <= now) {
+    const uint32_t comm = closed_expiry.front().second;
+    closed_expiry.pop_front();
+    // A newer record of the same ID (reused since) has a later entry.
+    if (auto it = closed_conns.find(comm); it != closed_conns.end() && it->second.expires <= now)
+      closed_conns.erase(it);
+  }
   // Queue pairs that failed while this pass ran (DREQs, flushes): at once.
   for (auto& sh : shards)
     if (sh->engine->has_errors()) next = now;
@@ -166,7 +173,14 @@ bool Iface::dreq_pending(uint32_t comm) const { return pending_dreqs.count(comm)
 void Iface::drop_ep(Ep* ep) {
   if (ep->local_comm != 0) {
     auto it = ep_by_comm.find(ep->local_comm);
-    if (it != ep_by_comm.end() && it->second == ep) ep_by_comm.erase(it);
+    if (it != ep_by_comm.end() && it->second == ep) {
+      ep_by_comm.erase(it);
+      if (ep->remote_comm != 0) {
+        const uint64_t expires = now_ns() + kClosedRecordNs;
+        closed_conns[ep->local_comm] = ClosedConn{ep->remote_comm, ep->peer_ip, expires};
+        closed_expiry.emplace_back(expires, ep->local_comm);
+      }
+    }
   }
   watched.erase(ep);
   // Only an accepted EP is in a passive record, under its peer's REQ

@@ -147,6 +147,15 @@ struct Iface {
   bool key_refusals_capped(uint32_t ip, uint64_t now) const;
   // (expiry time, passive key) in time order: cm_timers drops expired records.
   std::deque<std::pair<uint64_t, uint64_t>> passive_expiry;
+  // Connections freed lately, by our communication ID: a DREQ the peer
+  // repeats for one (our DREP was lost) is told from a forged one.
+  struct ClosedConn {
+    uint32_t remote_comm = 0;
+    uint32_t peer_ip = 0;
+    uint64_t expires = 0;
+  };
+  std::unordered_map<uint32_t, ClosedConn> closed_conns;
+  std::deque<std::pair<uint64_t, uint32_t>> closed_expiry;  // (expiry, comm ID) in time order
   uint32_t next_pz = 1;
   uint32_t next_comm = 1;
   uint64_t rng = 0;

@@ -115,36 +115,17 @@ std::map<std::string, uint64_t> port_counters(const Port& p) {
 
 std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   const rc::EngineCounters& c = e.counters();
-  std::map<std::string, uint64_t> m = {{"rx_frames", c.rx_frames},
-                                       {"rx_dropped_parse", c.rx_dropped_parse},
-                                       {"rx_no_qp", c.rx_no_qp},
-                                       {"tx_frames", c.tx_frames},
-                                       {"tx_backpressure", c.tx_backpressure},
-                                       {"tx_alloc_fail", c.tx_alloc_fail},
-                                       {"timers_fired", c.timers_fired},
-                                       {"timers_deferred", c.timers_deferred},
-                                       {"handed_off", c.handed_off},
-                                       {"handed_in", c.handed_in},
-                                       {"handoff_full", c.handoff_full},
-                                       {"gsi_rx", c.gsi_rx},
-                                       {"rx_gsi_dropped", c.rx_gsi_dropped},
-                                       {"gsi_tx", c.gsi_tx},
-                                       {"gsi_tx_backpressure", c.gsi_tx_backpressure},
-                                       {"gsi_tx_invalid", c.gsi_tx_invalid}};
+  std::map<std::string, uint64_t> m;
+  c.for_each([&](const char* name, uint64_t v) { m[name] = v; });
   for (size_t r = 1; r < static_cast<size_t>(wire::Reject::kCount); ++r)
     m["rx_reject_" + std::string(wire::reject_name(static_cast<wire::Reject>(r)))] = c.rx_reject[r];
   // Refusals by reason (what a hostile peer's attacks count in).
-  m["rx_foreign_src"] = c.rx_foreign_src;
-  m["psn_out_of_window"] = c.psn_out_of_window;
   for (size_t i = 0; i < rc::EngineCounters::kRespErrorKinds; ++i)
     m["resp_" + std::string(rc::Qp::state_name(static_cast<rc::Qp::RespState>(
                     static_cast<size_t>(rc::Qp::RespState::kErrLength) + i)))] = c.resp_errors[i];
   for (size_t i = 1; i < static_cast<size_t>(rc::AccessError::kCount); ++i)
     m["rkey_refused_" + std::string(rc::access_error_name(static_cast<rc::AccessError>(i)))] =
         c.rkey_refused[i];
-  m["cm_malformed"] = c.cm_malformed;
-  m["cm_req_refused"] = c.cm_req_refused;
-  m["cm_forged_ignored"] = c.cm_forged_ignored;
   // Connection requests refused for a pending-request limit: in all and by
   // the limit (the names of dat::ReqLimit).
   static constexpr const char* kReqLimitNames[rc::EngineCounters::kReqLimits] = {
@@ -176,7 +157,6 @@ std::map<std::string, uint64_t> engine_counters(const rc::Engine& e) {
   // qp_retransmits counts every resent packet, go-back-N and selective
   // (qp_sr_resends alone).
   m["qp_retransmits"] += sum.sr_resends;
-  m["sr_kept_refused"] = c.held_refused;
   m["sr_kept_bytes"] = e.held_bytes();
   m["qp_cc_paced_qps"] = cc_paced_qps;
   m["qp_cc_min_rate_bps"] = cc_min_rate_bps;

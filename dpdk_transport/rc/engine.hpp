@@ -49,14 +49,36 @@ struct EngineConfig {
   uint64_t timer_lag_max_ns = 1'000'000;
 };
 
+// An engine's counts, defined once: DPDAT_ENGINE_COUNTERS(X) calls X(name)
+// for each single count; the fields and telemetry's names come from it.
+// The counts by reason (arrays) follow in the struct.
+// clang-format off
+#define DPDAT_ENGINE_COUNTERS(X)                                              \
+  X(rx_frames) X(rx_dropped_parse) X(rx_no_qp) X(tx_frames)                   \
+  X(tx_backpressure) X(tx_alloc_fail) X(timers_fired) X(timers_deferred)      \
+  /* frames handed to the engine whose queue pair they are for, by this */    \
+  /* one / to this one; hand-offs refused for a full ring */                  \
+  X(handed_off) X(handed_in) X(handoff_full)                                  \
+  /* GSI (QP1): frames given to the handler, dropped for want of one, */      \
+  /* sent by send_gsi(), refused by send_gsi() for back-pressure / an */      \
+  /* invalid message.  A UD frame for any other QPN counts in rx_no_qp. */    \
+  X(gsi_rx) X(rx_gsi_dropped) X(gsi_tx) X(gsi_tx_backpressure)                \
+  X(gsi_tx_invalid)                                                           \
+  /* refusals by reason (see below) */                                        \
+  X(rx_foreign_src) X(psn_out_of_window) X(cm_malformed) X(cm_req_refused)    \
+  X(cm_forged_ignored) X(cm_dreq_repeated)                                    \
+  /* frames after a hole not kept because held_max_bytes was reached (the */  \
+  /* SACK shows them missing: the requester sends them again) */              \
+  X(sr_kept_refused)
+// clang-format on
+
 struct EngineCounters {
-  uint64_t rx_frames = 0, rx_dropped_parse = 0, rx_no_qp = 0, tx_frames = 0, tx_backpressure = 0,
-           tx_alloc_fail = 0, timers_fired = 0, timers_deferred = 0, handed_off = 0,
-           handoff_full = 0, handed_in = 0;
-  // GSI (QP1): frames given to the handler, dropped for want of one, sent by
-  // send_gsi(), refused by send_gsi() for back-pressure / an invalid message.
-  // A UD frame for any other QPN counts in rx_no_qp.
-  uint64_t gsi_rx = 0, rx_gsi_dropped = 0, gsi_tx = 0, gsi_tx_backpressure = 0, gsi_tx_invalid = 0;
+#define DPDAT_ENGINE_COUNTER_FIELD(name) uint64_t name = 0;
+  DPDAT_ENGINE_COUNTERS(DPDAT_ENGINE_COUNTER_FIELD)
+#undef DPDAT_ENGINE_COUNTER_FIELD
+#define DPDAT_ENGINE_COUNTER_ONE(name) +1
+  static constexpr size_t kCount = 0 DPDAT_ENGINE_COUNTERS(DPDAT_ENGINE_COUNTER_ONE);
+#undef DPDAT_ENGINE_COUNTER_ONE
   uint64_t rx_reject[static_cast<size_t>(wire::Reject::kCount)] = {};
   // What peers sent that the queue pairs and the CM refused, by reason: a
   // hostile peer's attacks show here (parse refusals count in rx_reject[],
@@ -76,6 +98,9 @@ struct EngineCounters {
   //   cm_forged_ignored DREQs naming no connection of the sender (wrong
   //                    comm IDs, or not from the connection's peer address):
   //                    answered with a DREP as IBA asks, the connection kept
+  //   cm_dreq_repeated DREQs repeated by the peer of a connection already
+  //                    closed and freed here (our DREP was lost): answered
+  //                    again, not counted as forged
   //   reqs_refused[]   REQs the CM rejected ("no resources") for a pending-
   //                    request limit, by the limit (dat::ReqLimit: per
   //                    listener, per interface, per peer address), or
@@ -83,16 +108,26 @@ struct EngineCounters {
   //                    keys refused lately
   static constexpr int32_t kPsnFar = 1 << 20;
   static constexpr size_t kRespErrorKinds = 8;
-  uint64_t rx_foreign_src = 0, psn_out_of_window = 0;
   uint64_t resp_errors[kRespErrorKinds] = {};
   uint64_t rkey_refused[static_cast<size_t>(AccessError::kCount)] = {};
-  uint64_t cm_malformed = 0, cm_req_refused = 0, cm_forged_ignored = 0;
   static constexpr size_t kReqLimits = 4;
   uint64_t reqs_refused[kReqLimits] = {};
-  // Frames after a hole not kept because held_max_bytes was reached (the
-  // SACK shows them missing: the requester sends them again).
-  uint64_t held_refused = 0;
+
+  // fn(name, value) for every single count (not the arrays), in list order.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+#define DPDAT_ENGINE_COUNTER_VISIT(name) fn(#name, name);
+    DPDAT_ENGINE_COUNTERS(DPDAT_ENGINE_COUNTER_VISIT)
+#undef DPDAT_ENGINE_COUNTER_VISIT
+  }
 };
+// Every single count is one of the list (none added beside it, which
+// telemetry would miss); the arrays are the rest.
+static_assert(sizeof(EngineCounters) ==
+              (EngineCounters::kCount + static_cast<size_t>(wire::Reject::kCount) +
+               EngineCounters::kRespErrorKinds + static_cast<size_t>(AccessError::kCount) +
+               EngineCounters::kReqLimits) *
+                  sizeof(uint64_t));
 
 class Engine {
  public:
@@ -186,7 +221,7 @@ class Engine {
   void* held_take(size_t bytes) {
     const size_t b = BlockPool::class_bytes(BlockPool::class_of(bytes));
     if (held_bytes_ + b > cfg_.held_max_bytes) {
-      ctr_.held_refused++;
+      ctr_.sr_kept_refused++;
       return nullptr;
     }
     void* p = pool_.take(bytes);

@@ -112,6 +112,47 @@ TEST_F(ProtoTest, CmMessagesLostOnTheWire) {
   EXPECT_EQ(dropped, 4);
 }
 
+// b's DREP is lost and b frees its EP at once: a's repeated DREQ then names
+// a connection b no longer has.  b answers it again (a completes its
+// disconnect) and counts it as repeated, not as forged; a DREQ naming a
+// connection b never had still counts as forged.
+TEST_F(ProtoTest, RepeatedDreqForAFreedConnectionIsNotForged) {
+  open_both();
+  auto dreps = std::make_shared<int>(1);
+  wire_->with_link([dreps](rc::SimLink& l) {
+    l.set_filter([dreps](int, const uint8_t* d, uint32_t len) {
+      if (static_cast<wire::CmMsg>(cm_kind(d, len)) != wire::CmMsg::kDrep || *dreps == 0)
+        return true;
+      --*dreps;
+      return false;
+    });
+  });
+  connect();
+  ASSERT_TRUE(ep_disconnect(a_.ep, false).ok());
+  EXPECT_EQ(next_event(b_.conn).num, EventNum::kDisconnected);
+  ASSERT_TRUE(ep_free(b_.ep).ok());
+  b_.ep = nullptr;
+  EXPECT_EQ(next_event(a_.conn).num, EventNum::kDisconnected);
+  EXPECT_EQ(*dreps, 0);  // the DREP was lost
+  Iface* fb = b_.ia->iface;
+  const rc::EngineCounters& c = fb->engine->counters();
+  EXPECT_GE(c.cm_dreq_repeated, 1u);
+  EXPECT_EQ(c.cm_forged_ignored, 0u);
+  // A DREQ for comm IDs b never used.
+  CmIn forged;
+  forged.m.type = wire::CmMsg::kDreq;
+  forged.m.local_comm_id = 0x7777;
+  forged.m.remote_comm_id = 0x8888;
+  forged.ip = kIpA;
+  forged.mac = {0x02, 0, 0, 0, 0, 0x42};
+  forged.udp_port = 0xC001;
+  {
+    IfaceLock lk(fb);
+    fb->on_cm(forged, now_ns());
+  }
+  EXPECT_EQ(c.cm_forged_ignored, 1u);
+}
+
 // Random loss both ways (40 %, seeded) while connecting; the disconnect
 // runs on a clean wire (a DREQ is repeated 3 times only).
 TEST_F(ProtoTest, ConnectsOverLossyWire) {

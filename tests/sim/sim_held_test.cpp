@@ -145,14 +145,14 @@ TEST(SelectiveRepeatHeld, SendsAfterALostBoundaryKeptNotResent) {
   Rig f;
   const uint32_t sent = two_sends_losing_the_boundary(f);
   EXPECT_EQ(f.cb().sr_placed_ahead, 0u);  // nothing could be placed ...
-  EXPECT_EQ(f.cb().sr_kept, 7u);        // ... all 7 kept
+  EXPECT_EQ(f.cb().sr_kept, 7u);          // ... all 7 kept
   EXPECT_EQ(f.cb().sr_kept_taken, 7u);
   EXPECT_EQ(f.ca().retransmits, 0u);  // no go-back-N rewind
   EXPECT_EQ(f.ca().sr_resends, 2u);
   EXPECT_EQ(f.ca().timeouts, 0u);
   EXPECT_EQ(sent, 16u + 2u);
   EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
-  EXPECT_EQ(f.p.b().engine->counters().held_refused, 0u);
+  EXPECT_EQ(f.p.b().engine->counters().sr_kept_refused, 0u);
   EXPECT_EQ(f.b_held_peak, 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
 }
 
@@ -217,7 +217,7 @@ TEST(SelectiveRepeatHeld, WriteImmAfterItsLostFirstKept) {
       EXPECT_EQ(f.sent_a, 8u + 1u);
     } else {
       EXPECT_EQ(f.cb().sr_kept - b0.sr_kept, 0u);
-      EXPECT_EQ(f.p.b().engine->counters().held_refused, 7u);
+      EXPECT_EQ(f.p.b().engine->counters().sr_kept_refused, 7u);
       EXPECT_EQ(f.ca().sr_resends - a0.sr_resends, 8u);  // the FIRST, then the rest
       EXPECT_EQ(f.sent_a, 8u + 8u);
     }
@@ -332,7 +332,7 @@ TEST(SelectiveRepeatHeld, ReadAndAtomicsAfterAHoleKeptAndRunOnceInOrder) {
   EXPECT_EQ(r1, 1005u);
   EXPECT_EQ(fin, 1010u);
   EXPECT_EQ(f.cb().sr_placed_ahead, 2u);  // the WRITE's packets 3 and 4
-  EXPECT_EQ(f.cb().sr_kept, 4u);        // READ, two atomics, SEND
+  EXPECT_EQ(f.cb().sr_kept, 4u);          // READ, two atomics, SEND
   EXPECT_EQ(f.cb().sr_kept_taken, 4u);
   EXPECT_EQ(f.cb().read_replays, 0u);
   EXPECT_EQ(f.cb().atomic_replays, 0u);
@@ -352,8 +352,8 @@ TEST(SelectiveRepeatHeld, CapOnKeptBytesRefusesTheRest) {
   e.held_max_bytes = 2 * block;
   Rig f(cfg(), e);
   const uint32_t sent = two_sends_losing_the_boundary(f);
-  EXPECT_EQ(f.p.b().engine->counters().held_refused, 5u);  // frames 12..16
-  EXPECT_EQ(f.cb().sr_kept, 2u);                           // frames 10 and 11
+  EXPECT_EQ(f.p.b().engine->counters().sr_kept_refused, 5u);  // frames 12..16
+  EXPECT_EQ(f.cb().sr_kept, 2u);                              // frames 10 and 11
   EXPECT_EQ(f.cb().sr_kept_taken, 2u);
   EXPECT_EQ(f.b_held_peak, 2 * block);
   EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
