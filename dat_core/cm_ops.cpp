@@ -74,9 +74,11 @@ void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t
   watched.erase(ep);
   conn_event(ep, n, pdata, len);
   // An SRQ EP takes no more receives from its SRQ (what verbs calls "last
-  // WQE reached"): consumers wait for this before freeing such an EP.
+  // WQE reached"): consumers wait for this before freeing such an EP.  A
+  // verbs QP (qp_cm_attach) gets verbs' reason, kept apart from QP_FATAL.
   if (ep->srq != nullptr && !ep->freeing)
-    async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
+    async_event(ep->ia, EventNum::kEpBroken, ep,
+                ep->qp_attr_state != 0 ? kEpLastWqeReason : kEpTransferToErrorReason);
 }
 
 Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us,

@@ -3,6 +3,7 @@
 // forgetting of EPs and CRs.
 
 #include "cm.hpp"
+#include "ops.hpp"  // qp_attr_errored
 
 namespace dpdat::dat {
 
@@ -18,9 +19,15 @@ void Iface::cm_timers(uint64_t now) {
       if (it == ep_by_qpn.end()) return;
       Ep* ep = it->second;
       count_key_refusals(ep, now);
-      if (ep->cm != CmState::kEstablished || ep->qp == nullptr ||
-          ep->qp->state() != rc::QpState::kError)
+      if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kError) return;
+      if (ep->conn_evd == nullptr && ep->qp_attr_state != 0) {
+        qp_attr_errored(ep);  // connected by attributes: no CM, async events only
         return;
+      }
+      if (ep->cm != CmState::kEstablished) return;
+      // A verbs QP connected through the CM (qp_cm_attach): verbs' QP_FATAL.
+      if (ep->qp_attr_state != 0 && ep->qp->error() != rc::QpError::kDestroyed)
+        async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
       // The RC engine gave up (retry budget, fatal NAK): the connection is
       // broken.  Tell the peer once, best effort.
       wire::CmMessage d;

@@ -357,6 +357,10 @@ inline constexpr uint32_t kSrqLowWatermarkReason = 2;
 inline constexpr uint32_t kEpSoftHighWatermarkReason = 2;
 inline constexpr uint32_t kEvdOverflowReason = 0;        // DAT_EVD_OVERFLOW_ERROR
 inline constexpr uint32_t kEpTransferToErrorReason = 0;  // DAT_EP_TRANSFER_TO_ERROR
+// A verbs queue pair (ops_qp_attr.hpp) that went to error and takes
+// receives from an SRQ: it takes no more (verbs' "last WQE reached").  With
+// kEpTransferToErrorReason, a verbs queue pair failed on its own (QP_FATAL).
+inline constexpr uint32_t kEpLastWqeReason = 0x100;
 
 struct Srq : Object {
   Pz* pz = nullptr;

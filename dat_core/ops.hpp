@@ -112,6 +112,10 @@ Status free_lmr(Lmr* l);
 void free_rmr(Rmr* r);
 // Releases everything an IA owns (abrupt close), children before parents.
 void free_children(Ia* ia);
+// A queue pair connected by attributes (ops_qp_attr.hpp) went to error: the
+// IA's async EVD learns that it failed on its own (not by the consumer's
+// hand) and, if it takes receives from an SRQ, that it takes no more.
+void qp_attr_errored(Ep* ep);
 
 // ------------------------------------------------------------- IA / PZ
 

@@ -168,6 +168,14 @@ Status qp_cm_attach(Ep* ep, Evd* conn) {
   return kOk;
 }
 
+void qp_attr_errored(Ep* ep) {
+  if (ep->freeing || ep->qp == nullptr) return;
+  Iface* f = ep->ia->iface;
+  if (ep->qp->error() != rc::QpError::kDestroyed)
+    f->async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
+  if (ep->srq != nullptr) f->async_event(ep->ia, EventNum::kEpBroken, ep, kEpLastWqeReason);
+}
+
 uint32_t qp_number(const Ep* ep) { return ep->qp != nullptr ? ep->qp->qpn() : 0; }
 
 Status ia_link_info(Ia* ia, IaLinkInfo* out) {

@@ -252,6 +252,15 @@ DPDAT_EXPORT ibv_context* ibv_open_device(ibv_device* d) {
     return nullptr;
   }
   ctx->dev = dev;
+  dat::Status ast = dat::cno_create(ctx->ia, ctx, async_agent, &ctx->async_cno);
+  if (ast.ok()) ast = dat::evd_modify_cno(ctx->ia->async_evd, ctx->async_cno);
+  if (!ast.ok()) {
+    close(afd);
+    (void)dat::ia_close(ctx->ia, false);
+    delete ctx;
+    errno = to_errno(ast);
+    return nullptr;
+  }
   verbs_context& v = ctx->vctx;
   v.sz = sizeof(verbs_context);
   v.query_port = query_port_ex;
@@ -365,23 +374,76 @@ DPDAT_EXPORT int ibv_get_pkey_index(ibv_context* c, uint8_t port, __be16 pkey) {
   return (ntohs(pkey) & 0x7FFF) == 0x7FFF ? 0 : -ENOENT;
 }
 
-// Asynchronous events: queued on the context, counted on its eventfd.
+// Asynchronous events: queued on the context, counted on its eventfd (which
+// blocks, or says EAGAIN when the application made it non-blocking).  A count
+// whose event went with its QP or SRQ (async_forget) is passed over.
 DPDAT_EXPORT int ibv_get_async_event(ibv_context* c, ibv_async_event* ev) {
-  if (c == nullptr || ev == nullptr) return -1;
-  uint64_t one = 0;
-  if (read(c->async_fd, &one, sizeof(one)) != sizeof(one)) return -1;
-  Context* ctx = ctx_of(c);
-  std::lock_guard<std::mutex> g(ctx->async_mu);
-  if (ctx->async_q.empty()) {
-    errno = EAGAIN;
+  if (c == nullptr || ev == nullptr) {
+    errno = EINVAL;
     return -1;
   }
-  *ev = ctx->async_q.front();
-  ctx->async_q.pop_front();
-  return 0;
+  Context* ctx = ctx_of(c);
+  for (;;) {
+    uint64_t one = 0;
+    if (read(c->async_fd, &one, sizeof(one)) != sizeof(one)) return -1;  // errno from read
+    std::lock_guard<std::mutex> g(ctx->async_mu);
+    if (ctx->async_q.empty()) continue;
+    *ev = ctx->async_q.front();
+    ctx->async_q.pop_front();
+    return 0;
+  }
 }
 
 DPDAT_EXPORT void ibv_ack_async_event(ibv_async_event*) {}
+
+namespace dpdat::verbs {
+
+void async_agent(void* instance, void* /*evd*/) {
+  auto* ctx = static_cast<Context*>(instance);
+  dat::Event ev;
+  while (dat::pop_event(ctx->ia->async_evd, &ev)) {
+    ibv_async_event out{};
+    std::lock_guard<std::mutex> g(ctx->async_mu);
+    if (ev.num == dat::EventNum::kEpBroken) {
+      auto it = ctx->qps.find(ev.handle);
+      if (it == ctx->qps.end()) continue;  // destroyed meanwhile
+      out.element.qp = &it->second->qp;
+      out.event_type =
+          ev.reason == dat::kEpLastWqeReason ? IBV_EVENT_QP_LAST_WQE_REACHED : IBV_EVENT_QP_FATAL;
+    } else if (ev.num == dat::EventNum::kProviderInternal &&
+               ev.reason == dat::kSrqLowWatermarkReason) {
+      auto it = ctx->srqs.find(ev.handle);
+      if (it == ctx->srqs.end()) continue;  // an EP's watermark: not a verbs event
+      it->second->limit = 0;                // the SRQ is disarmed (ibv_modify_srq(3))
+      out.element.srq = &it->second->srq;
+      out.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+    } else {
+      continue;
+    }
+    ctx->async_q.push_back(out);
+    const uint64_t one = 1;
+    (void)!write(ctx->vctx.context.async_fd, &one, sizeof(one));
+  }
+}
+
+void async_register(Context* ctx, const dat::Object* o, Qp* qp, Srq* srq) {
+  std::lock_guard<std::mutex> g(ctx->async_mu);
+  if (qp != nullptr) ctx->qps[o] = qp;
+  if (srq != nullptr) ctx->srqs[o] = srq;
+}
+
+void async_forget(Context* ctx, const dat::Object* o, const void* element) {
+  std::lock_guard<std::mutex> g(ctx->async_mu);
+  ctx->qps.erase(o);
+  ctx->srqs.erase(o);
+  // Its events not yet read go with it (ibv_get_async_event passes over
+  // their counts on the eventfd).
+  std::erase_if(ctx->async_q, [element](const ibv_async_event& e) {
+    return e.element.qp == element || e.element.srq == element;
+  });
+}
+
+}  // namespace dpdat::verbs
 
 // Registered memory is never given to the kernel's DMA: fork needs nothing.
 DPDAT_EXPORT int ibv_fork_init() { return 0; }

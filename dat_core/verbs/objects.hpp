@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ops.hpp"
@@ -47,12 +48,22 @@ struct Device {
   int index = 0;
 };
 
+struct Qp;
+struct Srq;
+
 struct Context {
   verbs_context vctx;  // first; its `context` is the application's pointer
   Device* dev = nullptr;
   dat::Ia* ia = nullptr;
+  // Asynchronous events: the IA's async EVD raises this CNO, whose agent
+  // (async_agent) turns its events into ibv_async_events, queued here and
+  // counted on async_fd.  The QPs and SRQs of the context by their dat_core
+  // object, for that translation.  All under async_mu.
+  dat::Cno* async_cno = nullptr;
   std::mutex async_mu;
   std::deque<ibv_async_event> async_q;
+  std::unordered_map<const dat::Object*, Qp*> qps;
+  std::unordered_map<const dat::Object*, Srq*> srqs;
 };
 
 inline Context* ctx_of(ibv_context* c) {
@@ -99,7 +110,8 @@ struct Cq {
 struct Srq {
   ibv_srq srq;
   dat::Srq* s = nullptr;
-  uint32_t max_wr = 0, max_sge = 0, limit = 0;
+  uint32_t max_wr = 0, max_sge = 0;
+  std::atomic<uint32_t> limit{0};  // 0 again once IBV_EVENT_SRQ_LIMIT_REACHED was raised
 };
 
 struct Qp {
@@ -138,6 +150,13 @@ int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 // The CNO agent of a CQ with a completion channel.
 void cq_agent(void* instance, void* evd);
+
+// The CNO agent of a context's async EVD (device.cpp).
+void async_agent(void* instance, void* evd);
+// A QP or SRQ is made or destroyed: what the async agent may name
+// (device.cpp).  Forgetting one also drops its events not yet read.
+void async_register(Context* ctx, const dat::Object* o, Qp* qp, Srq* srq);
+void async_forget(Context* ctx, const dat::Object* o, const void* element);
 
 // Context ops (device.cpp).
 int query_port_ex(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len);

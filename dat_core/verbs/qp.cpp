@@ -164,6 +164,7 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   pthread_cond_init(&v.cond, nullptr);
   q->attr.qp_state = IBV_QPS_RESET;
   q->attr.cap = q->cap;
+  async_register(ctx_of(pd->context), q->ep, q, nullptr);
   return &v;
 }
 
@@ -171,8 +172,10 @@ DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   if (qp == nullptr) return EINVAL;
   auto* q = reinterpret_cast<Qp*>(qp);
   if (q->cm_gone != nullptr) q->cm_gone(q);
+  const dat::Ep* ep = q->ep;
   const dat::Status st = dat::qp_free(q->ep);
   if (!st.ok()) return to_errno(st);
+  async_forget(ctx_of(qp->context), ep, qp);  // no event names it any more
   // After the queue pair: its inline requests read from this region.
   if (q->inline_lmr != nullptr) (void)dat::lmr_free(q->inline_lmr);
   q->scq->qps--;

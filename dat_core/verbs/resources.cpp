@@ -251,6 +251,7 @@ DPDAT_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
   s->srq.pd = pd;
   pthread_mutex_init(&s->srq.mutex, nullptr);
   pthread_cond_init(&s->srq.cond, nullptr);
+  async_register(ctx_of(pd->context), s->s, nullptr, s);
   return &s->srq;
 }
 
@@ -263,9 +264,13 @@ DPDAT_EXPORT int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
     s->max_wr = attr->max_wr;
   }
   if ((mask & IBV_SRQ_LIMIT) != 0) {
-    if (const dat::Status st = dat::srq_set_lw(s->s, attr->srq_limit); !st.ok())
+    // Before arming: an SRQ already below the limit reports at once, and
+    // that event sets the limit back to 0.
+    const uint32_t was = s->limit.exchange(attr->srq_limit);
+    if (const dat::Status st = dat::srq_set_lw(s->s, attr->srq_limit); !st.ok()) {
+      s->limit = was;
       return to_errno(st);
-    s->limit = attr->srq_limit;
+    }
   }
   return 0;
 }
@@ -282,8 +287,10 @@ DPDAT_EXPORT int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
 DPDAT_EXPORT int ibv_destroy_srq(ibv_srq* srq) {
   if (srq == nullptr) return EINVAL;
   auto* s = reinterpret_cast<Srq*>(srq);
+  const dat::Srq* ds = s->s;
   const dat::Status st = dat::srq_free(s->s);
   if (!st.ok()) return st.type == dat::Type::INVALID_STATE ? EBUSY : to_errno(st);
+  async_forget(ctx_of(srq->context), ds, srq);
   pthread_cond_destroy(&srq->cond);
   pthread_mutex_destroy(&srq->mutex);
   delete s;

@@ -141,7 +141,13 @@ bool Qp::set_requester(Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry, uin
   max_sent_psn_ = sq_psn - 1;
   cfg_.retry_count = retry_count;
   cfg_.rnr_retry = rnr_retry;
-  if (timeout_ns != 0) cfg_.retransmit_timeout_ns = timeout_ns;
+  if (timeout_ns != 0) {
+    // The consumer chose the ACK timeout (verbs' local ACK timeout): its
+    // retry budget alone says when the peer is dead, with no floor.
+    cfg_.retransmit_timeout_ns = timeout_ns;
+    cfg_.min_retry_time_ns = 0;
+  }
+  dead_after_ns_ = std::max(cfg_.min_retry_time_ns, fixed_retry_time(cfg_));
   retries_left_ = cfg_.retry_count;
   rnr_retries_left_ = cfg_.rnr_retry;
   first_timeout_ns_ = 0;

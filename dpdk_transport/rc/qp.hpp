@@ -131,7 +131,10 @@ class Qp {
   // A queue pair connected by attributes exchanged out of band (verbs: RTR,
   // then RTS) learns its first send PSN and its requester's retry budgets
   // after connect(): only while it has sent nothing and holds no request.
-  // timeout_ns 0 keeps the configured retransmission timeout.
+  // timeout_ns 0 keeps the configured retransmission timeout and
+  // min_retry_time_ns; a timeout given replaces both: the peer is dead once
+  // the fixed schedule of retry_count timeouts of timeout_ns (backed off)
+  // has passed, however short.
   bool set_requester(wire::Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry,
                      uint64_t timeout_ns);
 
@@ -416,7 +419,7 @@ class Qp {
   wire::Psn next_psn_;    // PSN of the next WR that has never been started
   wire::Psn acked_psn_;   // every request PSN <= this was acknowledged
   uint32_t retries_left_ = 0;
-  const uint64_t dead_after_ns_;  // see QpConfig::retry_count
+  uint64_t dead_after_ns_;  // see QpConfig::retry_count (set_requester changes it)
   RttEstimator rtt_;
   bool rtt_timing_ = false;  // a sample is running for rtt_psn_, sent at rtt_t0_
   wire::Psn rtt_psn_;
