@@ -619,7 +619,7 @@ TEST(WireBuild, RoceSourcePortIsInTheDynamicRangeAndFollowsTheQpn) {
   using dpdat::wire::roce_src_port;
   EXPECT_EQ(roce_src_port(0), 0xC000);
   EXPECT_EQ(roce_src_port(0x3FFF), 0xFFFF);
-  EXPECT_EQ(roce_src_port(0x4001), 0xC001);       // the low 14 bits only
-  EXPECT_EQ(roce_src_port(0x01000012), 0xC012);   // engine bits do not reach the port
+  EXPECT_EQ(roce_src_port(0x4001), 0xC001);      // the low 14 bits only
+  EXPECT_EQ(roce_src_port(0x01000012), 0xC012);  // engine bits do not reach the port
   EXPECT_NE(roce_src_port(0x12), roce_src_port(0x13));
 }
