@@ -78,7 +78,7 @@ void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t
   // verbs QP (qp_cm_attach) gets verbs' reason, kept apart from QP_FATAL.
   if (ep->srq != nullptr && !ep->freeing)
     async_event(ep->ia, EventNum::kEpBroken, ep,
-                ep->qp_attr_state != 0 ? kEpLastWqeReason : kEpTransferToErrorReason);
+                ep->cm_attached ? kEpLastWqeReason : kEpTransferToErrorReason);
 }
 
 Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us,

@@ -26,7 +26,7 @@ void Iface::cm_timers(uint64_t now) {
       }
       if (ep->cm != CmState::kEstablished) return;
       // A verbs QP connected through the CM (qp_cm_attach): verbs' QP_FATAL.
-      if (ep->qp_attr_state != 0 && ep->qp->error() != rc::QpError::kDestroyed)
+      if (ep->cm_attached && ep->qp->error() != rc::QpError::kDestroyed)
         async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
       // The RC engine gave up (retry budget, fatal NAK): the connection is
       // broken.  Tell the peer once, best effort.

@@ -325,6 +325,10 @@ struct Ep : Object {
   // by attributes exchanged out of band, or by the CM, which moves a queue
   // pair it connects to RTS (kQpAttrRts) as verbs' connection manager does.
   uint8_t qp_attr_state = 0;
+  // A verbs queue pair handed to the CM (qp_cm_attach, rdma_cm): its
+  // broken connection and its leaving an SRQ are also told as verbs'
+  // asynchronous events (QP_FATAL, LAST_WQE_REACHED); a DAT EP's are not.
+  bool cm_attached = false;
   explicit Ep(Ia* a) : Object(HandleType::kEp, a) {}
 };
 

@@ -165,6 +165,7 @@ Status qp_cm_attach(Ep* ep, Evd* conn) {
     return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
   ep->conn_evd = conn;
   conn->refs++;
+  ep->cm_attached = true;
   return kOk;
 }
 
