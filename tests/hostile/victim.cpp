@@ -224,10 +224,11 @@ int honest(const std::string& name, const std::string& server, double seconds,
   DAT_EVENT ev;
   DAT_COUNT nmore;
   Region reg{};
-  // Connects (retrying a refused or timed-out attempt for about 5 s: the
-  // victim refuses connections over its --max-conns while a flood holds
-  // them) and
-  // takes the victim's region from the REP's private data.
+  // Connects (retrying a refused or timed-out attempt for up to 30 s: the
+  // victim refuses connections over its --max-conns while a flood's
+  // half-open requests hold them, which the CM keeps for its retries, longer
+  // on a loaded host) and takes the victim's region from the REP's private
+  // data.
   auto connect = [&] {
     for (int attempt = 1;; ++attempt) {
       check(dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&sin), kQual, 5000000,
@@ -236,7 +237,7 @@ int honest(const std::string& name, const std::string& server, double seconds,
             "dat_ep_connect");
       check(dat_evd_wait(d.conn, 10000000, 1, &ev, &nmore), "waiting for the connection");
       if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) break;
-      if (attempt >= 25) die(4, "could not connect");
+      if (attempt >= 150) die(4, "could not connect");
       check(dat_ep_reset(ep), "dat_ep_reset");
       usleep(200000);
     }
