@@ -62,7 +62,8 @@ api_case() { # n op size iters key round
     --cpus "$(cpus "$HALF" "$n")" --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
   wait "$spid"
-  if [ $crc -ne 0 ] || [ $? -ne 0 ]; then
+  local src=$?
+  if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ ! -s "$out" ]; then
     echo "FAIL api $key N=$n: $(grep -v '^EAL\|TELEMETRY' "$TMP/c.log" | tail -2 | tr '\n' ' ')"
     return
   fi

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The many-core figures in one run on a lent machine with many CPUs and no
+# DPDK installed (../shared/device/README.md): carry a bundle made by
+#   bash ../shared/device/bundle.sh build/release .devbundle
+#   cp build/release/bench/handle_bench .devbundle/bin/   (and its libraries)
+# and run this from the repository root there.  Writes everything under
+# $OUT (one tarball, results.tgz):
+#   machine.txt   CPUs, kernel, hugepages
+#   lat-*.log     dpdat-perf --lat across processes, each progress mode on
+#                 the passive side (the busy-mode latency failure)
+#   scale.txt     bench/scale_cores.sh's table (scale.json, its JSON), with
+#                 every run's logs and JSON kept under scale-tmp/
+#   handle.txt    bench/handle_bench up to 16 threads
+# Steps are bounded by timeouts so a hang costs one step, not the run.
+set -u
+HERE=$(pwd)
+B=$HERE/.devbundle
+R=${OUT:-/tmp/device16}/r
+mkdir -p "$R"
+export LD_LIBRARY_PATH=$B/lib
+P=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
+mkdir -p "$P" && ln -sf "$B"/pmds/* "$P"/
+mkdir -p /dev/hugepages
+mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
+echo 4096 >/proc/sys/vm/nr_hugepages
+FB=/tmp/devbuild
+mkdir -p "$FB/tools" "$FB/bench"
+ln -sf "$B/bin/dpdat-perf" "$FB/tools/dpdat-perf"
+ln -sf "$B/bin/dpdat-engine-perf" "$FB/bench/dpdat-engine-perf"
+{
+  nproc
+  uname -a
+  lscpu | head -20
+  grep -i huge /proc/meminfo
+  command -v python3 gnuplot
+} >"$R/machine.txt" 2>&1
+finish() {
+  tar -C "$R/.." -czf "${OUT:-/tmp/device16}/results.tgz" r
+}
+trap finish EXIT
+
+# 1. Latency across processes, 8 B WRITE/READ/SEND, server progress mode
+#    varied, client adaptive; server on CPUs 0-1, client on 8-9.
+lat() { # name server-progress client-progress op
+  local name=$1 sp=$2 cp=$3 op=$4 d=/tmp/lat-$1
+  rm -rf "$d" && mkdir -p "$d"
+  local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
+  local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
+  taskset -c 0-1 timeout 40 "$B/bin/dpdat-perf" --server --ip 10.80.0.1 --vdev "$vs" \
+    --lat -s 8 -n 20000 --op "$op" --progress "$sp" --cpus 1 --oob "$d/oob.sock" \
+    >"$R/lat-$name-server.log" 2>&1 &
+  local spid=$!
+  for _ in $(seq 100); do [ -S "$d/memif.sock" ] && break; sleep 0.1; done
+  taskset -c 8-9 timeout 40 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$vc" \
+    --lat -s 8 -n 20000 --op "$op" --progress "$cp" --cpus 9 --oob "$d/oob.sock" \
+    --json "$R/lat-$name.json" >"$R/lat-$name-client.log" 2>&1
+  echo "lat $name: client rc=$? server rc=$(wait $spid; echo $?)" >>"$R/lat-summary.txt"
+}
+lat busy-write busy adaptive write
+lat adaptive-write adaptive adaptive write
+lat inline-write inline inline write
+lat busybusy-write busy busy write
+lat busy-read busy adaptive read
+lat busy-send busy adaptive send
+
+# 2. Scaling with cores.
+MAX_N=${MAX_N:-7} ROUNDS=${ROUNDS:-1} ITERS_BIG=${ITERS_BIG:-30000} ITERS_SMALL=${ITERS_SMALL:-600000} TESTPMD=$B/bin/dpdk-testpmd JSON=$R/scale.json \
+  PLOT=$R/scale.png LIB_KEEP_TMP=1 timeout "${SCALE_SECS:-420}" \
+  bash bench/scale_cores.sh "$FB" >"$R/scale.txt" 2>&1
+echo "scale_cores rc=$?" >>"$R/scale.txt"
+mkdir -p "$R/scale-tmp"
+for d in /tmp/dpdat-scale-cores.*; do
+  [ -d "$d" ] && find "$d" -maxdepth 1 \( -name '*.json' -o -name '*.log' -o -name results.txt \) \
+    -exec cp {} "$R/scale-tmp/" \;
+done
+
+# 3. The handle check with many threads.
+[ -x "$B/bin/handle_bench" ] &&
+  timeout 60 "$B/bin/handle_bench" --benchmark_min_time=0.2 >"$R/handle.txt" 2>&1
+exit 0
