@@ -19,7 +19,9 @@ R=${OUT:-/tmp/device16}/r
 mkdir -p "$R"
 export LD_LIBRARY_PATH=$B/lib
 P=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
-mkdir -p "$P" && ln -sf "$B"/pmds/* "$P"/
+# Only where DPDK is not installed: beside an installed one the plug-ins
+# would register twice (the EAL panics).
+[ -e "$P/librte_net_memif.so.23" ] || { mkdir -p "$P" && ln -sf "$B"/pmds/* "$P"/; }
 mkdir -p /dev/hugepages
 mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 echo 4096 >/proc/sys/vm/nr_hugepages
@@ -46,15 +48,17 @@ lat() { # name server-progress client-progress op
   rm -rf "$d" && mkdir -p "$d"
   local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
   local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
-  taskset -c 0-1 timeout 40 "$B/bin/dpdat-perf" --server --ip 10.80.0.1 --vdev "$vs" \
-    --lat -s 8 -n 20000 --op "$op" --progress "$sp" --cpus 1 --oob "$d/oob.sock" \
+  taskset -c "${S_CPUS:-0-1}" timeout 40 "$B/bin/dpdat-perf" --server --ip 10.80.0.1 --vdev "$vs" \
+    --lat -s 8 -n "${LAT_ITERS:-20000}" --op "$op" --progress "$sp" --cpus "${S_PROG:-1}" --oob "$d/oob.sock" \
     >"$R/lat-$name-server.log" 2>&1 &
   local spid=$!
   for _ in $(seq 100); do [ -S "$d/memif.sock" ] && break; sleep 0.1; done
-  taskset -c 8-9 timeout 40 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$vc" \
-    --lat -s 8 -n 20000 --op "$op" --progress "$cp" --cpus 9 --oob "$d/oob.sock" \
+  taskset -c "${C_CPUS:-8-9}" timeout 40 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$vc" \
+    --lat -s 8 -n "${LAT_ITERS:-20000}" --op "$op" --progress "$cp" --cpus "${C_PROG:-9}" --oob "$d/oob.sock" \
     --json "$R/lat-$name.json" >"$R/lat-$name-client.log" 2>&1
-  echo "lat $name: client rc=$? server rc=$(wait $spid; echo $?)" >>"$R/lat-summary.txt"
+  local crc=$?
+  wait "$spid"
+  echo "lat $name: client rc=$crc server rc=$?" >>"$R/lat-summary.txt"
 }
 lat busy-write busy adaptive write
 lat adaptive-write adaptive adaptive write
