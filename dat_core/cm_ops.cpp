@@ -2,6 +2,7 @@
 // disconnect) and the messages and events every part of the CM sends.
 
 #include "cm.hpp"
+#include "rc/engine_group.hpp"
 #include "wire/packet.hpp"
 
 namespace dpdat::dat {
@@ -136,6 +137,14 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
     Status st = make_qp(ep);
     if (!st.ok()) return st;
   }
+  // Receive steering: on a link that delivers each frame on the queue it was
+  // sent from (net_memif, net_ring), the peer's frames arrive on the queue
+  // of its engine index (its QPN's engine bits): the queue pair goes to this
+  // side's engine of that index, so no frame of the connection is handed
+  // between engines.  A verbs queue pair keeps its place: its number is
+  // already the application's.
+  if (shards.size() > 1 && !ep->cm_attached)
+    (void)rehome_qp(ep, *shards[rc::EngineGroup::owner(cr->req.qpn) % shards.size()]);
   const uint64_t now = now_ns();
   rc::PathInfo path;
   path.local_mac = link->mac();

@@ -4,7 +4,7 @@
 # over RDMA and compared).
 #   multiproc.sh MODE PATH/TO/dpdat-engine-perf
 # MODE: memif | memif-client-first | memif-loss | memif-mq | memif-jumbo | af_packet | af_packet-loss | af_packet-jumbo |
-#       af_packet-mq | tap | kill-peer | api-memif-engines | api-af_packet-engines
+#       af_packet-mq | tap | kill-peer | api-memif-engines | api-af_packet-engines | api-memif-lat
 # (api-*: the public API's bench tool dpdat-perf, beside dpdat-engine-perf in
 # the build tree, with two engines per interface)
 # Creates its own network namespaces, veth pairs, bridge and sockets (only
@@ -84,7 +84,7 @@ run_mq() {
 # refused: with two engines per side, six threads share this machine's two
 # CPUs, and a descheduled peer outlasts the 50 us minimum RTO.
 run_api() {
-  local sp=$1 sv=$2 cp=$3 cv=$4 api
+  local sp=$1 sv=$2 cp=$3 cv=$4 steered=${5:-0} api
   api=$(dirname "$PERF")/../tools/dpdat-perf
   [ -x "$api" ] || fail "dpdat-perf not built at $api"
   for op in write read send; do
@@ -102,9 +102,11 @@ run_api() {
     lib_track $cpid
     wait "$cpid" || fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
-    python3 - "$TMP/r.json" "$op" <<'PY' || fail "checks of the JSON result"
+    python3 - "$TMP/r.json" "$op" "$steered" <<'PY' || fail "checks of the JSON result"
 import json, sys
 d = json.load(open(sys.argv[1]))
+steered = sys.argv[3] == '1'
+
 bw, c = d['bw'][0], d['counters']
 assert sys.argv[2] == 'read' or bw['verified'], 'not verified'
 assert bw['per_qp_msgs'] == [300] * 4, bw['per_qp_msgs']
@@ -113,7 +115,14 @@ for side in ('engine.', 'peer.engine.'):
                if k.startswith(side) and k.endswith('.qp_tx_packets') and v > 0}
     assert len(engines) >= 2, f'{side}: queue-pair traffic on {sorted(engines)} only'
     rto = sum(v for k, v in c.items() if k.startswith(side) and k.endswith('.qp_timeouts'))
-    print(f' {side[:-1]}: traffic on engines {sorted(engines)}, {rto} retransmission timeouts')
+    handed = sum(v for k, v in c.items() if k.startswith(side) and k.endswith('.handed_off'))
+    print(f' {side[:-1]}: traffic on engines {sorted(engines)}, {rto} retransmission timeouts,'
+          f' {handed} frames handed between engines')
+    # A link that delivers a frame on the queue it was sent from: each
+    # connection's two ends sit on engines of one index (the passive EP
+    # follows the active one), so no frame arrives on another engine's queue.
+    assert not steered or handed == 0, f'{side}: {handed} frames handed between engines'
+
 # One progress thread per engine on each side, with its CPU time.
 for side in ('', 'peer.'):
     threads = {k for k in c if k.startswith(side + 'thread.dpdat-prog') and k.endswith('.cpu_us')}
@@ -126,7 +135,32 @@ PY
 case "$MODE" in
   api-memif-engines)
     MEMIF=1
-    run_api "" "$MEMIF_S" "" "$MEMIF_C"
+    run_api "" "$MEMIF_S" "" "$MEMIF_C" 1
+    ;;
+  api-memif-lat)
+    # Latency across processes with a progress thread serving the passive
+    # side (busy, then adaptive): the server's answers go out from that
+    # thread, its consumer only posts them.
+    api=$(dirname "$PERF")/../tools/dpdat-perf
+    for run in busy:write busy:send busy:read adaptive:write; do
+      sp=${run%:*} op=${run#*:}
+      {
+        echo "== $MODE: server $sp, $op"
+        rm -f "$TMP/memif.sock" "$TMP/oob.sock"
+        common=(--lat -s 8 -n 2000 --op "$op" --oob "$TMP/oob.sock")
+        taskset -c 0-1 timeout 60 "$api" --server --vdev "$MEMIF_S" --ip 10.77.0.1 \
+          --progress "$sp" --cpus 1 "${common[@]}" >"$TMP/server.log" 2>&1 &
+        spid=$!
+        lib_track $spid
+        # (the server opens its interface once the client reached it out of
+        # band; the client retries until then)
+        taskset -c 0 timeout 60 "$api" --client 10.77.0.1 --vdev "$MEMIF_C" --ip 10.77.0.2 \
+          --progress adaptive --cpus 0 "${common[@]}" >"$TMP/client.log" 2>&1 ||
+          fail "client exited with $?"
+        wait "$spid" || fail "server exited with $?"
+        grep -E '^ +8 +2000 ' "$TMP/client.log" || fail "no latency line"
+      }
+    done
     ;;
   api-af_packet-engines)
     veth_pair_ns vd$ID

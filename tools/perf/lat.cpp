@@ -106,16 +106,22 @@ bool lat_prepare(Side& s, const std::string& op, const Layout& L, std::string* e
 
 bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t n, uint8_t tag,
                const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err) {
+  // The source is written only once the initiator's message came: by then
+  // the previous answer, from the same source, has reached the initiator.
+  // Written before (while that answer could still wait for a progress thread
+  // to send it, the provider reading its source as it builds the packet),
+  // the previous answer carried this tag and the initiator waited forever.
+  if (op == "send") {
+    if (!await_recv(s, L, k, {}, err)) return false;
+    s.data()[L.src(k) + n - 1] = tag;
+    return post_with_room(
+        s, k, [&] { return s.send(k, L.src(k), n, 0, false); }, {}, "dat_ep_post_send (echo)", err);
+  }
+  if (!await_tag(s, L, k, n, tag, dequeue, {}, err)) return false;
   s.data()[L.src(k) + n - 1] = tag;
-  if (op == "send")
-    return await_recv(s, L, k, {}, err) &&
-           post_with_room(
-               s, k, [&] { return s.send(k, L.src(k), n, 0, false); }, {},
-               "dat_ep_post_send (echo)", err);
-  return await_tag(s, L, k, n, tag, dequeue, {}, err) &&
-         post_with_room(
-             s, k, [&] { return s.write(k, L.src(k), n, initiator, L.landing(k), 0, false); }, {},
-             "dat_ep_post_rdma_write (echo)", err);
+  return post_with_room(
+      s, k, [&] { return s.write(k, L.src(k), n, initiator, L.landing(k), 0, false); }, {},
+      "dat_ep_post_rdma_write (echo)", err);
 }
 
 bool run_lat(Side& s, const Options& o, const Layout& L, size_t n, uint64_t iters,

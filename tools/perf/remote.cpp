@@ -45,7 +45,8 @@ bool run_round(tools::Oob& oob, const Cmd& c, const std::function<bool()>& body,
   const bool ok = body();
   const Cmd stop{kCmdStop, 0, 0, 0, 0, 0, 0};
   if (!oob.send(stop) || !oob.recv(rep)) {
-    *err = "the server did not answer";
+    // The run's own failure says more than the server's silence after it.
+    if (ok) *err = "the server did not answer";
     return false;
   }
   return ok;
@@ -149,7 +150,7 @@ int serve(Side& s, tools::Oob& oob, const Layout& L, const DAT_RMR_TRIPLET& peer
         for (uint64_t i = 0; i < c.iters + kLatWarmup; ++i)
           if (!echo_once(s, ro.op, L, i % L.qps, c.size, lat_tag(i), peer, dequeue_while_polling(o),
                          &err))
-            return fail(err);
+            return fail(err + " (iteration " + std::to_string(i) + ")");
     } else {
       fill_pattern(s, L, c.size, c.salt != 0 ? static_cast<uint8_t>(c.salt) : 0x22);
       if (!oob.send(ready)) return fail("oob send");
