@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "core.hpp"
 #include "link.hpp"
@@ -123,7 +124,7 @@ uint32_t Iface::random32() {
   return static_cast<uint32_t>(rng >> 16);
 }
 
-Status Iface::make_qp(Ep* ep) {
+Status Iface::make_qp(Ep* ep, Shard* where) {
   rc::QpConfig qc;
   qc.sq_depth = std::max(ep->attr.max_request_dtos, 1u) + 1;
   // With an SRQ the QP's own queue only holds the receive of the message in
@@ -136,9 +137,12 @@ Status Iface::make_qp(Ep* ep) {
   // (default 1 s: a peer process starved of CPU for a few hundred ms is not
   // dead).
   qc.min_retry_time_ns = uint64_t{cfg.retry_time_ms} * 1'000'000;
+  qc.rto_min_ns = uint64_t{cfg.rto_min_us} * 1000;
+  qc.retransmit_timeout_ns = std::max(qc.retransmit_timeout_ns, qc.rto_min_ns);
+  qc.tlp_min_ns = uint64_t{cfg.tlp_min_us} * 1000;
   qc.cc.mode = cfg.cc;
   qc.cc.line_rate_bps = uint64_t{cfg.cc_line_gbps} * 1'000'000'000;
-  Shard& s = pick_shard(ep);
+  Shard& s = where != nullptr ? *where : pick_shard(ep);
   rc::CompletionQueue* scq = ep->req_evd != nullptr ? cq_for(ep->req_evd, s) : &s.sink_cq;
   rc::CompletionQueue* rcq = ep->recv_evd != nullptr ? cq_for(ep->recv_evd, s) : &s.sink_cq;
   ep->qp = s.engine->create_qp(ep->pz->id, qc, scq, rcq);
@@ -153,12 +157,44 @@ Status Iface::make_qp(Ep* ep) {
   return kOk;
 }
 
+bool Iface::rehome_qp(Ep* ep, Shard& to) {
+  if (ep->qp == nullptr || ep->shard == &to || ep->srq != nullptr || ep->sends_into_qp != 0)
+    return false;
+  Shard& from = *ep->shard;
+  drain_handoff(from);  // receives posted from other threads reach the old queue pair first
+  bool waiting = false;
+  from.handoff.for_each([ep, &waiting](Handoff& h) { waiting |= h.ep == ep; });
+  if (waiting) return false;
+  rc::Qp* old = ep->qp;
+  ep->qp = nullptr;
+  ep->shard = nullptr;
+  if (!make_qp(ep, &to).ok()) {
+    ep->qp = old;
+    ep->shard = &from;
+    return false;
+  }
+  std::vector<rc::RecvWr> recvs;
+  old->take_recvs(&recvs);
+  for (const rc::RecvWr& r : recvs) (void)ep->qp->post_recv(r);  // same depth: they fit
+  ep->recvs_into_qp = recvs.size();
+  ep_by_qpn.erase(old->qpn());
+  from.engine->destroy_qp(old);
+  from.eps--;
+  return true;
+}
+
 Shard& Iface::pick_shard(const Ep* ep) const {
   if (ep->srq != nullptr && ep->srq->shard != nullptr) return *ep->srq->shard;
   if (shards.size() == 1) return *shards[0];
-  const int cpu = sched_getcpu();
-  for (const auto& s : shards)
-    if (s->cpu >= 0 && s->cpu == cpu) return *s;
+  // Only a thread pinned to one CPU says where it runs: a floating one that
+  // happens to be on an engine's CPU would put every EP it creates there.
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1) {
+    const int cpu = sched_getcpu();
+    for (const auto& s : shards)
+      if (s->cpu >= 0 && s->cpu == cpu) return *s;
+  }
   Shard* best = shards[0].get();
   for (const auto& s : shards)
     if (s->eps < best->eps) best = s.get();

@@ -234,13 +234,21 @@ struct Iface {
 
   // EP queue pair management.  make_qp places the EP on a shard: an EP of an
   // SRQ on the SRQ's (its queue is the engine's); otherwise the shard whose
-  // CPU (IfaceConfig::cpus) the calling thread runs on, else the one with the
+  // CPU (IfaceConfig::cpus) the calling thread is pinned to (that CPU
+  // alone), else the one with the
   // fewest EPs (the lowest index among equals), so that EPs created in turn
   // on two processes sit on engines of the same index and a link that maps
   // queue i to queue i (net_memif, net_ring) carries each connection on one
   // queue both ways.
-  Status make_qp(Ep* ep);
+  // `where`: on that shard instead (rehome_qp).
+  Status make_qp(Ep* ep, Shard* where = nullptr);
   void destroy_qp(Ep* ep);
+  // Moves the queue pair of an EP that has sent nothing and is not connected
+  // yet to shard `to`: a new queue pair there takes the receives posted so
+  // far, in order, and the old one goes.  False (nothing changed) when that
+  // cannot be done: an SRQ EP, a request still in the old engine's hand-off
+  // queue, or no resources for the new queue pair.  Every token held.
+  bool rehome_qp(Ep* ep, Shard& to);
   Shard& pick_shard(const Ep* ep) const;
   // The completion queue of `evd` that shard s's queue pairs feed (made on
   // first use: mu and every token held).

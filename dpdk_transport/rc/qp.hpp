@@ -153,6 +153,13 @@ class Qp {
     srq_peak_ = static_cast<uint32_t>(rq_tail_ - rq_head_);
     return p;
   }
+  // Moves the posted receives out, oldest first, without completing them (a
+  // QP in RESET or INIT being replaced by one on another engine, which gets
+  // them posted in the same order).  Not with an SRQ attached.
+  void take_recvs(std::vector<RecvWr>* out) {
+    for (uint64_t i = rq_head_; i < rq_tail_; ++i) out->push_back(rq(i).wr);
+    rq_head_ = rq_tail_;
+  }
   // The QP is being destroyed: receives it took from the SRQ are lost.
   void release_srq() {
     if (srq_ != nullptr)

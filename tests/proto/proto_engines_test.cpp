@@ -8,6 +8,7 @@
 // the software hand-off is what runs here.
 
 #include <dirent.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdio>
@@ -45,12 +46,13 @@ class ProtoEnginesTest : public ProtoTest {
  protected:
   // Both ends with `engines` engines and the given progress modes, and
   // kEps connected EP pairs (pair 0 is a_/b_ themselves).
-  bool open_engines(uint32_t engines, const std::string& pa, const std::string& pb) {
+  bool open_engines(uint32_t engines, const std::string& pa, const std::string& pb,
+                    const std::string& extra = "") {
     const std::string n = std::to_string(engines);
     const IfaceConfig ca =
-        config("eng_a_" + n + pa, "ring=0;ip=10.9.0.1;engines=" + n + ";progress=" + pa);
+        config("eng_a_" + n + pa, "ring=0;ip=10.9.0.1;engines=" + n + ";progress=" + pa + extra);
     const IfaceConfig cb =
-        config("eng_b_" + n + pb, "ring=1;ip=10.9.0.2;engines=" + n + ";progress=" + pb);
+        config("eng_b_" + n + pb, "ring=1;ip=10.9.0.2;engines=" + n + ";progress=" + pb + extra);
     // An end this process opened before with other settings cannot be opened
     // again (interfaces live for the process): false (under ctest every test
     // is a process of its own).
@@ -176,6 +178,89 @@ TEST_F(ProtoEnginesTest, EpsSpreadOverEnginesExchangeVerifiedData) {
   // Retransmission timeouts are not asserted: on a loaded machine a
   // descheduled test thread outlasts the 50 us minimum RTO.  They are printed.
   std::printf("retransmission timeouts: %llu\n", static_cast<unsigned long long>(timeouts()));
+}
+
+// The passive side's EP moves at accept to the engine of the index the
+// active side's EP is on (the engine bits of its queue pair number), taking
+// the receives it had posted along in order: on a link that delivers a frame
+// on the queue it was sent from, no frame of the connection is handed over.
+TEST_F(ProtoEnginesTest, ThePassiveEpMovesToTheActiveEpsEngineWithItsReceives) {
+  ASSERT_TRUE(open_engines(2, "inline", "inline"));
+  Side& x = sa(0);  // engine 0
+  Side& y = sb(1);  // engine 1 until it accepts
+  ASSERT_EQ(x.ep->shard->index, 0u);
+  ASSERT_EQ(y.ep->shard->index, 1u);
+  constexpr size_t kRecvs = 3, kLen = 3000;
+  Mem rcv[kRecvs], src[kRecvs];
+  for (size_t k = 0; k < kRecvs; ++k) {
+    y.reg(rcv[k], kLen);
+    x.reg(src[k], kLen);
+    fill(src[k].buf, 70 + static_cast<uint32_t>(k));
+    const rc::Sge r = rcv[k].sge();
+    ASSERT_TRUE(ep_post_recv(y.ep, &r, 1, 100 + k, cflag::kEvdThreshold).ok());
+  }
+  ASSERT_TRUE(psp_create(y.ia, kQual, y.cr, 0, &y.psp).ok());
+  ASSERT_TRUE(ep_connect(x.ep, kIpB, kQual, kWaitUs, nullptr, 0).ok());
+  const Event req = next_event(y.cr);
+  ASSERT_EQ(req.num, EventNum::kConnRequest);
+  ASSERT_TRUE(cr_accept(req.cr, y.ep, nullptr, 0).ok());
+  ASSERT_EQ(next_event(x.conn).num, EventNum::kEstablished);
+  ASSERT_EQ(next_event(y.conn).num, EventNum::kEstablished);
+  EXPECT_EQ(y.ep->shard->index, 0u);
+  EXPECT_EQ(y.ep->qp->qpn() >> rc::EngineGroup::kIndexShift, 0u);
+  // Created in turn, b's EPs were on engines 0, 1, 0, 1; y (the second) moved.
+  EXPECT_EQ(b_.ia->iface->shards[0]->eps, 3u);
+  EXPECT_EQ(b_.ia->iface->shards[1]->eps, 1u);
+  for (size_t k = 0; k < kRecvs; ++k) {
+    const rc::Sge s = src[k].sge();
+    PostArgs p;
+    p.op = rc::WrOp::kSend;
+    p.sge = &s;
+    p.nsge = 1;
+    p.cookie = k;
+    ASSERT_TRUE(ep_post(x.ep, p).ok());
+    ASSERT_EQ(next_event(x.req).status, DtoStatus::kSuccess);
+  }
+  for (size_t k = 0; k < kRecvs; ++k) {
+    const Event ev = next_event(y.recv);
+    ASSERT_EQ(ev.status, DtoStatus::kSuccess);
+    EXPECT_EQ(ev.cookie, 100 + k) << "the receives keep their order";
+    EXPECT_EQ(ev.length, kLen);
+    EXPECT_EQ(rcv[k].buf, src[k].buf) << "SEND " << k;
+  }
+}
+
+// An EP goes to the engine of the CPU its creating thread is pinned to; a
+// thread that may run on several CPUs does not count, whichever it runs on
+// at that moment (else one thread creating every EP would put them all on
+// one engine): its EPs go to the engine with the fewest.
+TEST_F(ProtoEnginesTest, AnEpGoesToTheEngineOfTheCpuItsCreatorIsPinnedTo) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (!CPU_ISSET(0, &all) || !CPU_ISSET(1, &all)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  ASSERT_TRUE(open_engines(2, "inline", "inline", ";cpus=0-1"));  // 2 EPs on each engine
+  auto create_on = [this](int cpu) {                              // cpu -1: CPUs 0 and 1
+    uint32_t index = UINT32_MAX;
+    std::thread t([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu < 0 ? 0u : static_cast<unsigned>(cpu), &set);
+      if (cpu < 0) CPU_SET(1u, &set);
+      if (sched_setaffinity(0, sizeof set, &set) != 0) return;
+      Side extra;
+      extra.open_on(b_.ia);
+      index = extra.ep->shard->index;
+      EXPECT_TRUE(ep_free(extra.ep).ok());  // the counts stay 2 and 2
+      extra.close();
+    });
+    t.join();
+    return index;
+  };
+  EXPECT_EQ(create_on(1), 1u) << "pinned to engine 1's CPU, though engine 0 has as few EPs";
+  EXPECT_EQ(create_on(0), 0u);
+  for (int i = 0; i < 20; ++i)  // whichever of the two CPUs it runs on
+    ASSERT_EQ(create_on(-1), 0u) << "unpinned: the fewest EPs, the lowest index among equals";
 }
 
 // Each progress mode runs per engine: a passive side with its own threads
