@@ -193,6 +193,10 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       if (ok) c.cc = *m;
     } else if (key == "retry_time_ms") {
       ok = parse_num(val, &c.retry_time_ms) && c.retry_time_ms > 0 && c.retry_time_ms <= 3'600'000;
+    } else if (key == "rto_min_us") {
+      ok = parse_num(val, &c.rto_min_us) && c.rto_min_us > 0 && c.rto_min_us <= 1'000'000;
+    } else if (key == "tlp_min_us") {
+      ok = parse_num(val, &c.tlp_min_us) && c.tlp_min_us > 0 && c.tlp_min_us <= 1'000'000;
     } else if (key == "cc_line_gbps") {
       ok = parse_num(val, &c.cc_line_gbps) && c.cc_line_gbps > 0 && c.cc_line_gbps <= 100'000;
     } else if (key == "max_eps") {

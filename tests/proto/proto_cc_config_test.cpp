@@ -42,5 +42,22 @@ TEST(ProtoCcConfig, BadValuesAreRefusedByName) {
   }
 }
 
+// The recovery timers' floors: defaults, values, refusals by name.
+TEST(ProtoCcConfig, TimerFloorsParse) {
+  const IfaceConfig d = parse_ok("ring=0;ip=10.9.0.1");
+  EXPECT_EQ(d.rto_min_us, 50u);
+  EXPECT_EQ(d.tlp_min_us, 20u);
+  const IfaceConfig c = parse_ok("ring=0;ip=10.9.0.1;rto_min_us=800;tlp_min_us=150");
+  EXPECT_EQ(c.rto_min_us, 800u);
+  EXPECT_EQ(c.tlp_min_us, 150u);
+  for (const char* bad : {"rto_min_us=0", "rto_min_us=1000001", "tlp_min_us=0", "tlp_min_us=x"}) {
+    IfaceConfig x;
+    std::string err;
+    EXPECT_FALSE(parse_iface_config(std::string("ring=0;ip=10.9.0.1;") + bad, &x, &err)) << bad;
+    EXPECT_NE(err.find(std::string(bad).substr(0, std::string(bad).find('='))), std::string::npos)
+        << err;
+  }
+}
+
 }  // namespace
 }  // namespace dpdat::dat
