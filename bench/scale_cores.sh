@@ -7,7 +7,8 @@
 #           busy progress: 64 KiB RDMA WRITE and READ bandwidth, 64 B WRITE
 #           message rate (aggregate over the N EPs)
 #   engine  dpdat-engine-perf --engines N --qps N (below the API): 64 KiB and
-#           64 B WRITE
+#           64 B WRITE; N > 1 runs N engine threads beside the posting thread,
+#           on N + 1 CPUs
 #   testpmd txonly -> rxonly with N queues and N forwarding cores on the same
 #           link, 1098 B frames (a PMTU-1024 WRITE's size): the link's own rate
 # Rounds are interleaved (ROUNDS, default 1: every N once, then again).
@@ -83,12 +84,15 @@ engine_case() { # n size iters key round
   local n=$1 size=$2 iters=$3 key=$4 r=$5 out=$TMP/engine-$4-$1-$5.json
   rm -f "$TMP/memif.sock" "$TMP/oob.sock"
   local common=(--bw --size "$size" --iters "$iters" --engines "$n" --qps "$n" --oob "$TMP/oob.sock")
-  taskset -c "$(cpus 0 "$n")" timeout 300 "$EPERF" --server --vdev "$(memif_vdev server)" \
+  # N > 1: N engine threads and the thread that posts and reaps, a CPU each
+  # (with N CPUs one engine thread shares its CPU and stalls its queue pairs).
+  local c=$((n > 1 ? n + 1 : 1))
+  taskset -c "$(cpus 0 "$c")" timeout 300 "$EPERF" --server --vdev "$(memif_vdev server)" \
     --ip 10.79.0.1 "${common[@]}" >"$TMP/es.log" 2>&1 &
   local spid=$!
   lib_track "$spid"
   memif_wait
-  taskset -c "$(cpus "$HALF" "$n")" timeout 300 "$EPERF" --client 10.79.0.1 \
+  taskset -c "$(cpus "$HALF" "$c")" timeout 300 "$EPERF" --client 10.79.0.1 \
     --vdev "$(memif_vdev client)" --ip 10.79.0.2 --json "$out" "${common[@]}" >"$TMP/ec.log" 2>&1
   local crc=$?
   wait "$spid"

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include <rte_lcore.h>
+
 #include "common.hpp"
 #include "oob.hpp"
 #include "rc/engine_group.hpp"
@@ -84,6 +86,9 @@ struct Multi {
     if (engines.size() < 2) return;
     rc::RunnerConfig rcfg;
     rcfg.policy = rc::IdlePolicy::kBackoff;
+    rcfg.on_start = [] {
+      if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();
+    };
     for (auto& e : engines) {
       runners.push_back(std::make_unique<rc::EngineRunner>(*e, rcfg, &dpdk::steady_now_ns));
       runners.back()->start();

@@ -26,6 +26,7 @@ void EngineRunner::start() {
       CPU_SET(static_cast<unsigned>(cfg_.cpu), &set);
       pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
+    if (cfg_.on_start) cfg_.on_start();
     loop();
   });
   tid_ = thread_.native_handle();

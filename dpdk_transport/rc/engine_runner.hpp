@@ -39,6 +39,9 @@ struct RunnerConfig {
   uint32_t active_max_sleep_us = 20;  // the same while queue pairs are in flight
   int cpu = -1;                       // pin the engine thread to this CPU (-1: leave it to the OS)
   uint32_t inbox_depth = 4096;
+  // Run first on the engine thread (DPDK: register it with the EAL, so its
+  // mbuf allocations use a per-lcore mempool cache, not the shared ring).
+  std::function<void()> on_start;
 };
 
 // Written by one thread each (posts: consumer; the rest: engine thread),
