@@ -39,51 +39,31 @@ for f in "$PERF" "$RUN"; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "rdmacm_compare.sh: needs root (network namespace)" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/dpdat-rdmacm-cmp.XXXXXX)
+. "$ROOT/scripts/lib/net.sh"
+. "$ROOT/scripts/lib/pair.sh"
+lib_tmpdir TMP dpdat-rdmacm-cmp
 NS=dpdat-ccmp-$$
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NS" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 S_IP=10.79.0.1
 C_IP=10.79.0.2
-SOCK=$TMP/memif.sock
-MEMIF_S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
-MEMIF_C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
-ip netns add "$NS" || exit 1
-ip netns exec "$NS" ip link set lo up
+memif_pair "$TMP"
+SOCK=$MEMIF_SOCK
+netns_add "$NS"
 ip netns exec "$NS" ip addr add $S_IP/32 dev lo
 ip netns exec "$NS" ip addr add $C_IP/32 dev lo
 S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
 C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
 
-wait_sock() {
-  for _ in $(seq 1 300); do
-    [ -S "$SOCK" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-# qperf TEST SIZE: the client's output into $TMP/TEST.out.  qperf's server
-# opens its device only when the test starts (no memif socket to wait for);
-# the client then tells it to quit.
+# qperf TEST SIZE: the client's output into $TMP/TEST.client.log.  qperf's
+# server opens its device only when the test starts (no memif socket to wait
+# for); the client then tells it to quit.
 qperf_run() {
   local test=$1 size=$2
-  rm -f "$SOCK"
-  "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$PROGRESS" -- qperf -lp 19772 \
-    >"$TMP/$test.server.log" 2>&1 &
-  local spid=$!
-  PIDS+=($spid)
-  sleep 0.5
-  "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=$PROGRESS" -- sh -c \
-    "qperf $S_IP -lp 19772 -cm1 $CP -m $size -t $TIME $test && qperf $S_IP -lp 19772 -to 30 quit" \
-    >"$TMP/$test.out" 2>&1 || { echo "rdmacm_compare.sh: qperf $test failed" >&2; cat "$TMP/$test.out" >&2; }
-  wait "$spid"
+  rm -f "$SOCK" # a previous server's
+  pair_run --out "$TMP/$test." --settle 0.5 --retry "REJECTED|Connection refused|failed to connect" \
+    "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$PROGRESS" -- qperf -lp 19772 :: \
+    "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=$PROGRESS" -- sh -c \
+    "qperf $S_IP -lp 19772 -cm1 $CP -m $size -t $TIME $test && qperf $S_IP -lp 19772 -to 30 quit" ||
+    { echo "rdmacm_compare.sh: qperf $test: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
 }
 
 qperf_run rc_lat 8
@@ -91,19 +71,18 @@ qperf_run rc_rdma_read_lat 8
 qperf_run rc_bw 64K
 qperf_run rc_rdma_write_bw 64K
 
-# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json
+# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json (the client
+# waits for the server's out-of-band socket itself)
 perf() {
   local tag=$1
   shift
-  rm -f "$SOCK" "$TMP/oob.sock"
-  "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" "$@" >"$TMP/$tag.server.log" 2>&1 &
-  local spid=$!
-  PIDS+=($spid)
-  "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" >"$TMP/$tag.client.log" 2>&1 ||
-    { echo "rdmacm_compare.sh: dpdat-perf $tag failed" >&2; cat "$TMP/$tag.client.log" >&2; }
-  wait "$spid"
+  rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
+  pair_run --out "$TMP/$tag." \
+    "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
+    --progress "$PROGRESS" "$@" :: \
+    "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
+    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" ||
+    { echo "rdmacm_compare.sh: dpdat-perf $tag: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
 }
 
 perf send_lat --op send -s 8 --lat
@@ -119,7 +98,7 @@ SCALE = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "sec": 1e6,
 def qperf(test, key):
     # "    latency  =  180 us" / "    bw  =  242 MB/sec": in us and MB/s.
     try:
-        text = open(os.path.join(tmp, test + ".out")).read()
+        text = open(os.path.join(tmp, test + ".client.log")).read()
     except OSError:
         return float("nan")
     m = re.search(r"^\s*" + key + r"\s*=\s*([0-9.]+)\s*(\S+)", text, re.M)

@@ -30,51 +30,30 @@ for f in "$PERF" "$RUN"; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "verbs_compare.sh: needs root (network namespace)" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/dpdat-verbs-cmp.XXXXXX)
+. "$ROOT/scripts/lib/net.sh"
+. "$ROOT/scripts/lib/pair.sh"
+lib_tmpdir TMP dpdat-verbs-cmp
 NS=dpdat-vcmp-$$
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NS" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 S_IP=10.79.0.1
 C_IP=10.79.0.2
-SOCK=$TMP/memif.sock
-MEMIF_S="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
-MEMIF_C="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
-ip netns add "$NS" || exit 1
-ip netns exec "$NS" ip link set lo up
+memif_pair "$TMP"
+SOCK=$MEMIF_SOCK
+netns_add "$NS"
 ip netns exec "$NS" ip addr add $S_IP/32 dev lo
 ip netns exec "$NS" ip addr add $C_IP/32 dev lo
 S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
 C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
 
-wait_sock() {
-  for _ in $(seq 1 300); do
-    [ -S "$SOCK" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
 # perftest PROGRAM ARGS...: the client's result line into $TMP/PROGRAM.out
 perftest() {
   local prog=$1
   shift
-  rm -f "$SOCK"
-  "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$PROGRESS" -- "$prog" -d srv -x 0 -F "$@" \
-    >"$TMP/$prog.server.log" 2>&1 &
-  local spid=$!
-  PIDS+=($spid)
-  wait_sock || { echo "verbs_compare.sh: $prog server did not start" >&2; return 1; }
-  sleep 0.3
-  "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=$PROGRESS" -- "$prog" -d cli -x 0 -F "$@" $S_IP \
-    >"$TMP/$prog.client.log" 2>&1 || { echo "verbs_compare.sh: $prog client failed" >&2; cat "$TMP/$prog.client.log" >&2; }
-  wait "$spid"
-  grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$TMP/$prog.client.log" | tail -1 >"$TMP/$prog.out"
+  pair_run --out "$TMP/$prog." --sock "$SOCK" --settle 0.3 \
+    --retry "Couldn't connect|Unable to open file descriptor" \
+    "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$PROGRESS" -- "$prog" -d srv -x 0 -F "$@" :: \
+    "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=$PROGRESS" -- "$prog" -d cli -x 0 -F "$@" $S_IP ||
+    { echo "verbs_compare.sh: $prog: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
+  grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$PAIR_CLIENT_LOG" | tail -1 >"$TMP/$prog.out"
 }
 
 perftest ib_write_lat -s 8 -n "$ITERS"
@@ -83,19 +62,18 @@ perftest ib_send_lat -s 8 -n "$ITERS"
 perftest ib_write_bw -s 65536 -n "$ITERS"
 perftest ib_send_bw -s 65536 -n "$ITERS"
 
-# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json
+# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json (the client
+# waits for the server's out-of-band socket itself)
 perf() {
   local tag=$1
   shift
-  rm -f "$SOCK" "$TMP/oob.sock"
-  "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" "$@" >"$TMP/$tag.server.log" 2>&1 &
-  local spid=$!
-  PIDS+=($spid)
-  "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" >"$TMP/$tag.client.log" 2>&1 ||
-    { echo "verbs_compare.sh: dpdat-perf $tag failed" >&2; cat "$TMP/$tag.client.log" >&2; }
-  wait "$spid"
+  rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
+  pair_run --out "$TMP/$tag." \
+    "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
+    --progress "$PROGRESS" "$@" :: \
+    "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
+    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" ||
+    { echo "verbs_compare.sh: dpdat-perf $tag: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
 }
 
 perf write_lat --op write -s 8 --lat

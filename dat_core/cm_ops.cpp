@@ -268,18 +268,22 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
   return kOk;
 }
 
+wire::CmMessage Iface::dreq_of(const Ep& ep) const {
+  wire::CmMessage m;
+  m.type = wire::CmMsg::kDreq;
+  m.tid = (uint64_t{cfg.ip} << 32) | ep.local_comm;
+  m.local_comm_id = ep.local_comm;
+  m.remote_comm_id = ep.remote_comm;
+  m.qpn = ep.peer_qpn;
+  return m;
+}
+
 void Iface::send_dreq(Ep* ep, uint64_t now) {
   // Ahead of the DREQ on the same path: the peer flushes what it still waits
   // to have acknowledged when the DREQ arrives, even messages we received.
   if (ep->qp != nullptr) ep->qp->ack_received(now);
-  wire::CmMessage& m = ep->out_msg;
-  m = wire::CmMessage{};
-  m.type = wire::CmMsg::kDreq;
-  m.tid = (uint64_t{cfg.ip} << 32) | ep->local_comm;
-  m.local_comm_id = ep->local_comm;
-  m.remote_comm_id = ep->remote_comm;
-  m.qpn = ep->peer_qpn;
-  send_cm(ep->peer_mac, ep->peer_ip, m);
+  ep->out_msg = dreq_of(*ep);
+  send_cm(ep->peer_mac, ep->peer_ip, ep->out_msg);
   ep->cm = CmState::kDreqSent;
   ep->retx_interval = kCmRetxNs;
   ep->next_retx = now + ep->retx_interval;

@@ -30,12 +30,7 @@ void Iface::cm_timers(uint64_t now) {
         async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
       // The RC engine gave up (retry budget, fatal NAK): the connection is
       // broken.  Tell the peer once, best effort.
-      wire::CmMessage d;
-      d.type = wire::CmMsg::kDreq;
-      d.local_comm_id = ep->local_comm;
-      d.remote_comm_id = ep->remote_comm;
-      d.qpn = ep->peer_qpn;
-      send_cm(ep->peer_mac, ep->peer_ip, d);
+      send_cm(ep->peer_mac, ep->peer_ip, dreq_of(*ep));
       finish_disconnect(ep, EventNum::kBroken);
     });
   for (auto it = key_refusals_by_peer.begin(); it != key_refusals_by_peer.end();)

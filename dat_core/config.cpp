@@ -2,14 +2,14 @@
 
 #include <arpa/inet.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "settings/settings.hpp"
 
 namespace dpdat::dat {
 namespace {
@@ -34,36 +34,82 @@ bool parse_num(std::string_view s, T* v) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-std::string env_name(std::string_view ia) {
-  std::string n = "DPDAT_IA_";
-  for (char c : ia)
-    n.push_back(c == '-' || c == '.'
-                    ? '_'
-                    : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  return n;
+constexpr const char* kBuiltinSource = "built-in";
+
+// A DPDAT_CONF file's lines: name, configuration ("" when the line has
+// none) and line number, in file order; blank lines and '#' comments skipped.
+struct ConfLine {
+  std::string name, text;
+  int line;
+};
+std::vector<ConfLine> conf_lines(std::string_view text) {
+  std::vector<ConfLine> out;
+  for (int n = 1; !text.empty(); ++n) {
+    const size_t nl = text.find('\n');
+    std::string_view l = trim(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (l.empty() || l.front() == '#') continue;
+    const size_t sp = l.find_first_of(" \t");
+    if (sp == std::string_view::npos) {
+      out.push_back({std::string(l), "", n});
+      continue;
+    }
+    out.push_back({std::string(l.substr(0, sp)), std::string(trim(l.substr(sp))), n});
+  }
+  return out;
 }
 
-// Entries of the DPDAT_CONF file, in file order.
-std::vector<std::pair<std::string, std::string>> conf_entries() {
-  const char* path = std::getenv("DPDAT_CONF");
-  std::ifstream in(path != nullptr && *path != '\0' ? path : "/etc/dpdat.conf");
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_conf_text(text.str());
+  return text.str();
+}
+
+// DPDAT_IA_MY_IF -> my_if: the name list_ia_names() reports.
+std::string name_of_var(std::string_view var) {
+  std::string n(var.substr(9));
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return n;
 }
 
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> parse_conf_text(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view l = trim(text.substr(0, nl));
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    if (l.empty() || l.front() == '#') continue;
-    const size_t sp = l.find_first_of(" \t");
-    if (sp == std::string_view::npos) continue;
-    out.emplace_back(std::string(l.substr(0, sp)), std::string(trim(l.substr(sp))));
+  for (auto& l : conf_lines(text))
+    if (!l.text.empty()) out.emplace_back(std::move(l.name), std::move(l.text));
+  return out;
+}
+
+std::string conf_path() { return settings::get_or(settings::Var::kConf, "/etc/dpdat.conf"); }
+
+std::vector<IaEntry> ia_entries() {
+  std::vector<IaEntry> out;
+  for (auto& [var, value] : settings::ia_vars()) out.push_back({name_of_var(var), var, value});
+  const std::string path = conf_path();
+  for (auto& l : conf_lines(read_file(path)))
+    out.push_back({std::move(l.name), path + ":" + std::to_string(l.line), std::move(l.text)});
+  for (const auto& b : kBuiltin) out.push_back({b[0], kBuiltinSource, b[1]});
+  return out;
+}
+
+std::vector<IaEntry> dat2_entries() {
+  std::vector<IaEntry> out;
+  const std::string path = settings::get_or(settings::Var::kDatOverride, "/etc/dat.conf");
+  std::istringstream in(read_file(path));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string_view l = trim(line);
+    if (l.empty() || l.front() == '#' || l.find("libdaplodpdk") == std::string_view::npos) continue;
+    // name api threadsafety default library version "ia_params" "platform_params"
+    const size_t q1 = l.find('"'), q2 = l.find('"', q1 + 1);
+    const std::string_view name = l.substr(0, l.find_first_of(" \t"));
+    const std::string_view text = q1 == std::string_view::npos || q2 == std::string_view::npos
+                                      ? std::string_view{}
+                                      : l.substr(q1 + 1, q2 - q1 - 1);
+    out.push_back(
+        {std::string(name), path + ":" + std::to_string(n) + " (DAT 2.0)", std::string(text)});
   }
   return out;
 }
@@ -253,16 +299,33 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
   return true;
 }
 
-bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err) {
+bool resolve_ia(std::string_view name, std::string_view given, IfaceConfig* out, std::string* err,
+                std::string* source) {
   out->name = std::string(name);
-  if (const char* env = std::getenv(env_name(name).c_str()); env != nullptr && *env != '\0')
-    return parse_iface_config(env, out, err);
-  for (const auto& [n, text] : conf_entries())
-    if (n == name) return parse_iface_config(text, out, err);
-  for (const auto& b : kBuiltin)
-    if (name == b[0]) return parse_iface_config(b[1], out, err);
+  auto use = [&](std::string_view text, std::string from) {
+    if (source != nullptr) *source = std::move(from);
+    return parse_iface_config(text, out, err);
+  };
+  if (!given.empty()) return use(given, "given");
+  if (auto e = find_ia(name)) return use(e->text, std::move(e->source));
   *err = "unknown IA name '" + std::string(name) + "'";
   return false;
+}
+
+std::optional<IaEntry> find_ia(std::string_view name) {
+  const std::string n(name);
+  if (auto env = settings::ia_config(name)) return IaEntry{n, settings::ia_var(name), *env};
+  const std::string path = conf_path();
+  for (auto& l : conf_lines(read_file(path)))
+    if (l.name == name && !l.text.empty())
+      return IaEntry{n, path + ":" + std::to_string(l.line), std::move(l.text)};
+  for (const auto& b : kBuiltin)
+    if (name == b[0]) return IaEntry{n, kBuiltinSource, b[1]};
+  return std::nullopt;
+}
+
+bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err) {
+  return resolve_ia(name, {}, out, err);
 }
 
 std::vector<std::string> list_ia_names() {
@@ -271,15 +334,8 @@ std::vector<std::string> list_ia_names() {
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   };
   for (const auto& b : kBuiltin) add(b[0]);
-  for (const auto& e : conf_entries()) add(e.first);
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    if (kv.substr(0, 9) != "DPDAT_IA_") continue;
-    const size_t eq = kv.find('=');
-    std::string n(kv.substr(9, eq - 9));
-    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    add(n);
-  }
+  for (const auto& e : parse_conf_text(read_file(conf_path()))) add(e.first);
+  for (const auto& [var, value] : settings::ia_vars()) add(name_of_var(var));
   return names;
 }
 

@@ -63,13 +63,21 @@
 //                       these CPUs is placed on that CPU's engine
 //
 // IA names (dat_ia_open's first argument) resolve, in this order, from:
-//   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' -> '_'),
+//   0. a configuration string handed over with the name (a DAT 2.0 dat.conf
+//      line's instance data), when not empty,
+//   1. the environment variable DPDAT_IA_<NAME> (name upper-cased, '-' and
+//      '.' -> '_'),
 //   2. the file named by DPDAT_CONF (default /etc/dpdat.conf): lines
 //      "<name> <config string>", '#' comments,
 //   3. the built-ins dpdat0 = "ring=0;ip=192.168.77.1" and
 //      dpdat1 = "ring=1;ip=192.168.77.2": the two ends of the in-process link.
+// The first source that names the IA gives its whole configuration string
+// (keys are not merged across sources).  This module and settings.hpp (the
+// environment) are the only readers of the configuration; the tools call
+// them too (docs/config.md).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -128,15 +136,46 @@ bool parse_cpu_list(std::string_view s, std::vector<int>* out);
 // Parses a configuration string.  False with *err naming the bad key.
 bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* err);
 
-// Resolves an IA name.  False when the name is unknown or its configuration
-// does not parse (*err says which).
+// One definition of an IA name, and where it was found.
+struct IaEntry {
+  std::string name;
+  std::string source;  // "DPDAT_IA_X", "/etc/dpdat.conf:3", "built-in", "/etc/dat.conf:2 (DAT 2.0)"
+  std::string text;    // the configuration string ("" for a file line without one)
+};
+
+// Resolves an IA name in the order above, `given` first when not empty.
+// False when the name is unknown or its configuration does not parse (*err
+// says which); *source (when not null) names where the configuration came
+// from.
+bool resolve_ia(std::string_view name, std::string_view given, IfaceConfig* out, std::string* err,
+                std::string* source = nullptr);
+
+// The definition resolve_ia() uses for `name` when nothing is given (steps
+// 1-3 above); nothing when the name is unknown.
+std::optional<IaEntry> find_ia(std::string_view name);
+
+// resolve_ia() with nothing given.
 bool lookup_ia(std::string_view name, IfaceConfig* out, std::string* err);
 
 // The entries of a DPDAT_CONF file's text, in file order: one
 // "<name> <config string>" per line, blank lines and '#' comments skipped, a
-// line without a blank after the name ignored.  lookup_ia() reads the file
-// through this.
+// line without a blank after the name ignored.
 std::vector<std::pair<std::string, std::string>> parse_conf_text(std::string_view text);
+
+// The DPDAT_CONF file in use: DPDAT_CONF, else /etc/dpdat.conf.
+std::string conf_path();
+
+// Every definition of an IA name, in the order resolve_ia() looks (the
+// environment, the DPDAT_CONF file, the built-ins): a name defined twice
+// appears twice, the first one the one in use.  File lines without a
+// configuration are included (with an empty text) so that tools can report
+// them; resolve_ia() skips them.
+std::vector<IaEntry> ia_entries();
+
+// The lines of the DAT 2.0 registry (DAT_OVERRIDE, else /etc/dat.conf) whose
+// library is dpdat's plug-in: name and instance data (empty: the name is
+// resolved by resolve_ia()).
+std::vector<IaEntry> dat2_entries();
 
 // Every IA name the registry knows (built-ins, file entries, environment).
 std::vector<std::string> list_ia_names();

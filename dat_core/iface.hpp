@@ -281,6 +281,8 @@ struct Iface {
   void on_rej(const wire::CmMessage& m);
   void on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip);
   void on_drep(const wire::CmMessage& m);
+  // The EP's DREQ, as every path that ends a connection sends it.
+  wire::CmMessage dreq_of(const Ep& ep) const;
   // Builds and sends the EP's DREQ (retransmitted from then on: kDreqSent).
   void send_dreq(Ep* ep, uint64_t now);
   // (Re)sends the EP's out_msg (REQ, REP or DREQ) and backs its timer off.

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "objects.hpp"
+#include "settings/settings.hpp"
 
 namespace dpdat::rsm {
 
@@ -136,9 +137,9 @@ int open_controller(const std::string& name, Controller** out) {
   c->node = c->cfg.node;
   c->page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   c->default_mode = creation_mode();
-  if (const char* m = std::getenv("DPDAT_RSM_MAX_EXPORT"); m != nullptr && *m != '\0') {
+  if (const auto m = settings::get(settings::Var::kRsmMaxExport)) {
     char* end = nullptr;
-    const unsigned long v = std::strtoul(m, &end, 10);
+    const unsigned long v = std::strtoul(m->c_str(), &end, 10);
     if (end != nullptr && *end == '\0' && v > 0) c->max_export = v;
   }
   DAT_RETURN r = dat_ia_open(const_cast<char*>(c->name.c_str()), 16, &c->async_evd, &c->ia);

@@ -174,8 +174,7 @@ DAT_RETURN dat_ia_open_fn(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD
   // Empty instance data: the entry names an interface configured as every
   // front's are (DPDAT_IA_<NAME>, the DPDAT_CONF file, the built-ins), as the
   // lines the dpdat-dapl2 package registers do.
-  if (!(p->config.empty() ? lookup_ia(p->name, &cfg, &why)
-                          : parse_iface_config(p->config, &cfg, &why))) {
+  if (!resolve_ia(p->name, p->config, &cfg, &why)) {
     std::fprintf(stderr, "dpdat: dat.conf entry %s: %s\n", p->name.c_str(), why.c_str());
     return err(Type::PROVIDER_NOT_FOUND);
   }

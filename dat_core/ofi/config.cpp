@@ -8,14 +8,13 @@
 #include <vector>
 
 #include "objects.hpp"
+#include "settings/settings.hpp"
 
 namespace dpdat::ofi {
 
 bool process_iface(dat::IfaceConfig* out, std::string* why) {
-  const char* name_env = std::getenv("DPDAT_FI_IA");
-  std::string name = name_env != nullptr && *name_env != '\0' ? name_env : "fi%r";
-  const char* rank_env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  const std::string rank = rank_env != nullptr && *rank_env != '\0' ? rank_env : "0";
+  std::string name = settings::get_or(settings::Var::kFiIa, "fi%r");
+  const std::string rank = settings::get_or(settings::Var::kMpiLocalRank, "0");
   for (size_t p = name.find("%r"); p != std::string::npos; p = name.find("%r", p + rank.size()))
     name.replace(p, 2, rank);
   if (!dat::lookup_ia(name, out, why)) {
@@ -28,12 +27,11 @@ bool process_iface(dat::IfaceConfig* out, std::string* why) {
 bool process_ifaces(std::vector<dat::IfaceConfig>* out, std::string* why) {
   out->clear();
   dat::IfaceConfig cfg;
-  const char* name_env = std::getenv("DPDAT_FI_IA");
   if (process_iface(&cfg, why)) {
     out->push_back(std::move(cfg));
     return true;
   }
-  if (name_env != nullptr && *name_env != '\0') return false;
+  if (settings::get(settings::Var::kFiIa)) return false;
   // No interface named and none under the default name: every interface
   // the registry knows (the built-ins at least).
   for (const std::string& name : dat::list_ia_names()) {
@@ -44,10 +42,7 @@ bool process_ifaces(std::vector<dat::IfaceConfig>* out, std::string* why) {
   return !out->empty();
 }
 
-bool stats_wanted() {
-  const char* v = std::getenv("DPDAT_FI_STATS");
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
+bool stats_wanted() { return settings::on(settings::Var::kFiStats); }
 
 sockaddr_in make_sin(uint32_t ip, uint16_t port) {
   sockaddr_in s{};

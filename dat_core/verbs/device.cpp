@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "objects.hpp"
+#include "settings/settings.hpp"
 
 #define DPDAT_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -92,8 +93,8 @@ std::vector<Device*>& devices() {
     // DPDAT_VERBS_DEVICES=a,b: only these interfaces, in this order (the
     // first is the one programs take without -d); default: every name known.
     std::vector<std::string> names;
-    if (const char* only = std::getenv("DPDAT_VERBS_DEVICES"); only != nullptr && *only != '\0') {
-      std::string s(only);
+    if (const auto only = settings::get(settings::Var::kVerbsDevices)) {
+      const std::string& s = *only;
       for (size_t b = 0; b <= s.size();) {
         size_t e = s.find(',', b);
         if (e == std::string::npos) e = s.size();
@@ -125,10 +126,7 @@ std::vector<Device*>& devices() {
   return list;
 }
 
-bool stats_wanted() {
-  const char* v = std::getenv("DPDAT_VERBS_STATS");
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
+bool stats_wanted() { return settings::on(settings::Var::kVerbsStats); }
 
 int to_errno(dat::Status st) {
   using dat::Type;

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "settings/settings.hpp"
+
 namespace dpdat::dpdk {
 namespace {
 
@@ -53,8 +55,8 @@ std::string affinity_cpu_list() {
 
 std::vector<std::string> eal_default_args(bool* hugepages) {
   std::vector<std::string> a;
-  if (const char* env = std::getenv("DPDAT_EAL_ARGS"); env != nullptr && *env != '\0') {
-    std::istringstream in(env);
+  if (const auto env = settings::get(settings::Var::kEalArgs)) {
+    std::istringstream in(*env);
     std::string tok;
     while (in >> tok) a.push_back(tok);
     *hugepages = std::find(a.begin(), a.end(), "--no-huge") == a.end();

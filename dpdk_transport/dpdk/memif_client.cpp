@@ -8,12 +8,15 @@
 #include <rte_ethdev.h>
 #include <rte_kvargs.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -44,13 +47,17 @@ std::string devarg(uint16_t port_id, const char* key, const char* dflt) {
   return v;
 }
 
-// The connections waiting in the accept queue of the listening Unix socket
-// bound at `name` (abstract names start with a NUL), from the kernel's
-// socket diagnostics; -1 when that cannot be read or no such listener is
-// found.
-int accept_backlog(const std::string& name) {
+// A listening Unix socket as the kernel's socket diagnostics show it.
+struct Listener {
+  int backlog = -1;  // connections waiting in its accept queue (-1: not reported)
+  uint8_t type = 0;  // SOCK_SEQPACKET for a memif server
+};
+
+// The listening Unix socket bound at `name` (abstract names start with a
+// NUL); nothing when none is found or the diagnostics cannot be read.
+std::optional<Listener> find_listener(const std::string& name) {
   const int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (fd < 0) return -1;
+  if (fd < 0) return std::nullopt;
   struct {
     nlmsghdr nlh;
     unix_diag_req req;
@@ -61,7 +68,7 @@ int accept_backlog(const std::string& name) {
   q.req.sdiag_family = AF_UNIX;
   q.req.udiag_states = 1u << TCP_LISTEN;
   q.req.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_RQLEN;
-  int found = -1;
+  std::optional<Listener> found;
   auto align4 = [](size_t x) { return (x + 3) & ~size_t{3}; };
   if (send(fd, &q, sizeof(q), 0) == static_cast<ssize_t>(sizeof(q))) {
     std::vector<char> buf(32768);
@@ -84,6 +91,9 @@ int accept_backlog(const std::string& name) {
           break;
         }
         const size_t end = off + h.nlmsg_len;
+        unix_diag_msg msg{};
+        if (h.nlmsg_len >= align4(sizeof(nlmsghdr)) + sizeof(msg))
+          std::memcpy(&msg, buf.data() + off + align4(sizeof(nlmsghdr)), sizeof(msg));
         std::string bound;
         int rq = -1;
         for (size_t a = off + align4(sizeof(nlmsghdr)) + align4(sizeof(unix_diag_msg));
@@ -103,13 +113,21 @@ int accept_backlog(const std::string& name) {
           a += align4(len);
         }
         while (!bound.empty() && bound.back() == '\0' && name.back() != '\0') bound.pop_back();
-        if (bound == name) found = rq;
+        if (bound == name) found = Listener{rq, msg.udiag_type};
         off += align4(h.nlmsg_len);
       }
     }
   }
   close(fd);
   return found;
+}
+
+// The port's socket path as bound: abstract names (net_memif's default)
+// start with a NUL.
+std::string socket_name(uint16_t port_id) {
+  std::string name = devarg(port_id, "socket", "/run/memif.sock");
+  if (devarg(port_id, "socket-abstract", "yes") != "no") name.insert(name.begin(), '\0');
+  return name;
 }
 
 // Whether the server took our connection off its accept queue.  net_memif's
@@ -119,10 +137,9 @@ int accept_backlog(const std::string& name) {
 // panics ("Error adding fd ... epoll_ctl").  So the client never closes a
 // connection the server has not taken yet.
 bool server_took_it(uint16_t port_id) {
-  std::string name = devarg(port_id, "socket", "/run/memif.sock");
-  if (devarg(port_id, "socket-abstract", "yes") != "no") name.insert(name.begin(), '\0');
   // None waiting, or no server listening there (that can take nothing).
-  return accept_backlog(name) <= 0;
+  const auto l = find_listener(socket_name(port_id));
+  return !l || l->backlog <= 0;
 }
 
 // Polls the link until `until`; true once it is up.
@@ -154,6 +171,36 @@ bool is_client(uint16_t port_id) {
   return client;
 }
 
+std::string start_failure(uint16_t port_id) {
+  const std::string name = socket_name(port_id);
+  const bool abstract = !name.empty() && name.front() == '\0';
+  const std::string shown = abstract ? "@" + name.substr(1) : name;
+  const std::string what = "net_memif client: cannot connect to " + shown + ": ";
+  const auto l = find_listener(name);
+  // A listener of another kind is no memif server (the PMD connects with
+  // SOCK_SEQPACKET).  A memif server there now (it may have come up since
+  // the start failed) is tried again.
+  if (l && l->type != SOCK_SEQPACKET) return what + "the socket listening there is no memif server";
+  if (abstract) return "";  // no file to look at: a listener is absent or back
+  struct stat st {};
+  if (stat(name.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e != ENOENT) return what + std::strerror(e);
+    // Absent: the server makes it, in a directory that must exist already.
+    const size_t slash = name.find_last_of('/');
+    const std::string dir =
+        slash == std::string::npos ? "." : (slash == 0 ? "/" : name.substr(0, slash));
+    struct stat ds {};
+    if (stat(dir.c_str(), &ds) != 0) return what + "directory " + dir + ": " + std::strerror(errno);
+    if (!S_ISDIR(ds.st_mode)) return what + dir + " is not a directory";
+    return "";
+  }
+  if (!S_ISSOCK(st.st_mode)) return what + "the path exists and is not a socket";
+  // Connecting needs write permission on the socket file.
+  if (access(name.c_str(), W_OK) != 0) return what + std::strerror(errno);
+  return "";  // a socket nobody listens on yet, or a server that just came up
+}
+
 bool await_link(uint16_t port_id, uint64_t limit_ms, std::string* err) {
   const auto start = Clock::now();
   const auto deadline = start + milliseconds(limit_ms);
@@ -177,6 +224,12 @@ bool await_link(uint16_t port_id, uint64_t limit_ms, std::string* err) {
     last_rc = rte_eth_dev_start(port_id);
     ++tries;
     g_reconnects.fetch_add(1, std::memory_order_relaxed);
+    if (last_rc != 0) {
+      if (std::string why = start_failure(port_id); !why.empty()) {
+        *err = why;
+        return false;
+      }
+    }
     try_for = std::min(try_for * 2, milliseconds(2000));
   }
   *err = "net_memif client: its link did not come up within " + std::to_string(limit_ms) + " ms (" +

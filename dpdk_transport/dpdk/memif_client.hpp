@@ -10,7 +10,10 @@
 // machine: every frame is then refused (tx_full) and the job hangs.
 //
 // A client whose server's process has not probed its device yet finds no
-// socket and fails to start at all; Port::open then waits here too.
+// listener (no socket file yet, or a file nobody listens on) and fails to
+// start at all; Port::open then waits here too.  Any other reason a client
+// cannot start (its socket's directory missing, a path that is no socket,
+// no permission to connect) fails the open at once (start_failure).
 //
 // await_link() waits after the client's port started until its link is up,
 // stopping and starting the port (a fresh connection and handshake) each
@@ -30,8 +33,18 @@ inline constexpr uint64_t kConnectLimitMs = 20'000;
 // Whether port_id is a net_memif device with role=client.
 bool is_client(uint16_t port_id);
 
+// Why the client port's rte_eth_dev_start failed, when a wait cannot cure it;
+// empty when no server listens at its socket yet (the file absent from an
+// existing directory, or a socket that nobody listens on): the server's
+// process has not probed its device yet.  DPDK's memif client answers -1
+// for every failed connect and keeps no errno, so the path is examined here
+// (without connecting: a connection a server takes and the client then
+// closes crashes the server's PMD, see await_link).
+std::string start_failure(uint16_t port_id);
+
 // Waits until the started client port's link is up, reconnecting as above;
-// false (and why) when it is not up within limit_ms.
+// false (and why) when it is not up within limit_ms, or at once when a
+// fresh start fails for a reason other than a missing listener.
 bool await_link(uint16_t port_id, uint64_t limit_ms, std::string* err);
 
 // Reconnections await_link made in this process (for tests and logs).

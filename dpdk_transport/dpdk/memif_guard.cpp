@@ -15,6 +15,8 @@
 #include <mutex>
 #include <thread>
 
+#include "settings/settings.hpp"
+
 namespace dpdat::dpdk::memif_guard {
 namespace {
 
@@ -122,10 +124,7 @@ uint64_t waits() { return g_waits.load(std::memory_order_relaxed); }
 
 // DPDAT_MEMIF_GUARD=0: no marking, closes on the caller's thread (to
 // measure what the guard costs, and to show the races it closes).
-bool guard_off() {
-  const char* e = std::getenv("DPDAT_MEMIF_GUARD");
-  return e != nullptr && std::strcmp(e, "0") == 0;
-}
+bool guard_off() { return settings::get(settings::Var::kMemifGuard) == "0"; }
 
 Slot* acquire_slot() {
   if (guard_off()) return nullptr;

@@ -276,11 +276,15 @@ std::unique_ptr<Port> Port::open(uint16_t port_id, const PortConfig& cfg, std::s
   p->mtu_ = mtu;
   // A memif client whose server has not made its socket yet (its process
   // opens the other end a moment later) fails to start: it waits for the
-  // server below, as for one that refuses, starting again each try.
+  // server below, as for one that refuses, starting again each try.  Any
+  // other failure is reported at once.
   const bool memif_client = memif && memif_client::is_client(port_id);
-  if (int rc = rte_eth_dev_start(port_id); rc != 0 && !memif_client) {
-    *err = errstr("rte_eth_dev_start", rc);
-    return nullptr;
+  if (int rc = rte_eth_dev_start(port_id); rc != 0) {
+    std::string why = memif_client ? memif_client::start_failure(port_id) : std::string();
+    if (!memif_client || !why.empty()) {
+      *err = why.empty() ? errstr("rte_eth_dev_start", rc) : "rte_eth_dev_start: " + why;
+      return nullptr;
+    }
   }
   if (conf.intr_conf.rxq != 0) {
     const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);

@@ -8,6 +8,8 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
+
+#include "settings/settings.hpp"
 #endif
 
 namespace dpdat::wire {
@@ -540,10 +542,9 @@ Dispatch make_dispatch() {
     }
   }
 #endif
-  if (const char* want = std::getenv("DPDAT_CRC32"); want != nullptr) {
+  if (const auto want = settings::get(settings::Var::kCrc32)) {
     for (size_t i = 0; i < kCrc32PathCount; ++i)
-      if (std::strcmp(want, kPathNames[i]) == 0 && d.supported[i])
-        d.active = static_cast<Crc32Path>(i);
+      if (*want == kPathNames[i] && d.supported[i]) d.active = static_cast<Crc32Path>(i);
   }
   return d;
 }

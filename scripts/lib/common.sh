@@ -10,6 +10,7 @@
 #                             (kept when LIB_KEEP_TMP=1, for a look after a failure)
 #   lib_track PID...          processes to end on exit: CONT and TERM, 2 s grace, then KILL,
 #                             reaped
+#   lib_untrack PID...        no longer to end on exit (a tracked process already reaped)
 #   lib_on_exit COMMAND       run COMMAND on exit (last registered, first run), after the
 #                             tracked processes ended and before the temporary directory goes
 #   wait_for 'CONDITION' SECONDS
@@ -55,6 +56,15 @@ lib_tmpdir() {
 }
 
 lib_track() { LIB_PIDS+=("$@"); }
+
+lib_untrack() {
+  local p q keep=()
+  for p in "${LIB_PIDS[@]}"; do
+    for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+    keep+=("$p")
+  done
+  LIB_PIDS=("${keep[@]}")
+}
 
 lib_on_exit() { LIB_EXIT_CMDS+=("$*"); }
 

@@ -7,7 +7,9 @@
 // so both links stayed down for good.  Here in one process: the server
 // port starts 300 ms after the client's.  Port::open of the client returns
 // once the link is up (it reconnects while the server refuses).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -61,6 +63,51 @@ TEST(MemifClient, ConnectsToAServerThatStartsLater) {
   c.reset();
   s.reset();
   unlink(sock.c_str());
+}
+
+// A client whose socket path no server can ever listen on fails its open at
+// once with the reason, instead of waiting kConnectLimitMs for a server: a
+// path whose directory went away after the device was probed (the PMD
+// checks the directory at probe), and a path that is a regular file.  The
+// time bound is generous (the wait it replaces is 20 s); it only tells "at
+// once" from "after the wait".
+TEST(MemifClient, AnUnusableSocketPathFailsAtOnce) {
+  ASSERT_TRUE(dpdk::eal_init().ok) << dpdk::eal_init().error;
+  const std::string base = "/tmp/dpdat-memif-bad-" + std::to_string(getpid());
+  const std::string file = base + ".file";
+  const std::string dir = base + ".dir";
+  const int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  struct Case {
+    std::string vdev, path, reason;
+  };
+  const Case cases[] = {
+      {"net_memif_gone_c", dir + "/memif.sock", "No such file or directory"},
+      {"net_memif_file_c", file, "is not a socket"},
+  };
+  int id = 21;
+  for (const Case& c : cases) {
+    std::string err;
+    uint16_t port = 0;
+    ASSERT_TRUE(dpdk::probe_vdev(
+        c.vdev + ",role=client,id=" + std::to_string(id++) + ",socket-abstract=no,socket=" + c.path,
+        &port, &err))
+        << err;
+    rmdir(dir.c_str());  // after the first probe: its directory is gone
+    dpdk::PortConfig pc;
+    pc.rx_desc = pc.tx_desc = 256;
+    pc.name = c.vdev.substr(4);
+    const auto start = Clock::now();
+    auto p = dpdk::Port::open(port, pc, &err);
+    const auto took = Clock::now() - start;
+    EXPECT_EQ(p, nullptr) << c.path;
+    EXPECT_NE(err.find(c.path), std::string::npos) << err;
+    EXPECT_NE(err.find(c.reason), std::string::npos) << err;
+    EXPECT_LT(took, std::chrono::seconds(5)) << c.path << ": " << err;
+  }
+  unlink(file.c_str());
 }
 
 }  // namespace

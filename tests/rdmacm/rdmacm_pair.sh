@@ -19,36 +19,21 @@ set -uo pipefail
 MODE=$1
 RUN=$(readlink -f "$2")
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-rdmacm-XXXXXX)
 NS=dpdat-cm-$ID
 NSA=dpdat-ca-$ID
 NSB=dpdat-cb-$ID
 SIP=10.79.0.1
 CIP=10.79.0.2
 PORT=7174
-PIDS=()
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  for n in "$NS" "$NSA" "$NSB"; do ip netns del "$n" 2>/dev/null; done
-  ip link del "vc$ID-a" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL ($MODE): $*"
-  for f in "$TMP"/*.log; do
-    [ -e "$f" ] || continue
-    echo "--- $(basename "$f")"
-    tail -30 "$f"
-  done
-  exit 1
-}
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 need() { command -v "$1" >/dev/null || { echo "SKIP: $1 not installed ($2)"; exit 77; }; }
+
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
+. "$LIB_DIR/pair.sh"
+lib_tmpdir TMP dpdat-rdmacm
+lib_on_fail 'echo "($MODE)"
+  for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -30 "$f"; }; done'
 
 # A sanitizer build of the libraries loaded into Debian's (uninstrumented)
 # programs needs the ASan runtime first in the library list.
@@ -59,22 +44,23 @@ if [ -n "$ASAN_RT" ]; then
   export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 fi
 
-MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no;ip=$SIP"
-MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no;ip=$CIP"
+memif_pair "$TMP"
+MEMIF_S="vdev=$MEMIF_S;ip=$SIP"
+MEMIF_C="vdev=$MEMIF_C;ip=$CIP"
 WAIT_SOCK=
 SNS=
 CNS=
 
+# One namespace whose loopback carries both addresses.
 make_ns() {
-  ip netns add "$NS" || fail "netns"
-  ip netns exec "$NS" ip link set lo up
+  netns_add "$NS"
   ip netns exec "$NS" ip addr add $SIP/32 dev lo
   ip netns exec "$NS" ip addr add $CIP/32 dev lo
-  SNS="ip netns exec $NS"
-  CNS="ip netns exec $NS"
+  SNS=$NS
+  CNS=$NS
   SCFG=$MEMIF_S
   CCFG=$MEMIF_C
-  WAIT_SOCK=$TMP/memif.sock
+  WAIT_SOCK=$MEMIF_SOCK
 }
 
 # run_pair SERVER_CMD... -- CLIENT_CMD...: the server starts first (its
@@ -82,33 +68,16 @@ make_ns() {
 # the server is not listening yet (REJECTED: no listener, or a side channel
 # that refuses).
 run_pair() {
-  local scmd=() ccmd=()
+  local scmd=() sp=() cp=() sockopt=()
   while [ "$1" != "--" ]; do scmd+=("$1"); shift; done
   shift
-  ccmd=("$@")
-  $SNS timeout 60 taskset -c 0 "$RUN" -i srv="$SCFG" -- "${scmd[@]}" >"$TMP/server.log" 2>"$TMP/server.err.log" &
-  local spid=$!
-  PIDS+=($spid)
-  for _ in $(seq 1 300); do
-    [ -z "$WAIT_SOCK" ] || [ -S "$WAIT_SOCK" ] && break
-    kill -0 "$spid" 2>/dev/null || fail "server exited before its interface came up"
-    sleep 0.1
-  done
-  [ -z "$WAIT_SOCK" ] || [ -S "$WAIT_SOCK" ] || fail "server's memif socket never appeared"
-  sleep 0.5
-  local cpid ok=0
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    $CNS timeout 60 taskset -c 1 "$RUN" -i cli="$CCFG" -- "${ccmd[@]}" >"$TMP/client.log" 2>"$TMP/client.err.log" &
-    cpid=$!
-    PIDS+=($cpid)
-    if wait "$cpid"; then ok=1; break; fi
-    grep -qi "REJECTED\|Couldn't connect\|Connection refused\|failed to connect\|rdma_connect" \
-      "$TMP/client.log" "$TMP/client.err.log" || fail "client exited with an error"
-    kill -0 "$spid" 2>/dev/null || fail "server exited before the client connected"
-    sleep 0.5
-  done
-  [ $ok -eq 1 ] || fail "client never connected"
-  wait "$spid" || fail "server exited with an error"
+  [ -z "$SNS" ] || sp=(ip netns exec "$SNS")
+  [ -z "$CNS" ] || cp=(ip netns exec "$CNS")
+  [ -z "$WAIT_SOCK" ] || sockopt=(--sock "$WAIT_SOCK")
+  pair_run "${sockopt[@]}" --settle 0.5 --split-err \
+    --retry "REJECTED|Couldn't connect|Connection refused|failed to connect|rdma_connect" \
+    "${sp[@]}" timeout 60 taskset -c 0 "$RUN" -i srv="$SCFG" -- "${scmd[@]}" :: \
+    "${cp[@]}" timeout 60 taskset -c 1 "$RUN" -i cli="$CCFG" -- "$@" || fail "$PAIR_WHY"
 }
 
 # Every ping 0..N-1 printed by both sides, in order, with rping's own data.
@@ -133,21 +102,13 @@ case "$MODE" in
     ;;
   rping-afp)
     need rping rdmacm-utils
-    ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
-    ip link add "vc$ID-a" type veth peer name "vc$ID-b" || fail "cannot create veth"
-    ip link set "vc$ID-a" netns "$NSA"
-    ip link set "vc$ID-b" netns "$NSB"
-    for n in "$NSA" "$NSB"; do
-      ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-      ip netns exec "$n" ip link set lo up
-    done
-    ip netns exec "$NSA" ip link set "vc$ID-a" up
-    ip netns exec "$NSB" ip link set "vc$ID-b" up
+    netns_add "$NSA" "$NSB"
+    veth_pair "vc$ID-a" "vc$ID-b" "$NSA" "$NSB"
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
     SCFG="vdev=net_af_packet0,iface=vc$ID-a,$AF;ip=$SIP"
     CCFG="vdev=net_af_packet0,iface=vc$ID-b,$AF;ip=$CIP"
-    SNS="ip netns exec $NSA"
-    CNS="ip netns exec $NSB"
+    SNS=$NSA
+    CNS=$NSB
     run_pair rping -s -a $SIP -p $PORT -v -V -- rping -c -a $SIP -p $PORT -v -V -C 200
     check_rping 200
     echo "PASS: rping -C 200 over net_af_packet on a veth pair, data validated"

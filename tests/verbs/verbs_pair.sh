@@ -16,55 +16,41 @@ set -uo pipefail
 MODE=$1
 RUN=$(readlink -f "$2")
 ID=$$
-TMP=$(mktemp -d /tmp/dpdat-verbs-XXXXXX)
 NS=dpdat-vb-$ID
 NSA=dpdat-va-$ID
 NSB=dpdat-vc-$ID
 SIP=10.79.0.1
 CIP=10.79.0.2
-PIDS=()
-
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  for n in "$NS" "$NSA" "$NSB"; do ip netns del "$n" 2>/dev/null; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL ($MODE): $*"
-  for f in "$TMP"/*.log; do
-    [ -e "$f" ] || continue
-    echo "--- $(basename "$f")"
-    tail -40 "$f"
-  done
-  exit 1
-}
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 for p in ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v $p >/dev/null || { echo "SKIP: $p not installed (ibverbs-utils)"; exit 77; }
 done
 
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
+. "$LIB_DIR/pair.sh"
+lib_tmpdir TMP dpdat-verbs
+lib_on_fail 'echo "($MODE)"
+  for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -40 "$f"; }; done'
+
 # A sanitizer build of the library loaded into Debian's (uninstrumented)
 # programs needs the ASan runtime first in the library list, as the DAT 2.0
 # and libfabric suites do it.
-VLIB="$(dirname "$(readlink -f "$RUN")")/../lib/verbs/libibverbs.so.1"
+VLIB="$(dirname "$RUN")/../lib/verbs/libibverbs.so.1"
 ASAN_RT=$(ldd "$VLIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
 if [ -n "$ASAN_RT" ]; then
   export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
   export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 fi
 
-MEMIF_S="vdev=net_memif0,role=server,socket=$TMP/memif.sock,socket-abstract=no;ip=$SIP${IA_EXTRA:+;$IA_EXTRA}"
-MEMIF_C="vdev=net_memif0,role=client,socket=$TMP/memif.sock,socket-abstract=no;ip=$CIP${IA_EXTRA:+;$IA_EXTRA}"
+memif_pair "$TMP"
+MEMIF_S="vdev=$MEMIF_S;ip=$SIP${IA_EXTRA:+;$IA_EXTRA}"
+MEMIF_C="vdev=$MEMIF_C;ip=$CIP${IA_EXTRA:+;$IA_EXTRA}"
 WAIT_SOCK=
 
 # One namespace whose loopback carries both addresses (the TCP side channel).
 make_ns() {
-  ip netns add "$NS" || fail "netns"
-  ip netns exec "$NS" ip link set lo up
+  netns_add "$NS"
   ip netns exec "$NS" ip addr add $SIP/32 dev lo
   ip netns exec "$NS" ip addr add $CIP/32 dev lo
 }
@@ -86,39 +72,22 @@ check_counters() {
   done
 }
 
-# run_pair "server prefix" "client prefix" SERVER_CMD... -- CLIENT_CMD...
+# run_pair SERVER_NS CLIENT_NS SERVER_CMD... -- CLIENT_CMD...  (a namespace may be "")
 # The server starts first; the client is retried while the server's side
 # channel is not listening yet.
 run_pair() {
-  local sp=$1 cp=$2
+  local sp=() cp=() scmd=() sockopt=()
+  [ -z "$1" ] || sp=(ip netns exec "$1")
+  [ -z "$2" ] || cp=(ip netns exec "$2")
   shift 2
-  local scmd=() ccmd=()
   while [ "$1" != "--" ]; do scmd+=("$1"); shift; done
   shift
-  ccmd=("$@")
-  [ -z "${WAIT_SOCK:-}" ] || rm -f "$WAIT_SOCK"  # a previous server's
-  $sp timeout 120 taskset -c 0 "$RUN" -s -i srv="$SCFG" -- "${scmd[@]}" >"$TMP/server.log" 2>&1 &
-  local spid=$!
-  PIDS+=($spid)
   # The server's interface is up once its memif socket exists (memif modes).
-  for _ in $(seq 1 300); do
-    [ -z "${WAIT_SOCK:-}" ] || [ -S "$WAIT_SOCK" ] && break
-    kill -0 "$spid" 2>/dev/null || fail "server exited before its interface came up"
-    sleep 0.1
-  done
-  [ -z "${WAIT_SOCK:-}" ] || [ -S "$WAIT_SOCK" ] || fail "server's memif socket never appeared"
-  sleep 0.3
-  local cpid
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    $cp timeout 120 taskset -c 1 "$RUN" -s -i cli="$CCFG" -- "${ccmd[@]}" >"$TMP/client.log" 2>&1 &
-    cpid=$!
-    PIDS+=($cpid)
-    wait "$cpid" && break
-    grep -q "Couldn't connect\|Unable to open file descriptor\|Couldn't connect to" "$TMP/client.log" || fail "client exited with an error"
-    kill -0 "$spid" 2>/dev/null || fail "server exited before the client connected"
-    sleep 0.5
-  done
-  wait "$spid" || fail "server exited with an error"
+  [ -z "${WAIT_SOCK:-}" ] || sockopt=(--sock "$WAIT_SOCK")
+  pair_run "${sockopt[@]}" --settle 0.3 \
+    --retry "Couldn't connect|Unable to open file descriptor" \
+    "${sp[@]}" timeout 120 taskset -c 0 "$RUN" -s -i srv="$SCFG" -- "${scmd[@]}" :: \
+    "${cp[@]}" timeout 120 taskset -c 1 "$RUN" -s -i cli="$CCFG" -- "$@" || fail "$PAIR_WHY"
   check_counters
 }
 
@@ -144,12 +113,12 @@ case "$MODE" in
     make_ns
     SCFG=$MEMIF_S
     CCFG=$MEMIF_C
-    WAIT_SOCK=$TMP/memif.sock
+    WAIT_SOCK=$MEMIF_SOCK
     # size, iterations, and -e: wait for completions on a completion channel
     for spec in "4096 500" "1 2000" "64 1000" "65536 200" "1048576 20" "4096 300 -e"; do
       set -- $spec
       MIN_FRAMES=$2
-      run_pair "ip netns exec $NS" "ip netns exec $NS" \
+      run_pair "$NS" "$NS" \
         ibv_rc_pingpong -d srv -g 0 -s "$1" -n "$2" ${3:-} -- \
         ibv_rc_pingpong -d cli -g 0 -s "$1" -n "$2" ${3:-} $SIP
       grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
@@ -162,17 +131,8 @@ case "$MODE" in
     # One veth end per namespace: dpdat's frames go through the kernel link
     # (net_af_packet); the side channel uses kernel addresses of their own on
     # the same veth (10.79.1.x), while the GIDs carry dpdat's (10.79.0.x).
-    # A veth pair vv$ID-a / -b, one end in each namespace (cleanup deletes them).
-    ip netns add "$NSA" && ip netns add "$NSB" || fail "cannot create namespaces"
-    ip link add "vv$ID-a" type veth peer name "vv$ID-b" || fail "cannot create veth"
-    ip link set "vv$ID-a" netns "$NSA"
-    ip link set "vv$ID-b" netns "$NSB"
-    for n in "$NSA" "$NSB"; do
-      ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-      ip netns exec "$n" ip link set lo up
-    done
-    ip netns exec "$NSA" ip link set "vv$ID-a" up
-    ip netns exec "$NSB" ip link set "vv$ID-b" up
+    netns_add "$NSA" "$NSB"
+    veth_pair "vv$ID-a" "vv$ID-b" "$NSA" "$NSB"
     ip netns exec "$NSA" ip addr add 10.79.1.1/24 dev vv$ID-a
     ip netns exec "$NSB" ip addr add 10.79.1.2/24 dev vv$ID-b
     AF="blocksz=4096,framesz=2048,framecnt=512,qpairs=1"
@@ -181,7 +141,7 @@ case "$MODE" in
     for spec in ${AFP_SPECS:-"4096 200" "1 1000" "65536 50"}; do
       set -- $spec
       MIN_FRAMES=$2
-      run_pair "ip netns exec $NSA" "ip netns exec $NSB" \
+      run_pair "$NSA" "$NSB" \
         ibv_rc_pingpong -d srv -g 0 -s "$1" -n "$2" -- \
         ibv_rc_pingpong -d cli -g 0 -s "$1" -n "$2" 10.79.1.1
       grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
@@ -196,9 +156,9 @@ case "$MODE" in
     make_ns
     SCFG=$MEMIF_S
     CCFG=$MEMIF_C
-    WAIT_SOCK=$TMP/memif.sock
+    WAIT_SOCK=$MEMIF_SOCK
     MIN_FRAMES=100
-    run_pair "ip netns exec $NS" "ip netns exec $NS" \
+    run_pair "$NS" "$NS" \
       "$prog" -d srv -x 0 -F $args -- \
       "$prog" -d cli -x 0 -F $args $SIP
     grep -Eq '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$TMP/client.log" || fail "no result line"

@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,63 +30,28 @@
 #include "config.hpp"
 #include "telemetry_client.hpp"
 
-extern char** environ;
-
 namespace {
 
 struct Entry {
   std::string name;
-  std::string source;    // "DPDAT_IA_X", "/etc/dpdat.conf:3", "built-in", "dat.conf:2"
+  std::string source;    // "DPDAT_IA_X", "/etc/dpdat.conf:3", "built-in", "dat.conf:2 (DAT 2.0)"
   std::string text;      // the configuration string
   bool by_name = false;  // a dat.conf entry with empty instance data: configured by its name
 };
 
 constexpr const char* kBuiltinSource = "built-in";
 
-std::string conf_path() {
-  const char* conf = std::getenv("DPDAT_CONF");
-  return conf != nullptr && *conf != '\0' ? conf : "/etc/dpdat.conf";
-}
+std::string conf_path() { return dpdat::dat::conf_path(); }
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r");
-  const size_t b = s.find_last_not_of(" \t\r");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
+// Every definition, as the configuration module finds them (the environment,
+// the DPDAT_CONF file, the built-ins), then the DAT 2.0 registry's dpdat lines.
 std::vector<Entry> gather() {
   std::vector<Entry> out;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    if (kv.rfind("DPDAT_IA_", 0) != 0) continue;
-    const size_t eq = kv.find('=');
-    std::string name = kv.substr(9, eq - 9);
-    for (char& c : name) c = static_cast<char>(c == '_' ? '-' : std::tolower(c));
-    out.push_back({name, kv.substr(0, eq), kv.substr(eq + 1)});
-  }
-  const std::string path = conf_path();
-  std::ifstream in(path);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    line = trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    const size_t sp = line.find_first_of(" \t");
-    out.push_back({line.substr(0, sp), path + ":" + std::to_string(n),
-                   sp == std::string::npos ? "" : trim(line.substr(sp))});
-  }
-  out.push_back({"dpdat0", kBuiltinSource, "ring=0;ip=192.168.77.1"});
-  out.push_back({"dpdat1", kBuiltinSource, "ring=1;ip=192.168.77.2"});
-  const char* ov = std::getenv("DAT_OVERRIDE");
-  const std::string dat_conf = ov != nullptr && *ov != '\0' ? ov : "/etc/dat.conf";
-  std::ifstream dc(dat_conf);
-  for (int n = 1; std::getline(dc, line); ++n) {
-    if (line.find("libdaplodpdk") == std::string::npos || trim(line).rfind('#', 0) == 0) continue;
-    // name api threadsafety default library version "ia_params" "platform_params"
-    const size_t q1 = line.find('"'), q2 = line.find('"', q1 + 1);
-    const std::string name = trim(line.substr(0, line.find_first_of(" \t")));
-    const std::string text =
-        q1 == std::string::npos || q2 == std::string::npos ? "" : line.substr(q1 + 1, q2 - q1 - 1);
-    out.push_back({name, dat_conf + ":" + std::to_string(n) + " (DAT 2.0)", text, text.empty()});
+  for (auto& e : dpdat::dat::ia_entries())
+    out.push_back({std::move(e.name), std::move(e.source), std::move(e.text)});
+  for (auto& e : dpdat::dat::dat2_entries()) {
+    const bool by_name = e.text.empty();
+    out.push_back({std::move(e.name), std::move(e.source), std::move(e.text), by_name});
   }
   return out;
 }

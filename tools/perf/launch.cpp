@@ -9,6 +9,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "config.hpp"
+#include "settings/settings.hpp"
+
 #ifndef DPDAT_DAT2_PLUGIN
 #define DPDAT_DAT2_PLUGIN "libdaplodpdk.so.2"
 #endif
@@ -44,15 +47,11 @@ int exec_dat2(char** argv) {
 
 namespace {
 
-// The configuration of IA `name` in one process.
+// The configuration of IA `name` in one process, as the configuration
+// module resolves it ("" when unknown).
 std::string local_config(const std::string& name, const Options& o) {
-  std::string var = "DPDAT_IA_";
-  for (char c : name) var += c == '-' ? '_' : static_cast<char>(std::toupper(c));
-  const char* have = std::getenv(var.c_str());
-  std::string cfg = have != nullptr    ? have
-                    : name == "dpdat0" ? "ring=0;ip=192.168.77.1"
-                    : name == "dpdat1" ? "ring=1;ip=192.168.77.2"
-                                       : "";
+  const auto e = dat::find_ia(name);
+  std::string cfg = e ? e->text : "";
   if (!cfg.empty() && !o.progress.empty()) cfg += ";progress=" + o.progress;
   return cfg;
 }
@@ -61,7 +60,7 @@ std::string local_config(const std::string& name, const Options& o) {
 
 bool dat2_registry(const Options& o, std::string* path, std::string* err) {
   path->clear();
-  if (std::getenv("DAT_OVERRIDE") != nullptr) return true;  // the user's registry
+  if (settings::is_set(settings::Var::kDatOverride)) return true;  // the user's registry
   std::string plugin = DPDAT_DAT2_PLUGIN;
   if (!std::filesystem::exists(plugin)) plugin = "libdaplodpdk.so.2";  // the loader's search
   std::string text;
@@ -74,7 +73,8 @@ bool dat2_registry(const Options& o, std::string* path, std::string* err) {
     for (const std::string& name : {o.ia_a, o.ia_b}) {
       const std::string cfg = local_config(name, o);
       if (cfg.empty() || cfg.find('"') != std::string::npos) {
-        *err = "IA " + name + " has no configuration: set DPDAT_IA_<NAME> or DAT_OVERRIDE";
+        *err = "IA " + name + " has no configuration: set " + settings::ia_var(name) +
+               ", add it to " + dat::conf_path() + " or set DAT_OVERRIDE";
         return false;
       }
       entry(name, cfg);

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <utility>
 
+#include "config.hpp"
 #include "modes.hpp"
 #include "runs.hpp"
+#include "settings/settings.hpp"
 #include "sysinfo.hpp"
 
 namespace dpdat::perf {
@@ -33,24 +35,18 @@ int run_local(const Options& o) {
   if (!o.ia_params.empty()) more += ";" + o.ia_params;
   if (!more.empty()) {
     // --progress and --ia-params go into each IA's configuration: appended
-    // to a DPDAT_IA_<NAME> the user set (a later key wins), else to the
-    // built-in definition (the environment takes precedence over it).
+    // (a later key wins) to the definition the configuration module resolves
+    // (DPDAT_IA_<NAME>, the DPDAT_CONF file or the built-in), and set as
+    // DPDAT_IA_<NAME>, which takes precedence over the others.
     for (const std::string& name : {o.ia_a, o.ia_b}) {
-      std::string var = "DPDAT_IA_";
-      for (char c : name) var += c == '-' ? '_' : static_cast<char>(std::toupper(c));
-      const char* have = std::getenv(var.c_str());
-      std::string cfg = have != nullptr    ? have
-                        : name == "dpdat0" ? "ring=0;ip=192.168.77.1"
-                        : name == "dpdat1" ? "ring=1;ip=192.168.77.2"
-                                           : "";
-      if (cfg.empty()) {
+      const auto e = dat::find_ia(name);
+      if (!e || e->text.empty()) {
         std::fprintf(stderr,
-                     "dpdat-perf: --progress/--ia-params: IA %s is configured outside %s; set "
-                     "it there\n",
-                     name.c_str(), var.c_str());
+                     "dpdat-perf: --progress/--ia-params: IA %s is not configured (%s, %s)\n",
+                     name.c_str(), settings::ia_var(name).c_str(), dat::conf_path().c_str());
         return 2;
       }
-      setenv(var.c_str(), (cfg + more).c_str(), 1);
+      setenv(settings::ia_var(name).c_str(), (e->text + more).c_str(), 1);
     }
   }
   Layout L = layout_for(o);

@@ -15,6 +15,7 @@
 #include "launch.hpp"
 #include "modes.hpp"
 #include "options.hpp"
+#include "settings/settings.hpp"
 
 namespace dpdat::perf {
 
@@ -105,8 +106,8 @@ int main(int argc, char** argv) {
 #ifdef DPDAT_PERF_DAT2
   // libdat2 reads its registry when it is loaded: a dat.conf written now
   // takes a fresh start of this program (which then removes it: read once).
-  if (const char* ours = std::getenv("DPDAT_PERF_DAT_CONF"); ours != nullptr) {
-    std::remove(ours);
+  if (const auto ours = dpdat::settings::get(dpdat::settings::Var::kPerfDatConf)) {
+    std::remove(ours->c_str());
     unsetenv("DPDAT_PERF_DAT_CONF");
   } else {
     std::string conf, err;
