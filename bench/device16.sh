@@ -41,6 +41,9 @@ finish() {
 }
 trap finish EXIT
 
+STEPS=${STEPS:-lat scale handle}
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+
 # 1. Latency across processes, 8 B WRITE/READ/SEND, server progress mode
 #    varied, client adaptive; server on CPUs 0-1, client on 8-9.
 lat() { # name server-progress client-progress op
@@ -52,7 +55,7 @@ lat() { # name server-progress client-progress op
     --lat -s 8 -n "${LAT_ITERS:-20000}" --op "$op" --progress "$sp" --cpus "${S_PROG:-1}" --oob "$d/oob.sock" \
     >"$R/lat-$name-server.log" 2>&1 &
   local spid=$!
-  for _ in $(seq 100); do [ -S "$d/memif.sock" ] && break; sleep 0.1; done
+  sleep 1  # the server opens its interface once the client reached it; the client retries
   taskset -c "${C_CPUS:-8-9}" timeout 40 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$vc" \
     --lat -s 8 -n "${LAT_ITERS:-20000}" --op "$op" --progress "$cp" --cpus "${C_PROG:-9}" --oob "$d/oob.sock" \
     --json "$R/lat-$name.json" >"$R/lat-$name-client.log" 2>&1
@@ -60,15 +63,44 @@ lat() { # name server-progress client-progress op
   wait "$spid"
   echo "lat $name: client rc=$crc server rc=$?" >>"$R/lat-summary.txt"
 }
-lat busy-write busy adaptive write
-lat adaptive-write adaptive adaptive write
-lat inline-write inline inline write
-lat busybusy-write busy busy write
-lat busy-read busy adaptive read
-lat busy-send busy adaptive send
+if step lat; then
+  lat busy-write busy adaptive write
+  lat adaptive-write adaptive adaptive write
+  lat inline-write inline inline write
+  lat busybusy-write busy busy write
+  lat busy-read busy adaptive read
+  lat busy-send busy adaptive send
+fi
+
+# 1b. The recovery timers' floors on a lossless link: 64 KiB WRITE through
+#     the API, N engines per side, default floors, raised ones
+#     (TIMER_PARAMS) and without the delay window (cc=dcqcn), interleaved;
+#     RTOs, tail probes and window cuts from the JSON.
+timers() { # tag n params
+  local tag=$1 n=$2 params=$3 d=/tmp/tm-$1-$2
+  rm -rf "$d" && mkdir -p "$d"
+  local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
+  local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
+  local common=(--bw -s 65536 -n "${TM_ITERS:-30000}" -q "$n" --engines "$n" --progress busy --oob "$d/oob.sock")
+  [ -n "$params" ] && common+=(--ia-params "$params")
+  timeout 60 "$B/bin/dpdat-perf" --server --ip 10.81.0.1 --vdev "$vs" --cpus "0-$((n - 1))" \
+    "${common[@]}" >"$R/tm-$tag-$n-server.log" 2>&1 &
+  local spid=$!
+  sleep 1
+  timeout 60 "$B/bin/dpdat-perf" --client 10.81.0.1 --ip 10.81.0.2 --vdev "$vc" \
+    --cpus "8-$((8 + n - 1))" --json "$R/tm-$tag-$n.json" "${common[@]}" >"$R/tm-$tag-$n-client.log" 2>&1
+  wait "$spid"
+}
+if step timers; then
+  for n in 1 7; do
+    timers default "$n" ""
+    timers raised "$n" "${TIMER_PARAMS:-rto_min_us=1000;tlp_min_us=200}"
+    timers nodelay "$n" "cc=dcqcn"
+  done
+fi
 
 # 2. Scaling with cores.
-MAX_N=${MAX_N:-7} ROUNDS=${ROUNDS:-1} ITERS_BIG=${ITERS_BIG:-30000} ITERS_SMALL=${ITERS_SMALL:-600000} TESTPMD=$B/bin/dpdk-testpmd JSON=$R/scale.json \
+step scale && MAX_N=${MAX_N:-7} ROUNDS=${ROUNDS:-1} ITERS_BIG=${ITERS_BIG:-30000} ITERS_SMALL=${ITERS_SMALL:-600000} TESTPMD=${TESTPMD:-$B/bin/dpdk-testpmd} JSON=$R/scale.json \
   PLOT=$R/scale.png LIB_KEEP_TMP=1 timeout "${SCALE_SECS:-420}" \
   bash bench/scale_cores.sh "$FB" >"$R/scale.txt" 2>&1
 echo "scale_cores rc=$?" >>"$R/scale.txt"
@@ -79,6 +111,6 @@ for d in /tmp/dpdat-scale-cores.*; do
 done
 
 # 3. The handle check with many threads.
-[ -x "$B/bin/handle_bench" ] &&
+step handle && [ -x "$B/bin/handle_bench" ] &&
   timeout 60 "$B/bin/handle_bench" --benchmark_min_time=0.2 >"$R/handle.txt" 2>&1
 exit 0

@@ -58,7 +58,8 @@ api_case() { # n op size iters key round
     --cpus "$(cpus 0 "$n")" "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
   lib_track "$spid"
-  memif_wait
+  # (dpdat-perf's server opens its interface once the client reached it out
+  # of band; the client retries until then: no socket to wait for)
   timeout 300 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 --vdev "$(memif_vdev client)" \
     --cpus "$(cpus "$HALF" "$n")" --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
