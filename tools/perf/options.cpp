@@ -104,6 +104,12 @@ int parse_options(int argc, char** argv, Options* o) {
       ->check(CLI::Range(1, 16));
   app.add_option("--cpus", o->cpus,
                  "CPUs of the engines' progress threads, e.g. 2-5 (config key cpus=)");
+  app.add_option("--threads", o->threads,
+                 "bandwidth across processes, active side: post and reap from N threads, EP k "
+                 "on thread k % N, thread t pinned to the t-th --cpus CPU (with --progress "
+                 "inline, each thread drives its engines itself: one core per engine, run to "
+                 "completion)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--ia-params", o->ia_params,
                  "more interface keys for both IAs, e.g. \"loss=0.01;gbn=1;cc=off\" "
                  "(keys: dpdat.conf(5); a later key wins)");

@@ -27,6 +27,7 @@ struct Options {
   std::string progress;   // "": the interface's default
   uint32_t engines = 0;   // engines per interface (engines=); 0: the interface's own
   std::string cpus;       // their CPUs (cpus=)
+  uint32_t threads = 1;   // bandwidth across processes: posting threads (EP k on thread k % T)
   std::string ia_params;  // more interface keys ("k=v;k=v"), appended to each IA's
   bool poll_mem = false;  // latency WRITE: poll the byte only, no EVD dequeue while waiting
   // Across processes.

@@ -112,6 +112,7 @@ nlohmann::json config_json(const Options& o, const Run& r) {
           {"iters", o.iters},
           {"duration_s", o.duration},
           {"qps", o.qps},
+          {"threads", o.threads},
           {"bidirectional", o.bidirectional},
           {"tx_depth", o.tx_depth},
           {"post_list", o.post_list},
