@@ -92,11 +92,33 @@ timers() { # tag n params
   wait "$spid"
 }
 if step timers; then
-  for n in 1 7; do
-    timers default "$n" ""
-    timers raised "$n" "${TIMER_PARAMS:-rto_min_us=1000;tlp_min_us=200}"
-    timers nodelay "$n" "cc=dcqcn"
+  for n in ${TIMER_NS:-1 7}; do
+    for v in ${TIMER_VARIANTS:-default: raised:rto_min_us=1000;tlp_min_us=200 nodelay:cc=dcqcn}; do
+      timers "${v%%:*}" "$n" "${v#*:}"
+    done
   done
+fi
+
+# 1c. 64 B WRITE message rate through the API with one posting thread per
+#     engine (dpdat-perf --threads N, the active side's engines driven by
+#     those threads, --progress inline, pinned; the passive side busy).
+msgrate() { # n
+  local n=$1 d=/tmp/mr-$1
+  rm -rf "$d" && mkdir -p "$d"
+  local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
+  local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
+  local common=(--bw -s 64 -n "${MR_ITERS:-1000000}" -q "$n" --engines "$n" --oob "$d/oob.sock")
+  timeout 60 "$B/bin/dpdat-perf" --server --ip 10.82.0.1 --vdev "$vs" --progress busy \
+    --cpus "0-$((n - 1))" "${common[@]}" >"$R/mr-$n-server.log" 2>&1 &
+  local spid=$!
+  sleep 1
+  timeout 60 "$B/bin/dpdat-perf" --client 10.82.0.1 --ip 10.82.0.2 --vdev "$vc" --progress inline \
+    --threads "$n" --cpus "8-$((8 + n - 1))" --json "$R/mr-$n.json" "${common[@]}" \
+    >"$R/mr-$n-client.log" 2>&1
+  wait "$spid"
+}
+if step msgrate; then
+  for n in 1 2 4 7; do msgrate "$n"; done
 fi
 
 # 2. Scaling with cores.

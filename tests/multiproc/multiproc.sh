@@ -82,7 +82,7 @@ run_mq() {
 # reads them back; it has no check of READs); both engines of each side must have
 # carried queue-pair traffic.  Retransmission timeouts are printed, not
 # refused: with two engines per side, six threads share this machine's two
-# CPUs, and a descheduled peer outlasts the 50 us minimum RTO.
+# CPUs, and a peer descheduled for over a millisecond outlasts the minimum RTO.
 run_api() {
   local sp=$1 sv=$2 cp=$3 cv=$4 steered=${5:-0} api
   api=$(dirname "$PERF")/../tools/dpdat-perf

@@ -45,8 +45,8 @@ TEST(ProtoCcConfig, BadValuesAreRefusedByName) {
 // The recovery timers' floors: defaults, values, refusals by name.
 TEST(ProtoCcConfig, TimerFloorsParse) {
   const IfaceConfig d = parse_ok("ring=0;ip=10.9.0.1");
-  EXPECT_EQ(d.rto_min_us, 50u);
-  EXPECT_EQ(d.tlp_min_us, 20u);
+  EXPECT_EQ(d.rto_min_us, 1000u);
+  EXPECT_EQ(d.tlp_min_us, 100u);
   const IfaceConfig c = parse_ok("ring=0;ip=10.9.0.1;rto_min_us=800;tlp_min_us=150");
   EXPECT_EQ(c.rto_min_us, 800u);
   EXPECT_EQ(c.tlp_min_us, 150u);
