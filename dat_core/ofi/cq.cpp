@@ -104,6 +104,16 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
     if (ev.status == DtoStatus::kSuccess) return Kind::kSkip;
     context = nullptr;
   }
+  void* buf = nullptr;
+  if (ev.multi) {
+    // A multi-receive's: its buffer's context, where the message landed.
+    Ep* ep = ep_of(ev.ep);
+    MultiHit hit;
+    if (ep == nullptr || !multi_recv_event(ep, ev, &hit)) return Kind::kSkip;
+    context = hit.context;
+    buf = hit.buf;
+    if (hit.released) flags |= FI_MULTI_RECV;
+  }
   uint64_t data = 0;
   if (ev.has_imm && (ev.op == rc::WcOp::kRecv || ev.op == rc::WcOp::kRecvWriteImm)) {
     flags |= FI_REMOTE_CQ_DATA;
@@ -115,6 +125,7 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
     err->op_context = context;
     err->flags = flags;
     err->len = inbound ? ev.length : 0;
+    err->buf = buf;
     err->data = data;
     err->err = fi_errno_of(ev.status, ev.op);
     err->prov_errno = static_cast<int>(ev.status);
@@ -132,7 +143,7 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
       break;
     }
     default: {
-      fi_cq_data_entry e{context, flags, inbound ? ev.length : 0, nullptr, data};
+      fi_cq_data_entry e{context, flags, inbound ? ev.length : 0, buf, data};
       std::memcpy(out, &e, sizeof(e));
       break;
     }

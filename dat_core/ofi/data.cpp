@@ -146,10 +146,14 @@ Ep* ep_cast(fid_ep* e) { return reinterpret_cast<Ep*>(e); }
 
 // ------------------------------------------------------------ messages
 
-ssize_t recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t, void* context) {
-  Ep* ep = ep_cast(e);
+// A receive; FI_MULTI_RECV (of the flags or the endpoint's receive
+// operation flags) posts a buffer for several messages.
+ssize_t recv_common(Ep* ep, const iovec* iov, void** desc, size_t count, void* context,
+                    uint64_t flags) {
   if (ep->dep == nullptr) return -FI_EOPBADSTATE;
   if (count > rc::kMaxSge || (count > 0 && iov == nullptr)) return -FI_EINVAL;
+  const bool multi = (flags & FI_MULTI_RECV) != 0;
+  if (multi && ((ep->info->caps & FI_MULTI_RECV) == 0 || count == 0)) return -FI_EINVAL;
   Request r;
   r.iov = iov;
   r.desc = desc;
@@ -157,8 +161,14 @@ ssize_t recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t,
   rc::Sge sge[rc::kMaxSge];
   uint64_t total = 0;
   if (int rc = to_sges(r, sge, &total); rc != 0) return rc;
+  if (multi) return multi_recv_post(ep, iov, sge, count, context);
   return to_fi(dat::ep_post_recv(ep->dep, sge, static_cast<uint32_t>(count),
                                  reinterpret_cast<uintptr_t>(context), 0));
+}
+
+ssize_t recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t, void* context) {
+  Ep* ep = ep_cast(e);
+  return recv_common(ep, iov, desc, count, context, ep->rx_op_flags);
 }
 
 ssize_t recv(fid_ep* e, void* buf, size_t len, void* desc, fi_addr_t src, void* context) {
@@ -168,8 +178,7 @@ ssize_t recv(fid_ep* e, void* buf, size_t len, void* desc, fi_addr_t src, void* 
 
 ssize_t recvmsg(fid_ep* e, const fi_msg* m, uint64_t flags) {
   if (m == nullptr) return -FI_EINVAL;
-  if ((flags & FI_MULTI_RECV) != 0) return -FI_EBADFLAGS;
-  return recvv(e, m->msg_iov, m->desc, m->iov_count, m->addr, m->context);
+  return recv_common(ep_cast(e), m->msg_iov, m->desc, m->iov_count, m->context, flags);
 }
 
 ssize_t send_common(fid_ep* e, const fi_msg* m, uint64_t flags, bool silent) {

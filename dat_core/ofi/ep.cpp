@@ -20,16 +20,34 @@ uint32_t iface_ip(const Fabric* f) { return f->cfg.ip; }
 
 // ------------------------------------------------------------ common
 
-int ep_getopt(fid_t, int level, int optname, void* optval, size_t* optlen) {
+// FI_OPT_CM_DATA_SIZE (both kinds of endpoint), FI_OPT_MIN_MULTI_RECV
+// (active endpoints).
+int ep_getopt(fid_t f, int level, int optname, void* optval, size_t* optlen) {
   if (level != FI_OPT_ENDPOINT) return -FI_ENOPROTOOPT;
-  if (optname != FI_OPT_CM_DATA_SIZE) return -FI_ENOPROTOOPT;
+  size_t v = 0;
+  if (optname == FI_OPT_CM_DATA_SIZE) {
+    v = kCmDataSize;
+  } else if (optname == FI_OPT_MIN_MULTI_RECV && f->fclass == FI_CLASS_EP) {
+    v = reinterpret_cast<Ep*>(f)->min_multi_recv;
+  } else {
+    return -FI_ENOPROTOOPT;
+  }
   if (optval == nullptr || optlen == nullptr || *optlen < sizeof(size_t)) return -FI_ETOOSMALL;
-  const size_t v = kCmDataSize;
   std::memcpy(optval, &v, sizeof(v));
   *optlen = sizeof(v);
   return 0;
 }
-int ep_setopt(fid_t, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
+int ep_setopt(fid_t f, int level, int optname, const void* optval, size_t optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV || f->fclass != FI_CLASS_EP)
+    return -FI_ENOPROTOOPT;
+  if (optval == nullptr || optlen != sizeof(size_t)) return -FI_EINVAL;
+  auto* ep = reinterpret_cast<Ep*>(f);
+  size_t v = 0;
+  std::memcpy(&v, optval, sizeof(v));
+  dat::SpinLockGuard lk(ep->multi_mu);
+  ep->min_multi_recv = v;  // for the buffers posted from now on
+  return 0;
+}
 ssize_t ep_cancel(fid_t, void*) { return -FI_ENOSYS; }
 int ep_tx_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
 int ep_rx_ctx(fid_ep*, int, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
@@ -283,13 +301,17 @@ int ep_control(fid* f, int command, void* arg) {
     case FI_GETOPSFLAG: {
       if (arg == nullptr) return -FI_EINVAL;
       auto* fl = static_cast<uint64_t*>(arg);
+      if ((*fl & FI_TRANSMIT) != 0 && (*fl & FI_RECV) != 0) return -FI_EINVAL;
       if ((*fl & FI_TRANSMIT) != 0) *fl = ep->tx_op_flags | FI_TRANSMIT;
+      if ((*fl & FI_RECV) != 0) *fl = ep->rx_op_flags | FI_RECV;
       return 0;
     }
     case FI_SETOPSFLAG: {
       if (arg == nullptr) return -FI_EINVAL;
       const uint64_t fl = *static_cast<uint64_t*>(arg);
+      if ((fl & FI_TRANSMIT) != 0 && (fl & FI_RECV) != 0) return -FI_EINVAL;
       if ((fl & FI_TRANSMIT) != 0) ep->tx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
+      if ((fl & FI_RECV) != 0) ep->rx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
       return 0;
     }
     default:
@@ -442,6 +464,7 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
       ep->src_port = port;  // the listener's address
   }
   ep->tx_op_flags = ep->info->tx_attr != nullptr ? ep->info->tx_attr->op_flags : 0;
+  ep->rx_op_flags = ep->info->rx_attr != nullptr ? ep->info->rx_attr->op_flags : 0;
   ep->ep.fid.fclass = FI_CLASS_EP;
   ep->ep.fid.context = context;
   ep->ep.fid.ops = &g_ep_fi_ops;

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,6 +56,8 @@ inline constexpr size_t kCmDataSize = 92;  // what a CM REQ carries (wire::kCmRe
 inline constexpr size_t kTxSize = 256;
 inline constexpr size_t kRxSize = 256;
 inline constexpr uint64_t kConnectTimeoutUs = 30'000'000;
+// FI_OPT_MIN_MULTI_RECV until the consumer sets it.
+inline constexpr size_t kMinMultiRecv = 64;
 
 extern fi_provider g_prov;
 
@@ -254,6 +257,14 @@ struct Pep {
   uint16_t port = 0;
 };
 
+// A buffer posted with FI_MULTI_RECV (multi_recv.cpp): its DAT cookie, so
+// that each message's completion can say where in it the message landed.
+struct MultiRecv {
+  void* context = nullptr;
+  iovec iov[rc::kMaxSge] = {};
+  size_t count = 0;
+};
+
 struct Ep {
   fid_ep ep{};
   Domain* dom = nullptr;
@@ -264,6 +275,7 @@ struct Ep {
   bool tx_selective = false;
   bool rx_selective = false;
   uint64_t tx_op_flags = 0;
+  uint64_t rx_op_flags = 0;
   dat::Ep* dep = nullptr;
   ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
   uint16_t src_port = 0;    // the bound source address's port (fi_getname)
@@ -284,7 +296,25 @@ struct Ep {
   std::vector<uint8_t> bounce;
   std::vector<Slot> slots;
   dat::Lmr* bounce_lmr = nullptr;
+  // Multi-receive buffers posted and not yet released (their nodes are
+  // the cookies); FI_OPT_MIN_MULTI_RECV.
+  dat::SpinLock multi_mu;
+  std::list<MultiRecv> multi;
+  size_t min_multi_recv = kMinMultiRecv;
 };
+
+// fi_recvmsg with FI_MULTI_RECV: posts the buffer as one multi-receive.
+ssize_t multi_recv_post(Ep* ep, const iovec* iov, const rc::Sge* sge, size_t count, void* context);
+// What a multi-receive's event reports: the buffer's context, where the
+// message landed, and (released) FI_MULTI_RECV; the buffer is forgotten
+// with its last event.  False when the event is not one of ep's (the
+// endpoint was closed).
+struct MultiHit {
+  void* context = nullptr;
+  void* buf = nullptr;
+  bool released = false;
+};
+bool multi_recv_event(Ep* ep, const dat::Event& ev, MultiHit* out);
 
 // Whether `cookie` names one of ep's inject slots; frees it (and the slots
 // taken before it, which completed first) and reports what the consumer

@@ -66,6 +66,11 @@ struct RecvWr {
   uint64_t cookie = 0;
   Sge sge[kMaxSge] = {};
   uint32_t num_sge = 0;
+  // Not 0: a multi-receive WQE (at most 4 GiB).  It takes incoming SENDs
+  // back to back, each where the one before ended, and retires with the
+  // message that leaves less than multi_min bytes free.  Only the in-order
+  // path places into it.
+  uint64_t multi_min = 0;
 };
 
 enum class WcStatus : uint8_t {
@@ -126,6 +131,11 @@ struct Completion {
   WcStatus status = WcStatus::kSuccess;
   bool has_imm = false;
   bool solicited = false;
+  // kRecv / kRecvWriteImm of a multi-receive WQE: where in it the message
+  // begins, and whether the WQE retired with this completion.
+  bool multi = false;
+  bool released = false;
+  uint32_t offset = 0;
 };
 
 // Completions from the engine to one consumer: a lock-free SPSC ring, so the

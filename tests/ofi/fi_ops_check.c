@@ -188,9 +188,9 @@ static int client(const char* ip, const char* port) {
   h2->ep_attr->type = FI_EP_MSG;
   h2->caps |= FI_TAGGED;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA, "tagged hints met");
-  h2->caps = hints->caps | FI_MULTI_RECV;
+  h2->caps = hints->caps | FI_RMA_EVENT;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
-        "FI_MULTI_RECV hints met");
+        "FI_RMA_EVENT hints met");
   h2->caps = hints->caps;
   h2->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,

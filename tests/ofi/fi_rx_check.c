@@ -1,0 +1,271 @@
+/* Receive-side capabilities of the dpdat provider, between two processes:
+ *   fi_rx_check server PORT MODE
+ *   fi_rx_check client SERVER_IP PORT MODE
+ * MODE multi: FI_MULTI_RECV.  The server sets FI_OPT_MIN_MULTI_RECV (and
+ *   reads it back), posts two buffers with fi_recvmsg(FI_MULTI_RECV) and
+ *   accepts; the client sends nine messages of different lengths back to
+ *   back, each with remote CQ data.  Every completion must name its
+ *   buffer's context, point `buf` where the message landed (right after
+ *   the one before, in the first buffer until less than the minimum is
+ *   left, then in the second), carry its length, data and bytes, and have
+ *   FI_MULTI_RECV exactly on the message that released its buffer.
+ * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
+ * line naming what did not, and exit 1, otherwise. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(cond, ...)                         \
+  do {                                           \
+    if (!(cond)) {                               \
+      fprintf(stderr, "fi_rx_check %s: ", role); \
+      fprintf(stderr, __VA_ARGS__);              \
+      fprintf(stderr, " (line %d)\n", __LINE__); \
+      exit(1);                                   \
+    }                                            \
+  } while (0)
+#define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
+
+enum { BUF = 1 << 16, MULTI = 4096, MIN_MULTI = 256 };
+static const char* role = "?";
+static struct fid_fabric* fabric;
+static struct fid_domain* domain;
+static struct fid_eq* eq;
+static struct fid_cq* cq;
+static struct fid_mr* mr;
+static char* buf;
+
+/* The messages of the multi-receive exchange: buffer A takes 0..5 (3907
+ * bytes: 189 left, below 256, released by 5), B takes 6..8 (4001 bytes). */
+static const size_t kLens[] = {1000, 7, 500, 1200, 1000, 200, 3000, 1, 1000};
+enum { NMSG = sizeof(kLens) / sizeof(kLens[0]) };
+
+static unsigned char pattern(size_t msg, size_t i) { return (unsigned char)(msg * 31 + i * 7 + 1); }
+
+static struct fi_info* make_hints(uint64_t caps) {
+  struct fi_info* h = fi_allocinfo();
+  h->fabric_attr->prov_name = strdup("dpdat");
+  h->ep_attr->type = FI_EP_MSG;
+  h->caps = FI_MSG | caps;
+  h->mode = FI_RX_CQ_DATA;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  return h;
+}
+
+static void open_common(struct fi_info* fi) {
+  int ret;
+  struct fi_eq_attr ea = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
+  OK(fi_fabric(fi->fabric_attr, &fabric, NULL));
+  OK(fi_eq_open(fabric, &ea, &eq, NULL));
+  OK(fi_domain(fabric, fi, &domain, NULL));
+  struct fi_cq_attr ca = {.size = 256, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+  OK(fi_cq_open(domain, &ca, &cq, NULL));
+  buf = aligned_alloc(4096, BUF);
+  memset(buf, 0, BUF);
+  OK(fi_mr_reg(domain, buf, BUF, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
+}
+
+static struct fid_ep* open_ep(struct fi_info* fi) {
+  int ret;
+  struct fid_ep* ep;
+  OK(fi_endpoint(domain, fi, &ep, NULL));
+  OK(fi_ep_bind(ep, &eq->fid, 0));
+  OK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+  OK(fi_enable(ep));
+  return ep;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static uint32_t eq_event(struct fi_eq_cm_entry* entry) {
+  uint32_t event = 0;
+  ssize_t r = fi_eq_sread(eq, &event, entry, sizeof(*entry), 10000, 0);
+  if (r == -FI_EAVAIL) {
+    struct fi_eq_err_entry e = {0};
+    fi_eq_readerr(eq, &e, 0);
+    CHECK(0, "EQ error %d", e.err);
+  }
+  CHECK(r == (ssize_t)sizeof(*entry), "fi_eq_sread = %zd", r);
+  return event;
+}
+
+/* The CQ's next completion (10 s at most). */
+static void cq_next(struct fi_cq_data_entry* c, const char* what) {
+  const double end = now_s() + 10;
+  ssize_t r;
+  while ((r = fi_cq_read(cq, c, 1)) == -FI_EAGAIN && now_s() < end) {
+  }
+  if (r == -FI_EAVAIL) {
+    struct fi_cq_err_entry e = {0};
+    fi_cq_readerr(cq, &e, 0);
+    CHECK(0, "%s: CQ error %d (%s) flags %#llx", what, e.err, fi_strerror(e.err),
+          (unsigned long long)e.flags);
+  }
+  CHECK(r == 1, "%s: fi_cq_read = %zd", what, r);
+}
+
+/* ------------------------------------------------------------ multi-receive */
+
+static void multi_post(struct fid_ep* ep) {
+  int ret;
+  size_t min = MIN_MULTI, got = 0, len = sizeof(got);
+  OK(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
+  OK(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got, &len));
+  CHECK(got == MIN_MULTI && len == sizeof(got), "FI_OPT_MIN_MULTI_RECV reads back %zu", got);
+  for (int b = 0; b < 2; ++b) {
+    struct iovec iov = {buf + b * MULTI, MULTI};
+    void* desc = fi_mr_desc(mr);
+    struct fi_msg m = {&iov, &desc, 1, 0, buf + b * MULTI, 0};
+    OK((int)fi_recvmsg(ep, &m, FI_MULTI_RECV));
+  }
+}
+
+static void multi_server(struct fid_ep* ep) {
+  (void)ep;
+  size_t off[2] = {0, 0};
+  for (size_t i = 0; i < NMSG; ++i) {
+    const int b = i < 6 ? 0 : 1;
+    struct fi_cq_data_entry c;
+    cq_next(&c, "multi-receive");
+    char* want = buf + b * MULTI + off[b];
+    const int release = i == 5 || i == NMSG - 1;
+    CHECK(c.op_context == buf + b * MULTI, "message %zu: context %p, wanted buffer %d", i,
+          c.op_context, b);
+    CHECK(c.buf == want, "message %zu: buf at offset %td, wanted %zu", i,
+          (char*)c.buf - (buf + b * MULTI), off[b]);
+    CHECK(c.len == kLens[i], "message %zu: len %zu, wanted %zu", i, c.len, kLens[i]);
+    CHECK((c.flags & (FI_RECV | FI_MSG)) == (FI_RECV | FI_MSG), "message %zu: flags %#llx", i,
+          (unsigned long long)c.flags);
+    CHECK(!!(c.flags & FI_MULTI_RECV) == release, "message %zu: FI_MULTI_RECV %s", i,
+          release ? "missing on the releasing message" : "before the buffer is used up");
+    CHECK((c.flags & FI_REMOTE_CQ_DATA) && c.data == i, "message %zu: data %llu", i,
+          (unsigned long long)c.data);
+    for (size_t j = 0; j < kLens[i]; ++j)
+      CHECK((unsigned char)want[j] == pattern(i, j), "message %zu: byte %zu is %u, wanted %u", i, j,
+            (unsigned char)want[j], pattern(i, j));
+    off[b] += kLens[i];
+  }
+  printf(
+      "fi_rx_check server: %d messages in 2 multi-receive buffers, released at %zu and %zu "
+      "bytes\n",
+      NMSG, off[0], off[1]);
+}
+
+static void multi_client(struct fid_ep* ep) {
+  int ret;
+  size_t at = 2 * MULTI;
+  for (size_t i = 0; i < NMSG; ++i) {
+    for (size_t j = 0; j < kLens[i]; ++j) buf[at + j] = (char)pattern(i, j);
+    OK((int)fi_senddata(ep, buf + at, kLens[i], fi_mr_desc(mr), i, 0, buf + at));
+    at += kLens[i];
+  }
+  for (size_t i = 0; i < NMSG; ++i) {
+    struct fi_cq_data_entry c;
+    cq_next(&c, "send");
+    CHECK(c.flags & FI_SEND, "send completion flags %#llx", (unsigned long long)c.flags);
+  }
+}
+
+/* ------------------------------------------------------------ roles */
+
+static uint64_t mode_caps(const char* mode) {
+  if (strcmp(mode, "multi") == 0) return FI_MULTI_RECV;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi)\n", mode);
+  exit(2);
+}
+
+static void check_info(const struct fi_info* fi, uint64_t caps) {
+  CHECK((fi->caps & caps) == caps, "entry caps %#llx lack %#llx", (unsigned long long)fi->caps,
+        (unsigned long long)caps);
+  CHECK((fi->rx_attr->caps & caps) == caps && (fi->tx_attr->caps & FI_MULTI_RECV) == 0,
+        "rx_attr caps %#llx / tx_attr caps %#llx", (unsigned long long)fi->rx_attr->caps,
+        (unsigned long long)fi->tx_attr->caps);
+}
+
+static void close_common(struct fid_ep* ep) {
+  int ret;
+  OK(fi_close(&ep->fid));
+  OK(fi_close(&mr->fid));
+  OK(fi_close(&cq->fid));
+  OK(fi_close(&domain->fid));
+  OK(fi_close(&eq->fid));
+  OK(fi_close(&fabric->fid));
+  free(buf);
+}
+
+static int server(uint16_t port, const char* mode) {
+  int ret;
+  role = "server";
+  const uint64_t caps = mode_caps(mode);
+  struct fi_info *hints = make_hints(caps), *info = NULL;
+  char svc[8];
+  snprintf(svc, sizeof(svc), "%u", port);
+  OK(fi_getinfo(FI_VERSION(1, 17), NULL, svc, FI_SOURCE, hints, &info));
+  check_info(info, caps);
+  open_common(info);
+  struct fid_pep* pep;
+  OK(fi_passive_ep(fabric, info, &pep, NULL));
+  OK(fi_pep_bind(pep, &eq->fid, 0));
+  OK(fi_listen(pep));
+  printf("fi_rx_check server: listening\n");
+  fflush(stdout);
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+  struct fid_ep* ep = open_ep(entry.info);
+  multi_post(ep);
+  OK(fi_accept(ep, NULL, 0));
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  fi_freeinfo(entry.info);
+  multi_server(ep);
+  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  OK(fi_close(&pep->fid));
+  close_common(ep);
+  fi_freeinfo(info);
+  fi_freeinfo(hints);
+  printf("fi_rx_check server: ok\n");
+  return 0;
+}
+
+static int client(const char* sip, uint16_t port, const char* mode) {
+  int ret;
+  role = "client";
+  const uint64_t caps = mode_caps(mode);
+  struct fi_info *hints = make_hints(caps), *info = NULL;
+  char svc[8];
+  snprintf(svc, sizeof(svc), "%u", port);
+  OK(fi_getinfo(FI_VERSION(1, 17), sip, svc, 0, hints, &info));
+  open_common(info);
+  struct fid_ep* ep = open_ep(info);
+  OK(fi_connect(ep, info->dest_addr, NULL, 0));
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  multi_client(ep);
+  OK(fi_shutdown(ep, 0));
+  close_common(ep);
+  fi_freeinfo(info);
+  fi_freeinfo(hints);
+  printf("fi_rx_check client: ok\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "server") == 0) return server((uint16_t)atoi(argv[2]), argv[3]);
+  if (argc == 5 && strcmp(argv[1], "client") == 0)
+    return client(argv[2], (uint16_t)atoi(argv[3]), argv[4]);
+  fprintf(stderr, "usage: fi_rx_check server PORT MODE | client SERVER_IP PORT MODE\n");
+  return 2;
+}
