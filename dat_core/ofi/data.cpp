@@ -23,6 +23,20 @@ bool slot_of(Ep* ep, uint64_t cookie, Slot* out) {
   return true;
 }
 
+int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, uint64_t* total) {
+  *total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Mr* m = desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
+    if (m == nullptr || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
+    const auto addr = reinterpret_cast<uintptr_t>(iov[i].iov_base);
+    sge[i].lkey = m->lmr->lmr_context;
+    sge[i].va = addr - m->base + m->lmr->va;
+    sge[i].length = iov[i].iov_len;
+    *total += iov[i].iov_len;
+  }
+  return 0;
+}
+
 namespace {
 
 struct Request {
@@ -58,17 +72,7 @@ const Cntr* counter_of(const Ep* ep, rc::WrOp op) {
 
 // Local segments of the consumer's descriptors (FI_MR_LOCAL).
 int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
-  *total = 0;
-  for (size_t i = 0; i < r.count; ++i) {
-    const Mr* m = r.desc != nullptr ? static_cast<const Mr*>(r.desc[i]) : nullptr;
-    if (m == nullptr || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
-    const auto addr = reinterpret_cast<uintptr_t>(r.iov[i].iov_base);
-    sge[i].lkey = m->lmr->lmr_context;
-    sge[i].va = addr - m->base + m->lmr->va;
-    sge[i].length = r.iov[i].iov_len;
-    *total += r.iov[i].iov_len;
-  }
-  return 0;
+  return iov_sges(r.iov, r.desc, r.count, sge, total);
 }
 
 // Copies an inject request into the ring's next slot and posts it from

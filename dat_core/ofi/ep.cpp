@@ -175,6 +175,11 @@ int enable(Ep* ep) {
     ep->rxcq->refs++;
   }
   if (ep->txcq == nullptr || ep->rxcq == nullptr) return -FI_ENOCQ;
+  if (ep->srx == nullptr && ep->info->ep_attr != nullptr &&
+      ep->info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT) {
+    FI_WARN(&g_prov, FI_LOG_EP_CTRL, "a shared receive context is wanted but none is bound\n");
+    return -FI_EINVAL;
+  }
   if (ep->cntr_recv != nullptr) ep->rxcq->counting = true;
   dat::Ia* ia = ep->dom->pz->ia;
   dat::EpAttr a;
@@ -189,7 +194,8 @@ int enable(Ep* ep) {
   dat::Status st = dat::lmr_create(ia, ep->dom->pz, s, rc::priv::kLocalRead | rc::priv::kLocalWrite,
                                    &ep->bounce_lmr);
   if (!st.ok()) return to_fi(st);
-  st = dat::ep_create(ia, ep->dom->pz, ep->rxcq->evd, ep->txcq->evd, ep->eq->evd, &a, &ep->dep);
+  st = dat::ep_create(ia, ep->dom->pz, ep->rxcq->evd, ep->txcq->evd, ep->eq->evd, &a, &ep->dep,
+                      ep->srx != nullptr ? ep->srx->srq : nullptr);
   if (!st.ok()) {
     if (!dat::lmr_free(ep->bounce_lmr).ok()) FI_WARN(&g_prov, FI_LOG_EP_CTRL, "lmr leak\n");
     ep->bounce_lmr = nullptr;
@@ -226,6 +232,7 @@ int ep_close(fid* f) {
       cq->refs--;
     }
   }
+  if (ep->srx != nullptr) ep->srx->refs--;
   if (ep->eq != nullptr) {
     eq_forget(ep->eq, &ep->ep.fid);
     ep->eq->refs--;
@@ -289,7 +296,15 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     }
     return 0;
   }
-  if (bf->fclass == FI_CLASS_SRX_CTX || bf->fclass == FI_CLASS_STX_CTX) return -FI_ENOSYS;
+  if (Srx* s = object_of<Srx>(bf, FI_CLASS_SRX_CTX); s != nullptr) {
+    if (flags != 0) return -FI_EBADFLAGS;
+    if (s->dom != ep->dom) return -FI_EINVAL;  // the SRQ must be in the EP's PZ
+    if (ep->srx != nullptr) return -FI_EINVAL;
+    ep->srx = s;
+    s->refs++;
+    return 0;
+  }
+  if (bf->fclass == FI_CLASS_STX_CTX) return -FI_ENOSYS;
   return -FI_EINVAL;
 }
 

@@ -265,6 +265,18 @@ struct MultiRecv {
   size_t count = 0;
 };
 
+// A shared receive context (srx.cpp): a DAT SRQ of the domain's PZ; the
+// endpoints bound to it take their receives from it, and each reports the
+// messages it received on its own receive CQ.
+struct Srx {
+  fid_ep ep{};
+  Domain* dom = nullptr;
+  dat::Srq* srq = nullptr;
+  uint64_t op_flags = 0;
+  std::atomic<uint32_t> refs{0};  // bound EPs
+};
+int srx_open(fid_domain* domain, fi_rx_attr* attr, fid_ep** out, void* context);
+
 struct Ep {
   fid_ep ep{};
   Domain* dom = nullptr;
@@ -272,6 +284,7 @@ struct Ep {
   Eq* eq = nullptr;
   Cq* txcq = nullptr;
   Cq* rxcq = nullptr;
+  Srx* srx = nullptr;  // receives come from it
   bool tx_selective = false;
   bool rx_selective = false;
   uint64_t tx_op_flags = 0;
@@ -315,6 +328,10 @@ struct MultiHit {
   bool released = false;
 };
 bool multi_recv_event(Ep* ep, const dat::Event& ev, MultiHit* out);
+
+// The local segments of the consumer's iovecs and descriptors (0, or
+// -FI_EINVAL for a missing descriptor).
+int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, uint64_t* total);
 
 // Whether `cookie` names one of ep's inject slots; frees it (and the slots
 // taken before it, which completed first) and reports what the consumer

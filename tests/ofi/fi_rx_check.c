@@ -9,6 +9,14 @@
  *   the one before, in the first buffer until less than the minimum is
  *   left, then in the second), carry its length, data and bytes, and have
  *   FI_MULTI_RECV exactly on the message that released its buffer.
+ * MODE srx: a shared receive context.  The server asks for
+ *   rx_ctx_cnt = FI_SHARED_CONTEXT, opens fi_srx_context, posts four
+ *   receives to it and binds both endpoints it accepts to it (each with a
+ *   CQ of its own); the client connects two endpoints and sends two
+ *   messages on each.  Every message must land in one of the context's
+ *   buffers (each once) and complete on the CQ of the endpoint it came in
+ *   on, in the order sent there; a receive posted to such an endpoint
+ *   itself, and closing the context while endpoints use it, are refused.
  * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
  * line naming what did not, and exit 1, otherwise. */
 #include <arpa/inet.h>
@@ -42,6 +50,7 @@ static struct fid_fabric* fabric;
 static struct fid_domain* domain;
 static struct fid_eq* eq;
 static struct fid_cq* cq;
+static struct fid_ep* srx;
 static struct fid_mr* mr;
 static char* buf;
 
@@ -75,15 +84,21 @@ static void open_common(struct fi_info* fi) {
   OK(fi_mr_reg(domain, buf, BUF, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
 }
 
-static struct fid_ep* open_ep(struct fi_info* fi) {
+/* An endpoint on `q` (the common CQ when NULL), on the shared receive
+ * context when one is open. */
+static struct fid_ep* open_ep_on(struct fi_info* fi, struct fid_cq* q) {
   int ret;
   struct fid_ep* ep;
+  if (srx != NULL) fi->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   OK(fi_endpoint(domain, fi, &ep, NULL));
   OK(fi_ep_bind(ep, &eq->fid, 0));
-  OK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+  OK(fi_ep_bind(ep, &(q != NULL ? q : cq)->fid, FI_TRANSMIT | FI_RECV));
+  if (srx != NULL) OK(fi_ep_bind(ep, &srx->fid, 0));
   OK(fi_enable(ep));
   return ep;
 }
+
+static struct fid_ep* open_ep(struct fi_info* fi) { return open_ep_on(fi, NULL); }
 
 static double now_s(void) {
   struct timespec t;
@@ -103,20 +118,22 @@ static uint32_t eq_event(struct fi_eq_cm_entry* entry) {
   return event;
 }
 
-/* The CQ's next completion (10 s at most). */
-static void cq_next(struct fi_cq_data_entry* c, const char* what) {
+/* q's next completion (10 s at most). */
+static void cq_next_on(struct fid_cq* q, struct fi_cq_data_entry* c, const char* what) {
   const double end = now_s() + 10;
   ssize_t r;
-  while ((r = fi_cq_read(cq, c, 1)) == -FI_EAGAIN && now_s() < end) {
+  while ((r = fi_cq_read(q, c, 1)) == -FI_EAGAIN && now_s() < end) {
   }
   if (r == -FI_EAVAIL) {
     struct fi_cq_err_entry e = {0};
-    fi_cq_readerr(cq, &e, 0);
+    fi_cq_readerr(q, &e, 0);
     CHECK(0, "%s: CQ error %d (%s) flags %#llx", what, e.err, fi_strerror(e.err),
           (unsigned long long)e.flags);
   }
   CHECK(r == 1, "%s: fi_cq_read = %zd", what, r);
 }
+
+static void cq_next(struct fi_cq_data_entry* c, const char* what) { cq_next_on(cq, c, what); }
 
 /* ------------------------------------------------------------ multi-receive */
 
@@ -180,15 +197,116 @@ static void multi_client(struct fid_ep* ep) {
   }
 }
 
+/* ------------------------------------------------------------ shared receive context */
+
+enum { SRX_BUFS = 4, SRX_LEN = 256 };
+
+static void srx_open(struct fi_info* fi) {
+  int ret;
+  CHECK(fi->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT && fi->domain_attr->max_ep_srx_ctx >= 1,
+        "entry: rx_ctx_cnt %zu, max_ep_srx_ctx %zu", fi->ep_attr->rx_ctx_cnt,
+        fi->domain_attr->max_ep_srx_ctx);
+  OK(fi_srx_context(domain, fi->rx_attr, &srx, NULL));
+  for (int i = 0; i < SRX_BUFS; ++i)
+    OK((int)fi_recv(srx, buf + i * SRX_LEN, SRX_LEN, fi_mr_desc(mr), 0, buf + i * SRX_LEN));
+}
+
+static void srx_server(struct fid_pep* pep) {
+  int ret;
+  (void)pep;
+  struct fid_cq* cqs[2];
+  struct fid_ep* eps[2];
+  for (int k = 0; k < 2; ++k) {
+    struct fi_cq_attr ca = {.size = 64, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+    OK(fi_cq_open(domain, &ca, &cqs[k], NULL));
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request %d", k);
+    eps[k] = open_ep_on(entry.info, cqs[k]);
+    CHECK(fi_recv(eps[k], buf + 2048, 64, fi_mr_desc(mr), 0, NULL) != 0,
+          "a receive posted to an endpoint on a shared context");
+    OK(fi_accept(eps[k], NULL, 0));
+    CHECK(eq_event(&entry) == FI_CONNECTED && entry.fid == &eps[k]->fid,
+          "endpoint %d: not connected", k);
+    fi_freeinfo(entry.info);
+  }
+  CHECK(fi_close(&srx->fid) == -FI_EBUSY, "the shared context closed under its endpoints");
+  int used[SRX_BUFS] = {0};
+  for (int k = 0; k < 2; ++k) {
+    for (int n = 0; n < 2; ++n) {
+      struct fi_cq_data_entry c;
+      cq_next_on(cqs[k], &c, "shared receive");
+      const ptrdiff_t at = (char*)c.op_context - buf;
+      CHECK(at >= 0 && at % SRX_LEN == 0 && at / SRX_LEN < SRX_BUFS, "context %p not a buffer",
+            c.op_context);
+      CHECK(!used[at / SRX_LEN]++, "buffer %td completed twice", at / SRX_LEN);
+      char want[32];
+      snprintf(want, sizeof(want), "endpoint %d message %d", k, n);
+      CHECK((c.flags & FI_RECV) && c.len == strlen(want) + 1 && strcmp(buf + at, want) == 0,
+            "endpoint %d's CQ: '%.*s' (%zu bytes), wanted '%s'", k, (int)c.len, buf + at, c.len,
+            want);
+    }
+  }
+  struct fi_cq_data_entry c;
+  CHECK(fi_cq_read(cqs[0], &c, 1) == -FI_EAGAIN && fi_cq_read(cqs[1], &c, 1) == -FI_EAGAIN,
+        "more completions than messages");
+  for (int k = 0; k < 2; ++k) {
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown %d", k);
+  }
+  for (int k = 0; k < 2; ++k) {
+    OK(fi_close(&eps[k]->fid));
+    OK(fi_close(&cqs[k]->fid));
+  }
+  OK(fi_close(&srx->fid));
+  srx = NULL;
+  printf("fi_rx_check server: 4 messages of 2 endpoints through one shared receive context\n");
+}
+
+static void srx_client(struct fi_info* info) {
+  int ret;
+  struct fid_ep* eps[2];
+  for (int k = 0; k < 2; ++k) {
+    eps[k] = open_ep(info);
+    OK(fi_connect(eps[k], info->dest_addr, NULL, 0));
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNECTED && entry.fid == &eps[k]->fid,
+          "endpoint %d: not connected", k);
+  }
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 2; ++k) {
+      char* m = buf + 4096 + (2 * n + k) * 64;
+      snprintf(m, 64, "endpoint %d message %d", k, n);
+      OK((int)fi_send(eps[k], m, strlen(m) + 1, fi_mr_desc(mr), 0, m));
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    struct fi_cq_data_entry c;
+    cq_next(&c, "send");
+  }
+  for (int k = 0; k < 2; ++k) {
+    OK(fi_shutdown(eps[k], 0));
+    OK(fi_close(&eps[k]->fid));
+  }
+}
+
 /* ------------------------------------------------------------ roles */
 
-static uint64_t mode_caps(const char* mode) {
-  if (strcmp(mode, "multi") == 0) return FI_MULTI_RECV;
-  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi)\n", mode);
+static int mode_of(const char* mode) {
+  if (strcmp(mode, "multi") == 0) return 0;
+  if (strcmp(mode, "srx") == 0) return 1;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx)\n", mode);
   exit(2);
 }
 
-static void check_info(const struct fi_info* fi, uint64_t caps) {
+static struct fi_info* mode_hints(int mode) {
+  struct fi_info* h = make_hints(mode == 0 ? FI_MULTI_RECV : 0);
+  if (mode == 1) h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  return h;
+}
+
+static void check_info(const struct fi_info* fi, int mode) {
+  if (mode != 0) return;
+  const uint64_t caps = FI_MULTI_RECV;
   CHECK((fi->caps & caps) == caps, "entry caps %#llx lack %#llx", (unsigned long long)fi->caps,
         (unsigned long long)caps);
   CHECK((fi->rx_attr->caps & caps) == caps && (fi->tx_attr->caps & FI_MULTI_RECV) == 0,
@@ -198,7 +316,7 @@ static void check_info(const struct fi_info* fi, uint64_t caps) {
 
 static void close_common(struct fid_ep* ep) {
   int ret;
-  OK(fi_close(&ep->fid));
+  if (ep != NULL) OK(fi_close(&ep->fid));
   OK(fi_close(&mr->fid));
   OK(fi_close(&cq->fid));
   OK(fi_close(&domain->fid));
@@ -207,31 +325,37 @@ static void close_common(struct fid_ep* ep) {
   free(buf);
 }
 
-static int server(uint16_t port, const char* mode) {
+static int server(uint16_t port, const char* mode_name) {
   int ret;
   role = "server";
-  const uint64_t caps = mode_caps(mode);
-  struct fi_info *hints = make_hints(caps), *info = NULL;
+  const int mode = mode_of(mode_name);
+  struct fi_info *hints = mode_hints(mode), *info = NULL;
   char svc[8];
   snprintf(svc, sizeof(svc), "%u", port);
   OK(fi_getinfo(FI_VERSION(1, 17), NULL, svc, FI_SOURCE, hints, &info));
-  check_info(info, caps);
+  check_info(info, mode);
   open_common(info);
+  if (mode == 1) srx_open(info);
   struct fid_pep* pep;
   OK(fi_passive_ep(fabric, info, &pep, NULL));
   OK(fi_pep_bind(pep, &eq->fid, 0));
   OK(fi_listen(pep));
   printf("fi_rx_check server: listening\n");
   fflush(stdout);
-  struct fi_eq_cm_entry entry;
-  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
-  struct fid_ep* ep = open_ep(entry.info);
-  multi_post(ep);
-  OK(fi_accept(ep, NULL, 0));
-  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
-  fi_freeinfo(entry.info);
-  multi_server(ep);
-  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  struct fid_ep* ep = NULL;
+  if (mode == 0) {
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+    ep = open_ep(entry.info);
+    multi_post(ep);
+    OK(fi_accept(ep, NULL, 0));
+    CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+    fi_freeinfo(entry.info);
+    multi_server(ep);
+    CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  } else {
+    srx_server(pep);
+  }
   OK(fi_close(&pep->fid));
   close_common(ep);
   fi_freeinfo(info);
@@ -240,21 +364,26 @@ static int server(uint16_t port, const char* mode) {
   return 0;
 }
 
-static int client(const char* sip, uint16_t port, const char* mode) {
+static int client(const char* sip, uint16_t port, const char* mode_name) {
   int ret;
   role = "client";
-  const uint64_t caps = mode_caps(mode);
-  struct fi_info *hints = make_hints(caps), *info = NULL;
+  const int mode = mode_of(mode_name);
+  struct fi_info *hints = make_hints(mode == 0 ? FI_MULTI_RECV : 0), *info = NULL;
   char svc[8];
   snprintf(svc, sizeof(svc), "%u", port);
   OK(fi_getinfo(FI_VERSION(1, 17), sip, svc, 0, hints, &info));
   open_common(info);
-  struct fid_ep* ep = open_ep(info);
-  OK(fi_connect(ep, info->dest_addr, NULL, 0));
-  struct fi_eq_cm_entry entry;
-  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
-  multi_client(ep);
-  OK(fi_shutdown(ep, 0));
+  struct fid_ep* ep = NULL;
+  if (mode == 0) {
+    ep = open_ep(info);
+    OK(fi_connect(ep, info->dest_addr, NULL, 0));
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+    multi_client(ep);
+    OK(fi_shutdown(ep, 0));
+  } else {
+    srx_client(info);
+  }
   close_common(ep);
   fi_freeinfo(info);
   fi_freeinfo(hints);
