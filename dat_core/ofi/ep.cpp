@@ -201,9 +201,14 @@ int enable(Ep* ep) {
     ep->bounce_lmr = nullptr;
     return to_fi(st);
   }
-  dat::Lock lk(ia->iface);
-  ep->dep->context = reinterpret_cast<uintptr_t>(ep);
-  ep->dep->context_set = true;
+  {
+    dat::Lock lk(ia->iface);
+    ep->dep->context = reinterpret_cast<uintptr_t>(ep);
+    ep->dep->context_set = true;
+  }
+  // FD counters hear of the completions on the EP's CQs.
+  if (int r = cntr_listen_ep(ep); r != 0) return r;
+  ep->listened = true;
   return 0;
 }
 
@@ -222,6 +227,7 @@ int ep_close(fid* f) {
   if (ep->bounce_lmr != nullptr) {
     if (dat::Status st = dat::lmr_free(ep->bounce_lmr); !st.ok()) return to_fi(st);
   }
+  if (ep->listened) cntr_unlisten_ep(ep);
   for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write})
     if (c != nullptr) cntr_unbind(c, ep);
   for (Cq* cq : {ep->txcq, ep->rxcq}) {

@@ -96,7 +96,8 @@ struct WaitFd {
 };
 // Makes the eventfd (0 or -errno).
 int waitfd_open(WaitFd* w);
-// Makes the CNO on ia (once; nothing without an eventfd).
+// Makes the CNO on ia (once; nothing without an eventfd), its agent
+// signalling w alone (an EQ's; a CQ's CNO runs cq_agent).
 int waitfd_attach(WaitFd* w, dat::Ia* ia);
 // Makes the descriptor readable when armed (and disarms).
 void waitfd_signal(WaitFd* w);
@@ -214,7 +215,18 @@ struct Cq {
   WaitFd wait;
   std::atomic<bool> counting{false};  // a bound EP has counters: receives are counted
   bool internal = false;              // made for an EP's counters, never read by a consumer
+  // The wait objects of FD counters that count this CQ's completions: the
+  // CQ's CNO (made for them when the CQ has no descriptor of its own)
+  // signals them too.
+  std::mutex listen_mu;
+  std::vector<WaitFd*> listeners;
 };
+// The agent of a CQ's CNO: signals the CQ's descriptor and its listeners'.
+void cq_agent(void* instance, void* evd);
+// Registers / removes a counter's wait object as a listener of cq (once per
+// binding: a counter counting two kinds of completion on it listens twice).
+int cq_listen(Cq* cq, WaitFd* w);
+void cq_unlisten(Cq* cq, WaitFd* w);
 // fi_trywait on a CQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
 int cq_trywait(Cq* cq);
 // Takes every event off the CQ's EVD (counting what bound counters count)
@@ -231,10 +243,18 @@ struct Cntr {
   Domain* dom = nullptr;
   std::atomic<uint64_t> value{0}, errs{0};
   fi_wait_obj wait_obj = FI_WAIT_NONE;
+  WaitFd wait;  // FI_WAIT_FD: written when a bound EP's CQ gets a completion
   std::mutex mu;
   std::vector<Ep*> eps;  // bound EPs (their CQs are progressed by reads)
   std::atomic<uint32_t> refs{0};
 };
+// fi_trywait on a counter: 0 when no completion waits to be counted (and
+// it is armed), -FI_EAGAIN if one does.
+int cntr_trywait(Cntr* c);
+// The CQs an enabled EP's counters count from listen for the FD counters
+// (ep_enable), and stop at its close.
+int cntr_listen_ep(Ep* ep);
+void cntr_unlisten_ep(Ep* ep);
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context);
 void cntr_bump(Cntr* c, bool ok);
 void cntr_unbind(Cntr* c, Ep* ep);
@@ -305,6 +325,7 @@ struct Ep {
   Cntr* cntr_recv = nullptr;
   Cntr* cntr_read = nullptr;
   Cntr* cntr_write = nullptr;
+  bool listened = false;  // its FD counters listen to its CQs (cntr_listen_ep)
   uint8_t no_report = 0;
   std::vector<uint8_t> bounce;
   std::vector<Slot> slots;

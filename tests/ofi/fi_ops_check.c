@@ -209,10 +209,10 @@ static int client(const char* ip, const char* port) {
   open_common(info);
 
   /* absent calls and timeouts */
-  struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+  struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_MUTEX_COND};
   struct fid_cntr* cntr;
   CHECK(fi_cntr_open(domain, &cattr, &cntr, NULL) == -FI_ENOSYS,
-        "counter with FI_WAIT_FD not ENOSYS");
+        "counter with FI_WAIT_MUTEX_COND not ENOSYS");
   /* a CQ without a wait object has no descriptor to give; FI_WAIT_UNSPEC
    * (the EQ) is the provider's pick, a descriptor under automatic progress */
   {

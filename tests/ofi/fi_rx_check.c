@@ -17,6 +17,13 @@
  *   buffers (each once) and complete on the CQ of the endpoint it came in
  *   on, in the order sent there; a receive posted to such an endpoint
  *   itself, and closing the context while endpoints use it, are refused.
+ * MODE cntr: a counter with an FD wait object.  The server counts its
+ *   endpoint's receives with a counter opened with FI_WAIT_FD (no receive
+ *   CQ: the endpoint gets an internal one), takes its descriptor through
+ *   fi_control(FI_GETWAIT) into an epoll set and waits there, after
+ *   fi_trywait said nothing is pending, while the client sends three
+ *   messages 100 ms apart; it must be woken, the counter reach 3 and the
+ *   descriptor stay quiet once nothing is pending.
  * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
  * line naming what did not, and exit 1, otherwise. */
 #include <arpa/inet.h>
@@ -31,7 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHECK(cond, ...)                         \
   do {                                           \
@@ -289,12 +298,92 @@ static void srx_client(struct fi_info* info) {
   }
 }
 
+/* ------------------------------------------------------------ counter with a descriptor */
+
+enum { CNTR_MSGS = 3 };
+
+static void cntr_server(void) {
+  int ret;
+  struct fi_cntr_attr na = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+  struct fid_cntr* cntr;
+  OK(fi_cntr_open(domain, &na, &cntr, NULL));
+  int fd = -1;
+  enum fi_wait_obj obj = FI_WAIT_NONE;
+  OK(fi_control(&cntr->fid, FI_GETWAIT, &fd));
+  OK(fi_control(&cntr->fid, FI_GETWAITOBJ, &obj));
+  CHECK(fd >= 0 && obj == FI_WAIT_FD, "counter: fd %d, wait object %d", fd, (int)obj);
+  int epfd = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  CHECK(epfd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0, "epoll on the counter's fd");
+
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+  struct fid_ep* ep;
+  OK(fi_endpoint(domain, entry.info, &ep, NULL));
+  OK(fi_ep_bind(ep, &eq->fid, 0));
+  OK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT));
+  OK(fi_ep_bind(ep, &cntr->fid, FI_RECV));
+  OK(fi_enable(ep));
+  for (int i = 0; i < CNTR_MSGS; ++i)
+    OK((int)fi_recv(ep, buf + i * 64, 64, fi_mr_desc(mr), 0, buf + i * 64));
+  OK(fi_accept(ep, NULL, 0));
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  fi_freeinfo(entry.info);
+
+  struct fid* f = &cntr->fid;
+  int slept = 0;
+  const double end = now_s() + 10;
+  uint64_t v;
+  while ((v = fi_cntr_read(cntr)) < CNTR_MSGS) {
+    CHECK(now_s() < end, "counter at %llu after 10 s", (unsigned long long)v);
+    ret = fi_trywait(fabric, &f, 1);
+    if (ret == -FI_EAGAIN) continue;  // a completion waits to be counted
+    CHECK(ret == 0, "fi_trywait on the counter = %d", ret);
+    struct epoll_event out;
+    CHECK(epoll_wait(epfd, &out, 1, 5000) == 1, "epoll_wait on the counter's fd timed out at %llu",
+          (unsigned long long)v);
+    ++slept;
+  }
+  CHECK(v == CNTR_MSGS && fi_cntr_readerr(cntr) == 0, "counter %llu, errors %llu",
+        (unsigned long long)v, (unsigned long long)fi_cntr_readerr(cntr));
+  CHECK(slept >= 1, "never woken by the counter's descriptor");
+  for (int i = 0; i < CNTR_MSGS; ++i) {
+    char want[16];
+    snprintf(want, sizeof(want), "counted %d", i);
+    CHECK(strcmp(buf + i * 64, want) == 0, "message %d: '%s'", i, buf + i * 64);
+  }
+  /* nothing pending: fi_trywait arms and the descriptor stays quiet */
+  OK(fi_trywait(fabric, &f, 1));
+  struct epoll_event out;
+  CHECK(epoll_wait(epfd, &out, 1, 50) == 0, "the counter's fd readable with nothing pending");
+  CHECK(fi_close(&cntr->fid) == -FI_EBUSY, "a bound counter closed");
+  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  OK(fi_close(&ep->fid));
+  OK(fi_close(&cntr->fid));
+  close(epfd);
+  printf("fi_rx_check server: counter woke the epoll loop %d times for %d messages\n", slept,
+         CNTR_MSGS);
+}
+
+static void cntr_client(struct fid_ep* ep) {
+  int ret;
+  for (int i = 0; i < CNTR_MSGS; ++i) {
+    usleep(100 * 1000);
+    char* m = buf + 4096 + i * 64;
+    snprintf(m, 64, "counted %d", i);
+    OK((int)fi_send(ep, m, strlen(m) + 1, fi_mr_desc(mr), 0, m));
+    struct fi_cq_data_entry c;
+    cq_next(&c, "send");
+  }
+}
+
 /* ------------------------------------------------------------ roles */
 
 static int mode_of(const char* mode) {
   if (strcmp(mode, "multi") == 0) return 0;
   if (strcmp(mode, "srx") == 0) return 1;
-  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx)\n", mode);
+  if (strcmp(mode, "cntr") == 0) return 2;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr)\n", mode);
   exit(2);
 }
 
@@ -353,8 +442,10 @@ static int server(uint16_t port, const char* mode_name) {
     fi_freeinfo(entry.info);
     multi_server(ep);
     CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
-  } else {
+  } else if (mode == 1) {
     srx_server(pep);
+  } else {
+    cntr_server();
   }
   OK(fi_close(&pep->fid));
   close_common(ep);
@@ -374,15 +465,19 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
   OK(fi_getinfo(FI_VERSION(1, 17), sip, svc, 0, hints, &info));
   open_common(info);
   struct fid_ep* ep = NULL;
-  if (mode == 0) {
+  if (mode == 1) {
+    srx_client(info);
+  } else {
     ep = open_ep(info);
     OK(fi_connect(ep, info->dest_addr, NULL, 0));
     struct fi_eq_cm_entry entry;
     CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
-    multi_client(ep);
+    if (mode == 0) {
+      multi_client(ep);
+    } else {
+      cntr_client(ep);
+    }
     OK(fi_shutdown(ep, 0));
-  } else {
-    srx_client(info);
   }
   close_common(ep);
   fi_freeinfo(info);
