@@ -57,7 +57,7 @@ Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
   ev.solicited = c.solicited;
   ev.multi = c.multi;
   ev.released = c.released;
-  ev.offset = c.offset;
+  ev.offset = c.multi ? c.offset : 0;
   if (c.op == rc::WcOp::kBind) {
     ev.num = EventNum::kRmrBind;
     ev.rmr_context = c.rkey;

@@ -126,17 +126,21 @@ struct Completion {
   uint32_t qpn = 0;
   uint32_t byte_len = 0;
   uint32_t imm = 0;
-  uint32_t rkey = 0;  // kBind: the MW's new rkey
+  union {
+    uint32_t rkey = 0;  // kBind: the MW's new rkey
+    uint32_t offset;    // a receive of a multi-receive WQE: where in it the message begins
+  };
   WcOp op = WcOp::kSend;
   WcStatus status = WcStatus::kSuccess;
   bool has_imm = false;
   bool solicited = false;
-  // kRecv / kRecvWriteImm of a multi-receive WQE: where in it the message
-  // begins, and whether the WQE retired with this completion.
+  // A receive of a multi-receive WQE (`offset` holds its place), and
+  // whether the WQE retired with it.
   bool multi = false;
   bool released = false;
-  uint32_t offset = 0;
 };
+// Two to a cache line in the completion rings.
+static_assert(sizeof(Completion) == 32);
 
 // Completions from the engine to one consumer: a lock-free SPSC ring, so the
 // engine may run on its own lcore while the consumer polls from its thread.
