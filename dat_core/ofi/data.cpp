@@ -30,8 +30,7 @@ int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, ui
     // No object lives in the first page: such a value is no descriptor (a
     // consumer that passes fi_mr_desc() itself as the array gives the MR's
     // class number here).
-    if (reinterpret_cast<uintptr_t>(m) < 4096 || m->mr.fid.fclass != FI_CLASS_MR)
-      return -FI_EINVAL;
+    if (reinterpret_cast<uintptr_t>(m) < 4096 || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
     const auto addr = reinterpret_cast<uintptr_t>(iov[i].iov_base);
     sge[i].lkey = m->lmr->lmr_context;
     sge[i].va = addr - m->base + m->lmr->va;
