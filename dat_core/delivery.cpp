@@ -55,6 +55,9 @@ Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
   ev.has_imm = c.has_imm;
   ev.rc_status = c.status;
   ev.solicited = c.solicited;
+  ev.multi = c.multi;
+  ev.released = c.released;
+  ev.offset = c.multi ? c.offset : 0;
   if (c.op == rc::WcOp::kBind) {
     ev.num = EventNum::kRmrBind;
     ev.rmr_context = c.rkey;

@@ -105,6 +105,11 @@ struct Event {
   // honours solicited-only notification with them.
   rc::WcStatus rc_status = rc::WcStatus::kSuccess;
   bool solicited = false;
+  // A receive posted as a multi-receive (ep_post_recv's multi_min): where
+  // in it this message begins, and whether it retired with this event.
+  bool multi = false;
+  bool released = false;
+  uint64_t offset = 0;
   Rmr* rmr = nullptr;
   uint32_t rmr_context = 0;
   // connection request

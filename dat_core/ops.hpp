@@ -191,7 +191,10 @@ struct PostArgs {
   uint64_t compare = 0, swap_add = 0;
 };
 Status ep_post(Ep* ep, const PostArgs& a);
-Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags);
+// multi_min > 0: a multi-receive (rc::RecvWr::multi_min): its events carry
+// `multi`, the message's `offset` in it, and `released` on the last.
+Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags,
+                    uint64_t multi_min = 0);
 
 struct EpStatus {
   EpState state = EpState::kUnconnected;

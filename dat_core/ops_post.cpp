@@ -179,7 +179,8 @@ Status ep_post(Ep* ep, const PostArgs& a) {
   return submit(f, ep, true, &wr, nullptr);
 }
 
-Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags) {
+Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags,
+                    uint64_t multi_min) {
   if ((cflags & ~0x1Fu) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
   Iface* f = ep->ia->iface;
   const EpState state = ep->state.load(std::memory_order_acquire);
@@ -188,9 +189,11 @@ Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, 
   if (ep->srq != nullptr) return fail(Type::MODEL_NOT_SUPPORTED);  // post to its SRQ instead
   rc::RecvWr wr;
   wr.cookie = cookie;
+  wr.multi_min = multi_min;
   uint64_t total = 0;
   Status st = fill_sges(ep, sge, nsge, ep->attr.max_recv_iov, wr.sge, &wr.num_sge, &total);
   if (!st.ok()) return st;
+  if (multi_min != 0 && total > UINT32_MAX) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   return submit(f, ep, false, nullptr, &wr);
 }
 

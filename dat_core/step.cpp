@@ -176,6 +176,7 @@ bool Iface::drain_handoff(Shard& s) {
       c.cookie = h->is_send ? h->send.cookie : h->recv.cookie;
       c.qpn = h->qp->qpn();
       c.op = h->is_send ? rc::wc_op_of(h->send.op) : rc::WcOp::kRecv;
+      c.multi = c.released = !h->is_send && h->recv.multi_min != 0;
       c.status = h->qp->state() == rc::QpState::kError ? rc::WcStatus::kFlushed
                                                        : rc::WcStatus::kLocalQpOperationError;
       Evd* evd = h->is_send ? ep->req_evd : ep->recv_evd;

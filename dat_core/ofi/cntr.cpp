@@ -7,6 +7,10 @@
 // A transfer the consumer wants no CQ entry for is still signalled when a
 // counter counts it; an endpoint with a counter but no CQ on one side gets
 // an internal CQ there.
+//
+// A counter with FI_WAIT_FD has an eventfd: the CQs its endpoints'
+// completions arrive on signal it through their CNOs once fi_trywait armed
+// it (wait.cpp), so it works in an epoll loop like a CQ's.
 
 #include <sched.h>
 
@@ -88,6 +92,7 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
 int cntr_close(fid* f) {
   auto* c = reinterpret_cast<Cntr*>(f);
   if (c->refs > 0) return -FI_EBUSY;
+  waitfd_close(&c->wait);
   c->dom->refs--;
   delete c;
   return 0;
@@ -95,11 +100,26 @@ int cntr_close(fid* f) {
 
 int cntr_control(fid* f, int command, void* arg) {
   auto* c = reinterpret_cast<Cntr*>(f);
-  if (command == FI_GETWAITOBJ && arg != nullptr) {
-    *static_cast<fi_wait_obj*>(arg) = c->wait_obj;
-    return 0;
-  }
-  return command == FI_GETWAIT ? -FI_ENODATA : -FI_ENOSYS;
+  return waitfd_control(&c->wait, c->wait_obj, command, arg);
+}
+
+// The CQs whose completions c counts for ep, one entry per kind counted.
+std::vector<Cq*> counted_cqs(const Ep* ep, const Cntr* c) {
+  std::vector<Cq*> out;
+  if (ep->cntr_recv == c && ep->rxcq != nullptr) out.push_back(ep->rxcq);
+  for (const Cntr* t : {ep->cntr_send, ep->cntr_read, ep->cntr_write})
+    if (t == c && ep->txcq != nullptr) out.push_back(ep->txcq);
+  return out;
+}
+
+// Each FD counter of ep once (a counter bound for several kinds comes up
+// more than once).
+std::vector<Cntr*> fd_counters(const Ep* ep) {
+  std::vector<Cntr*> out;
+  for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write})
+    if (c != nullptr && c->wait.fd >= 0 && std::find(out.begin(), out.end(), c) == out.end())
+      out.push_back(c);
+  return out;
 }
 
 fi_ops g_cntr_fi_ops = {sizeof(fi_ops), cntr_close, no_bind,   cntr_control,
@@ -109,18 +129,59 @@ fi_ops_cntr g_cntr_ops = {sizeof(fi_ops_cntr), cntr_read,   cntr_readerr, cntr_a
 
 }  // namespace
 
+int cntr_trywait(Cntr* c) {
+  if (c->wait.fd < 0) return -FI_EINVAL;
+  std::vector<Cq*> cqs;
+  {
+    std::lock_guard lk(c->mu);
+    for (Ep* ep : c->eps)
+      for (Cq* cq : counted_cqs(ep, c)) cqs.push_back(cq);
+  }
+  waitfd_arm(&c->wait);
+  // A completion on a CQ's EVD is one that reading the counter counts.
+  for (Cq* cq : cqs) {
+    if (!cq->evd->q.empty()) {
+      waitfd_disarm(&c->wait);
+      return -FI_EAGAIN;
+    }
+  }
+  return 0;
+}
+
+int cntr_listen_ep(Ep* ep) {
+  for (Cntr* c : fd_counters(ep)) {
+    for (Cq* cq : counted_cqs(ep, c)) {
+      if (int r = cq_listen(cq, &c->wait); r != 0) {
+        cntr_unlisten_ep(ep);
+        return r;
+      }
+    }
+  }
+  return 0;
+}
+
+void cntr_unlisten_ep(Ep* ep) {
+  for (Cntr* c : fd_counters(ep))
+    for (Cq* cq : counted_cqs(ep, c)) cq_unlisten(cq, &c->wait);
+}
+
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) {
   auto* d = object_of<Domain>(&domain->fid, FI_CLASS_DOMAIN);
   if (d == nullptr || attr == nullptr || out == nullptr) return -FI_EINVAL;
   if (attr->events != FI_CNTR_EVENTS_COMP) return -FI_ENOSYS;
   if (attr->flags != 0) return -FI_EBADFLAGS;
-  // No descriptor: nothing writes one when a completion is counted.
-  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
-      attr->wait_obj != FI_WAIT_YIELD)
-    return -FI_ENOSYS;
+  // FI_WAIT_UNSPEC: the counter's own wait (fi_cntr_wait), a yielding poll.
+  fi_wait_obj wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_YIELD : attr->wait_obj;
+  if (int r = check_wait_obj(&wait_obj, d->fab); r != 0) return r;
   auto* c = new Cntr();
   c->dom = d;
-  c->wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_YIELD : attr->wait_obj;
+  c->wait_obj = wait_obj;
+  if (wait_obj == FI_WAIT_FD) {
+    if (int r = waitfd_open(&c->wait); r != 0) {
+      delete c;
+      return r;
+    }
+  }
   c->cntr.fid.fclass = FI_CLASS_CNTR;
   c->cntr.fid.context = context;
   c->cntr.fid.ops = &g_cntr_fi_ops;

@@ -104,6 +104,16 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
     if (ev.status == DtoStatus::kSuccess) return Kind::kSkip;
     context = nullptr;
   }
+  void* buf = nullptr;
+  if (ev.multi) {
+    // A multi-receive's: its buffer's context, where the message landed.
+    Ep* ep = ep_of(ev.ep);
+    MultiHit hit;
+    if (ep == nullptr || !multi_recv_event(ep, ev, &hit)) return Kind::kSkip;
+    context = hit.context;
+    buf = hit.buf;
+    if (hit.released) flags |= FI_MULTI_RECV;
+  }
   uint64_t data = 0;
   if (ev.has_imm && (ev.op == rc::WcOp::kRecv || ev.op == rc::WcOp::kRecvWriteImm)) {
     flags |= FI_REMOTE_CQ_DATA;
@@ -115,6 +125,7 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
     err->op_context = context;
     err->flags = flags;
     err->len = inbound ? ev.length : 0;
+    err->buf = buf;
     err->data = data;
     err->err = fi_errno_of(ev.status, ev.op);
     err->prov_errno = static_cast<int>(ev.status);
@@ -132,7 +143,7 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
       break;
     }
     default: {
-      fi_cq_data_entry e{context, flags, inbound ? ev.length : 0, nullptr, data};
+      fi_cq_data_entry e{context, flags, inbound ? ev.length : 0, buf, data};
       std::memcpy(out, &e, sizeof(e));
       break;
     }
@@ -382,6 +393,38 @@ int check_wait_obj(fi_wait_obj* obj, const Fabric* fab) {
   }
 }
 
+void cq_agent(void* instance, void* /*evd*/) {
+  auto* cq = static_cast<Cq*>(instance);
+  waitfd_signal(&cq->wait);  // nothing without a descriptor of its own
+  std::lock_guard lk(cq->listen_mu);
+  for (WaitFd* w : cq->listeners) waitfd_signal(w);
+}
+
+// (The agent runs with no interface lock held: taking listen_mu before the
+// interface's lock here cannot deadlock with it.)
+int cq_listen(Cq* cq, WaitFd* w) {
+  std::lock_guard lk(cq->listen_mu);
+  if (cq->wait.cno == nullptr) {
+    dat::Cno* cno = nullptr;
+    dat::Status st = dat::cno_create(cq->dom->pz->ia, cq, cq_agent, &cno);
+    if (st.ok()) st = dat::evd_modify_cno(cq->evd, cno);
+    if (!st.ok()) {
+      if (cno != nullptr && !dat::cno_free(cno).ok())
+        FI_WARN(&g_prov, FI_LOG_CQ, "CNO of a CQ not freed\n");
+      return to_fi(st);
+    }
+    cq->wait.cno = cno;
+  }
+  cq->listeners.push_back(w);
+  return 0;
+}
+
+void cq_unlisten(Cq* cq, WaitFd* w) {
+  std::lock_guard lk(cq->listen_mu);
+  auto it = std::find(cq->listeners.begin(), cq->listeners.end(), w);
+  if (it != cq->listeners.end()) cq->listeners.erase(it);
+}
+
 void cq_progress(Cq* cq) {
   dat::SpinLockGuard lk(cq->mu);
   dat::Event ev;
@@ -424,7 +467,7 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   cq->wait_obj = wait_obj;
   if (wait_obj == FI_WAIT_FD) {
     int r = waitfd_open(&cq->wait);
-    if (r == 0) r = waitfd_attach(&cq->wait, d->pz->ia);
+    if (r == 0) r = to_fi(dat::cno_create(d->pz->ia, cq, cq_agent, &cq->wait.cno));
     if (r != 0) {
       waitfd_close(&cq->wait);
       delete cq;

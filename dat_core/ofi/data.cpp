@@ -23,6 +23,23 @@ bool slot_of(Ep* ep, uint64_t cookie, Slot* out) {
   return true;
 }
 
+int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, uint64_t* total) {
+  *total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Mr* m = desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
+    // No object lives in the first page: such a value is no descriptor (a
+    // consumer that passes fi_mr_desc() itself as the array gives the MR's
+    // class number here).
+    if (reinterpret_cast<uintptr_t>(m) < 4096 || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
+    const auto addr = reinterpret_cast<uintptr_t>(iov[i].iov_base);
+    sge[i].lkey = m->lmr->lmr_context;
+    sge[i].va = addr - m->base + m->lmr->va;
+    sge[i].length = iov[i].iov_len;
+    *total += iov[i].iov_len;
+  }
+  return 0;
+}
+
 namespace {
 
 struct Request {
@@ -58,17 +75,7 @@ const Cntr* counter_of(const Ep* ep, rc::WrOp op) {
 
 // Local segments of the consumer's descriptors (FI_MR_LOCAL).
 int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
-  *total = 0;
-  for (size_t i = 0; i < r.count; ++i) {
-    const Mr* m = r.desc != nullptr ? static_cast<const Mr*>(r.desc[i]) : nullptr;
-    if (m == nullptr || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
-    const auto addr = reinterpret_cast<uintptr_t>(r.iov[i].iov_base);
-    sge[i].lkey = m->lmr->lmr_context;
-    sge[i].va = addr - m->base + m->lmr->va;
-    sge[i].length = r.iov[i].iov_len;
-    *total += r.iov[i].iov_len;
-  }
-  return 0;
+  return iov_sges(r.iov, r.desc, r.count, sge, total);
 }
 
 // Copies an inject request into the ring's next slot and posts it from
@@ -146,10 +153,14 @@ Ep* ep_cast(fid_ep* e) { return reinterpret_cast<Ep*>(e); }
 
 // ------------------------------------------------------------ messages
 
-ssize_t recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t, void* context) {
-  Ep* ep = ep_cast(e);
+// A receive; FI_MULTI_RECV (of the flags or the endpoint's receive
+// operation flags) posts a buffer for several messages.
+ssize_t recv_common(Ep* ep, const iovec* iov, void** desc, size_t count, void* context,
+                    uint64_t flags) {
   if (ep->dep == nullptr) return -FI_EOPBADSTATE;
   if (count > rc::kMaxSge || (count > 0 && iov == nullptr)) return -FI_EINVAL;
+  const bool multi = (flags & FI_MULTI_RECV) != 0;
+  if (multi && ((ep->info->caps & FI_MULTI_RECV) == 0 || count == 0)) return -FI_EINVAL;
   Request r;
   r.iov = iov;
   r.desc = desc;
@@ -157,8 +168,14 @@ ssize_t recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t,
   rc::Sge sge[rc::kMaxSge];
   uint64_t total = 0;
   if (int rc = to_sges(r, sge, &total); rc != 0) return rc;
+  if (multi) return multi_recv_post(ep, iov, sge, count, context);
   return to_fi(dat::ep_post_recv(ep->dep, sge, static_cast<uint32_t>(count),
                                  reinterpret_cast<uintptr_t>(context), 0));
+}
+
+ssize_t recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t, void* context) {
+  Ep* ep = ep_cast(e);
+  return recv_common(ep, iov, desc, count, context, ep->rx_op_flags);
 }
 
 ssize_t recv(fid_ep* e, void* buf, size_t len, void* desc, fi_addr_t src, void* context) {
@@ -168,8 +185,7 @@ ssize_t recv(fid_ep* e, void* buf, size_t len, void* desc, fi_addr_t src, void* 
 
 ssize_t recvmsg(fid_ep* e, const fi_msg* m, uint64_t flags) {
   if (m == nullptr) return -FI_EINVAL;
-  if ((flags & FI_MULTI_RECV) != 0) return -FI_EBADFLAGS;
-  return recvv(e, m->msg_iov, m->desc, m->iov_count, m->addr, m->context);
+  return recv_common(ep_cast(e), m->msg_iov, m->desc, m->iov_count, m->context, flags);
 }
 
 ssize_t send_common(fid_ep* e, const fi_msg* m, uint64_t flags, bool silent) {

@@ -20,16 +20,34 @@ uint32_t iface_ip(const Fabric* f) { return f->cfg.ip; }
 
 // ------------------------------------------------------------ common
 
-int ep_getopt(fid_t, int level, int optname, void* optval, size_t* optlen) {
+// FI_OPT_CM_DATA_SIZE (both kinds of endpoint), FI_OPT_MIN_MULTI_RECV
+// (active endpoints).
+int ep_getopt(fid_t f, int level, int optname, void* optval, size_t* optlen) {
   if (level != FI_OPT_ENDPOINT) return -FI_ENOPROTOOPT;
-  if (optname != FI_OPT_CM_DATA_SIZE) return -FI_ENOPROTOOPT;
+  size_t v = 0;
+  if (optname == FI_OPT_CM_DATA_SIZE) {
+    v = kCmDataSize;
+  } else if (optname == FI_OPT_MIN_MULTI_RECV && f->fclass == FI_CLASS_EP) {
+    v = reinterpret_cast<Ep*>(f)->min_multi_recv;
+  } else {
+    return -FI_ENOPROTOOPT;
+  }
   if (optval == nullptr || optlen == nullptr || *optlen < sizeof(size_t)) return -FI_ETOOSMALL;
-  const size_t v = kCmDataSize;
   std::memcpy(optval, &v, sizeof(v));
   *optlen = sizeof(v);
   return 0;
 }
-int ep_setopt(fid_t, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
+int ep_setopt(fid_t f, int level, int optname, const void* optval, size_t optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV || f->fclass != FI_CLASS_EP)
+    return -FI_ENOPROTOOPT;
+  if (optval == nullptr || optlen != sizeof(size_t)) return -FI_EINVAL;
+  auto* ep = reinterpret_cast<Ep*>(f);
+  size_t v = 0;
+  std::memcpy(&v, optval, sizeof(v));
+  dat::SpinLockGuard lk(ep->multi_mu);
+  ep->min_multi_recv = v;  // for the buffers posted from now on
+  return 0;
+}
 ssize_t ep_cancel(fid_t, void*) { return -FI_ENOSYS; }
 int ep_tx_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
 int ep_rx_ctx(fid_ep*, int, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
@@ -157,6 +175,11 @@ int enable(Ep* ep) {
     ep->rxcq->refs++;
   }
   if (ep->txcq == nullptr || ep->rxcq == nullptr) return -FI_ENOCQ;
+  if (ep->srx == nullptr && ep->info->ep_attr != nullptr &&
+      ep->info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT) {
+    FI_WARN(&g_prov, FI_LOG_EP_CTRL, "a shared receive context is wanted but none is bound\n");
+    return -FI_EINVAL;
+  }
   if (ep->cntr_recv != nullptr) ep->rxcq->counting = true;
   dat::Ia* ia = ep->dom->pz->ia;
   dat::EpAttr a;
@@ -171,15 +194,21 @@ int enable(Ep* ep) {
   dat::Status st = dat::lmr_create(ia, ep->dom->pz, s, rc::priv::kLocalRead | rc::priv::kLocalWrite,
                                    &ep->bounce_lmr);
   if (!st.ok()) return to_fi(st);
-  st = dat::ep_create(ia, ep->dom->pz, ep->rxcq->evd, ep->txcq->evd, ep->eq->evd, &a, &ep->dep);
+  st = dat::ep_create(ia, ep->dom->pz, ep->rxcq->evd, ep->txcq->evd, ep->eq->evd, &a, &ep->dep,
+                      ep->srx != nullptr ? ep->srx->srq : nullptr);
   if (!st.ok()) {
     if (!dat::lmr_free(ep->bounce_lmr).ok()) FI_WARN(&g_prov, FI_LOG_EP_CTRL, "lmr leak\n");
     ep->bounce_lmr = nullptr;
     return to_fi(st);
   }
-  dat::Lock lk(ia->iface);
-  ep->dep->context = reinterpret_cast<uintptr_t>(ep);
-  ep->dep->context_set = true;
+  {
+    dat::Lock lk(ia->iface);
+    ep->dep->context = reinterpret_cast<uintptr_t>(ep);
+    ep->dep->context_set = true;
+  }
+  // FD counters hear of the completions on the EP's CQs.
+  if (int r = cntr_listen_ep(ep); r != 0) return r;
+  ep->listened = true;
   return 0;
 }
 
@@ -198,6 +227,7 @@ int ep_close(fid* f) {
   if (ep->bounce_lmr != nullptr) {
     if (dat::Status st = dat::lmr_free(ep->bounce_lmr); !st.ok()) return to_fi(st);
   }
+  if (ep->listened) cntr_unlisten_ep(ep);
   for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write})
     if (c != nullptr) cntr_unbind(c, ep);
   for (Cq* cq : {ep->txcq, ep->rxcq}) {
@@ -208,6 +238,7 @@ int ep_close(fid* f) {
       cq->refs--;
     }
   }
+  if (ep->srx != nullptr) ep->srx->refs--;
   if (ep->eq != nullptr) {
     eq_forget(ep->eq, &ep->ep.fid);
     ep->eq->refs--;
@@ -271,7 +302,15 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     }
     return 0;
   }
-  if (bf->fclass == FI_CLASS_SRX_CTX || bf->fclass == FI_CLASS_STX_CTX) return -FI_ENOSYS;
+  if (Srx* s = object_of<Srx>(bf, FI_CLASS_SRX_CTX); s != nullptr) {
+    if (flags != 0) return -FI_EBADFLAGS;
+    if (s->dom != ep->dom) return -FI_EINVAL;  // the SRQ must be in the EP's PZ
+    if (ep->srx != nullptr) return -FI_EINVAL;
+    ep->srx = s;
+    s->refs++;
+    return 0;
+  }
+  if (bf->fclass == FI_CLASS_STX_CTX) return -FI_ENOSYS;
   return -FI_EINVAL;
 }
 
@@ -283,13 +322,17 @@ int ep_control(fid* f, int command, void* arg) {
     case FI_GETOPSFLAG: {
       if (arg == nullptr) return -FI_EINVAL;
       auto* fl = static_cast<uint64_t*>(arg);
+      if ((*fl & FI_TRANSMIT) != 0 && (*fl & FI_RECV) != 0) return -FI_EINVAL;
       if ((*fl & FI_TRANSMIT) != 0) *fl = ep->tx_op_flags | FI_TRANSMIT;
+      if ((*fl & FI_RECV) != 0) *fl = ep->rx_op_flags | FI_RECV;
       return 0;
     }
     case FI_SETOPSFLAG: {
       if (arg == nullptr) return -FI_EINVAL;
       const uint64_t fl = *static_cast<uint64_t*>(arg);
+      if ((fl & FI_TRANSMIT) != 0 && (fl & FI_RECV) != 0) return -FI_EINVAL;
       if ((fl & FI_TRANSMIT) != 0) ep->tx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
+      if ((fl & FI_RECV) != 0) ep->rx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
       return 0;
     }
     default:
@@ -442,6 +485,7 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
       ep->src_port = port;  // the listener's address
   }
   ep->tx_op_flags = ep->info->tx_attr != nullptr ? ep->info->tx_attr->op_flags : 0;
+  ep->rx_op_flags = ep->info->rx_attr != nullptr ? ep->info->rx_attr->op_flags : 0;
   ep->ep.fid.fclass = FI_CLASS_EP;
   ep->ep.fid.context = context;
   ep->ep.fid.ops = &g_ep_fi_ops;

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,6 +56,8 @@ inline constexpr size_t kCmDataSize = 92;  // what a CM REQ carries (wire::kCmRe
 inline constexpr size_t kTxSize = 256;
 inline constexpr size_t kRxSize = 256;
 inline constexpr uint64_t kConnectTimeoutUs = 30'000'000;
+// FI_OPT_MIN_MULTI_RECV until the consumer sets it.
+inline constexpr size_t kMinMultiRecv = 64;
 
 extern fi_provider g_prov;
 
@@ -93,7 +96,8 @@ struct WaitFd {
 };
 // Makes the eventfd (0 or -errno).
 int waitfd_open(WaitFd* w);
-// Makes the CNO on ia (once; nothing without an eventfd).
+// Makes the CNO on ia (once; nothing without an eventfd), its agent
+// signalling w alone (an EQ's; a CQ's CNO runs cq_agent).
 int waitfd_attach(WaitFd* w, dat::Ia* ia);
 // Makes the descriptor readable when armed (and disarms).
 void waitfd_signal(WaitFd* w);
@@ -211,7 +215,18 @@ struct Cq {
   WaitFd wait;
   std::atomic<bool> counting{false};  // a bound EP has counters: receives are counted
   bool internal = false;              // made for an EP's counters, never read by a consumer
+  // The wait objects of FD counters that count this CQ's completions: the
+  // CQ's CNO (made for them when the CQ has no descriptor of its own)
+  // signals them too.
+  std::mutex listen_mu;
+  std::vector<WaitFd*> listeners;
 };
+// The agent of a CQ's CNO: signals the CQ's descriptor and its listeners'.
+void cq_agent(void* instance, void* evd);
+// Registers / removes a counter's wait object as a listener of cq (once per
+// binding: a counter counting two kinds of completion on it listens twice).
+int cq_listen(Cq* cq, WaitFd* w);
+void cq_unlisten(Cq* cq, WaitFd* w);
 // fi_trywait on a CQ: 0 when it is empty (and armed), -FI_EAGAIN if not.
 int cq_trywait(Cq* cq);
 // Takes every event off the CQ's EVD (counting what bound counters count)
@@ -228,10 +243,18 @@ struct Cntr {
   Domain* dom = nullptr;
   std::atomic<uint64_t> value{0}, errs{0};
   fi_wait_obj wait_obj = FI_WAIT_NONE;
+  WaitFd wait;  // FI_WAIT_FD: written when a bound EP's CQ gets a completion
   std::mutex mu;
   std::vector<Ep*> eps;  // bound EPs (their CQs are progressed by reads)
   std::atomic<uint32_t> refs{0};
 };
+// fi_trywait on a counter: 0 when no completion waits to be counted (and
+// it is armed), -FI_EAGAIN if one does.
+int cntr_trywait(Cntr* c);
+// The CQs an enabled EP's counters count from listen for the FD counters
+// (ep_enable), and stop at its close.
+int cntr_listen_ep(Ep* ep);
+void cntr_unlisten_ep(Ep* ep);
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context);
 void cntr_bump(Cntr* c, bool ok);
 void cntr_unbind(Cntr* c, Ep* ep);
@@ -254,6 +277,26 @@ struct Pep {
   uint16_t port = 0;
 };
 
+// A buffer posted with FI_MULTI_RECV (multi_recv.cpp): its DAT cookie, so
+// that each message's completion can say where in it the message landed.
+struct MultiRecv {
+  void* context = nullptr;
+  iovec iov[rc::kMaxSge] = {};
+  size_t count = 0;
+};
+
+// A shared receive context (srx.cpp): a DAT SRQ of the domain's PZ; the
+// endpoints bound to it take their receives from it, and each reports the
+// messages it received on its own receive CQ.
+struct Srx {
+  fid_ep ep{};
+  Domain* dom = nullptr;
+  dat::Srq* srq = nullptr;
+  uint64_t op_flags = 0;
+  std::atomic<uint32_t> refs{0};  // bound EPs
+};
+int srx_open(fid_domain* domain, fi_rx_attr* attr, fid_ep** out, void* context);
+
 struct Ep {
   fid_ep ep{};
   Domain* dom = nullptr;
@@ -261,9 +304,11 @@ struct Ep {
   Eq* eq = nullptr;
   Cq* txcq = nullptr;
   Cq* rxcq = nullptr;
+  Srx* srx = nullptr;  // receives come from it
   bool tx_selective = false;
   bool rx_selective = false;
   uint64_t tx_op_flags = 0;
+  uint64_t rx_op_flags = 0;
   dat::Ep* dep = nullptr;
   ConnReq* creq = nullptr;  // passive side: the request fi_accept answers
   uint16_t src_port = 0;    // the bound source address's port (fi_getname)
@@ -280,11 +325,34 @@ struct Ep {
   Cntr* cntr_recv = nullptr;
   Cntr* cntr_read = nullptr;
   Cntr* cntr_write = nullptr;
+  bool listened = false;  // its FD counters listen to its CQs (cntr_listen_ep)
   uint8_t no_report = 0;
   std::vector<uint8_t> bounce;
   std::vector<Slot> slots;
   dat::Lmr* bounce_lmr = nullptr;
+  // Multi-receive buffers posted and not yet released (their nodes are
+  // the cookies); FI_OPT_MIN_MULTI_RECV.
+  dat::SpinLock multi_mu;
+  std::list<MultiRecv> multi;
+  size_t min_multi_recv = kMinMultiRecv;
 };
+
+// fi_recvmsg with FI_MULTI_RECV: posts the buffer as one multi-receive.
+ssize_t multi_recv_post(Ep* ep, const iovec* iov, const rc::Sge* sge, size_t count, void* context);
+// What a multi-receive's event reports: the buffer's context, where the
+// message landed, and (released) FI_MULTI_RECV; the buffer is forgotten
+// with its last event.  False when the event is not one of ep's (the
+// endpoint was closed).
+struct MultiHit {
+  void* context = nullptr;
+  void* buf = nullptr;
+  bool released = false;
+};
+bool multi_recv_event(Ep* ep, const dat::Event& ev, MultiHit* out);
+
+// The local segments of the consumer's iovecs and descriptors (0, or
+// -FI_EINVAL for a missing descriptor).
+int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, uint64_t* total);
 
 // Whether `cookie` names one of ep's inject slots; frees it (and the slots
 // taken before it, which completed first) and reports what the consumer

@@ -16,11 +16,13 @@ namespace {
 constexpr int kOpenRetries = 100;  // 10 s
 constexpr uint64_t kPrimaryCaps = FI_MSG | FI_RMA | FI_ATOMIC;
 constexpr uint64_t kSecondaryCaps = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
-                                    FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM;
+                                    FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM |
+                                    FI_MULTI_RECV;
 constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
 // Which capabilities the transmit and the receive attributes hold.
 constexpr uint64_t kTxCaps = kPrimaryCaps | FI_SEND | FI_READ | FI_WRITE;
-constexpr uint64_t kRxCaps = kPrimaryCaps | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE;
+constexpr uint64_t kRxCaps =
+    kPrimaryCaps | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV;
 // What a consumer must accept: local registration, provider keys; offsets
 // (no FI_MR_VIRT_ADDR) and virtual addresses both work.
 constexpr uint64_t kMrRequired = FI_MR_LOCAL | FI_MR_PROV_KEY;
@@ -44,8 +46,14 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
   if (h->ep_attr != nullptr) {
     if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_MSG)
       return no("endpoint type");
-    if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
-      return no("shared or scalable contexts");
+    // A shared receive context (fi_srx_context), not a shared transmit one.
+    if (h->ep_attr->tx_ctx_cnt > 1 ||
+        (h->ep_attr->rx_ctx_cnt > 1 && h->ep_attr->rx_ctx_cnt != FI_SHARED_CONTEXT))
+      return no("shared transmit or scalable contexts");
+    // A shared queue hands each receive to one endpoint whole.
+    if (h->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT &&
+        ((h->caps | (h->rx_attr != nullptr ? h->rx_attr->caps : 0)) & FI_MULTI_RECV) != 0)
+      return no("multi-receive buffers on a shared receive context");
     if (h->ep_attr->max_msg_size > (1u << 30)) return no("message size");
   }
   if (h->fabric_attr != nullptr && !str_is(h->fabric_attr->name, kFabricName))
@@ -153,7 +161,10 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
   // The primary capabilities asked for (all without hints), with every
   // secondary one; the transmit and receive attributes carry their own
   // halves of them.
+  const bool shared_rx = hints != nullptr && hints->ep_attr != nullptr &&
+                         hints->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
   fi->caps = hints_caps_or_all(hints) | kSecondaryCaps;
+  if (shared_rx) fi->caps &= ~static_cast<uint64_t>(FI_MULTI_RECV);
   fi->handle = handle;
   // Remote CQ data of an RDMA WRITE consumes a receive: offered to consumers
   // that accept FI_RX_CQ_DATA.
@@ -195,7 +206,7 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
   fi->ep_attr->max_order_war_size = 1u << 30;
   fi->ep_attr->max_order_waw_size = 1u << 30;
   fi->ep_attr->tx_ctx_cnt = 1;
-  fi->ep_attr->rx_ctx_cnt = 1;
+  fi->ep_attr->rx_ctx_cnt = shared_rx ? FI_SHARED_CONTEXT : 1;
 
   fi_domain_attr* d = fi->domain_attr;
   d->name = strdup(cfg.name.c_str());
@@ -231,7 +242,7 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
   d->max_ep_tx_ctx = 1;
   d->max_ep_rx_ctx = 1;
   d->max_ep_stx_ctx = 0;
-  d->max_ep_srx_ctx = 0;
+  d->max_ep_srx_ctx = 1;
   d->mr_iov_limit = 1;
   d->mr_cnt = 1u << 16;
   d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;

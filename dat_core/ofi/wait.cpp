@@ -1,4 +1,4 @@
-// File-descriptor wait objects (FI_WAIT_FD) of CQs and EQs, and
+// File-descriptor wait objects (FI_WAIT_FD) of CQs, EQs and counters, and
 // fi_trywait.
 //
 // Each object with an FD wait object owns an eventfd and a DAT CNO on its
@@ -7,6 +7,8 @@
 // the eventfd) and then looks at the queue, so an event either is seen
 // there (-FI_EAGAIN) or arrives later and makes the descriptor readable.
 // Nothing is written on the data path unless a consumer is about to sleep.
+// A counter has no EVD of its own: the CNOs of the CQs its endpoints'
+// completions arrive on signal it (cq_agent).
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -23,14 +25,14 @@ void agent(void* instance, void* /*evd*/) { waitfd_signal(static_cast<WaitFd*>(i
 
 }  // namespace
 
-int waitfd_open(WaitFd* w) {
-  w->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  return w->fd >= 0 ? 0 : -errno;
-}
-
 int waitfd_attach(WaitFd* w, dat::Ia* ia) {
   if (w->fd < 0 || w->cno != nullptr) return 0;
   return to_fi(dat::cno_create(ia, w, agent, &w->cno));
+}
+
+int waitfd_open(WaitFd* w) {
+  w->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return w->fd >= 0 ? 0 : -errno;
 }
 
 void waitfd_signal(WaitFd* w) {
@@ -90,6 +92,9 @@ int trywait(fid_fabric* /*fabric*/, fid** fids, int count) {
         break;
       case FI_CLASS_EQ:
         r = eq_trywait(reinterpret_cast<Eq*>(fids[i]));
+        break;
+      case FI_CLASS_CNTR:
+        r = cntr_trywait(reinterpret_cast<Cntr*>(fids[i]));
         break;
       default:
         break;

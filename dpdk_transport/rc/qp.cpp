@@ -322,6 +322,16 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
   }
 }
 
+bool Qp::take_recv(Completion* wc, uint64_t len) {
+  RecvWqe& r = rq(rq_head_);
+  if (r.wr.multi_min == 0) return true;
+  wc->multi = true;
+  wc->offset = static_cast<uint32_t>(r.used);
+  r.used += len;
+  wc->released = r.capacity - r.used < r.wr.multi_min;
+  return wc->released;
+}
+
 void Qp::flush_recvs() {
   while (rq_head_ < rq_tail_) {
     Completion c;
@@ -329,6 +339,8 @@ void Qp::flush_recvs() {
     c.qpn = qpn_;
     c.op = WcOp::kRecv;
     c.status = WcStatus::kFlushed;
+    c.multi = c.released = rq(rq_head_).wr.multi_min != 0;
+    c.offset = static_cast<uint32_t>(rq(rq_head_).used);
     if (recv_cq_ != nullptr && !recv_cq_->push(c)) {
       ctr_.cq_stalls++;
       return;  // CQ full: progress() retries, nothing is dropped

@@ -218,6 +218,7 @@ class Qp {
   struct RecvWqe {
     RecvWr wr;
     uint64_t capacity = 0;
+    uint64_t used = 0;  // multi-receive: bytes the messages before took
     std::array<uint8_t*, kMaxSge> host{};
   };
   // Responder output that must leave in PSN order (IBA 9.7.5.1.4): READ
@@ -393,6 +394,11 @@ class Qp {
     ctr_.cq_stalls++;
     return false;
   }
+  // Fills in where a message of `len` bytes landed in the head receive and
+  // consumes it there; true when the head retires with it (every receive
+  // but a multi-receive with room left).  retire_recv() follows when the
+  // completion was pushed.
+  bool take_recv(Completion* wc, uint64_t len);
   // The head receive completed (its completion was pushed).
   void retire_recv() {
     ++rq_head_;

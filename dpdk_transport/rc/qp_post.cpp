@@ -79,11 +79,13 @@ Qp::PostResult Qp::post_recv(const RecvWr& wr) {
     if (wr.sge[i].length > (uint64_t{1} << 31)) return PostResult::kInvalidWr;
     capacity += wr.sge[i].length;
   }
+  if (wr.multi_min != 0 && capacity > UINT32_MAX) return PostResult::kInvalidWr;
   if (!rq_.reserve_one(engine_.pool(), rq_head_, rq_tail_, rq_cap_))
     return PostResult::kQueueFull;  // no memory for the ring now
   RecvWqe& r = rq(rq_tail_);
   copy_wr(r.wr, wr);
   r.capacity = capacity;
+  r.used = 0;
   r.host.fill(nullptr);
   ++rq_tail_;
   return PostResult::kOk;
@@ -105,6 +107,7 @@ bool Qp::have_recv() {
   copy_wr(r.wr, wr);
   r.capacity = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) r.capacity += wr.sge[i].length;
+  r.used = 0;
   r.host.fill(nullptr);
   ++rq_tail_;
   srq_peak_ = std::max(srq_peak_, static_cast<uint32_t>(rq_tail_ - rq_head_));

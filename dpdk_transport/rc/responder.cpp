@@ -337,8 +337,8 @@ RS Qp::check_keys(RespCtx& c) {
 RS Qp::exec_send(const RespCtx& c) {
   const wire::PacketView& v = c.v;
   RecvWqe& r = rq(rq_head_);
-  if (msg_offset_ + v.payload.size() > r.capacity) return RS::kErrRecvLength;
-  scatter(r.host, r.wr.sge, r.wr.num_sge, msg_offset_, v.payload);
+  if (r.used + msg_offset_ + v.payload.size() > r.capacity) return RS::kErrRecvLength;
+  scatter(r.host, r.wr.sge, r.wr.num_sge, r.used + msg_offset_, v.payload);
   msg_offset_ += v.payload.size();
   if (!c.last) {
     in_msg_ = InMsg::kSend;
@@ -352,8 +352,9 @@ RS Qp::exec_send(const RespCtx& c) {
   wc.has_imm = v.imm != nullptr;
   wc.imm = v.imm != nullptr ? v.imm->imm.value() : 0;
   wc.solicited = v.bth->se();
+  const bool retire = take_recv(&wc, msg_offset_);
   (void)push_recv_completion(wc);  // room checked before this packet was taken
-  retire_recv();
+  if (retire) retire_recv();
   recv_in_use_ = false;
   in_msg_ = InMsg::kNone;
   ++msn_;
@@ -382,8 +383,9 @@ RS Qp::exec_write(const RespCtx& c) {
     wc.byte_len = static_cast<uint32_t>(write_len_);
     wc.has_imm = true;
     wc.imm = v.imm->imm.value();
-    (void)push_recv_completion(wc);  // room checked before this packet was taken
-    retire_recv();
+    const bool retire = take_recv(&wc, 0);  // takes no room of a multi-receive
+    (void)push_recv_completion(wc);         // room checked before this packet was taken
+    if (retire) retire_recv();
   }
   in_msg_ = InMsg::kNone;
   ++msn_;
@@ -464,6 +466,8 @@ void Qp::responder_error(RespState s, Psn psn, uint64_t now) {
     wc.qpn = qpn_;
     wc.op = WcOp::kRecv;
     wc.status = e.recv_status;
+    wc.multi = wc.released = rq(rq_head_).wr.multi_min != 0;
+    wc.offset = static_cast<uint32_t>(rq(rq_head_).used);
     // No room: the receive stays queued and is flushed (stalling until there
     // is room) when the queue pair goes to error.
     if (push_recv_completion(wc)) retire_recv();

@@ -71,9 +71,9 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
                        uint64_t(static_cast<uint32_t>(Psn::diff(psn, epsn_))) * cfg_.pmtu;
   if (in_msg_ != InMsg::kWrite) {
     RecvWqe& r = rq(rq_head_);
-    if ((!headless && !recv_in_use_) || off + n > r.capacity) return false;
+    if ((!headless && !recv_in_use_) || r.used + off + n > r.capacity) return false;
     if (headless && !grant_recv_hosts(r)) return false;  // judged in order
-    scatter(r.host, r.wr.sge, r.wr.num_sge, off, v.payload);
+    scatter(r.host, r.wr.sge, r.wr.num_sge, r.used + off, v.payload);
   } else {
     if (off + n > write_len_ || last != (off + n == write_len_)) return false;
     if (n != 0) std::memcpy(write_host_ + off, v.payload.data(), n);
@@ -206,6 +206,9 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
       x.rq_index = rq_head_ + 1;
     }
     if (rq_tail_ <= x.rq_index) return false;
+    // Where a message lands in a multi-receive depends on the length of
+    // the one before: only the in-order path places into one.
+    if (rq(x.rq_index).wr.multi_min != 0 || rq(x.rq_index - 1).wr.multi_min != 0) return false;
     RecvWqe& r = rq(x.rq_index);
     if (n > r.capacity || !grant_recv_hosts(r)) return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, 0, v.payload);
@@ -380,8 +383,9 @@ bool Qp::sr_advance_in_message() {
     wc.has_imm = sr_last_.has_imm;
     wc.imm = sr_last_.imm;
     wc.solicited = is_send && sr_last_.se;
+    const bool retire = take_recv(&wc, is_send ? wc.byte_len : 0);
     (void)push_recv_completion(wc);  // room checked above
-    retire_recv();
+    if (retire) retire_recv();
     recv_in_use_ = false;
   }
   msg_offset_ += sr_last_.len;

@@ -66,6 +66,11 @@ struct RecvWr {
   uint64_t cookie = 0;
   Sge sge[kMaxSge] = {};
   uint32_t num_sge = 0;
+  // Not 0: a multi-receive WQE (at most 4 GiB).  It takes incoming SENDs
+  // back to back, each where the one before ended, and retires with the
+  // message that leaves less than multi_min bytes free.  Only the in-order
+  // path places into it.
+  uint64_t multi_min = 0;
 };
 
 enum class WcStatus : uint8_t {
@@ -121,12 +126,21 @@ struct Completion {
   uint32_t qpn = 0;
   uint32_t byte_len = 0;
   uint32_t imm = 0;
-  uint32_t rkey = 0;  // kBind: the MW's new rkey
+  union {
+    uint32_t rkey = 0;  // kBind: the MW's new rkey
+    uint32_t offset;    // a receive of a multi-receive WQE: where in it the message begins
+  };
   WcOp op = WcOp::kSend;
   WcStatus status = WcStatus::kSuccess;
   bool has_imm = false;
   bool solicited = false;
+  // A receive of a multi-receive WQE (`offset` holds its place), and
+  // whether the WQE retired with it.
+  bool multi = false;
+  bool released = false;
 };
+// Two to a cache line in the completion rings.
+static_assert(sizeof(Completion) == 32);
 
 // Completions from the engine to one consumer: a lock-free SPSC ring, so the
 // engine may run on its own lcore while the consumer polls from its thread.

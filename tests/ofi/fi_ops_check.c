@@ -188,13 +188,18 @@ static int client(const char* ip, const char* port) {
   h2->ep_attr->type = FI_EP_MSG;
   h2->caps |= FI_TAGGED;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA, "tagged hints met");
-  h2->caps = hints->caps | FI_MULTI_RECV;
+  h2->caps = hints->caps | FI_RMA_EVENT;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
-        "FI_MULTI_RECV hints met");
+        "FI_RMA_EVENT hints met");
   h2->caps = hints->caps;
-  h2->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  h2->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
-        "shared receive context hints met");
+        "shared transmit context hints met");
+  h2->ep_attr->tx_ctx_cnt = 1;
+  h2->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  h2->caps |= FI_MULTI_RECV;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
+        "multi-receive on a shared receive context met");
   fi_freeinfo(h2);
 
   OK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, hints, &info));
@@ -204,10 +209,10 @@ static int client(const char* ip, const char* port) {
   open_common(info);
 
   /* absent calls and timeouts */
-  struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+  struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_MUTEX_COND};
   struct fid_cntr* cntr;
   CHECK(fi_cntr_open(domain, &cattr, &cntr, NULL) == -FI_ENOSYS,
-        "counter with FI_WAIT_FD not ENOSYS");
+        "counter with FI_WAIT_MUTEX_COND not ENOSYS");
   /* a CQ without a wait object has no descriptor to give; FI_WAIT_UNSPEC
    * (the EQ) is the provider's pick, a descriptor under automatic progress */
   {
@@ -215,13 +220,14 @@ static int client(const char* ip, const char* port) {
     CHECK(fi_control(&txcq->fid, FI_GETWAIT, &fd) == -FI_ENODATA, "CQ FI_GETWAIT not ENODATA");
     CHECK(fi_control(&eq->fid, FI_GETWAIT, &fd) == 0 && fd >= 0, "EQ FI_GETWAIT gave no fd");
   }
-  /* no shared contexts */
+  /* no shared transmit contexts; no multi-receive on a shared receive one */
   {
-    struct fi_rx_attr rxa = {0};
+    struct fi_rx_attr rxa = {.caps = FI_MSG | FI_RECV | FI_MULTI_RECV};
     struct fi_tx_attr txa = {0};
     struct fid_ep* srx;
     struct fid_stx* stx;
-    CHECK(fi_srx_context(domain, &rxa, &srx, NULL) == -FI_ENOSYS, "fi_srx_context not ENOSYS");
+    CHECK(fi_srx_context(domain, &rxa, &srx, NULL) == -FI_EINVAL,
+          "fi_srx_context with FI_MULTI_RECV not EINVAL");
     CHECK(fi_stx_context(domain, &txa, &stx, NULL) == -FI_ENOSYS, "fi_stx_context not ENOSYS");
   }
   struct fi_cq_data_entry c;

@@ -10,6 +10,10 @@
 #       caps  - fi_caps_check (tests/ofi/fi_caps_check.c, path as 3rd argument):
 #               capabilities without hints, bound source addresses, FD wait
 #               objects with fi_trywait and epoll
+#       rx    - fi_rx_check (tests/ofi/fi_rx_check.c, path as 3rd argument,
+#               its mode as 4th): multi-receive buffers (multi), a shared
+#               receive context of two endpoints (srx), a counter's FD
+#               wait object in an epoll loop (cntr)
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail
@@ -90,11 +94,13 @@ case "$MODE" in
     grep -E "^(1|64|4k|64k|1m) " "$TMP/client.log"
     echo "fi_pingpong -p '$PROV' -e $MODE: all sizes verified"
     ;;
-  ops | caps)
+  ops | caps | rx)
     PROG=$(readlink -f "$3")
+    SUB=()
+    [ "$MODE" = rx ] && SUB=("$4")
     NAME=$(basename "$PROG")
     NAME=${NAME#dpdat_}
-    DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 >"$TMP/server.log" 2>&1 &
+    DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 "${SUB[@]}" >"$TMP/server.log" 2>&1 &
     spid=$!
     PIDS+=($spid)
     for _ in $(seq 1 200); do
@@ -102,7 +108,7 @@ case "$MODE" in
       kill -0 "$spid" 2>/dev/null || fail "server exited early"
       sleep 0.05
     done
-    DPDAT_FI_IA=ficli timeout 60 "$PROG" client 10.79.0.1 7471 >"$TMP/client.log" 2>&1 ||
+    DPDAT_FI_IA=ficli timeout 60 "$PROG" client 10.79.0.1 7471 "${SUB[@]}" >"$TMP/client.log" 2>&1 ||
       fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
     grep -q "$NAME client: ok" "$TMP/client.log" || fail "client not ok"
@@ -110,7 +116,7 @@ case "$MODE" in
     grep -h "$NAME" "$TMP/client.log" "$TMP/server.log"
     ;;
   *)
-    echo "usage: fi_pingpong.sh info|msg|rdm|ops|caps PROVIDER_DIR [CHECK_PROGRAM]" >&2
+    echo "usage: fi_pingpong.sh info|msg|rdm|ops|caps|rx PROVIDER_DIR [CHECK_PROGRAM [RX_MODE]]" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,495 @@
+/* Receive-side capabilities of the dpdat provider, between two processes:
+ *   fi_rx_check server PORT MODE
+ *   fi_rx_check client SERVER_IP PORT MODE
+ * MODE multi: FI_MULTI_RECV.  The server sets FI_OPT_MIN_MULTI_RECV (and
+ *   reads it back), posts two buffers with fi_recvmsg(FI_MULTI_RECV) and
+ *   accepts; the client sends nine messages of different lengths back to
+ *   back, each with remote CQ data.  Every completion must name its
+ *   buffer's context, point `buf` where the message landed (right after
+ *   the one before, in the first buffer until less than the minimum is
+ *   left, then in the second), carry its length, data and bytes, and have
+ *   FI_MULTI_RECV exactly on the message that released its buffer.
+ * MODE srx: a shared receive context.  The server asks for
+ *   rx_ctx_cnt = FI_SHARED_CONTEXT, opens fi_srx_context, posts four
+ *   receives to it and binds both endpoints it accepts to it (each with a
+ *   CQ of its own); the client connects two endpoints and sends two
+ *   messages on each.  Every message must land in one of the context's
+ *   buffers (each once) and complete on the CQ of the endpoint it came in
+ *   on, in the order sent there; a receive posted to such an endpoint
+ *   itself, and closing the context while endpoints use it, are refused.
+ * MODE cntr: a counter with an FD wait object.  The server counts its
+ *   endpoint's receives with a counter opened with FI_WAIT_FD (no receive
+ *   CQ: the endpoint gets an internal one), takes its descriptor through
+ *   fi_control(FI_GETWAIT) into an epoll set and waits there, after
+ *   fi_trywait said nothing is pending, while the client sends three
+ *   messages 100 ms apart; it must be woken, the counter reach 3 and the
+ *   descriptor stay quiet once nothing is pending.
+ * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
+ * line naming what did not, and exit 1, otherwise. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(cond, ...)                         \
+  do {                                           \
+    if (!(cond)) {                               \
+      fprintf(stderr, "fi_rx_check %s: ", role); \
+      fprintf(stderr, __VA_ARGS__);              \
+      fprintf(stderr, " (line %d)\n", __LINE__); \
+      exit(1);                                   \
+    }                                            \
+  } while (0)
+#define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
+
+enum { BUF = 1 << 16, MULTI = 4096, MIN_MULTI = 256 };
+static const char* role = "?";
+static struct fid_fabric* fabric;
+static struct fid_domain* domain;
+static struct fid_eq* eq;
+static struct fid_cq* cq;
+static struct fid_ep* srx;
+static struct fid_mr* mr;
+static char* buf;
+
+/* The messages of the multi-receive exchange: buffer A takes 0..5 (3907
+ * bytes: 189 left, below 256, released by 5), B takes 6..8 (4001 bytes). */
+static const size_t kLens[] = {1000, 7, 500, 1200, 1000, 200, 3000, 1, 1000};
+enum { NMSG = sizeof(kLens) / sizeof(kLens[0]) };
+
+static unsigned char pattern(size_t msg, size_t i) { return (unsigned char)(msg * 31 + i * 7 + 1); }
+
+static struct fi_info* make_hints(uint64_t caps) {
+  struct fi_info* h = fi_allocinfo();
+  h->fabric_attr->prov_name = strdup("dpdat");
+  h->ep_attr->type = FI_EP_MSG;
+  h->caps = FI_MSG | caps;
+  h->mode = FI_RX_CQ_DATA;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  return h;
+}
+
+static void open_common(struct fi_info* fi) {
+  int ret;
+  struct fi_eq_attr ea = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
+  OK(fi_fabric(fi->fabric_attr, &fabric, NULL));
+  OK(fi_eq_open(fabric, &ea, &eq, NULL));
+  OK(fi_domain(fabric, fi, &domain, NULL));
+  struct fi_cq_attr ca = {.size = 256, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+  OK(fi_cq_open(domain, &ca, &cq, NULL));
+  buf = aligned_alloc(4096, BUF);
+  memset(buf, 0, BUF);
+  OK(fi_mr_reg(domain, buf, BUF, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
+}
+
+/* An endpoint on `q` (the common CQ when NULL), on the shared receive
+ * context when one is open. */
+static struct fid_ep* open_ep_on(struct fi_info* fi, struct fid_cq* q) {
+  int ret;
+  struct fid_ep* ep;
+  if (srx != NULL) fi->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  OK(fi_endpoint(domain, fi, &ep, NULL));
+  OK(fi_ep_bind(ep, &eq->fid, 0));
+  OK(fi_ep_bind(ep, &(q != NULL ? q : cq)->fid, FI_TRANSMIT | FI_RECV));
+  if (srx != NULL) OK(fi_ep_bind(ep, &srx->fid, 0));
+  OK(fi_enable(ep));
+  return ep;
+}
+
+static struct fid_ep* open_ep(struct fi_info* fi) { return open_ep_on(fi, NULL); }
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static uint32_t eq_event(struct fi_eq_cm_entry* entry) {
+  uint32_t event = 0;
+  ssize_t r = fi_eq_sread(eq, &event, entry, sizeof(*entry), 10000, 0);
+  if (r == -FI_EAVAIL) {
+    struct fi_eq_err_entry e = {0};
+    fi_eq_readerr(eq, &e, 0);
+    CHECK(0, "EQ error %d", e.err);
+  }
+  CHECK(r == (ssize_t)sizeof(*entry), "fi_eq_sread = %zd", r);
+  return event;
+}
+
+/* q's next completion (10 s at most). */
+static void cq_next_on(struct fid_cq* q, struct fi_cq_data_entry* c, const char* what) {
+  const double end = now_s() + 10;
+  ssize_t r;
+  while ((r = fi_cq_read(q, c, 1)) == -FI_EAGAIN && now_s() < end) {
+  }
+  if (r == -FI_EAVAIL) {
+    struct fi_cq_err_entry e = {0};
+    fi_cq_readerr(q, &e, 0);
+    CHECK(0, "%s: CQ error %d (%s) flags %#llx", what, e.err, fi_strerror(e.err),
+          (unsigned long long)e.flags);
+  }
+  CHECK(r == 1, "%s: fi_cq_read = %zd", what, r);
+}
+
+static void cq_next(struct fi_cq_data_entry* c, const char* what) { cq_next_on(cq, c, what); }
+
+/* ------------------------------------------------------------ multi-receive */
+
+static void multi_post(struct fid_ep* ep) {
+  int ret;
+  size_t min = MIN_MULTI, got = 0, len = sizeof(got);
+  OK(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
+  OK(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got, &len));
+  CHECK(got == MIN_MULTI && len == sizeof(got), "FI_OPT_MIN_MULTI_RECV reads back %zu", got);
+  for (int b = 0; b < 2; ++b) {
+    struct iovec iov = {buf + b * MULTI, MULTI};
+    void* desc = fi_mr_desc(mr);
+    struct fi_msg m = {&iov, &desc, 1, 0, buf + b * MULTI, 0};
+    OK((int)fi_recvmsg(ep, &m, FI_MULTI_RECV));
+  }
+}
+
+static void multi_server(struct fid_ep* ep) {
+  (void)ep;
+  size_t off[2] = {0, 0};
+  for (size_t i = 0; i < NMSG; ++i) {
+    const int b = i < 6 ? 0 : 1;
+    struct fi_cq_data_entry c;
+    cq_next(&c, "multi-receive");
+    char* want = buf + b * MULTI + off[b];
+    const int release = i == 5 || i == NMSG - 1;
+    CHECK(c.op_context == buf + b * MULTI, "message %zu: context %p, wanted buffer %d", i,
+          c.op_context, b);
+    CHECK(c.buf == want, "message %zu: buf at offset %td, wanted %zu", i,
+          (char*)c.buf - (buf + b * MULTI), off[b]);
+    CHECK(c.len == kLens[i], "message %zu: len %zu, wanted %zu", i, c.len, kLens[i]);
+    CHECK((c.flags & (FI_RECV | FI_MSG)) == (FI_RECV | FI_MSG), "message %zu: flags %#llx", i,
+          (unsigned long long)c.flags);
+    CHECK(!!(c.flags & FI_MULTI_RECV) == release, "message %zu: FI_MULTI_RECV %s", i,
+          release ? "missing on the releasing message" : "before the buffer is used up");
+    CHECK((c.flags & FI_REMOTE_CQ_DATA) && c.data == i, "message %zu: data %llu", i,
+          (unsigned long long)c.data);
+    for (size_t j = 0; j < kLens[i]; ++j)
+      CHECK((unsigned char)want[j] == pattern(i, j), "message %zu: byte %zu is %u, wanted %u", i, j,
+            (unsigned char)want[j], pattern(i, j));
+    off[b] += kLens[i];
+  }
+  printf(
+      "fi_rx_check server: %d messages in 2 multi-receive buffers, released at %zu and %zu "
+      "bytes\n",
+      NMSG, off[0], off[1]);
+}
+
+static void multi_client(struct fid_ep* ep) {
+  int ret;
+  size_t at = 2 * MULTI;
+  for (size_t i = 0; i < NMSG; ++i) {
+    for (size_t j = 0; j < kLens[i]; ++j) buf[at + j] = (char)pattern(i, j);
+    OK((int)fi_senddata(ep, buf + at, kLens[i], fi_mr_desc(mr), i, 0, buf + at));
+    at += kLens[i];
+  }
+  for (size_t i = 0; i < NMSG; ++i) {
+    struct fi_cq_data_entry c;
+    cq_next(&c, "send");
+    CHECK(c.flags & FI_SEND, "send completion flags %#llx", (unsigned long long)c.flags);
+  }
+}
+
+/* ------------------------------------------------------------ shared receive context */
+
+enum { SRX_BUFS = 4, SRX_LEN = 256 };
+
+static void srx_open(struct fi_info* fi) {
+  int ret;
+  CHECK(fi->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT && fi->domain_attr->max_ep_srx_ctx >= 1,
+        "entry: rx_ctx_cnt %zu, max_ep_srx_ctx %zu", fi->ep_attr->rx_ctx_cnt,
+        fi->domain_attr->max_ep_srx_ctx);
+  OK(fi_srx_context(domain, fi->rx_attr, &srx, NULL));
+  for (int i = 0; i < SRX_BUFS; ++i)
+    OK((int)fi_recv(srx, buf + i * SRX_LEN, SRX_LEN, fi_mr_desc(mr), 0, buf + i * SRX_LEN));
+}
+
+static void srx_server(struct fid_pep* pep) {
+  int ret;
+  (void)pep;
+  struct fid_cq* cqs[2];
+  struct fid_ep* eps[2];
+  for (int k = 0; k < 2; ++k) {
+    struct fi_cq_attr ca = {.size = 64, .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+    OK(fi_cq_open(domain, &ca, &cqs[k], NULL));
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request %d", k);
+    eps[k] = open_ep_on(entry.info, cqs[k]);
+    CHECK(fi_recv(eps[k], buf + 2048, 64, fi_mr_desc(mr), 0, NULL) != 0,
+          "a receive posted to an endpoint on a shared context");
+    OK(fi_accept(eps[k], NULL, 0));
+    CHECK(eq_event(&entry) == FI_CONNECTED && entry.fid == &eps[k]->fid,
+          "endpoint %d: not connected", k);
+    fi_freeinfo(entry.info);
+  }
+  CHECK(fi_close(&srx->fid) == -FI_EBUSY, "the shared context closed under its endpoints");
+  int used[SRX_BUFS] = {0};
+  for (int k = 0; k < 2; ++k) {
+    for (int n = 0; n < 2; ++n) {
+      struct fi_cq_data_entry c;
+      cq_next_on(cqs[k], &c, "shared receive");
+      const ptrdiff_t at = (char*)c.op_context - buf;
+      CHECK(at >= 0 && at % SRX_LEN == 0 && at / SRX_LEN < SRX_BUFS, "context %p not a buffer",
+            c.op_context);
+      CHECK(!used[at / SRX_LEN]++, "buffer %td completed twice", at / SRX_LEN);
+      char want[32];
+      snprintf(want, sizeof(want), "endpoint %d message %d", k, n);
+      CHECK((c.flags & FI_RECV) && c.len == strlen(want) + 1 && strcmp(buf + at, want) == 0,
+            "endpoint %d's CQ: '%.*s' (%zu bytes), wanted '%s'", k, (int)c.len, buf + at, c.len,
+            want);
+    }
+  }
+  struct fi_cq_data_entry c;
+  CHECK(fi_cq_read(cqs[0], &c, 1) == -FI_EAGAIN && fi_cq_read(cqs[1], &c, 1) == -FI_EAGAIN,
+        "more completions than messages");
+  for (int k = 0; k < 2; ++k) {
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown %d", k);
+  }
+  for (int k = 0; k < 2; ++k) {
+    OK(fi_close(&eps[k]->fid));
+    OK(fi_close(&cqs[k]->fid));
+  }
+  OK(fi_close(&srx->fid));
+  srx = NULL;
+  printf("fi_rx_check server: 4 messages of 2 endpoints through one shared receive context\n");
+}
+
+static void srx_client(struct fi_info* info) {
+  int ret;
+  struct fid_ep* eps[2];
+  for (int k = 0; k < 2; ++k) {
+    eps[k] = open_ep(info);
+    OK(fi_connect(eps[k], info->dest_addr, NULL, 0));
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNECTED && entry.fid == &eps[k]->fid,
+          "endpoint %d: not connected", k);
+  }
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 2; ++k) {
+      char* m = buf + 4096 + (2 * n + k) * 64;
+      snprintf(m, 64, "endpoint %d message %d", k, n);
+      OK((int)fi_send(eps[k], m, strlen(m) + 1, fi_mr_desc(mr), 0, m));
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    struct fi_cq_data_entry c;
+    cq_next(&c, "send");
+  }
+  for (int k = 0; k < 2; ++k) {
+    OK(fi_shutdown(eps[k], 0));
+    OK(fi_close(&eps[k]->fid));
+  }
+}
+
+/* ------------------------------------------------------------ counter with a descriptor */
+
+enum { CNTR_MSGS = 3 };
+
+static void cntr_server(void) {
+  int ret;
+  struct fi_cntr_attr na = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+  struct fid_cntr* cntr;
+  OK(fi_cntr_open(domain, &na, &cntr, NULL));
+  int fd = -1;
+  enum fi_wait_obj obj = FI_WAIT_NONE;
+  OK(fi_control(&cntr->fid, FI_GETWAIT, &fd));
+  OK(fi_control(&cntr->fid, FI_GETWAITOBJ, &obj));
+  CHECK(fd >= 0 && obj == FI_WAIT_FD, "counter: fd %d, wait object %d", fd, (int)obj);
+  int epfd = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  CHECK(epfd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0, "epoll on the counter's fd");
+
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+  struct fid_ep* ep;
+  OK(fi_endpoint(domain, entry.info, &ep, NULL));
+  OK(fi_ep_bind(ep, &eq->fid, 0));
+  OK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT));
+  OK(fi_ep_bind(ep, &cntr->fid, FI_RECV));
+  OK(fi_enable(ep));
+  for (int i = 0; i < CNTR_MSGS; ++i)
+    OK((int)fi_recv(ep, buf + i * 64, 64, fi_mr_desc(mr), 0, buf + i * 64));
+  OK(fi_accept(ep, NULL, 0));
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  fi_freeinfo(entry.info);
+
+  struct fid* f = &cntr->fid;
+  int slept = 0;
+  const double end = now_s() + 10;
+  uint64_t v;
+  while ((v = fi_cntr_read(cntr)) < CNTR_MSGS) {
+    CHECK(now_s() < end, "counter at %llu after 10 s", (unsigned long long)v);
+    ret = fi_trywait(fabric, &f, 1);
+    if (ret == -FI_EAGAIN) continue;  // a completion waits to be counted
+    CHECK(ret == 0, "fi_trywait on the counter = %d", ret);
+    struct epoll_event out;
+    CHECK(epoll_wait(epfd, &out, 1, 5000) == 1, "epoll_wait on the counter's fd timed out at %llu",
+          (unsigned long long)v);
+    ++slept;
+  }
+  CHECK(v == CNTR_MSGS && fi_cntr_readerr(cntr) == 0, "counter %llu, errors %llu",
+        (unsigned long long)v, (unsigned long long)fi_cntr_readerr(cntr));
+  CHECK(slept >= 1, "never woken by the counter's descriptor");
+  for (int i = 0; i < CNTR_MSGS; ++i) {
+    char want[16];
+    snprintf(want, sizeof(want), "counted %d", i);
+    CHECK(strcmp(buf + i * 64, want) == 0, "message %d: '%s'", i, buf + i * 64);
+  }
+  /* nothing pending: fi_trywait arms and the descriptor stays quiet */
+  OK(fi_trywait(fabric, &f, 1));
+  struct epoll_event out;
+  CHECK(epoll_wait(epfd, &out, 1, 50) == 0, "the counter's fd readable with nothing pending");
+  CHECK(fi_close(&cntr->fid) == -FI_EBUSY, "a bound counter closed");
+  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  OK(fi_close(&ep->fid));
+  OK(fi_close(&cntr->fid));
+  close(epfd);
+  printf("fi_rx_check server: counter woke the epoll loop %d times for %d messages\n", slept,
+         CNTR_MSGS);
+}
+
+static void cntr_client(struct fid_ep* ep) {
+  int ret;
+  for (int i = 0; i < CNTR_MSGS; ++i) {
+    usleep(100 * 1000);
+    char* m = buf + 4096 + i * 64;
+    snprintf(m, 64, "counted %d", i);
+    OK((int)fi_send(ep, m, strlen(m) + 1, fi_mr_desc(mr), 0, m));
+    struct fi_cq_data_entry c;
+    cq_next(&c, "send");
+  }
+}
+
+/* ------------------------------------------------------------ roles */
+
+static int mode_of(const char* mode) {
+  if (strcmp(mode, "multi") == 0) return 0;
+  if (strcmp(mode, "srx") == 0) return 1;
+  if (strcmp(mode, "cntr") == 0) return 2;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr)\n", mode);
+  exit(2);
+}
+
+static struct fi_info* mode_hints(int mode) {
+  struct fi_info* h = make_hints(mode == 0 ? FI_MULTI_RECV : 0);
+  if (mode == 1) h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  return h;
+}
+
+static void check_info(const struct fi_info* fi, int mode) {
+  if (mode != 0) return;
+  const uint64_t caps = FI_MULTI_RECV;
+  CHECK((fi->caps & caps) == caps, "entry caps %#llx lack %#llx", (unsigned long long)fi->caps,
+        (unsigned long long)caps);
+  CHECK((fi->rx_attr->caps & caps) == caps && (fi->tx_attr->caps & FI_MULTI_RECV) == 0,
+        "rx_attr caps %#llx / tx_attr caps %#llx", (unsigned long long)fi->rx_attr->caps,
+        (unsigned long long)fi->tx_attr->caps);
+}
+
+static void close_common(struct fid_ep* ep) {
+  int ret;
+  if (ep != NULL) OK(fi_close(&ep->fid));
+  OK(fi_close(&mr->fid));
+  OK(fi_close(&cq->fid));
+  OK(fi_close(&domain->fid));
+  OK(fi_close(&eq->fid));
+  OK(fi_close(&fabric->fid));
+  free(buf);
+}
+
+static int server(uint16_t port, const char* mode_name) {
+  int ret;
+  role = "server";
+  const int mode = mode_of(mode_name);
+  struct fi_info *hints = mode_hints(mode), *info = NULL;
+  char svc[8];
+  snprintf(svc, sizeof(svc), "%u", port);
+  OK(fi_getinfo(FI_VERSION(1, 17), NULL, svc, FI_SOURCE, hints, &info));
+  check_info(info, mode);
+  open_common(info);
+  if (mode == 1) srx_open(info);
+  struct fid_pep* pep;
+  OK(fi_passive_ep(fabric, info, &pep, NULL));
+  OK(fi_pep_bind(pep, &eq->fid, 0));
+  OK(fi_listen(pep));
+  printf("fi_rx_check server: listening\n");
+  fflush(stdout);
+  struct fid_ep* ep = NULL;
+  if (mode == 0) {
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+    ep = open_ep(entry.info);
+    multi_post(ep);
+    OK(fi_accept(ep, NULL, 0));
+    CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+    fi_freeinfo(entry.info);
+    multi_server(ep);
+    CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  } else if (mode == 1) {
+    srx_server(pep);
+  } else {
+    cntr_server();
+  }
+  OK(fi_close(&pep->fid));
+  close_common(ep);
+  fi_freeinfo(info);
+  fi_freeinfo(hints);
+  printf("fi_rx_check server: ok\n");
+  return 0;
+}
+
+static int client(const char* sip, uint16_t port, const char* mode_name) {
+  int ret;
+  role = "client";
+  const int mode = mode_of(mode_name);
+  struct fi_info *hints = make_hints(mode == 0 ? FI_MULTI_RECV : 0), *info = NULL;
+  char svc[8];
+  snprintf(svc, sizeof(svc), "%u", port);
+  OK(fi_getinfo(FI_VERSION(1, 17), sip, svc, 0, hints, &info));
+  open_common(info);
+  struct fid_ep* ep = NULL;
+  if (mode == 1) {
+    srx_client(info);
+  } else {
+    ep = open_ep(info);
+    OK(fi_connect(ep, info->dest_addr, NULL, 0));
+    struct fi_eq_cm_entry entry;
+    CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+    if (mode == 0) {
+      multi_client(ep);
+    } else {
+      cntr_client(ep);
+    }
+    OK(fi_shutdown(ep, 0));
+  }
+  close_common(ep);
+  fi_freeinfo(info);
+  fi_freeinfo(hints);
+  printf("fi_rx_check client: ok\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "server") == 0) return server((uint16_t)atoi(argv[2]), argv[3]);
+  if (argc == 5 && strcmp(argv[1], "client") == 0)
+    return client(argv[2], (uint16_t)atoi(argv[3]), argv[4]);
+  fprintf(stderr, "usage: fi_rx_check server PORT MODE | client SERVER_IP PORT MODE\n");
+  return 2;
+}
