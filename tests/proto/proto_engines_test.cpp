@@ -78,9 +78,10 @@ class ProtoEnginesTest : public ProtoTest {
 
   // Connects pair i (b accepts on its own EP); a PSP per pair and round.
   void connect_pair(int i, uint64_t round = 0) {
-    Side& x = sa(i);
-    Side& y = sb(i);
-    const uint64_t qual = kQual + static_cast<uint64_t>(i) + 100 * round;
+    connect_sides(sa(i), sb(i), kQual + static_cast<uint64_t>(i) + 100 * round);
+  }
+  // x's EP connects to y's, which accepts on a PSP of `qual`.
+  void connect_sides(Side& x, Side& y, uint64_t qual) {
     ASSERT_TRUE(psp_create(y.ia, qual, y.cr, 0, &y.psp).ok());
     ASSERT_TRUE(ep_connect(x.ep, kIpB, qual, kWaitUs, nullptr, 0).ok());
     const Event req = next_event(y.cr);
@@ -200,13 +201,8 @@ TEST_F(ProtoEnginesTest, ThePassiveEpMovesToTheActiveEpsEngineWithItsReceives) {
     const rc::Sge r = rcv[k].sge();
     ASSERT_TRUE(ep_post_recv(y.ep, &r, 1, 100 + k, cflag::kEvdThreshold).ok());
   }
-  ASSERT_TRUE(psp_create(y.ia, kQual, y.cr, 0, &y.psp).ok());
-  ASSERT_TRUE(ep_connect(x.ep, kIpB, kQual, kWaitUs, nullptr, 0).ok());
-  const Event req = next_event(y.cr);
-  ASSERT_EQ(req.num, EventNum::kConnRequest);
-  ASSERT_TRUE(cr_accept(req.cr, y.ep, nullptr, 0).ok());
-  ASSERT_EQ(next_event(x.conn).num, EventNum::kEstablished);
-  ASSERT_EQ(next_event(y.conn).num, EventNum::kEstablished);
+  connect_sides(x, y, kQual);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(y.ep->shard->index, 0u);
   EXPECT_EQ(y.ep->qp->qpn() >> rc::EngineGroup::kIndexShift, 0u);
   // Created in turn, b's EPs were on engines 0, 1, 0, 1; y (the second) moved.
