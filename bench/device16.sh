@@ -6,8 +6,12 @@
 # and run this from the repository root there.  Writes everything under
 # $OUT (one tarball, results.tgz):
 #   machine.txt   CPUs, kernel, hugepages
-#   lat-*.log     dpdat-perf --lat across processes, each progress mode on
+#   pairs.txt     each dpdat-perf pair's outcome; NAME.server.log,
+#                 NAME.client.log and NAME.json (the client's) per pair:
+#   lat-*         dpdat-perf --lat across processes, each progress mode on
 #                 the passive side (the busy-mode latency failure)
+#   tm-*          the timer floors and the delay window (STEPS timers)
+#   mr-*          64 B with one posting thread per engine (STEPS msgrate)
 #   scale.txt     bench/scale_cores.sh's table (scale.json, its JSON), with
 #                 every run's logs and JSON kept under scale-tmp/
 #   handle.txt    bench/handle_bench up to 16 threads
@@ -39,7 +43,33 @@ ln -sf "$B/bin/dpdat-engine-perf" "$FB/bench/dpdat-engine-perf"
 finish() {
   tar -C "$R/.." -czf "${OUT:-/tmp/device16}/results.tgz" r
 }
-trap finish EXIT
+. "$HERE/scripts/lib/pair.sh"
+. "$HERE/scripts/lib/net.sh"
+lib_on_exit finish
+lib_tmpdir W dpdat-device16
+
+# perf_pair NAME SERVER_CPUS CLIENT_CPUS SERVER_ARGS... :: CLIENT_ARGS...
+#   a dpdat-perf server and client over a net_memif pair of their own, each
+#   process on the CPUs named ("": anywhere); logs and the client's JSON
+#   under $R as NAME.*; the outcome appended to $R/pairs.txt.
+perf_pair() {
+  local name=$1 scpus=$2 ccpus=$3 sargs=() sw=() cw=()
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != "::" ]; do sargs+=("$1"); shift; done
+  shift
+  [ -n "$scpus" ] && sw=(taskset -c "$scpus")
+  [ -n "$ccpus" ] && cw=(taskset -c "$ccpus")
+  mkdir -p "$W/$name"
+  memif_pair "$W/$name"
+  # The server opens its interface once the client reached it out of band
+  # (the client retries until then): a second's start, no socket to wait for.
+  pair_run --out "$R/$name." --settle 1 --wait 60 \
+    "${sw[@]}" timeout 60 "$B/bin/dpdat-perf" --server --ip 10.80.0.1 --vdev "$MEMIF_S" \
+    --oob "$W/$name/oob.sock" "${sargs[@]}" :: \
+    "${cw[@]}" timeout 60 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$MEMIF_C" \
+    --oob "$W/$name/oob.sock" --json "$R/$name.json" "$@"
+  echo "$name: ${PAIR_WHY:-ok} (client $PAIR_CLIENT_RC, server $PAIR_SERVER_RC)" >>"$R/pairs.txt"
+}
 
 STEPS=${STEPS:-lat scale handle}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -47,21 +77,10 @@ step() { [[ " $STEPS " == *" $1 "* ]]; }
 # 1. Latency across processes, 8 B WRITE/READ/SEND, server progress mode
 #    varied, client adaptive; server on CPUs 0-1, client on 8-9.
 lat() { # name server-progress client-progress op
-  local name=$1 sp=$2 cp=$3 op=$4 d=/tmp/lat-$1
-  rm -rf "$d" && mkdir -p "$d"
-  local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
-  local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
-  taskset -c "${S_CPUS:-0-1}" timeout 40 "$B/bin/dpdat-perf" --server --ip 10.80.0.1 --vdev "$vs" \
-    --lat -s 8 -n "${LAT_ITERS:-20000}" --op "$op" --progress "$sp" --cpus "${S_PROG:-1}" --oob "$d/oob.sock" \
-    >"$R/lat-$name-server.log" 2>&1 &
-  local spid=$!
-  sleep 1  # the server opens its interface once the client reached it; the client retries
-  taskset -c "${C_CPUS:-8-9}" timeout 40 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$vc" \
-    --lat -s 8 -n "${LAT_ITERS:-20000}" --op "$op" --progress "$cp" --cpus "${C_PROG:-9}" --oob "$d/oob.sock" \
-    --json "$R/lat-$name.json" >"$R/lat-$name-client.log" 2>&1
-  local crc=$?
-  wait "$spid"
-  echo "lat $name: client rc=$crc server rc=$?" >>"$R/lat-summary.txt"
+  local n=${LAT_ITERS:-20000}
+  perf_pair "lat-$1" "${S_CPUS:-0-1}" "${C_CPUS:-8-9}" \
+    --lat -s 8 -n "$n" --op "$4" --progress "$2" --cpus "${S_PROG:-1}" :: \
+    --lat -s 8 -n "$n" --op "$4" --progress "$3" --cpus "${C_PROG:-9}"
 }
 if step lat; then
   lat busy-write busy adaptive write
@@ -77,19 +96,10 @@ fi
 #     (TIMER_PARAMS) and without the delay window (cc=dcqcn), interleaved;
 #     RTOs, tail probes and window cuts from the JSON.
 timers() { # tag n params
-  local tag=$1 n=$2 params=$3 d=/tmp/tm-$1-$2
-  rm -rf "$d" && mkdir -p "$d"
-  local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
-  local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
-  local common=(--bw -s 65536 -n "${TM_ITERS:-30000}" -q "$n" --engines "$n" --progress busy --oob "$d/oob.sock")
-  [ -n "$params" ] && common+=(--ia-params "$params")
-  timeout 60 "$B/bin/dpdat-perf" --server --ip 10.81.0.1 --vdev "$vs" --cpus "0-$((n - 1))" \
-    "${common[@]}" >"$R/tm-$tag-$n-server.log" 2>&1 &
-  local spid=$!
-  sleep 1
-  timeout 60 "$B/bin/dpdat-perf" --client 10.81.0.1 --ip 10.81.0.2 --vdev "$vc" \
-    --cpus "8-$((8 + n - 1))" --json "$R/tm-$tag-$n.json" "${common[@]}" >"$R/tm-$tag-$n-client.log" 2>&1
-  wait "$spid"
+  local n=$2 common=(--bw -s 65536 -n "${TM_ITERS:-30000}" -q "$2" --engines "$2" --progress busy)
+  [ -n "$3" ] && common+=(--ia-params "$3")
+  perf_pair "tm-$1-$n" "" "" --cpus "0-$((n - 1))" "${common[@]}" :: \
+    --cpus "8-$((8 + n - 1))" "${common[@]}"
 }
 if step timers; then
   for n in ${TIMER_NS:-1 7}; do
@@ -103,19 +113,9 @@ fi
 #     engine (dpdat-perf --threads N, the active side's engines driven by
 #     those threads, --progress inline, pinned; the passive side busy).
 msgrate() { # n
-  local n=$1 d=/tmp/mr-$1
-  rm -rf "$d" && mkdir -p "$d"
-  local vs="net_memif0,role=server,socket=$d/memif.sock,socket-abstract=no"
-  local vc="net_memif0,role=client,socket=$d/memif.sock,socket-abstract=no"
-  local common=(--bw -s 64 -n "${MR_ITERS:-1000000}" -q "$n" --engines "$n" --oob "$d/oob.sock")
-  timeout 60 "$B/bin/dpdat-perf" --server --ip 10.82.0.1 --vdev "$vs" --progress busy \
-    --cpus "0-$((n - 1))" "${common[@]}" >"$R/mr-$n-server.log" 2>&1 &
-  local spid=$!
-  sleep 1
-  timeout 60 "$B/bin/dpdat-perf" --client 10.82.0.1 --ip 10.82.0.2 --vdev "$vc" --progress inline \
-    --threads "$n" --cpus "8-$((8 + n - 1))" --json "$R/mr-$n.json" "${common[@]}" \
-    >"$R/mr-$n-client.log" 2>&1
-  wait "$spid"
+  local n=$1 common=(--bw -s 64 -n "${MR_ITERS:-1000000}" -q "$1" --engines "$1")
+  perf_pair "mr-$n" "" "" --progress busy --cpus "0-$((n - 1))" "${common[@]}" :: \
+    --progress inline --threads "$n" --cpus "8-$((8 + n - 1))" "${common[@]}"
 }
 if step msgrate; then
   for n in 1 2 4 7; do msgrate "$n"; done
