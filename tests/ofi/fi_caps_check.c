@@ -33,16 +33,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#define CHECK(cond, ...)                           \
-  do {                                             \
-    if (!(cond)) {                                 \
-      fprintf(stderr, "fi_caps_check %s: ", role); \
-      fprintf(stderr, __VA_ARGS__);                \
-      fprintf(stderr, " (line %d)\n", __LINE__);   \
-      exit(1);                                     \
-    }                                              \
-  } while (0)
-#define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
+#define CHECK_PROGRAM "fi_caps_check"
+#include "fi_check.h"
 
 enum { BUF = 4096 };
 static const char* role = "?";

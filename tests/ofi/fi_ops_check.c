@@ -27,16 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (!(cond)) {                                \
-      fprintf(stderr, "fi_ops_check %s: ", role); \
-      fprintf(stderr, __VA_ARGS__);               \
-      fprintf(stderr, " (line %d)\n", __LINE__);  \
-      exit(1);                                    \
-    }                                             \
-  } while (0)
-#define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
+#define CHECK_PROGRAM "fi_ops_check"
+#include "fi_check.h"
 
 enum { BUF = 1 << 16, ATOMIC_OFF = 8192, CM_LEN = 56 };
 struct cm_blob {

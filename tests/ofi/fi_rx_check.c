@@ -42,16 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                         \
-  do {                                           \
-    if (!(cond)) {                               \
-      fprintf(stderr, "fi_rx_check %s: ", role); \
-      fprintf(stderr, __VA_ARGS__);              \
-      fprintf(stderr, " (line %d)\n", __LINE__); \
-      exit(1);                                   \
-    }                                            \
-  } while (0)
-#define OK(call) CHECK((ret = (call)) == 0, "%s = %d (%s)", #call, ret, fi_strerror(-ret))
+#define CHECK_PROGRAM "fi_rx_check"
+#include "fi_check.h"
 
 enum { BUF = 1 << 16, MULTI = 4096, MIN_MULTI = 256 };
 static const char* role = "?";
