@@ -118,10 +118,9 @@ struct IfaceConfig {
   rc::CcMode cc = rc::CcMode::kBoth;
   uint32_t cc_line_gbps = 100;
   uint32_t retry_time_ms = 1000;
-  // Above a host's scheduling jitter (on 16 CPUs, 7 engines per side over
-  // net_memif: 41 to 225 timeouts per run at 50 us, none at 1 ms, the same
-  // throughput; under 1 % loss the same throughput either way, the probes
-  // and the peer's NAKs recovering losses before a timeout is due).
+  // Above a host's scheduling jitter: a lossless link sees no timeout, and a
+  // lossy one loses nothing by it, the probes and the peer's NAKs finding
+  // losses before a timeout is due (docs/engines.md has the figures).
   uint32_t rto_min_us = 1000;
   uint32_t tlp_min_us = 100;
   // Limits (0: the default of dat::Limits).

@@ -304,11 +304,9 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
   // atomic).  An unsignalled WRITE or SEND retires with a later ACK, which
   // the responder sends every ack_every packets or ack_delay_ns after the
   // first unacknowledged one: a stream of small unsignalled messages is not
-  // answered with one ACK per message (on 16 CPUs the passive side sent
-  // 996,482 ACKs for 1,000,000 64 B WRITEs, most of them unsignalled).
-  const bool data = w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendImm ||
-                    w.wr.op == WrOp::kWrite || w.wr.op == WrOp::kWriteImm;
-  const bool wants_ack = last && (!data || (w.wr.flags & wr_flag::kSignaled) != 0);
+  // answered with one ACK per message (docs/engines.md has the figures).
+  const bool wants_ack =
+      last && (!is_send_write(w.wr.op) || (w.wr.flags & wr_flag::kSignaled) != 0);
   s.ack_req = wants_ack || probe || ++since_ack_req_ >= cfg_.ack_every ||
               in_flight_at(psn) >= static_cast<int32_t>(cc_window()) - 1;
   if (!transmit(s, now)) return false;

@@ -108,9 +108,9 @@ bool echo_once(Side& s, const std::string& op, const Layout& L, size_t k, size_t
                const DAT_RMR_TRIPLET& initiator, bool dequeue, std::string* err) {
   // The source is written only once the initiator's message came: by then
   // the previous answer, from the same source, has reached the initiator.
-  // Written before (while that answer could still wait for a progress thread
-  // to send it, the provider reading its source as it builds the packet),
-  // the previous answer carried this tag and the initiator waited forever.
+  // Earlier, that answer may still wait for a progress thread to send it
+  // (the provider reads the source as it builds the packet), and would carry
+  // this tag instead of its own.
   if (op == "send") {
     if (!await_recv(s, L, k, {}, err)) return false;
     s.data()[L.src(k) + n - 1] = tag;
