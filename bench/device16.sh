@@ -15,6 +15,9 @@
 #   scale.txt     bench/scale_cores.sh's table (scale.json, its JSON), with
 #                 every run's logs and JSON kept under scale-tmp/
 #   handle.txt    bench/handle_bench up to 16 threads
+#   ab-*          STEPS ab: a baseline build against this one, case by case
+#                 and round by round (BASE=DIR holding the baseline's
+#                 bin/dpdat-perf and lib/libdat.so.1); ab.txt, the table
 # Steps are bounded by timeouts so a hang costs one step, not the run.
 set -u
 HERE=$(pwd)
@@ -61,12 +64,15 @@ perf_pair() {
   [ -n "$ccpus" ] && cw=(taskset -c "$ccpus")
   mkdir -p "$W/$name"
   memif_pair "$W/$name"
+  # PB: the build whose dpdat-perf and libdat run (STEPS ab), else this one.
+  local pb=${PB:-$B}
   # The server opens its interface once the client reached it out of band
   # (the client retries until then): a second's start, no socket to wait for.
   pair_run --out "$R/$name." --settle 1 --wait 60 \
-    "${sw[@]}" timeout 60 "$B/bin/dpdat-perf" --server --ip 10.80.0.1 --vdev "$MEMIF_S" \
-    --oob "$W/$name/oob.sock" "${sargs[@]}" :: \
-    "${cw[@]}" timeout 60 "$B/bin/dpdat-perf" --client 10.80.0.1 --ip 10.80.0.2 --vdev "$MEMIF_C" \
+    "${sw[@]}" env LD_LIBRARY_PATH="$pb/lib:$B/lib" timeout 60 "$pb/bin/dpdat-perf" --server \
+    --ip 10.80.0.1 --vdev "$MEMIF_S" --oob "$W/$name/oob.sock" "${sargs[@]}" :: \
+    "${cw[@]}" env LD_LIBRARY_PATH="$pb/lib:$B/lib" timeout 60 "$pb/bin/dpdat-perf" \
+    --client 10.80.0.1 --ip 10.80.0.2 --vdev "$MEMIF_C" \
     --oob "$W/$name/oob.sock" --json "$R/$name.json" "$@"
   echo "$name: ${PAIR_WHY:-ok} (client $PAIR_CLIENT_RC, server $PAIR_SERVER_RC)" >>"$R/pairs.txt"
 }
@@ -119,6 +125,42 @@ msgrate() { # n
 }
 if step msgrate; then
   for n in 1 2 4 7; do msgrate "$n"; done
+fi
+
+# 1d. A/B: the baseline build (BASE) and this one, each case run by both in
+#     turn, AB_ROUNDS rounds: 64 B WRITE with one posting thread and N busy
+#     engines per side (scale_cores.sh's api_write64), 64 B WRITE with
+#     four posting threads (msgrate's), 64 KiB WRITE at 4, and 8 B latency
+#     with a busy server.  ab.txt: one line per run.
+ab_case() { # name server-cpus client-cpus server-args... :: client-args...
+  local name=$1 sc=$2 cc=$3
+  shift 3
+  for ab in base new; do
+    local pb=$B
+    [ $ab = base ] && pb=$BASE
+    PB=$pb perf_pair "ab-$name-$ab-$ABR" "$sc" "$cc" "$@"
+    python3 "$HERE/bench/ab_line.py" "$R/ab-$name-$ab-$ABR.json" "$name $ab $ABR" >>"$R/ab.txt" 2>/dev/null ||
+      echo "$name $ab $ABR FAIL" >>"$R/ab.txt"
+  done
+}
+if step ab; then
+  [ -x "${BASE:-}/bin/dpdat-perf" ] || echo "ab: BASE=${BASE:-} holds no bin/dpdat-perf" >>"$R/ab.txt"
+  for ABR in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for n in ${AB_NS:-1 2 4 7}; do
+      c=(--bw -s 64 -n "${AB_ITERS:-600000}" --op write -q "$n" --engines "$n" --progress busy)
+      ab_case "mr1-$n" "" "" --cpus "0-$((n - 1))" "${c[@]}" :: --cpus "8-$((8 + n - 1))" "${c[@]}"
+    done
+    c=(--bw -s 64 -n "${AB_ITERS:-600000}" --op write -q 4 --engines 4)
+    ab_case "mrt-4" "" "" --progress busy --cpus 0-3 "${c[@]}" :: \
+      --progress inline --threads 4 --cpus 8-11 "${c[@]}"
+    c=(--bw -s 65536 -n 30000 --op write -q 4 --engines 4 --progress busy)
+    ab_case "bw64k-4" "" "" --cpus 0-3 "${c[@]}" :: --cpus 8-11 "${c[@]}"
+    for sp in busy:adaptive busy:busy; do
+      c=(--lat -s 8 -n "${LAT_ITERS:-20000}" --op write)
+      ab_case "lat-${sp%%:*}-${sp#*:}" 0-1 8-9 "${c[@]}" --progress "${sp%%:*}" --cpus 1 :: \
+        "${c[@]}" --progress "${sp#*:}" --cpus 9
+    done
+  done
 fi
 
 # 2. Scaling with cores.

@@ -54,9 +54,12 @@ constexpr uint64_t kFullRecheckNs = 1'000'000;
 // token now and nothing handed off is left (a request claimed from then on
 // is not older than this one); false when it cannot (*out untouched).  Then
 // a send progresses the interface inline, so the request leaves at once.
+// Not while a busy progress thread runs the engine (Shard::served), unless
+// `force`d: the queue pair's own answer to a post its EP's counts refuse.
 bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, uint64_t now,
-                Status* out) {
+                Status* out, bool force = false) {
   Shard& s = *ep->shard;
+  if (!force && s.served(now)) return false;
   if (!s.token.try_lock()) return false;
   f->drain_handoff(s);
   if (s.handoff.pending()) {  // older requests cannot all go yet: hand over behind them
@@ -68,7 +71,10 @@ bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, 
   // A send leaves at once; a receive only waits for what comes, so its post
   // does not poll the link (a consumer reposting a buffer before it answers
   // a message would otherwise pay for a poll before its answer goes out).
-  if (r == rc::Qp::PostResult::kOk && swr != nullptr) f->step(s, now, false);
+  if (r == rc::Qp::PostResult::kOk && swr != nullptr) {
+    s.engine->counters().consumer_steps++;
+    f->step(s, now, false);
+  }
   s.token.unlock();
   // A request handed over while this thread held the token: its poster's
   // try failed, so it is taken here.
@@ -96,7 +102,7 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
     // without a completion yet, e.g. unsignalled ones): the queue pair's own
     // answer, once the holder lets go of the token (a millisecond at most).
     for (const uint64_t end = now + kFullRecheckNs; now_ns() < end;) {
-      if (try_direct(f, ep, swr, rwr, now_ns(), &st)) return st;
+      if (try_direct(f, ep, swr, rwr, now_ns(), &st, true)) return st;
       std::this_thread::yield();
     }
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);

@@ -4,7 +4,9 @@
 // start with the interface's first IA and end with its last.
 //
 // busy      polls without pause: a passive RDMA target is served within a
-//           poll, at the price of a core per engine.
+//           poll, at the price of a core per engine.  Consumers leave the
+//           engine to it while it runs (Shard::beat): their posts are
+//           handed over, their waits watch the EVD.
 // adaptive  steps aside while a consumer drives the engine (it polled,
 //           posted or waited within the last idle_us), spins while traffic
 //           moved within the last spin_us, and otherwise sleeps with a
@@ -67,8 +69,13 @@ void progress_main(Iface* f, Shard* s) {
   const bool rx_wait = f->link->rx_wakeups() && f->shards.size() == 1;
   const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;
   rc::Backoff backoff(rc::BackoffConfig{spin_ns, f->cfg.idle_us});
+  uint64_t beat = 0;
   while (!s->stop.load(std::memory_order_acquire)) {
     uint64_t now = now_ns();
+    if (busy && now - beat >= Shard::kBeatNs) {
+      beat = now;
+      s->beat.store(now, std::memory_order_relaxed);
+    }
     if (!busy && now - s->last_consumer_progress.load(std::memory_order_relaxed) < grace_ns) {
       // A consumer drives: out of its way until it has not for idle_us, or
       // says it stopped (Iface::consumer_stopped).
@@ -120,6 +127,7 @@ void progress_main(Iface* f, Shard* s) {
     }
     s->sleeping.store(false, std::memory_order_relaxed);
   }
+  s->beat.store(0, std::memory_order_relaxed);  // consumers drive it from now on
 }
 
 }  // namespace

@@ -63,6 +63,19 @@ struct Shard {
   // it (an adaptive progress thread stays out of its way meanwhile).
   alignas(64) std::atomic<uint64_t> last_traffic{0};
   std::atomic<uint64_t> last_consumer_progress{0};
+  // Busy progress: when its thread last went round its loop (stored every
+  // kBeatNs at most).  While it beats, consumers leave the engine to it:
+  // a post is handed over and a waiter only watches its EVD, instead of
+  // taking the token from the thread and pulling the engine's state to
+  // their CPU.  A thread that stops beating (descheduled on a shared CPU)
+  // is driven for by consumers as in the other modes.
+  alignas(64) std::atomic<uint64_t> beat{0};
+  static constexpr uint64_t kBeatNs = 1'000;
+  static constexpr uint64_t kBeatStaleNs = 200'000;
+  bool served(uint64_t now) const {
+    const uint64_t b = beat.load(std::memory_order_relaxed);
+    return b != 0 && (b >= now || now - b < kBeatStaleNs);
+  }
   // Frames this engine had handed to others as of its last step (a step that
   // handed some wakes their progress threads), and when it last handed one:
   // while it does, its RX queue carries other engines' traffic (a link that

@@ -36,6 +36,7 @@ uint64_t Iface::last_traffic(uint64_t mask) const {
 
 bool Iface::drive_shard(Shard& s, uint64_t now, bool consumer) {
   if (consumer) {
+    if (s.served(now)) return false;  // its busy progress thread runs it
     s.last_consumer_progress.store(now, std::memory_order_relaxed);
     // A consumer thread that drives an engine allocates and frees its
     // frames: registered with the link once (DPDK gives it an lcore id, and
@@ -52,6 +53,7 @@ bool Iface::drive_shard(Shard& s, uint64_t now, bool consumer) {
   // tries after publishing: one of the two sees the other).
   for (int round = 0; round < 2; ++round) {
     if (!s.token.try_lock()) break;
+    if (consumer) s.engine->counters().consumer_steps++;
     moved |= step(s, now, false);
     s.token.unlock();
     std::atomic_thread_fence(std::memory_order_seq_cst);

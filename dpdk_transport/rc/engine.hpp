@@ -59,6 +59,9 @@ struct EngineConfig {
   /* frames handed to the engine whose queue pair they are for, by this */    \
   /* one / to this one; hand-offs refused for a full ring */                  \
   X(handed_off) X(handed_in) X(handoff_full)                                  \
+  /* polls its API layer ran on a thread other than the engine's own (a */   \
+  /* consumer that posted or waited and drove the engine itself) */          \
+  X(consumer_steps)                                                           \
   /* GSI (QP1): frames given to the handler, dropped for want of one, */      \
   /* sent by send_gsi(), refused by send_gsi() for back-pressure / an */      \
   /* invalid message.  A UD frame for any other QPN counts in rx_no_qp. */    \

@@ -1,0 +1,24 @@
+#!/usr/bin/env python3
+"""One line of bench/device16.sh's A/B table from a dpdat-perf client JSON:
+LABEL, the figure (message rate and MB/s, or the median latency), and the
+retransmission timeouts, tail probes and consumer-driven engine steps summed
+over both sides.  usage: ab_line.py JSON LABEL"""
+import json
+import sys
+
+d = json.load(open(sys.argv[1]))
+c = d.get('counters', {})
+
+
+def total(suffix):
+    return sum(v for k, v in c.items() if k.endswith(suffix))
+
+
+if d.get('bw'):
+    b = d['bw'][0]
+    fig = f"{b['msg_rate_mpps']:.3f} Mmsg/s {b['avg_mbs']:.0f} MB/s"
+else:
+    lat = d['lat'][0]
+    fig = f"{lat['median_us']:.2f} us median, p99 {lat['p99_us']:.2f}"
+print(sys.argv[2], fig, f"rto={total('.qp_timeouts')} tlp={total('.qp_tlp_probes')}",
+      f"consumer_steps={total('.consumer_steps')}")
