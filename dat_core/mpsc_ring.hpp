@@ -27,6 +27,12 @@ class MpscRing {
 
   // Any thread.  False when full.
   bool push(const T& v) {
+    return push_with([&v](T& cell) { cell = v; });
+  }
+  // Any thread: fill(T&) writes the claimed cell in place (a part of it,
+  // say, where the rest is unused), then it is published.  False when full.
+  template <typename Fill>
+  bool push_with(Fill fill) {
     uint64_t pos = tail_.load(std::memory_order_relaxed);
     Cell* c = nullptr;
     for (;;) {
@@ -41,7 +47,7 @@ class MpscRing {
         pos = tail_.load(std::memory_order_relaxed);
       }
     }
-    c->value = v;
+    fill(c->value);
     c->seq.store(pos + 1, std::memory_order_release);
     return true;
   }

@@ -300,11 +300,15 @@ struct Ep : Object {
   // Work requests accepted for this EP (posting threads) and those retired
   // from its queue pair as of the last completion delivered (token holder):
   // a request handed over while another thread drives the engine is refused
-  // for a full queue on these counts (see ep_post).
-  std::atomic<uint64_t> sends_posted{0}, sends_retired{0};
-  std::atomic<uint64_t> recvs_posted{0}, recvs_retired{0};
+  // for a full queue on these counts (see ep_post).  What posters write and
+  // what the engine writes sit on lines of their own, so a post does not
+  // pull the line the engine just wrote for the post before.
+  alignas(64) std::atomic<uint64_t> sends_posted{0};
+  std::atomic<uint64_t> recvs_posted{0};
+  alignas(64) std::atomic<uint64_t> sends_retired{0};
+  std::atomic<uint64_t> recvs_retired{0};
   uint64_t sends_into_qp = 0, recvs_into_qp = 0;  // token holder
-  Srq* srq = nullptr;  // receives come from this SRQ (dat_ep_create_with_srq)
+  alignas(64) Srq* srq = nullptr;  // receives come from this SRQ (dat_ep_create_with_srq)
   // dat_ep_set_watermark: receives in progress from the SRQ at which the
   // soft mark raises an async event (once per setting) and the hard mark
   // breaks the connection; 0 = not set (DAT_WATERMARK_INFINITE).

@@ -107,20 +107,12 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
     }
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
   }
-  Handoff h;
-  h.ep = ep;
-  h.qp = qp;
-  h.is_send = is_send;
-  if (is_send) {
-    h.send = *swr;
-  } else {
-    h.recv = *rwr;
-  }
+  auto fill = [&](Handoff& h) { h.fill(ep, qp, swr, rwr); };
   // A full hand-off ring means the holder is behind (preempted, say): the
   // request waits for room (driving the engine if the holder lets go), a
   // second at most, rather than failing a post its EP has room for.
   const uint64_t give_up = now + kHandoffWaitNs;
-  for (uint32_t tries = 0; !s.handoff.push(h); ++tries) {
+  for (uint32_t tries = 0; !s.handoff.push_with(fill); ++tries) {
     f->drive_shard(s, now_ns(), true);
     if (now_ns() >= give_up) {
       posted.fetch_sub(1, std::memory_order_relaxed);
