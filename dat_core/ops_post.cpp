@@ -120,6 +120,9 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
     }
     if (tries >= 64) std::this_thread::yield();
   }
+  // A busy progress thread takes it on its next turn: nothing to drive,
+  // no one to wake.
+  if (s.served(now)) return kOk;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   f->drive_shard(s, now, true);  // the holder may have let go meanwhile
   s.wake();                      // or it sleeps
