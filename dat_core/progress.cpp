@@ -5,7 +5,7 @@
 //
 // busy      polls without pause: a passive RDMA target is served within a
 //           poll, at the price of a core per engine.  Consumers leave the
-//           engine to it while it runs (Shard::beat): their posts are
+//           engine to it while it runs (Shard::served): their posts are
 //           handed over, their waits watch the EVD.
 // adaptive  steps aside while a consumer drives the engine (it polled,
 //           posted or waited within the last idle_us), spins while traffic
@@ -29,18 +29,15 @@
 // for a consumer call.
 
 #include <pthread.h>
-#include <sched.h>
 #include <sys/prctl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "core.hpp"
-#include "rc/backoff.hpp"
+#include "rc/engine_loop.hpp"
 
 namespace dpdat::dat {
 namespace {
@@ -48,86 +45,85 @@ namespace {
 // Longest sleep of an adaptive thread on a link that wakes it on RX.
 constexpr uint64_t kRxWaitNs = 1'000'000;
 
-void pin(Shard* s) {
-  if (s->cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(static_cast<size_t>(s->cpu), &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
-    std::fprintf(stderr, "dpdat: engine %u: cannot pin its progress thread to CPU %d\n", s->index,
-                 s->cpu);
-}
+// A progress thread's turn in the engine loop (rc::EngineLoop): its
+// engine's step, and engine 0's control work.
+class ProgressDriver final : public rc::EngineLoop::Driver {
+ public:
+  ProgressDriver(Iface* f, Shard* s)
+      : f_(f),
+        s_(s),
+        busy_(f->cfg.progress == ProgressMode::kBusy),
+        grace_ns_(uint64_t{f->cfg.idle_us} * 1000),
+        spin_ns_(uint64_t{f->cfg.spin_us} * 1000),
+        rx_wait_(f->link->rx_wakeups() && f->shards.size() == 1) {}
+
+  // Adaptive: a consumer drives; out of its way until it has not for
+  // idle_us, or says it stopped (Iface::consumer_stopped).
+  bool stand_by(uint64_t now) override {
+    if (busy_ || now - s_->last_consumer_progress.load(std::memory_order_relaxed) >= grace_ns_)
+      return false;
+    s_->loop.wait_for(grace_ns_, [this] {
+      return now_ns() - s_->last_consumer_progress.load(std::memory_order_relaxed) >= grace_ns_;
+    });
+    return true;
+  }
+
+  bool turn(uint64_t now) override {
+    bool moved = f_->drive_shard(*s_, now, false);
+    if (s_->index == 0 && f_->control_due(now_ns())) {
+      // The step could not take the interface lock without waiting (another
+      // engine's driver held its token, or a control call ran): wait for it.
+      IfaceLock lk(f_);
+      moved |= f_->step(*s_, now_ns(), true);
+    }
+    run_upcalls();
+    return moved;
+  }
+
+  uint64_t last_traffic(uint64_t now) override {
+    uint64_t t = s_->last_traffic.load(std::memory_order_relaxed);
+    // This engine's RX queue carries frames of other engines' queue pairs
+    // (it handed some over lately): their traffic keeps it awake too.
+    if (f_->group != nullptr && now - s_->last_handoff.load(std::memory_order_relaxed) < spin_ns_)
+      t = std::max(t, f_->last_traffic(f_->all_shards()));
+    return t;
+  }
+  uint64_t next_due(uint64_t) override {
+    const uint64_t t = s_->engine->next_timer_deadline();  // 0: none
+    return t == 0 ? UINT64_MAX : t;
+  }
+  uint64_t next_due2(uint64_t) override {
+    return s_->index == 0 ? f_->next_housekeeping.load(std::memory_order_relaxed) : UINT64_MAX;
+  }
+  // A post handed to this engine, or frames another engine handed over,
+  // end the sleep early (Shard::wake).
+  bool work_waiting() override { return s_->handoff.pending() || s_->engine->has_handed_in(); }
+  // A frame ends the sleep (RX interrupt): the timer only bounds it, for the
+  // engine's and the CM's timers.
+  bool sleep_on_link(uint64_t ns) override {
+    if (!rx_wait_) return false;
+    f_->link->wait_rx(std::min(ns, kRxWaitNs));
+    return true;
+  }
+
+ private:
+  Iface* f_;
+  Shard* s_;
+  const bool busy_;
+  const uint64_t grace_ns_, spin_ns_;
+  const bool rx_wait_;
+};
 
 void progress_main(Iface* f, Shard* s) {
   // Sleeps as short as asked: the default slack (50 us) would stretch every
   // back-off step and the wake-ups of a thread stepping aside.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  pin(s);
+  if (!rc::pin_this_thread(s->cpu))
+    std::fprintf(stderr, "dpdat: engine %u: cannot pin its progress thread to CPU %d\n", s->index,
+                 s->cpu);
   f->link->register_thread();
-  const bool busy = f->cfg.progress == ProgressMode::kBusy;
-  const uint64_t grace_ns = uint64_t{f->cfg.idle_us} * 1000;
-  const bool rx_wait = f->link->rx_wakeups() && f->shards.size() == 1;
-  const uint64_t spin_ns = uint64_t{f->cfg.spin_us} * 1000;
-  rc::Backoff backoff(rc::BackoffConfig{spin_ns, f->cfg.idle_us});
-  uint64_t beat = 0;
-  while (!s->stop.load(std::memory_order_acquire)) {
-    uint64_t now = now_ns();
-    if (busy && now - beat >= Shard::kBeatNs) {
-      beat = now;
-      s->beat.store(now, std::memory_order_relaxed);
-    }
-    if (!busy && now - s->last_consumer_progress.load(std::memory_order_relaxed) < grace_ns) {
-      // A consumer drives: out of its way until it has not for idle_us, or
-      // says it stopped (Iface::consumer_stopped).
-      std::unique_lock<std::mutex> lk(s->prog_mu);
-      s->prog_cv.wait_for(lk, std::chrono::microseconds(f->cfg.idle_us), [s, grace_ns] {
-        return s->stop.load(std::memory_order_relaxed) ||
-               now_ns() - s->last_consumer_progress.load(std::memory_order_relaxed) >= grace_ns;
-      });
-      continue;
-    }
-    bool moved = f->drive_shard(*s, now, false);
-    if (s->index == 0 && f->control_due(now_ns())) {
-      // The step could not take the interface lock without waiting (another
-      // engine's driver held its token, or a control call ran): wait for it.
-      IfaceLock lk(f);
-      moved |= f->step(*s, now_ns(), true);
-    }
-    run_upcalls();
-    if (moved || busy) {
-      backoff.moved(now);
-      continue;
-    }
-    now = now_ns();
-    const uint64_t timer = s->engine->next_timer_deadline();  // 0: none
-    uint64_t traffic = s->last_traffic.load(std::memory_order_relaxed);
-    // This engine's RX queue carries frames of other engines' queue pairs
-    // (it handed some over lately): their traffic keeps it awake too.
-    if (f->group != nullptr && now - s->last_handoff.load(std::memory_order_relaxed) < spin_ns)
-      traffic = std::max(traffic, f->last_traffic(f->all_shards()));
-    const uint64_t sleep_ns = backoff.idle(
-        now, traffic, timer == 0 ? UINT64_MAX : timer,
-        s->index == 0 ? f->next_housekeeping.load(std::memory_order_relaxed) : UINT64_MAX);
-    if (sleep_ns == 0) {
-      cpu_relax();
-      continue;
-    }
-    if (rx_wait) {
-      // A frame ends the sleep (RX interrupt): the timer only bounds it, for
-      // the engine's and the CM's timers.
-      f->link->wait_rx(std::min(sleep_ns, kRxWaitNs));
-      continue;
-    }
-    // A post handed to this engine, or frames another engine handed over,
-    // end the sleep early (Shard::wake).
-    s->sleeping.store(true, std::memory_order_seq_cst);
-    if (!s->handoff.pending() && !s->engine->has_handed_in()) {
-      std::unique_lock<std::mutex> lk(s->prog_mu);
-      s->prog_cv.wait_for(lk, std::chrono::nanoseconds(sleep_ns));
-    }
-    s->sleeping.store(false, std::memory_order_relaxed);
-  }
-  s->beat.store(0, std::memory_order_relaxed);  // consumers drive it from now on
+  ProgressDriver driver(f, s);
+  s->loop.run(driver);
 }
 
 }  // namespace
@@ -135,8 +131,12 @@ void progress_main(Iface* f, Shard* s) {
 void Iface::start_threads() {
   std::lock_guard<std::mutex> g(threads_mu);
   if (threads_running || cfg.progress == ProgressMode::kInline) return;
+  rc::EngineLoopConfig lc;
+  lc.busy = cfg.progress == ProgressMode::kBusy;
+  lc.backoff = rc::BackoffConfig{uint64_t{cfg.spin_us} * 1000, cfg.idle_us};
   for (auto& s : shards) {
-    s->stop.store(false);
+    s->loop.set_config(lc);
+    s->loop.restart();
     s->thread = std::thread(progress_main, this, s.get());
     // Named before the interface is handed out, so it is seen by that name.
     const std::string name = "dpdat-prog" + std::to_string(s->index);
@@ -151,10 +151,7 @@ void Iface::stop_threads_if_unused() {
     std::lock_guard<std::mutex> m(mu);
     if (ias != 0 || !threads_running) return;
   }
-  for (auto& s : shards) {
-    s->stop.store(true, std::memory_order_release);
-    s->notify();
-  }
+  for (auto& s : shards) s->loop.stop();
   link->wake();
   for (auto& s : shards)
     if (s->thread.joinable()) s->thread.join();

@@ -18,18 +18,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "link.hpp"
 #include "mpsc_ring.hpp"
 #include "rc/engine.hpp"
+#include "rc/engine_loop.hpp"
 #include "spin_lock.hpp"
 
 namespace dpdat::dat {
@@ -92,19 +92,6 @@ struct Shard {
   // it (an adaptive progress thread stays out of its way meanwhile).
   alignas(64) std::atomic<uint64_t> last_traffic{0};
   std::atomic<uint64_t> last_consumer_progress{0};
-  // Busy progress: when its thread last went round its loop (stored every
-  // kBeatNs at most: each store costs the posters reading it a cache miss).  While it beats, consumers leave the engine to it:
-  // a post is handed over and a waiter only watches its EVD, instead of
-  // taking the token from the thread and pulling the engine's state to
-  // their CPU.  A thread that stops beating (descheduled on a shared CPU)
-  // is driven for by consumers as in the other modes.
-  alignas(64) std::atomic<uint64_t> beat{0};
-  static constexpr uint64_t kBeatNs = 20'000;
-  static constexpr uint64_t kBeatStaleNs = 200'000;
-  bool served(uint64_t now) const {
-    const uint64_t b = beat.load(std::memory_order_relaxed);
-    return b != 0 && (b >= now || now - b < kBeatStaleNs);
-  }
   // Frames this engine had handed to others as of its last step (a step that
   // handed some wakes their progress threads), and when it last handed one:
   // while it does, its RX queue carries other engines' traffic (a link that
@@ -112,13 +99,10 @@ struct Shard {
   // have traffic instead of sleeping on their answers.
   uint64_t handed_off_seen = 0;
   std::atomic<uint64_t> last_handoff{0};
-  // The progress thread (busy / adaptive): asleep on prog_cv while stepping
-  // aside for a consumer or backing off; `stop` ends it (the last IA of the
-  // interface closed).
-  std::mutex prog_mu;
-  std::condition_variable prog_cv;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> sleeping{false};
+  // The progress thread (busy / adaptive) and its loop (rc::EngineLoop,
+  // progress.cpp): asleep in it while stepping aside for a consumer or
+  // backing off; stop() ends it (the last IA of the interface closed).
+  rc::EngineLoop loop{rc::EngineLoopConfig{}, &now_ns};
   std::thread thread;
 
   void unwatch_cq(rc::CompletionQueue* cq) {
@@ -127,16 +111,17 @@ struct Shard {
   }
   // Wakes its progress thread if it sleeps (a post handed off, a frame
   // handed over, a consumer stopped driving).
-  void wake() {
-    if (sleeping.load(std::memory_order_acquire)) notify();
-  }
+  void wake() { loop.wake(); }
   // Wakes its progress thread whatever it waits for (stepping aside, backing
-  // off); under prog_mu, so a wait that is about to start sees the change
-  // made before the call.
-  void notify() {
-    std::lock_guard<std::mutex> g(prog_mu);
-    prog_cv.notify_all();
-  }
+  // off).
+  void notify() { loop.notify(); }
+  // Busy progress: whether its thread runs the engine now (its loop's
+  // heartbeat).  While it does, consumers leave the engine to it: a post is
+  // handed over and a waiter only watches its EVD, instead of taking the
+  // token from the thread and pulling the engine's state to their CPU.  A
+  // thread that stops beating (descheduled on a shared CPU) is driven for
+  // by consumers as in the other modes.
+  bool served(uint64_t now) const { return loop.beating(now); }
 };
 
 }  // namespace dpdat::dat

@@ -4,7 +4,7 @@
 // After a poll that moved nothing, a loop asks idle() how long to sleep:
 //   - 0 (keep polling) while traffic moved within spin_ns: a transfer in
 //     flight is served by a spinning loop, never by a wake-up;
-//   - otherwise a sleep that doubles from 1 us up to max_sleep_us
+//   - otherwise a sleep that doubles from first_sleep_us up to max_sleep_us
 //     (deep_factor times that after deep_idle_ns without traffic), and never
 //     past the next timer the caller names (retransmission, ACK coalescing,
 //     CM), so an engine never sleeps through its own deadlines.
@@ -21,13 +21,14 @@ struct BackoffConfig {
   uint64_t max_sleep_us = 200;
   uint64_t deep_idle_ns = 100'000'000;
   uint64_t deep_factor = 5;
+  uint64_t first_sleep_us = 1;  // the first sleep after traffic, doubling from there
 };
 
 class Backoff {
  public:
-  explicit Backoff(const BackoffConfig& cfg) : cfg_(cfg) {}
+  explicit Backoff(const BackoffConfig& cfg) : cfg_(cfg), sleep_us_(cfg.first_sleep_us) {}
 
-  void moved(uint64_t /*now*/) { sleep_us_ = 1; }
+  void moved(uint64_t /*now*/) { sleep_us_ = cfg_.first_sleep_us; }
 
   // Nanoseconds to sleep before the next poll (0: poll again at once).
   // next_due: the earliest timer deadline of what the loop drives
@@ -48,7 +49,7 @@ class Backoff {
 
  private:
   BackoffConfig cfg_;
-  uint64_t sleep_us_ = 1;
+  uint64_t sleep_us_;
 };
 
 }  // namespace dpdat::rc

@@ -1,35 +1,45 @@
 #include "engine_runner.hpp"
 
-#include "backoff.hpp"
-
 #include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 
 namespace dpdat::rc {
+namespace {
+
+EngineLoopConfig loop_config(const RunnerConfig& c) {
+  EngineLoopConfig l;
+  l.busy = c.policy == IdlePolicy::kBusyPoll;
+  l.backoff = BackoffConfig{uint64_t{c.spin_us} * 1000, c.max_sleep_us};
+  return l;
+}
+
+}  // namespace
 
 EngineRunner::EngineRunner(Engine& engine, const RunnerConfig& cfg, Clock clock)
-    : engine_(engine), cfg_(cfg), clock_(clock), inbox_(cfg.inbox_depth) {}
+    : engine_(engine), cfg_(cfg), loop_(loop_config(cfg), clock), inbox_(cfg.inbox_depth) {}
 
 EngineRunner::~EngineRunner() { stop(); }
 
 void EngineRunner::start() {
   if (thread_.joinable()) return;
-  stop_.store(false);
+  loop_.restart();
   thread_ = std::thread([this] {
-    if (cfg_.cpu >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(static_cast<unsigned>(cfg_.cpu), &set);
-      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    }
+    pin_this_thread(cfg_.cpu);
     if (cfg_.on_start) cfg_.on_start();
-    loop();
+    loop_.run(*this);
   });
   tid_ = thread_.native_handle();
+}
+
+RunnerCounters EngineRunner::counters() const {
+  RunnerCounters c;
+  c.polls = loop_.turns();
+  c.sleeps = loop_.sleeps();
+  c.posts = posts_.load(std::memory_order_relaxed);
+  c.rejected_posts = rejected_posts_.load(std::memory_order_relaxed);
+  return c;
 }
 
 double EngineRunner::cpu_seconds() const {
@@ -42,21 +52,17 @@ double EngineRunner::cpu_seconds() const {
 
 void EngineRunner::stop() {
   if (!thread_.joinable()) return;
-  stop_.store(true);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    cv_.notify_all();
-  }
+  loop_.stop();
   thread_.join();
 }
 
 bool EngineRunner::post(const Cmd& c) {
   if (!inbox_.push(c)) return false;
-  ctr_.posts++;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping_.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lk(mu_);
-    cv_.notify_one();
+  posts_.store(posts_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // A busy loop never sleeps: nothing to wake (and no fence to pay).
+  if (!loop_.config().busy) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    loop_.wake();
   }
   return true;
 }
@@ -70,7 +76,9 @@ void EngineRunner::call(const std::function<void()>& fn) {
   std::unique_lock<std::mutex> lk(mu_);
   call_fn_ = &fn;
   call_pending_.store(true);
-  cv_.notify_all();
+  lk.unlock();
+  loop_.notify();  // a sleeping loop sees call_pending_ (work_waiting)
+  lk.lock();
   call_done_.wait(lk, [&] { return !call_pending_.load(); });
 }
 
@@ -96,7 +104,7 @@ bool EngineRunner::drain_inbox() {
         pending_.is_send ? qp->post_send(pending_.send) : qp->post_recv(pending_.recv);
     if (r == Qp::PostResult::kQueueFull) break;  // keep order: retry after progress
     if (r != Qp::PostResult::kOk) {
-      ctr_.rejected_posts++;
+      rejected_posts_.fetch_add(1, std::memory_order_relaxed);
       if (!qp->complete_rejected(pending_.is_send, cookie)) {
         // CQ full: keep the error completion (and the order behind it) until
         // the consumer makes room; nothing is dropped.
@@ -110,44 +118,32 @@ bool EngineRunner::drain_inbox() {
   return did;
 }
 
-void EngineRunner::loop() {
-  // The same back-off as the product's progress threads (backoff.hpp).
-  Backoff backoff(BackoffConfig{uint64_t{cfg_.spin_us} * 1000, cfg_.max_sleep_us});
-  uint64_t last_traffic = clock_();
-  while (!stop_.load(std::memory_order_relaxed)) {
-    if (call_pending_.load(std::memory_order_acquire)) {
-      std::lock_guard<std::mutex> lk(mu_);
-      (*call_fn_)();
-      call_pending_.store(false);
-      call_done_.notify_all();
-    }
-    const bool posted = drain_inbox();
-    const uint64_t now = clock_();
-    const uint32_t work = engine_.poll(now);
-    ctr_.polls++;
-    if (work != 0 || posted || has_pending_) {
-      last_traffic = now;
-      backoff.moved(now);
-      continue;
-    }
-    if (cfg_.policy == IdlePolicy::kBusyPoll) continue;
-    const uint64_t timer = engine_.next_timer_deadline();  // 0: none
-    uint64_t ns = backoff.idle(now, last_traffic, timer == 0 ? UINT64_MAX : timer);
-    if (ns == 0) continue;
-    // Queue pairs still in flight (waiting for the peer's ACKs or responses)
-    // sleep shorter: the peer's engine may be the thread this one keeps from
-    // a CPU (more engine threads than CPUs).
-    if (!engine_.idle_now()) ns = std::min<uint64_t>(ns, uint64_t{cfg_.active_max_sleep_us} * 1000);
-    std::unique_lock<std::mutex> lk(mu_);
-    sleeping_.store(true);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    ctr_.sleeps++;
-    const bool woke = cv_.wait_for(lk, std::chrono::nanoseconds(ns), [&] {
-      return !inbox_.empty() || stop_.load() || call_pending_.load();
-    });
-    sleeping_.store(false);
-    if (woke) ctr_.wakeups_by_post++;
+bool EngineRunner::turn(uint64_t now) {
+  if (call_pending_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lk(mu_);
+    (*call_fn_)();
+    call_pending_.store(false);
+    call_done_.notify_all();
   }
+  if (last_traffic_ == 0) last_traffic_ = now;  // a new thread spins its window first
+  const bool posted = drain_inbox();
+  const uint32_t work = engine_.poll(now);
+  const bool moved = work != 0 || posted || has_pending_;
+  if (moved) last_traffic_ = now;
+  return moved;
+}
+
+uint64_t EngineRunner::next_due(uint64_t) {
+  const uint64_t t = engine_.next_timer_deadline();  // 0: none
+  return t == 0 ? UINT64_MAX : t;
+}
+
+// Queue pairs still in flight (waiting for the peer's ACKs or responses)
+// sleep shorter: the peer's engine may be the thread this one keeps from a
+// CPU (more engine threads than CPUs).
+uint64_t EngineRunner::sleep_cap(uint64_t ns) {
+  if (engine_.idle_now()) return ns;
+  return std::min<uint64_t>(ns, uint64_t{cfg_.active_max_sleep_us} * 1000);
 }
 
 }  // namespace dpdat::rc

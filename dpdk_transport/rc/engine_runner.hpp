@@ -9,13 +9,13 @@
 // and connecting queue pairs) run on the engine thread through call(), which
 // blocks the caller.
 //
-// Idle policy: kBusyPoll never sleeps (benchmarks, a core of its own);
-// kBackoff is rc::Backoff (backoff.hpp), the back-off of the product's
-// progress threads: it spins while traffic moved within `spin_us`, then
-// sleeps with exponential back-off up to `max_sleep_us`
-// (`active_max_sleep_us` while queue pairs wait for the peer; never past the
-// next timer), and wakes at once when the consumer posts.  Traffic that arrives while it sleeps is
-// picked up within max_sleep_us (no RX interrupts on virtual PMDs).
+// The thread runs the product's engine loop (engine_loop.hpp) with its
+// back-off: kBusyPoll never sleeps (benchmarks, a core of its own); kBackoff
+// spins while traffic moved within `spin_us`, then sleeps with exponential
+// back-off up to `max_sleep_us` (`active_max_sleep_us` while queue pairs
+// wait for the peer; never past the next timer), and wakes at once when the
+// consumer posts.  Traffic that arrives while it sleeps is picked up within
+// max_sleep_us (no RX interrupts on virtual PMDs).
 
 #include <pthread.h>
 #include <atomic>
@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "engine.hpp"
+#include "engine_loop.hpp"
 #include "spsc_ring.hpp"
 
 namespace dpdat::rc {
@@ -44,13 +45,15 @@ struct RunnerConfig {
   std::function<void()> on_start;
 };
 
-// Written by one thread each (posts: consumer; the rest: engine thread),
-// readable from any thread.
+// A snapshot of a runner's counts.
 struct RunnerCounters {
-  std::atomic<uint64_t> polls{0}, sleeps{0}, wakeups_by_post{0}, posts{0}, rejected_posts{0};
+  uint64_t polls = 0;           // turns of the engine thread's loop
+  uint64_t sleeps = 0;          // sleeps it began
+  uint64_t posts = 0;           // work requests handed in (consumer)
+  uint64_t rejected_posts = 0;  // refused by their queue pair on the engine thread
 };
 
-class EngineRunner {
+class EngineRunner : private EngineLoop::Driver {
  public:
   using Clock = uint64_t (*)();  // nanoseconds, monotonic
 
@@ -73,7 +76,7 @@ class EngineRunner {
   // Runs fn on the engine thread and waits for it (control path only).
   void call(const std::function<void()>& fn);
 
-  const RunnerCounters& counters() const { return ctr_; }
+  RunnerCounters counters() const;
   // CPU time the engine thread has consumed so far (seconds).
   double cpu_seconds() const;
   Engine& engine() { return engine_; }
@@ -86,28 +89,33 @@ class EngineRunner {
     RecvWr recv;
   };
   bool post(const Cmd& c);
-  void loop();
   bool drain_inbox();
+  // EngineLoop::Driver
+  bool turn(uint64_t now) override;
+  uint64_t last_traffic(uint64_t) override { return last_traffic_; }
+  uint64_t next_due(uint64_t) override;
+  uint64_t sleep_cap(uint64_t ns) override;
+  bool work_waiting() override { return !inbox_.empty() || call_pending_.load(); }
 
   Engine& engine_;
   RunnerConfig cfg_;
-  Clock clock_;
+  EngineLoop loop_;
   SpscRing<Cmd> inbox_;
   Cmd pending_{};
   bool has_pending_ = false;
   bool pending_rejected_ = false;  // pending_ was refused; its error completion waits for CQ room
+  uint64_t last_traffic_ = 0;      // engine thread
   std::thread thread_;
   pthread_t tid_{};
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> sleeping_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  // call(): one control request at a time.
+  // call(): one control request at a time, run by the engine thread under mu_.
   std::mutex call_mu_;
+  std::mutex mu_;
   const std::function<void()>* call_fn_ = nullptr;
   std::atomic<bool> call_pending_{false};
   std::condition_variable call_done_;
-  RunnerCounters ctr_;
+  // What the consumer counts and what the engine thread counts, apart.
+  alignas(64) std::atomic<uint64_t> posts_{0};
+  alignas(64) std::atomic<uint64_t> rejected_posts_{0};
 };
 
 }  // namespace dpdat::rc

@@ -112,7 +112,7 @@ TEST(Runner, ThreadedEnginesMoveDataAndBackOffWhenIdle) {
   const double wall = static_cast<double>(clock_ns() - t0) / 1e9;
   const double busy = (ra.cpu_seconds() - a0 + rb.cpu_seconds() - b0) / (2 * wall);
   EXPECT_LT(busy, 0.2) << "idle engine threads used " << busy * 100 << "% of a core each";
-  EXPECT_GT(ra.counters().sleeps.load(), 0u);
+  EXPECT_GT(ra.counters().sleeps, 0u);
 
   // And they wake promptly for new work.
   const uint64_t t1 = clock_ns();
@@ -145,7 +145,7 @@ TEST(Runner, RefusedWorkRequestCompletesInError) {
   ASSERT_TRUE(wait_pop(*lo.a().scq, &c));
   EXPECT_EQ(c.cookie, 5u);
   EXPECT_EQ(c.status, rc::WcStatus::kLocalQpOperationError);
-  EXPECT_EQ(ra.counters().rejected_posts.load(), 1u);
+  EXPECT_EQ(ra.counters().rejected_posts, 1u);
   // call() runs on the engine thread and returns after it ran.
   bool ran = false;
   ra.call([&] { ran = true; });
@@ -177,7 +177,7 @@ TEST(Runner, RefusedWorkRequestsWaitForCompletionQueueRoom) {
     EXPECT_EQ(c.cookie, 100 + i);
     EXPECT_EQ(c.status, rc::WcStatus::kLocalQpOperationError);
   }
-  EXPECT_EQ(ra.counters().rejected_posts.load(), kPosts);
+  EXPECT_EQ(ra.counters().rejected_posts, kPosts);
   rc::Completion extra;
   EXPECT_FALSE(lo.a().scq->pop(&extra));
   ra.stop();
