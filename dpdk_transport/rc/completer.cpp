@@ -160,13 +160,12 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
     // The responder took our single resend of the packet before and still
     // lacks this one: it kept nothing after them (a SEND's packets after two
     // adjacent losses, where a message boundary could hide): go back N.
-    const bool kept_nothing = sr_single_valid_ && sr_single_psn_ + 1 == psn && wqe_holds(i, psn) &&
+    const bool kept_nothing = sr_single_ && sr_single_->psn + 1 == psn && wqe_holds(i, psn) &&
                               (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm);
     if (wqe_holds(i, psn) && !kept_nothing &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
       sr_hole_ = psn;
-      sr_hole_valid_ = true;
       sr_queue_resend(psn);
       engine_.activate(this);
       return CS::kDone;
@@ -184,7 +183,7 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
 bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
   const uint64_t recent = sr_in_flight_ns();
   if (sr_recently_resent(psn, now)) return true;
-  if (sr_rewind_valid_ && Psn::diff(psn, sr_rewind_psn_) >= 0 && now - sr_rewind_ns_ < recent) {
+  if (sr_rewind_ && Psn::diff(psn, sr_rewind_->psn) >= 0 && now - sr_rewind_->ns < recent) {
     const uint64_t i = wqe_from(psn);
     // Rewound over and sent again since.
     return wqe_holds(i, psn) && Psn::diff(psn, sq(i).first_psn) < static_cast<int32_t>(sq(i).sent);
@@ -285,7 +284,7 @@ void Qp::note_acked(Psn psn, uint64_t now) {
     cc_on_rtt(now - rtt_t0_, now);
   }
   tlp_sent_ = false;  // progress: a new tail may be probed
-  if (sr_hole_valid_ && Psn::diff(sr_hole_, psn) <= 0) sr_hole_valid_ = false;
+  if (sr_hole_ && Psn::diff(*sr_hole_, psn) <= 0) sr_hole_.reset();
   retries_left_ = cfg_.retry_count;
   first_timeout_ns_ = 0;
   backoff_ = 0;

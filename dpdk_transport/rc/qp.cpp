@@ -245,9 +245,9 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
   }
   if (state_ != QpState::kRts) {
     // A requester retransmitting the request we refused lost our NAK: repeat it.
-    if (state_ == QpState::kError && fatal_nak_valid_ && v.info->is(wire::op::kRequest) &&
-        v.bth->psn() == fatal_nak_psn_)
-      send_ack(fatal_nak_syndrome_, fatal_nak_psn_, now);
+    if (state_ == QpState::kError && fatal_nak_ && v.info->is(wire::op::kRequest) &&
+        v.bth->psn() == fatal_nak_->psn)
+      send_ack(fatal_nak_->syndrome, fatal_nak_->psn, now);
     return;
   }
   if ((v.ip->tos & 3u) == 3u) cc_on_ce(now);  // ECN CE (RFC 3168)
@@ -304,7 +304,7 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
       return;
     case TimerKind::kProbe:
       if (has_outstanding() && !rnr_waiting_ && !tlp_sent_)
-        send_probe(sr_hole_valid_ ? sr_hole_ : max_sent_psn_, now);
+        send_probe(sr_hole_.value_or(max_sent_psn_), now);
       return;
     case TimerKind::kRnr:
       rnr_waiting_ = false;

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -441,8 +442,7 @@ class Qp {
   bool tlp_sent_ = false;   // the probe for the current tail went out
   // The newest hole a sequence NAK reported (selective repeat), while it is
   // not acknowledged: the tail-loss probe resends it.
-  bool sr_hole_valid_ = false;
-  wire::Psn sr_hole_;
+  std::optional<wire::Psn> sr_hole_;
   uint64_t first_timeout_ns_ = 0;  // first of the current run of timeouts (0: none)
   uint32_t backoff_ = 0;           // consecutive retransmission timeouts
   uint32_t rnr_retries_left_ = 0;
@@ -477,9 +477,11 @@ class Qp {
   bool nak_repeat_due(uint64_t now) const { return now - nak_sent_ns_ >= nak_repair_ns_; }
   // The NAK that moved this responder to error, repeated to retransmitted
   // requests so the requester learns the reason even when the NAK was lost.
-  bool fatal_nak_valid_ = false;
-  uint8_t fatal_nak_syndrome_ = 0;
-  wire::Psn fatal_nak_psn_;
+  struct FatalNak {
+    uint8_t syndrome = 0;
+    wire::Psn psn;
+  };
+  std::optional<FatalNak> fatal_nak_;
   enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
   uint64_t msg_offset_ = 0;
   uint8_t* write_host_ = nullptr;
@@ -522,8 +524,7 @@ class Qp {
     if (on || srm_ != nullptr) sr_maps().msg.set(p, on);
   }
   uint32_t sr_msg_count_ = 0;  // bits set in the msg bitmap
-  bool sr_msg_limit_valid_ = false;
-  wire::Psn sr_msg_limit_;
+  std::optional<wire::Psn> sr_msg_limit_;
   // A message's LAST packet placed ahead of a hole: what its completion needs.
   struct SrLast {
     bool valid = false;  // placed, at `psn`
@@ -561,19 +562,17 @@ class Qp {
   struct SrNext {
     bool send = false;
     wire::Psn first;
-    uint32_t count = 0;        // packets placed (bits in the next bitmap)
-    uint8_t* host = nullptr;   // WRITE: the target
-    uint64_t len = 0;          // WRITE: the RETH length; SEND: the receive's capacity
-    uint64_t rq_index = 0;     // SEND: the receive WQE it fills
-    bool limit_valid = false;  // a later message begins at `limit`
-    wire::Psn limit;
+    uint32_t count = 0;              // packets placed (bits in the next bitmap)
+    uint8_t* host = nullptr;         // WRITE: the target
+    uint64_t len = 0;                // WRITE: the RETH length; SEND: the receive's capacity
+    uint64_t rq_index = 0;           // SEND: the receive WQE it fills
+    std::optional<wire::Psn> limit;  // a later message begins there
     SrLast last;
   };
   static constexpr int32_t kSackMaxSpan = 1024;
   static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
   // The newest packet seen after the hole (placed or not): how far a SACK reaches.
-  bool sr_seen_valid_ = false;
-  wire::Psn sr_seen_top_;
+  std::optional<wire::Psn> sr_seen_top_;
   void send_seq_nak(uint64_t now);
   void send_sack(uint64_t now);
   // Enough for a window of 16-packet messages; a message beyond waits for
@@ -621,8 +620,7 @@ class Qp {
   SrNext* sr_nexts() { return srm_->nexts.data(); }
   const SrNext* sr_nexts() const { return srm_->nexts.data(); }
   // The newest packet after a hole that could not be placed.
-  bool sr_drop_valid_ = false;
-  wire::Psn sr_drop_top_;
+  std::optional<wire::Psn> sr_drop_top_;
   bool sr_next_bit(wire::Psn p) const { return srm_ != nullptr && srm_->next.test(p); }
   void sr_next_set(wire::Psn p, bool on) {
     if (on || srm_ != nullptr) sr_maps().next.set(p, on);
@@ -642,13 +640,15 @@ class Qp {
   }
   bool sr_take_next();
   // Requester: the newest packet resent alone after a sequence NAK, and when;
-  // the newest go-back-N rewind (from sr_rewind_psn_), and when.  A NAK
+  // the newest go-back-N rewind (from sr_rewind_->psn), and when.  A NAK
   // naming the packet right after a single resend shows the responder kept
   // nothing after it; a NAK for a packet resent (or rewound over) within a
   // round trip was sent before the resend arrived.
-  bool sr_single_valid_ = false;
-  wire::Psn sr_single_psn_;
-  uint64_t sr_single_ns_ = 0;
+  struct Resent {
+    wire::Psn psn;
+    uint64_t ns = 0;
+  };
+  std::optional<Resent> sr_single_;
   uint64_t nak_retry_ns_ = 0;  // when a sequence NAK last spent a retry
   // When each PSN was last resent alone (indexed modulo the resend ring's
   // size, with the PSN to tell an old entry); a peer that sent a SACK.
@@ -671,9 +671,7 @@ class Qp {
     delivered_seq_ = std::max(delivered_seq_, sent_seq_of(psn));
   }
   bool sack_seen_ = false;
-  bool sr_rewind_valid_ = false;
-  wire::Psn sr_rewind_psn_;
-  uint64_t sr_rewind_ns_ = 0;
+  std::optional<Resent> sr_rewind_;
   // How long a resend counts as in flight: a round trip and its variance.
   uint64_t sr_in_flight_ns() const {
     return rtt_.valid() ? rtt_.srtt_ns() + 2 * rtt_.rttvar_ns() : rtt_.rto_ns();

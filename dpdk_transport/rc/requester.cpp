@@ -360,9 +360,7 @@ bool Qp::emit_sr_resends(uint64_t now) {
         since_ack_req_ = cfg_.ack_every;  // AckReq: the responder answers at once
         if (!emit_packet(w, d, now)) return false;
         ctr_.sr_resends++;
-        sr_single_valid_ = true;
-        sr_single_psn_ = psn;
-        sr_single_ns_ = now;
+        sr_single_ = Resent{psn, now};
         if (sr_resent_at_.empty()) sr_resent_at_.resize(sr_resend_.size());
         sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)] = {psn, now};
       }
@@ -490,10 +488,8 @@ void Qp::rewind_to(Psn psn, uint64_t now) {
   }
   sq_emit_ = std::min(sq_emit_, i);
   ctr_.retransmits++;
-  sr_single_valid_ = false;
-  sr_rewind_valid_ = true;
-  sr_rewind_psn_ = w.first_psn + static_cast<int32_t>(w.sent);
-  sr_rewind_ns_ = now;
+  sr_single_.reset();
+  sr_rewind_ = Resent{w.first_psn + static_cast<int32_t>(w.sent), now};
   engine_.activate(this);
 }
 

@@ -157,7 +157,7 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   if (srm_ != nullptr) srm_->seen.set(epsn_, false);
   // Sent again though kept (the requester went back N): this copy is the one.
   if (held_at(epsn_) != nullptr) held_release(epsn_.value() % kHeldSpan);
-  if (sr_seen_valid_ && Psn::diff(sr_seen_top_, epsn_) <= 0) sr_seen_valid_ = false;
+  if (sr_seen_top_ && Psn::diff(*sr_seen_top_, epsn_) <= 0) sr_seen_top_.reset();
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
   if (in_msg_ == InMsg::kNone && sr_msg_count_ > 0 && !(c.is_send && c.first && !c.last))
@@ -220,10 +220,9 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     const bool held = !placed_already && ctr_.sr_placed_ahead == placed_before && sr_hold(v, c.psn);
     // A gap after the newest packet seen: a loss the requester has not been
     // told of yet.  Say it now (the SACK shows it).
-    if (sr_seen_valid_ && Psn::diff(c.psn, sr_seen_top_) > 1 && nak_sent_ == NakSent::kSeq)
+    if (sr_seen_top_ && Psn::diff(c.psn, *sr_seen_top_) > 1 && nak_sent_ == NakSent::kSeq)
       again = true;
-    if (!sr_seen_valid_ || Psn::diff(c.psn, sr_seen_top_) > 0) {
-      sr_seen_valid_ = true;
+    if (!sr_seen_top_ || Psn::diff(c.psn, *sr_seen_top_) > 0) {
       sr_seen_top_ = c.psn;
     }
     // A SACK shows it as held when kept whole; one neither placed nor kept
@@ -232,8 +231,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     if (held) sr_maps().seen.set(c.psn, true);
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && !held && ctr_.sr_placed_ahead == placed_before &&
-        (!sr_drop_valid_ || Psn::diff(c.psn, sr_drop_top_) > 0)) {
-      sr_drop_valid_ = true;
+        (!sr_drop_top_ || Psn::diff(c.psn, *sr_drop_top_) > 0)) {
       sr_drop_top_ = c.psn;
     }
     // The hole is still open while the requester goes on (it asks for an
@@ -473,10 +471,8 @@ void Qp::responder_error(RespState s, Psn psn, uint64_t now) {
     if (push_recv_completion(wc)) retire_recv();
     recv_in_use_ = false;
   }
-  fatal_nak_valid_ = true;
-  fatal_nak_syndrome_ = aeth::make(aeth::kNak, e.nak_code);
-  fatal_nak_psn_ = psn;
-  send_ack(fatal_nak_syndrome_, psn, now);
+  fatal_nak_ = FatalNak{aeth::make(aeth::kNak, e.nak_code), psn};
+  send_ack(fatal_nak_->syndrome, psn, now);
   set_error(e.qp_error, now);
 }
 

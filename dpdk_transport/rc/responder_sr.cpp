@@ -59,8 +59,7 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
                            ? info.is(wire::op::kWrite)
                            : info.is(wire::op::kSend) && srq_ == nullptr && rq_tail_ > rq_head_;
   if (!ok_kind || info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst)) return false;
-  if (sr_msg_limit_valid_ && Psn::diff(sr_msg_limit_, epsn_) > 0 &&
-      Psn::diff(psn, sr_msg_limit_) >= 0)
+  if (sr_msg_limit_ && Psn::diff(*sr_msg_limit_, epsn_) > 0 && Psn::diff(psn, *sr_msg_limit_) >= 0)
     return false;
   // A self-describing WRITE placed between: a message of its own ends this one.
   if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, epsn_ + 1, psn)) return false;
@@ -137,9 +136,8 @@ bool Qp::grant_recv_hosts(RecvWqe& r) {
 }
 
 void Qp::sr_lower_limit(Psn psn) {
-  if (!sr_msg_limit_valid_ || Psn::diff(sr_msg_limit_, epsn_) <= 0 ||
-      Psn::diff(psn, sr_msg_limit_) < 0) {
-    sr_msg_limit_valid_ = true;
+  if (!sr_msg_limit_ || Psn::diff(*sr_msg_limit_, epsn_) <= 0 ||
+      Psn::diff(psn, *sr_msg_limit_) < 0) {
     sr_msg_limit_ = psn;
   }
   sr_unplace_msg_from(psn);
@@ -169,7 +167,7 @@ void Qp::sr_unplace_msg_from(Psn psn) {
 void Qp::sr_message_ended(Psn next) {
   if (sr_msg_count_ > 0) sr_unplace_msg_from(epsn_);
   sr_last_.valid = false;
-  sr_msg_limit_valid_ = false;
+  sr_msg_limit_.reset();
   if (sr_next_n_ > 0 && sr_nexts()[0].send && !(sr_nexts()[0].first == next)) sr_drop_next();
 }
 
@@ -189,7 +187,7 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
   const SrNext* prev = sr_next_n_ > 0 ? &sr_nexts()[sr_next_n_ - 1] : nullptr;
   // After the newest entry (whose limit the caller lowered to this FIRST).
-  if (prev != nullptr && (!prev->limit_valid || Psn::diff(psn, prev->limit) < 0)) return false;
+  if (prev != nullptr && (!prev->limit || Psn::diff(psn, *prev->limit) < 0)) return false;
   SrNext x;
   x.first = psn;
   if (info.is(wire::op::kSend)) {
@@ -229,14 +227,12 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     if (n != 0) std::memcpy(g.host, v.payload.data(), n);
     x.host = g.host;
     x.len = len;
-    x.limit_valid = true;  // its last PSN is known
     x.limit = psn + static_cast<int32_t>(pkts_for(len, cfg_.pmtu));
   } else {
     return false;
   }
   if (last) {
     x.last.take(v, psn, n);
-    x.limit_valid = true;
     x.limit = psn + 1;
   }
   sr_maps().nexts[sr_next_n_++] = x;
@@ -251,7 +247,7 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
   if (i == sr_next_n_) return false;
   SrNext& e = sr_nexts()[i];
   if (Psn::diff(psn, e.first) <= 0) return false;
-  if (e.limit_valid && Psn::diff(psn, e.limit) >= 0) return false;
+  if (e.limit && Psn::diff(psn, *e.limit) >= 0) return false;
   const wire::OpInfo& info = *v.info;
   if (!(e.send ? info.is(wire::op::kSend) : info.is(wire::op::kWrite)) ||
       info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst))
@@ -272,8 +268,7 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
   }
   if (last) {
     sr_next_lower_limit(psn + 1);  // placed past its end: a later message's
-    if (!e.limit_valid || Psn::diff(psn + 1, e.limit) < 0) {
-      e.limit_valid = true;
+    if (!e.limit || Psn::diff(psn + 1, *e.limit) < 0) {
       e.limit = psn + 1;
     }
     e.last.take(v, psn, n);
@@ -286,8 +281,7 @@ void Qp::sr_next_lower_limit(Psn psn) {
   const uint32_t i = sr_next_of(psn);
   if (i == sr_next_n_ || Psn::diff(psn, sr_nexts()[i].first) <= 0) return;
   SrNext& e = sr_nexts()[i];
-  if (!e.limit_valid || Psn::diff(psn, e.limit) < 0) {
-    e.limit_valid = true;
+  if (!e.limit || Psn::diff(psn, *e.limit) < 0) {
     e.limit = psn;
   }
   // Its packets from `psn` on (up to the next entry) are a later message's.
@@ -355,7 +349,6 @@ bool Qp::sr_take_next() {
   }
   sr_msg_count_ += moved;
   sr_last_ = e.last;
-  sr_msg_limit_valid_ = e.limit_valid;
   sr_msg_limit_ = e.limit;
   for (uint32_t i = 1; i < sr_next_n_; ++i) sr_nexts()[i - 1] = sr_nexts()[i];
   --sr_next_n_;
@@ -397,7 +390,7 @@ bool Qp::sr_advance_in_message() {
 // Moves epsn_ over packets that selective repeat already placed; if a hole
 // remains in front of placed packets, reports it at once (one NAK per hole).
 void Qp::advance_epsn(uint64_t now, bool ack_req) {
-  if (sr_count_ == 0 && !sr_drop_valid_ && held_n_ == 0) return;
+  if (sr_count_ == 0 && !sr_drop_top_ && held_n_ == 0) return;
   bool moved = false;
   while (sr_count_ > 0 && sr_bit(epsn_)) {
     if (sr_next_n_ > 0 && sr_nexts()[0].first == epsn_ && !sr_take_next()) {
@@ -431,14 +424,14 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
   }
   // The requester waits for the hole it resent to be acknowledged.
   if (moved) ack_req_seen_ = true;
-  if (sr_drop_valid_ && Psn::diff(sr_drop_top_, epsn_) < 0) sr_drop_valid_ = false;
+  if (sr_drop_top_ && Psn::diff(*sr_drop_top_, epsn_) < 0) sr_drop_top_.reset();
   // A hole remains in front of placed packets, or (after moving over placed
   // ones, or when the requester asks for an answer: a packet it resent
   // alone) in front of packets that arrived and could not be placed: report
   // it now rather than leave the requester to its tail-loss probe.  (While
   // the requester goes back N it knows these NAKs for what they are.)
   // (A frame kept for epsn_ is no hole: on_request takes it next.)
-  if ((sr_count_ > 0 || held_n_ > 0 || ((moved || ack_req) && sr_drop_valid_)) &&
+  if ((sr_count_ > 0 || held_n_ > 0 || ((moved || ack_req) && sr_drop_top_)) &&
       nak_sent_ == NakSent::kNone && held_at(epsn_) == nullptr) {
     send_seq_nak(now);
   }
@@ -472,10 +465,10 @@ void Qp::send_seq_nak(uint64_t now) {
 }
 
 void Qp::send_sack(uint64_t now) {
-  if (!cfg_.selective_repeat || !sr_seen_valid_) return;
-  const int32_t top = Psn::diff(sr_seen_top_, epsn_);
+  if (!cfg_.selective_repeat || !sr_seen_top_) return;
+  const int32_t top = Psn::diff(*sr_seen_top_, epsn_);
   if (top <= 0) {
-    sr_seen_valid_ = false;
+    sr_seen_top_.reset();
     return;
   }
   const auto span = static_cast<uint32_t>(std::min<int32_t>(top + 1, kSackMaxSpan));
