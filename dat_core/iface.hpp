@@ -127,6 +127,14 @@ struct Iface {
   // CM timers due at (0: at the next progress); lowered by the data path when
   // a failed completion may mean a broken connection.
   std::atomic<uint64_t> next_housekeeping{0};
+  // CNO agent upcalls running now (run_upcalls), on any thread: freeing a
+  // CNO (dat_cno_free, dat_ia_close) waits for them, so the agent's
+  // instance is not in use once the call returns (wait_upcalls).
+  std::atomic<uint32_t> upcalls_running{0};
+  // Caller holds no interface lock: returns once no upcall of this
+  // interface runs, except when called from an upcall (it would wait for
+  // itself).
+  void wait_upcalls() const;
   uint32_t evd_count = 0;  // EVDs and PZs that exist (Limits::max_evds / max_pzs)
   uint32_t pz_count = 0;
   uint32_t pending_crs = 0;   // CRs not yet answered (Limits::max_pending_crs)

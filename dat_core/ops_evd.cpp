@@ -280,7 +280,10 @@ Status cno_wait(Cno* c, uint64_t timeout_us, Evd** out) {
 Status cno_free(Cno* c) {
   Lock lk(c->ia->iface);
   if (c->evds > 0 || c->waiter) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_CNO_IN_USE);
+  Iface* f = c->ia->iface;
   destroy(c);
+  lk.unlock();
+  f->wait_upcalls();  // an upcall that began before: its agent is done with its instance
   return kOk;
 }
 

@@ -132,6 +132,7 @@ Status ia_close(Ia* ia, bool graceful) {
     });
   }
   lk.unlock();
+  f->wait_upcalls();            // its CNOs' agents are done with their instances
   f->stop_threads_if_unused();  // the last IA's close ends them
   return kOk;
 }

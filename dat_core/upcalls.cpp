@@ -1,8 +1,10 @@
 // CNO agent upcalls, made once the delivering thread holds no interface lock
 // (iface.hpp, queue_upcall), and the translation of RC completion statuses.
 
+#include <chrono>
 #include <deque>
 #include <mutex>
+#include <thread>
 
 #include "core.hpp"
 
@@ -35,14 +37,25 @@ void run_upcalls() {
     {
       // Not an IfaceLock: this thread is making upcalls already.
       std::lock_guard<std::mutex> g(u.f->mu);  // the CNO's agent fields change under mu
-      if (Cno* c = lookup<Cno>(u.cno, HandleType::kCno); c != nullptr) {
+      if (Cno* c = lookup<Cno>(u.cno, HandleType::kCno); c != nullptr && c->agent_fn != nullptr) {
         fn = c->agent_fn;
         instance = c->agent_instance;
+        // Counted before mu is released: a free that follows waits for it.
+        u.f->upcalls_running.fetch_add(1, std::memory_order_relaxed);
       }
     }
-    if (fn != nullptr) fn(instance, u.evd);
+    if (fn != nullptr) {
+      fn(instance, u.evd);
+      u.f->upcalls_running.fetch_sub(1, std::memory_order_release);
+    }
   }
   t_running_upcalls = false;
+}
+
+void Iface::wait_upcalls() const {
+  if (t_running_upcalls) return;
+  while (upcalls_running.load(std::memory_order_acquire) != 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 DtoStatus dto_status(rc::WcStatus s) {

@@ -707,6 +707,39 @@ TEST_F(api, CnoAgentMayDequeueFromItsEvd) {
   ASSERT_EQ(dat_cno_free(cno), DAT_SUCCESS);
 }
 
+// dat_cno_free returns only once an upcall of its agent that had begun has
+// returned: the consumer may free the agent's instance right after (the
+// verbs library frees its context after closing the IA whose CNO it was).
+struct SlowAgent {
+  std::atomic<bool> started{false}, done{false};
+};
+void slow_agent(DAT_PVOID instance, DAT_EVD_HANDLE) {
+  auto* a = static_cast<SlowAgent*>(instance);
+  a->started = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  a->done = true;
+}
+
+TEST_F(api, CnoFreeWaitsForAnUpcallInProgress) {
+  SlowAgent agent;
+  DAT_CNO_HANDLE cno = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_cno_create(ia0_, DAT_OS_WAIT_PROXY_AGENT{&agent, slow_agent}, &cno), DAT_SUCCESS);
+  DAT_EVD_HANDLE e = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_evd_create(ia0_, 8, cno, DAT_EVD_SOFTWARE_FLAG, &e), DAT_SUCCESS);
+  DAT_EVENT in{};
+  in.event_number = DAT_SOFTWARE_EVENT;
+  std::atomic<DAT_RETURN> posted{DAT_INTERNAL_ERROR};
+  std::thread poster([&] { posted = dat_evd_post_se(e, &in); });  // the upcall runs here
+  for (int i = 0; i < 10'000 && !agent.started; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(agent.started.load());
+  ASSERT_EQ(dat_evd_free(e), DAT_SUCCESS);
+  ASSERT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+  EXPECT_TRUE(agent.done.load()) << "dat_cno_free returned while its agent ran";
+  poster.join();
+  EXPECT_EQ(posted.load(), DAT_SUCCESS);
+}
+
 // The same for completions the library delivers on its own (the background
 // progress thread, or another consumer call driving the interface): each
 // upcall comes after the interface lock is released, one per completion, in
