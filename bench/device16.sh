@@ -15,6 +15,7 @@
 #   scale.txt     bench/scale_cores.sh's table (scale.json, its JSON), with
 #                 every run's logs and JSON kept under scale-tmp/
 #   handle.txt    bench/handle_bench up to 16 threads
+#   ot-*          STEPS onethread: one engine thread against inline progress
 #   ab-*          STEPS ab: a baseline build against this one, case by case
 #                 and round by round (BASE=DIR holding the baseline's
 #                 bin/dpdat-perf and lib/libdat.so.1); ab.txt, the table
@@ -159,6 +160,26 @@ if step ab; then
       c=(--lat -s 8 -n "${LAT_ITERS:-20000}" --op write)
       ab_case "lat-${sp%%:*}-${sp#*:}" 0-1 8-9 "${c[@]}" --progress "${sp%%:*}" --cpus 1 :: \
         "${c[@]}" --progress "${sp#*:}" --cpus 9
+    done
+  done
+fi
+
+# 1e. One engine on a thread of its own against inline progress on the
+#     posting side (the goal: at least 95 % of the inline figure): 64 B and
+#     64 KiB WRITE, one EP, the passive side busy on CPU 1; the active side
+#     on CPUs 8-9, inline, or busy with its engine on CPU 9; OT_ROUNDS
+#     interleaved rounds.  ot.txt: one line per run.
+if step onethread; then
+  for r in $(seq 1 "${OT_ROUNDS:-2}"); do
+    for sz in ${OT_CASES:-64:1000000 65536:30000}; do
+      for mode in inline busy; do
+        name="ot-${sz%%:*}-$mode-$r"
+        c=(--bw -s "${sz%%:*}" -n "${sz#*:}" --op write -q 1 --engines 1)
+        perf_pair "$name" "${S_CPUS:-0-1}" "${C_CPUS:-8-9}" "${c[@]}" --progress busy \
+          --cpus "${S_PROG:-1}" :: "${c[@]}" --progress "$mode" --cpus "${C_PROG:-9}"
+        python3 "$HERE/bench/ab_line.py" "$R/$name.json" "${sz%%:*} $mode $r" >>"$R/ot.txt" 2>/dev/null ||
+          echo "${sz%%:*} $mode $r FAIL" >>"$R/ot.txt"
+      done
     done
   done
 fi
