@@ -59,6 +59,7 @@ void EngineLoop::run(Driver& d) {
     // work and then sees the mark wakes this loop (wake()); one that saw no
     // mark queued its work before this look.
     sleeping_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the mark before the look
     if (!d.work_waiting() && !stopping()) {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, std::chrono::nanoseconds(ns),
