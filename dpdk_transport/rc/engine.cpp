@@ -151,14 +151,14 @@ void Engine::run_timers(uint64_t now, bool rx_drained) {
       continue;
     }
     // A retransmission or probe judged while answers may still wait unread
-    // (RX not drained), or before a peer that may have been away with us
-    // had a round trip to answer, would be spurious: judge it later, unless
-    // it is long overdue.
+    // (RX not drained, at most timer_lag_max_ns past due), or before a peer
+    // that may have been away with us had a round trip to answer (once, how
+    // long the gap was), would be spurious: judge it later.
     const bool judges_loss =
         e.kind == Qp::TimerKind::kRetransmit || e.kind == Qp::TimerKind::kProbe;
-    if (judges_loss && want != 0 && now - want < cfg_.timer_lag_max_ns) {
+    if (judges_loss && want != 0) {
       uint64_t until = 0;
-      if (!rx_drained) {
+      if (!rx_drained && now - want < cfg_.timer_lag_max_ns) {
         until = now + 1;
       } else if (e.deadline <= want && want < back_from_gap_ns_ &&
                  now < back_from_gap_ns_ + cfg_.gap_grace_ns) {

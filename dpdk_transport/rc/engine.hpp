@@ -42,7 +42,8 @@ struct EngineConfig {
   // thread was descheduled or slept, and its peer may have been too): a
   // retransmission or probe timer that fell due during the gap waits until
   // gap_grace_ns after it, so the peer gets a round trip to answer what it
-  // could not answer while away.  No timer waits more than
+  // could not answer while away (once, however long the gap was).  While
+  // received frames wait unread, such a timer waits too, up to
   // timer_lag_max_ns past due.
   uint64_t poll_gap_ns = 20'000;
   uint64_t gap_grace_ns = 50'000;

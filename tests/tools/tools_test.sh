@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench tools (ctest label "tools"):
 #   tools_test.sh CASE BUILD_DIR SOURCE_DIR
-# CASE: parser | json | ia_params | duration | bidir_qps | remote | remote_inline | plot |
+# CASE: parser | json | ia_params | lossless | duration | bidir_qps | remote | remote_inline | plot |
 #       info | engine_parser | atomics | atomics_remote
 # (remote_inline: remote with progress=inline on both sides, where nothing but
 # the consumer's own calls moves a side, e.g. the CM's RTU after CONNECTED)
@@ -109,6 +109,20 @@ case "$CASE" in
       fail "an unknown interface key was accepted: $(cat "$TMP/out")"
     grep -q "dat_ia_open" "$TMP/out" || fail "no dat_ia_open error for bogus=1: $(cat "$TMP/out")"
     echo "ok: --ia-params reaches both IAs; an unknown key fails the open"
+    ;;
+  lossless)
+    # One process, inline progress: one thread drives both interfaces over
+    # net_ring, which never drops.  A retransmission timeout here is
+    # spurious, also when the thread is descheduled mid-transfer (the
+    # timers that fall due while it is away wait for the peer's first turn
+    # back, however long it was away).
+    timeout 60 "$PERF" --progress inline --verify --bw -s 65536 -s 64 -n 3000 -q 2 \
+      --json "$TMP/r.json" >"$TMP/out" 2>&1 || fail "dpdat-perf exited $?: $(cat "$TMP/out")"
+    json_check "$TMP/r.json" "all(b['verified'] for b in d['bw'])" \
+      "sum(v for k, v in d['counters'].items() if k.endswith('.qp_tx_packets')) > 0" \
+      "sum(v for k, v in d['counters'].items() if k.endswith('.qp_timeouts')) == 0"
+    echo "ok: no retransmission timeout on a lossless link (tail probes:" \
+      "$(python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['counters']; print(sum(v for k, v in c.items() if k.endswith('.qp_tlp_probes')))" "$TMP/r.json"))"
     ;;
   duration)
     start=$(date +%s%N)
