@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One line of bench/device16.sh's A/B table from a dpdat-perf client JSON:
+"""One line of a bench/device16.sh table (ab.txt, ot.txt) from a dpdat-perf client JSON:
 LABEL, the figure (message rate and MB/s, or the median latency), and the
 retransmission timeouts, tail probes and consumer-driven engine steps summed
 over both sides.  usage: ab_line.py JSON LABEL"""

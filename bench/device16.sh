@@ -133,6 +133,11 @@ fi
 #     engines per side (scale_cores.sh's api_write64), 64 B WRITE with
 #     four posting threads (msgrate's), 64 KiB WRITE at 4, and 8 B latency
 #     with a busy server.  ab.txt: one line per run.
+# table_line JSON LABEL FILE: the run's line (bench/ab_line.py) appended to
+# FILE, or "LABEL FAIL" when it left no result.
+table_line() {
+  python3 "$HERE/bench/ab_line.py" "$1" "$2" >>"$3" 2>/dev/null || echo "$2 FAIL" >>"$3"
+}
 ab_case() { # name server-cpus client-cpus server-args... :: client-args...
   local name=$1 sc=$2 cc=$3
   shift 3
@@ -140,8 +145,7 @@ ab_case() { # name server-cpus client-cpus server-args... :: client-args...
     local pb=$B
     [ $ab = base ] && pb=$BASE
     PB=$pb perf_pair "ab-$name-$ab-$ABR" "$sc" "$cc" "$@"
-    python3 "$HERE/bench/ab_line.py" "$R/ab-$name-$ab-$ABR.json" "$name $ab $ABR" >>"$R/ab.txt" 2>/dev/null ||
-      echo "$name $ab $ABR FAIL" >>"$R/ab.txt"
+    table_line "$R/ab-$name-$ab-$ABR.json" "$name $ab $ABR" "$R/ab.txt"
   done
 }
 if step ab; then
@@ -177,8 +181,7 @@ if step onethread; then
         c=(--bw -s "${sz%%:*}" -n "${sz#*:}" --op write -q 1 --engines 1)
         perf_pair "$name" "${S_CPUS:-0-1}" "${C_CPUS:-8-9}" "${c[@]}" --progress busy \
           --cpus "${S_PROG:-1}" :: "${c[@]}" --progress "$mode" --cpus "${C_PROG:-9}"
-        python3 "$HERE/bench/ab_line.py" "$R/$name.json" "${sz%%:*} $mode $r" >>"$R/ot.txt" 2>/dev/null ||
-          echo "${sz%%:*} $mode $r FAIL" >>"$R/ot.txt"
+        table_line "$R/$name.json" "${sz%%:*} $mode $r" "$R/ot.txt"
       done
     done
   done

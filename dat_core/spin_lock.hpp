@@ -17,13 +17,11 @@
 #include <atomic>
 #include <cstdint>
 
+#include "rc/cpu_relax.hpp"
+
 namespace dpdat::dat {
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+using rc::cpu_relax;
 
 class SpinLock {
  public:

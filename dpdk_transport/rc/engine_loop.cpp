@@ -6,16 +6,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cpu_relax.hpp"
+
 namespace dpdat::rc {
-namespace {
-
-inline void cpu_pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
 
 bool pin_this_thread(int cpu) {
   if (cpu < 0) return true;
@@ -49,7 +42,7 @@ void EngineLoop::run(Driver& d) {
     now = clock_();
     uint64_t ns = backoff.idle(now, d.last_traffic(now), d.next_due(now), d.next_due2(now));
     if (ns == 0) {
-      cpu_pause();
+      cpu_relax();
       continue;
     }
     ns = d.sleep_cap(ns);
