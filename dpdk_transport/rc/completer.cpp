@@ -113,7 +113,7 @@ CS Qp::check_syndrome(uint8_t syn) const {
 // A NAK names the first PSN not executed: everything before it was.  One
 // outside [una, next) is stale (a NAK overtaken by later progress).
 CS Qp::check_nak_psn(Psn psn, CompState next, uint64_t now) {
-  if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, next_psn_) >= 0) return CS::kStale;
+  if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, req_.next_psn) >= 0) return CS::kStale;
   note_acked(psn - 1, now);
   return next;
 }
@@ -122,18 +122,18 @@ CS Qp::do_rnr_nak(Psn psn, uint64_t now) {
   ctr_.rnr_naks_rx++;
   if (check_nak_psn(psn, CS::kRnrNak, now) == CS::kStale) return CS::kStale;
   if (cfg_.rnr_retry != kRnrRetryInfinite) {
-    if (rnr_retries_left_ == 0) return CS::kRnrExceeded;
-    rnr_retries_left_--;
+    if (comp_.rnr_retries_left == 0) return CS::kRnrExceeded;
+    comp_.rnr_retries_left--;
   }
-  rnr_waiting_ = true;
-  rnr_psn_ = psn;
+  req_.rnr_waiting = true;
+  req_.rnr_psn = psn;
   clear_timer(TimerKind::kRetransmit);
   set_timer(TimerKind::kRnr, now + cfg_.rnr_delay_ns);
   return CS::kDone;
 }
 
 CS Qp::do_seq_nak(Psn psn, uint64_t now) {
-  const Psn acked_before = acked_psn_;
+  const Psn acked_before = comp_.acked_psn;
   if (check_nak_psn(psn, CS::kSeqNak, now) == CS::kStale) return CS::kStale;
   ctr_.seq_naks_rx++;
   if (cfg_.selective_repeat && sr_nak_in_flight(psn, now)) return CS::kDone;
@@ -144,28 +144,28 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   // At most one retry per retransmission timeout, though: the responder
   // repeats its NAK while a hole stays open, and a hole resent more than
   // once within one timeout is one retry, as a timeout would be.  And, as
-  // for timeouts, the peer is not given up before dead_after_ns_ since the
+  // for timeouts, the peer is not given up before comp_.dead_after_ns since the
   // first retry without progress (a host that stalls is no dead peer).
-  if (acked_psn_ == acked_before && now - nak_retry_ns_ >= rtt_.rto_ns()) {
-    if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
-    if (retries_left_ == 0 && now - first_timeout_ns_ >= dead_after_ns_) {
+  if (comp_.acked_psn == acked_before && now - comp_.nak_retry_ns >= rtt_.rto_ns()) {
+    if (comp_.first_timeout_ns == 0) comp_.first_timeout_ns = now;
+    if (comp_.retries_left == 0 && now - comp_.first_timeout_ns >= comp_.dead_after_ns) {
       fail_wqe_at(psn, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
       return CS::kDone;
     }
-    if (retries_left_ > 0) retries_left_--;
-    nak_retry_ns_ = now;
+    if (comp_.retries_left > 0) comp_.retries_left--;
+    comp_.nak_retry_ns = now;
   }
   if (cfg_.selective_repeat) {
     const uint64_t i = wqe_from(psn);
     // The responder took our single resend of the packet before and still
     // lacks this one: it kept nothing after them (a SEND's packets after two
     // adjacent losses, where a message boundary could hide): go back N.
-    const bool kept_nothing = sr_single_ && sr_single_->psn + 1 == psn && wqe_holds(i, psn) &&
+    const bool kept_nothing = srs_.single && srs_.single->psn + 1 == psn && wqe_holds(i, psn) &&
                               (sq(i).wr.op == WrOp::kSend || sq(i).wr.op == WrOp::kSendImm);
     if (wqe_holds(i, psn) && !kept_nothing &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       // The responder kept what followed the hole: resend the hole only.
-      sr_hole_ = psn;
+      srs_.hole = psn;
       sr_queue_resend(psn);
       engine_.activate(this);
       return CS::kDone;
@@ -183,7 +183,7 @@ CS Qp::do_seq_nak(Psn psn, uint64_t now) {
 bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
   const uint64_t recent = sr_in_flight_ns();
   if (sr_recently_resent(psn, now)) return true;
-  if (sr_rewind_ && Psn::diff(psn, sr_rewind_->psn) >= 0 && now - sr_rewind_->ns < recent) {
+  if (srs_.rewind && Psn::diff(psn, srs_.rewind->psn) >= 0 && now - srs_.rewind->ns < recent) {
     const uint64_t i = wqe_from(psn);
     // Rewound over and sent again since.
     return wqe_holds(i, psn) && Psn::diff(psn, sq(i).first_psn) < static_cast<int32_t>(sq(i).sent);
@@ -192,25 +192,25 @@ bool Qp::sr_nak_in_flight(Psn psn, uint64_t now) const {
 }
 
 bool Qp::sr_recently_resent(Psn psn, uint64_t now) const {
-  if (sr_resent_at_.empty()) return false;
-  const auto& [p, t] = sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)];
+  if (srs_.resent_at.empty()) return false;
+  const auto& [p, t] = srs_.resent_at[psn.value() & (srs_.resent_at.size() - 1)];
   if (!(p == psn)) return false;
   // Resent, and nothing sent after it is known to have arrived: on its way.
   // (A packet sent later did arrive: the resend was lost.)
   const uint64_t seq = sent_seq_of(psn);
-  if (seq != 0 && delivered_seq_ != 0) return seq > delivered_seq_;
+  if (seq != 0 && srs_.delivered_seq != 0) return seq > srs_.delivered_seq;
   return now - t < sr_in_flight_ns();
 }
 
 void Qp::sr_queue_resend(Psn psn) {
-  const bool queued = sr_resend_tail_ != sr_resend_head_ &&
-                      sr_resend_[(sr_resend_tail_ - 1) & (sr_resend_.size() - 1)] == psn;
-  if (queued || sr_resend_tail_ - sr_resend_head_ >= cfg_.window) return;
+  const bool queued = srs_.resend_tail != srs_.resend_head &&
+                      srs_.resend[(srs_.resend_tail - 1) & (srs_.resend.size() - 1)] == psn;
+  if (queued || srs_.resend_tail - srs_.resend_head >= cfg_.window) return;
   // Sized at the first hole (a lossless QP never needs it).
-  if (sr_resend_.empty())
-    sr_resend_.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
-  sr_resend_[sr_resend_tail_ & (sr_resend_.size() - 1)] = psn;
-  ++sr_resend_tail_;
+  if (srs_.resend.empty())
+    srs_.resend.resize(std::bit_ceil(uint64_t{std::max<uint32_t>(cfg_.window, 1)}));
+  srs_.resend[srs_.resend_tail & (srs_.resend.size() - 1)] = psn;
+  ++srs_.resend_tail;
 }
 
 // A selective acknowledgement (Qp::send_seq_nak): every PSN it shows
@@ -232,17 +232,17 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
     return;
   }
   ctr_.sacks_rx++;
-  sack_seen_ = true;
-  if (sent_seq_.empty()) sent_seq_.resize(kSentSeqSize);
+  srs_.sack_seen = true;
+  if (srs_.sent_seq.empty()) srs_.sent_seq.resize(kSentSeqSize);
   const Psn from = v.bth->psn();
-  if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, next_psn_) >= 0) return;  // stale
+  if (Psn::diff(from, una_psn()) < 0 || Psn::diff(from, req_.next_psn) >= 0) return;  // stale
   // The span ends at the newest packet the responder saw after the hole.
   if (span > 0) note_delivered(from + static_cast<int32_t>(span - 1));
   bool any = false;
   SrBits& sacked = sr_maps().sacked;
   for (uint32_t i = 0; i < span; ++i) {
     const Psn psn = from + static_cast<int32_t>(i);
-    if (Psn::diff(psn, max_sent_psn_) > 0) break;
+    if (Psn::diff(psn, req_.max_sent_psn) > 0) break;
     if (((uint32_t{b[4 + i / 8]} >> (i % 8)) & 1u) != 0) {
       // Held there: no longer in flight (in_flight_at), room for a new packet.
       if (!sacked.test(psn)) {
@@ -263,32 +263,32 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
 }
 
 void Qp::note_acked(Psn psn, uint64_t now) {
-  if (Psn::diff(psn, acked_psn_) <= 0) return;  // old news
-  if (Psn::diff(psn, next_psn_) >= 0) return;   // acks something never sent
+  if (Psn::diff(psn, comp_.acked_psn) <= 0) return;  // old news
+  if (Psn::diff(psn, req_.next_psn) >= 0) return;    // acks something never sent
   note_delivered(psn);
   if (srm_ != nullptr) {  // what the SACKs showed held is acknowledged now
-    const int32_t n = Psn::diff(psn, acked_psn_);
+    const int32_t n = Psn::diff(psn, comp_.acked_psn);
     if (n >= kSrSpan) {
       srm_->sacked = SrBits{};
     } else {
-      for (int32_t d = srm_->sacked.next_set(acked_psn_ + 1, 0, n); d < n;
-           d = srm_->sacked.next_set(acked_psn_ + 1, d + 1, n))
-        srm_->sacked.set(acked_psn_ + 1 + d, false);
+      for (int32_t d = srm_->sacked.next_set(comp_.acked_psn + 1, 0, n); d < n;
+           d = srm_->sacked.next_set(comp_.acked_psn + 1, d + 1, n))
+        srm_->sacked.set(comp_.acked_psn + 1 + d, false);
     }
   }
-  acked_psn_ = psn;
-  if (rtt_timing_ && Psn::diff(psn, rtt_psn_) >= 0) {
-    rtt_timing_ = false;
-    rtt_.sample(now - rtt_t0_);
+  comp_.acked_psn = psn;
+  if (req_.rtt_timing && Psn::diff(psn, req_.rtt_psn) >= 0) {
+    req_.rtt_timing = false;
+    rtt_.sample(now - req_.rtt_t0);
     ctr_.rtt_samples++;
-    cc_on_rtt(now - rtt_t0_, now);
+    cc_on_rtt(now - req_.rtt_t0, now);
   }
-  tlp_sent_ = false;  // progress: a new tail may be probed
-  if (sr_hole_ && Psn::diff(*sr_hole_, psn) <= 0) sr_hole_.reset();
-  retries_left_ = cfg_.retry_count;
-  first_timeout_ns_ = 0;
-  backoff_ = 0;
-  rnr_retries_left_ = cfg_.rnr_retry;
+  req_.tlp_sent = false;  // progress: a new tail may be probed
+  if (srs_.hole && Psn::diff(*srs_.hole, psn) <= 0) srs_.hole.reset();
+  comp_.retries_left = cfg_.retry_count;
+  comp_.first_timeout_ns = 0;
+  comp_.backoff = 0;
+  comp_.rnr_retries_left = cfg_.rnr_retry;
   // An ACK beyond a READ / atomic whose response is missing means the
   // response was lost (IBA 9.7.5.1.5 "implied NAK"): ask again.
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
@@ -321,7 +321,7 @@ void Qp::fail_wqe_at(Psn psn, WcStatus st, QpError why, uint64_t now) {
     SendWqe& w = sq(i);
     w.done = true;
     w.status = st;
-    if (is_rd_atomic(w.wr.op) && rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+    if (is_rd_atomic(w.wr.op) && req_.rd_atomic_outstanding > 0) req_.rd_atomic_outstanding--;
   }
   set_error(why, now);
 }
@@ -364,18 +364,18 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     w.resp_seen = std::max({w.resp_seen, w.resp_pkts, idx + 1});
     rd_judge(i, idx, now);  // asks again for what the order shows lost
     note_acked(w.first_psn - 1, now);
-    retries_left_ = cfg_.retry_count;
-    first_timeout_ns_ = 0;
-    backoff_ = 0;
+    comp_.retries_left = cfg_.retry_count;
+    comp_.first_timeout_ns = 0;
+    comp_.backoff = 0;
     arm_retransmit(now);
     return;
   }
   if (gap > 0) {
     // Responses were lost: re-request from the first missing one, once.
     ctr_.out_of_order_rx++;
-    if (!read_gap_pending_ || !(read_gap_psn_ == expected)) {
-      read_gap_pending_ = true;
-      read_gap_psn_ = expected;
+    if (!req_.read_gap_pending || !(req_.read_gap_psn == expected)) {
+      req_.read_gap_pending = true;
+      req_.read_gap_psn = expected;
       note_acked(w.first_psn - 1, now);
       rewind_to(expected, now);
     }
@@ -388,7 +388,7 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
     w.resp_pkts++;
   }
   w.resp_seen = std::max(w.resp_seen, w.resp_pkts);
-  read_gap_pending_ = false;
+  req_.read_gap_pending = false;
   if (cfg_.selective_repeat) rd_judge(i, idx, now);
   if (w.resp_pkts == w.npkts) finish_rd_atomic(w);
   after_response(w.first_psn + static_cast<int32_t>(w.resp_pkts - 1), now);
@@ -397,8 +397,9 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
 void Qp::rd_note_request(const SendWqe& w, uint32_t from, uint32_t to) {
   const uint64_t i = wqe_from(w.first_psn);
   if (!wqe_holds(i, w.first_psn) || &sq(i) != &w || from >= to) return;
-  if (rd_reqs_.size() >= kRdReqMax) rd_reqs_.erase(rd_reqs_.begin());  // left to the timers
-  rd_reqs_.push_back({++rd_tx_, i, w.rd_seq, from, to});
+  if (srs_.rd_reqs.size() >= kRdReqMax)
+    srs_.rd_reqs.erase(srs_.rd_reqs.begin());  // left to the timers
+  srs_.rd_reqs.push_back({++srs_.rd_tx, i, w.rd_seq, from, to});
 }
 
 bool Qp::rd_req_live(const RdReq& r) const {
@@ -412,23 +413,23 @@ void Qp::rd_judge(uint64_t wi, uint32_t idx, uint64_t now) {
   // (a response is never asked for again while a request for it is out,
   // but by a probe or a timeout).
   const uint64_t rd_seq = sq(wi).rd_seq;
-  size_t k = rd_reqs_.size();
-  for (size_t r = 0; r < rd_reqs_.size(); ++r) {
-    const RdReq& q = rd_reqs_[r];
+  size_t k = srs_.rd_reqs.size();
+  for (size_t r = 0; r < srs_.rd_reqs.size(); ++r) {
+    const RdReq& q = srs_.rd_reqs[r];
     if (q.wqe == wi && q.rd_seq == rd_seq && q.from <= idx && idx < q.to) k = r;
   }
-  if (k == rd_reqs_.size()) return;
+  if (k == srs_.rd_reqs.size()) return;
   // A response still asked for by a request after r: not judged by r.
   const auto asked_later = [&](size_t r, uint64_t wqe, uint32_t q) {
-    for (size_t n = r + 1; n < rd_reqs_.size(); ++n) {
-      const RdReq& x = rd_reqs_[n];
+    for (size_t n = r + 1; n < srs_.rd_reqs.size(); ++n) {
+      const RdReq& x = srs_.rd_reqs[n];
       if (x.wqe == wqe && x.from <= q && q < x.to) return true;
     }
     return false;
   };
-  rd_lost_.clear();
+  srs_.rd_lost.clear();
   for (size_t r = 0; r <= k; ++r) {
-    RdReq& x = rd_reqs_[r];
+    RdReq& x = srs_.rd_reqs[r];
     if (!rd_req_live(x)) continue;  // dropped below
     const SendWqe& w = sq(x.wqe);
     // Requests before k: every response they asked for is judged; a READ
@@ -438,31 +439,31 @@ void Qp::rd_judge(uint64_t wi, uint32_t idx, uint64_t now) {
     for (uint32_t q = std::max(x.from, w.resp_pkts); q < end; ++q) {
       if (q - w.resp_pkts >= static_cast<uint32_t>(kSrSpan)) break;  // beyond the bitmap
       if (rd_placed(w, q) || asked_later(r, x.wqe, q)) continue;
-      if (!rd_lost_.empty() && rd_lost_.back().wqe == x.wqe && rd_lost_.back().to == q)
-        ++rd_lost_.back().to;
+      if (!srs_.rd_lost.empty() && srs_.rd_lost.back().wqe == x.wqe && srs_.rd_lost.back().to == q)
+        ++srs_.rd_lost.back().to;
       else
-        rd_lost_.push_back({x.wqe, q, q + 1});
+        srs_.rd_lost.push_back({x.wqe, q, q + 1});
     }
     if (r < k)
       x.to = x.from;  // judged
     else
       x.from = idx + 1;
   }
-  std::erase_if(rd_reqs_, [&](const RdReq& x) { return x.from >= x.to || !rd_req_live(x); });
+  std::erase_if(srs_.rd_reqs, [&](const RdReq& x) { return x.from >= x.to || !rd_req_live(x); });
   // Every hole at once, one READ request per run, back to back.  A run
   // that finds no TX room is judged again at the next response (as if asked
   // for before every request out).
-  for (size_t n = 0; n < rd_lost_.size(); ++n) {
-    const RdRun& run = rd_lost_[n];
+  for (size_t n = 0; n < srs_.rd_lost.size(); ++n) {
+    const RdRun& run = srs_.rd_lost[n];
     SendWqe& w = sq(run.wqe);
     if (emit_packet(w, run.from, now, /*probe=*/false, run.to - run.from)) {
       ctr_.sr_resends++;
       if (run.to == w.npkts) w.resp_seen = w.npkts;  // the tail is asked for (see note_acked)
       continue;
     }
-    for (size_t m = rd_lost_.size(); m-- > n;) {
-      const RdRun& u = rd_lost_[m];
-      rd_reqs_.insert(rd_reqs_.begin(), RdReq{0, u.wqe, sq(u.wqe).rd_seq, u.from, u.to});
+    for (size_t m = srs_.rd_lost.size(); m-- > n;) {
+      const RdRun& u = srs_.rd_lost[m];
+      srs_.rd_reqs.insert(srs_.rd_reqs.begin(), RdReq{0, u.wqe, sq(u.wqe).rd_seq, u.from, u.to});
     }
     break;
   }
@@ -470,21 +471,21 @@ void Qp::rd_judge(uint64_t wi, uint32_t idx, uint64_t now) {
 
 void Qp::finish_rd_atomic(SendWqe& w) {
   w.done = true;
-  if (rd_atomic_outstanding_ > 0) rd_atomic_outstanding_--;
+  if (req_.rd_atomic_outstanding > 0) req_.rd_atomic_outstanding--;
 }
 
 // A READ response or atomic ACK made progress; it also acknowledges every
 // earlier request (IBA 9.7.5.1.3), and makes room for more READs / atomics.
 void Qp::after_response(Psn psn, uint64_t now) {
-  if (Psn::diff(psn, acked_psn_) > 0) {
+  if (Psn::diff(psn, comp_.acked_psn) > 0) {
     note_acked(psn, now);
   } else {
     complete_in_order(now);
     arm_retransmit(now);
   }
-  retries_left_ = cfg_.retry_count;
-  first_timeout_ns_ = 0;
-  backoff_ = 0;
+  comp_.retries_left = cfg_.retry_count;
+  comp_.first_timeout_ns = 0;
+  comp_.backoff = 0;
   engine_.activate(this);
 }
 
@@ -509,7 +510,7 @@ void Qp::complete_in_order(uint64_t now) {
     if (!w.done) {
       if (!w.started || !is_send_write(w.wr.op)) break;
       const Psn last = w.first_psn + static_cast<int32_t>(w.npkts - 1);
-      if (Psn::diff(last, acked_psn_) > 0) break;
+      if (Psn::diff(last, comp_.acked_psn) > 0) break;
       w.done = true;
     }
     const bool report = (w.wr.flags & wr_flag::kSignaled) != 0 || w.status != WcStatus::kSuccess;
@@ -531,7 +532,7 @@ void Qp::complete_in_order(uint64_t now) {
       }
     }
     ++sq_head_;
-    if (sq_emit_ < sq_head_) sq_emit_ = sq_head_;
+    if (req_.emit < sq_head_) req_.emit = sq_head_;
   }
 }
 

@@ -73,34 +73,36 @@ Qp::Qp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const QpConfig& c
       recv_cq_(recv_cq),
       sq_cap_(std::max<uint32_t>(cfg.sq_depth, 1)),
       rq_cap_(std::max<uint32_t>(cfg.rq_depth, 1)),
-      dead_after_ns_(std::max(cfg.min_retry_time_ns, fixed_retry_time(cfg))),
       rtt_(cfg.retransmit_timeout_ns, cfg.adaptive_rto ? cfg.rto_min_ns : cfg.retransmit_timeout_ns,
            cfg.retransmit_timeout_ns),
-      // Responses in the queue at once: one per READ / atomic the peer may
-      // have outstanding (its initiator depth, bounded by our replay cache)
-      // plus as many replays of them.
-      resp_cap_(std::bit_ceil(2 * replay_depth(cfg))),
-      cc_(cfg.cc, std::max<uint32_t>(cfg.window, 1)) {}
+      cc_(cfg.cc, std::max<uint32_t>(cfg.window, 1)) {
+  comp_.dead_after_ns = std::max(cfg.min_retry_time_ns, fixed_retry_time(cfg));
+  // Responses in the queue at once: one per READ / atomic the peer may have
+  // outstanding (its initiator depth, bounded by our replay cache) plus as
+  // many replays of them.
+  resp_.job_cap = static_cast<uint32_t>(std::bit_ceil(2 * replay_depth(cfg)));
+}
 
 Qp::~Qp() {
   held_sweep(/*all=*/true);
   BlockPool& pool = engine_.pool();
   sq_.release(pool);
   rq_.release(pool);
-  resp_q_.release(pool);
+  resp_.jobs.release(pool);
 }
 
 void Qp::release_idle_rings() {
   BlockPool& pool = engine_.pool();
   if (sq_head_ == sq_tail_) sq_.release(pool);
   if (rq_head_ == rq_tail_) rq_.release(pool);
-  if (resp_empty()) resp_q_.release(pool);
+  if (resp_empty()) resp_.jobs.release(pool);
 }
 
 void Qp::resp_push(const RespJob& j) {
-  if (!resp_q_.reserve_one(engine_.pool(), resp_head_, resp_tail_, resp_cap_)) return;
-  resp_at(resp_tail_) = j;
-  ++resp_tail_;
+  if (!resp_.jobs.reserve_one(engine_.pool(), resp_.job_head, resp_.job_tail, resp_.job_cap))
+    return;
+  resp_at(resp_.job_tail) = j;
+  ++resp_.job_tail;
 }
 
 bool Qp::set_pmtu(uint32_t pmtu) {
@@ -120,25 +122,25 @@ bool Qp::connect(const PathInfo& path, Psn sq_psn, Psn rq_psn) {
   tx_spec_.src_port = path_.udp_src_port;
   tx_spec_.dest_qp = path_.peer_qpn;
   tx_spec_.ip_csum_offload = engine_.tx_ip_csum_offload();
-  next_psn_ = sq_psn;
-  acked_psn_ = sq_psn - 1;
-  max_sent_psn_ = sq_psn - 1;
-  epsn_ = rq_psn;
-  retries_left_ = cfg_.retry_count;
-  first_timeout_ns_ = 0;
-  rnr_retries_left_ = cfg_.rnr_retry;
+  req_.next_psn = sq_psn;
+  comp_.acked_psn = sq_psn - 1;
+  req_.max_sent_psn = sq_psn - 1;
+  resp_.epsn = rq_psn;
+  comp_.retries_left = cfg_.retry_count;
+  comp_.first_timeout_ns = 0;
+  comp_.rnr_retries_left = cfg_.rnr_retry;
   state_ = QpState::kRts;
   engine_.activate(this);  // receives may already be posted
   return true;
 }
 
 bool Qp::set_requester(Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry, uint64_t timeout_ns) {
-  if (state_ != QpState::kRts || sq_head_ != sq_tail_ || max_sent_psn_ != next_psn_ - 1 ||
-      acked_psn_ != next_psn_ - 1)
+  if (state_ != QpState::kRts || sq_head_ != sq_tail_ || req_.max_sent_psn != req_.next_psn - 1 ||
+      comp_.acked_psn != req_.next_psn - 1)
     return false;
-  next_psn_ = sq_psn;
-  acked_psn_ = sq_psn - 1;
-  max_sent_psn_ = sq_psn - 1;
+  req_.next_psn = sq_psn;
+  comp_.acked_psn = sq_psn - 1;
+  req_.max_sent_psn = sq_psn - 1;
   cfg_.retry_count = retry_count;
   cfg_.rnr_retry = rnr_retry;
   if (timeout_ns != 0) {
@@ -147,10 +149,10 @@ bool Qp::set_requester(Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry, uin
     cfg_.retransmit_timeout_ns = timeout_ns;
     cfg_.min_retry_time_ns = 0;
   }
-  dead_after_ns_ = std::max(cfg_.min_retry_time_ns, fixed_retry_time(cfg_));
-  retries_left_ = cfg_.retry_count;
-  rnr_retries_left_ = cfg_.rnr_retry;
-  first_timeout_ns_ = 0;
+  comp_.dead_after_ns = std::max(cfg_.min_retry_time_ns, fixed_retry_time(cfg_));
+  comp_.retries_left = cfg_.retry_count;
+  comp_.rnr_retries_left = cfg_.rnr_retry;
+  comp_.first_timeout_ns = 0;
   return true;
 }
 
@@ -245,9 +247,9 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
   }
   if (state_ != QpState::kRts) {
     // A requester retransmitting the request we refused lost our NAK: repeat it.
-    if (state_ == QpState::kError && fatal_nak_ && v.info->is(wire::op::kRequest) &&
-        v.bth->psn() == fatal_nak_->psn)
-      send_ack(fatal_nak_->syndrome, fatal_nak_->psn, now);
+    if (state_ == QpState::kError && resp_.fatal_nak && v.info->is(wire::op::kRequest) &&
+        v.bth->psn() == resp_.fatal_nak->psn)
+      send_ack(resp_.fatal_nak->syndrome, resp_.fatal_nak->psn, now);
     return;
   }
   if ((v.ip->tos & 3u) == 3u) cc_on_ce(now);  // ECN CE (RFC 3168)
@@ -303,18 +305,18 @@ void Qp::on_timer(TimerKind kind, uint64_t now) {
       on_retransmit_timeout(now);
       return;
     case TimerKind::kProbe:
-      if (has_outstanding() && !rnr_waiting_ && !tlp_sent_)
-        send_probe(sr_hole_.value_or(max_sent_psn_), now);
+      if (has_outstanding() && !req_.rnr_waiting && !req_.tlp_sent)
+        send_probe(srs_.hole.value_or(req_.max_sent_psn), now);
       return;
     case TimerKind::kRnr:
-      rnr_waiting_ = false;
-      rewind_to(rnr_psn_, now);
+      req_.rnr_waiting = false;
+      rewind_to(req_.rnr_psn, now);
       arm_retransmit(now);
       engine_.activate(this);
       return;
     case TimerKind::kAck:
-      if (ack_owed_ && resp_empty()) send_ack(kAckSyndrome, epsn_ - 1, now);
-      if (ack_owed_) engine_.activate(this);
+      if (resp_.ack_owed && resp_empty()) send_ack(kAckSyndrome, resp_.epsn - 1, now);
+      if (resp_.ack_owed) engine_.activate(this);
       return;
     case TimerKind::kPace:  // the engine activates the QP: it emits again
     case TimerKind::kCount:
@@ -349,11 +351,13 @@ void Qp::flush_recvs() {
   }
 }
 
-bool Qp::has_pending_work() const { return sq_head_ != sq_tail_ || !resp_empty() || ack_owed_; }
+bool Qp::has_pending_work() const {
+  return sq_head_ != sq_tail_ || !resp_empty() || resp_.ack_owed;
+}
 
 void Qp::ack_received(uint64_t now) {
-  if (state_ != QpState::kRts || !resp_empty() || msn_ == 0) return;  // nothing / in order
-  send_ack(kAckSyndrome, epsn_ - 1, now);
+  if (state_ != QpState::kRts || !resp_empty() || resp_.msn == 0) return;  // nothing / in order
+  send_ack(kAckSyndrome, resp_.epsn - 1, now);
 }
 
 void Qp::set_error(QpError why, uint64_t now) {
@@ -361,8 +365,8 @@ void Qp::set_error(QpError why, uint64_t now) {
   // Torn down locally (disconnect, free): acknowledge what was received and
   // completed here first, or the peer, whose ACK was being coalesced, would
   // retransmit into a closed queue pair and fail a request that succeeded.
-  if (why == QpError::kDestroyed && state_ == QpState::kRts && ack_owed_ && resp_empty())
-    send_ack(kAckSyndrome, epsn_ - 1, now);
+  if (why == QpError::kDestroyed && state_ == QpState::kRts && resp_.ack_owed && resp_empty())
+    send_ack(kAckSyndrome, resp_.epsn - 1, now);
   state_ = QpState::kError;
   error_ = why;
   held_sweep(/*all=*/true);
@@ -376,10 +380,10 @@ void Qp::set_error(QpError why, uint64_t now) {
       if (w.wr.op == WrOp::kBind) mr_.clear_bind_pending(w.wr.mw_handle);
     }
   }
-  rd_atomic_outstanding_ = 0;
+  req_.rd_atomic_outstanding = 0;
   flush_recvs();
-  resp_head_ = resp_tail_;
-  ack_owed_ = false;
+  resp_.job_head = resp_.job_tail;
+  resp_.ack_owed = false;
   for (auto& t : timer_) t = 0;
   complete_in_order(now);
   engine_.activate(this);

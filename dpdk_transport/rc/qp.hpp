@@ -45,7 +45,7 @@ class Qp {
   // kPace: the pacer's next send time (congestion control).
   enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kPace, kCount };
 
-  // Requester: where emit_requests() stands with the WQE at sq_emit_.
+  // Requester: where emit_requests() stands with the WQE at req_.emit.
   enum class ReqState : uint8_t {
     kGetWqe,        // next WQE to work on (or none)
     kCheckFence,    // bind fence, kFence, READ/atomic depth, window for a new WQE
@@ -363,9 +363,9 @@ class Qp {
   // The queue of responses is a fixed ring sized at creation (no allocation
   // per request); a request that finds it full is dropped unacknowledged and
   // the requester repeats it.
-  bool resp_empty() const { return resp_head_ == resp_tail_; }
-  bool resp_full() const { return resp_tail_ - resp_head_ >= resp_cap_; }
-  RespJob& resp_at(uint64_t i) { return resp_q_[i]; }
+  bool resp_empty() const { return resp_.job_head == resp_.job_tail; }
+  bool resp_full() const { return resp_.job_tail - resp_.job_head >= resp_.job_cap; }
+  RespJob& resp_at(uint64_t i) { return resp_.jobs[i]; }
   // Without memory for the ring the job is dropped like one that finds the
   // ring full (the requester repeats the request).
   void resp_push(const RespJob& j);
@@ -425,75 +425,96 @@ class Qp {
 
   const uint32_t sq_cap_, rq_cap_;
 
-  // requester / completer
+  // The send queue: the requester emits from it, the completer retires from
+  // its head.
   PoolRing<SendWqe> sq_;
   uint64_t sq_head_ = 0;  // oldest WR not yet completed
-  uint64_t sq_emit_ = 0;  // WR the emitter works on
   uint64_t sq_tail_ = 0;  // next free slot
-  wire::Psn next_psn_;    // PSN of the next WR that has never been started
-  wire::Psn acked_psn_;   // every request PSN <= this was acknowledged
-  uint32_t retries_left_ = 0;
-  uint64_t dead_after_ns_;  // see QpConfig::retry_count (set_requester changes it)
   RttEstimator rtt_;
-  bool rtt_timing_ = false;  // a sample is running for rtt_psn_, sent at rtt_t0_
-  wire::Psn rtt_psn_;
-  uint64_t rtt_t0_ = 0;
-  wire::Psn max_sent_psn_;  // newest request PSN ever sent
-  bool tlp_sent_ = false;   // the probe for the current tail went out
-  // The newest hole a sequence NAK reported (selective repeat), while it is
-  // not acknowledged: the tail-loss probe resends it.
-  std::optional<wire::Psn> sr_hole_;
-  uint64_t first_timeout_ns_ = 0;  // first of the current run of timeouts (0: none)
-  uint32_t backoff_ = 0;           // consecutive retransmission timeouts
-  uint32_t rnr_retries_left_ = 0;
-  bool rnr_waiting_ = false;
-  wire::Psn rnr_psn_;
-  uint64_t last_bind_end_ = 0;  // index + 1 of the newest bind WR started (0: none)
-  uint32_t since_ack_req_ = 0;
-  bool read_gap_pending_ = false;  // a READ re-request for read_gap_psn_ is out
-  wire::Psn read_gap_psn_;
-  uint32_t rd_atomic_outstanding_ = 0;
-  uint64_t rd_seq_next_ = 0;  // rd_seq of the next READ / atomic started
+
+  // Requester (requester.cpp): where emission stands.
+  struct Requester {
+    uint64_t emit = 0;        // sq index of the WR the emitter works on
+    wire::Psn next_psn;       // PSN of the next WR that has never been started
+    wire::Psn max_sent_psn;   // newest request PSN ever sent
+    bool tlp_sent = false;    // the probe for the current tail went out
+    bool rtt_timing = false;  // a sample is running for rtt_psn, sent at rtt_t0
+    wire::Psn rtt_psn;
+    uint64_t rtt_t0 = 0;
+    bool rnr_waiting = false;  // an RNR NAK for rnr_psn stopped emission until the RNR timer
+    wire::Psn rnr_psn;
+    uint64_t last_bind_end = 0;  // index + 1 of the newest bind WR started (0: none)
+    uint32_t since_ack_req = 0;
+    bool read_gap_pending = false;  // a READ re-request for read_gap_psn is out
+    wire::Psn read_gap_psn;
+    uint32_t rd_atomic_outstanding = 0;
+    uint64_t rd_seq_next = 0;  // rd_seq of the next READ / atomic started
+  };
+  Requester req_;
   bool rd_atomic_room() const;
 
-  // responder
+  // Completer (completer.cpp): what was acknowledged, and the retry budgets
+  // that NAKs and timeouts spend.
+  struct Completer {
+    wire::Psn acked_psn;  // every request PSN <= this was acknowledged
+    uint32_t retries_left = 0;
+    uint32_t rnr_retries_left = 0;
+    uint64_t dead_after_ns = 0;     // see QpConfig::retry_count (set_requester changes it)
+    uint64_t first_timeout_ns = 0;  // first of the current run of timeouts (0: none)
+    uint32_t backoff = 0;           // consecutive retransmission timeouts
+    uint64_t nak_retry_ns = 0;      // when a sequence NAK last spent a retry
+  };
+  Completer comp_;
+
+  // The receive queue: the responder consumes it in order.
   PoolRing<RecvWqe> rq_;
   uint64_t rq_head_ = 0, rq_tail_ = 0;
-  wire::Psn epsn_;
-  uint32_t msn_ = 0;
+
   // The NAK sent for the current gap, if any: one sequence-error NAK per gap;
   // after an RNR NAK, later packets of the burst are no sequence errors.
-  enum class NakSent : uint8_t { kNone, kSeq, kRnr } nak_sent_ = NakSent::kNone;
-  // How long the requester takes to fill a hole once told (the first
-  // sequence NAK for a PSN to its arrival, when that NAK was not repeated),
-  // smoothed: a NAK repeated sooner would only find the resend on its way,
-  // so the responder waits that long before it says the same again.
-  uint64_t nak_repair_ns_ = 0;  // 0: no sample yet
-  uint64_t nak_sent_ns_ = 0;    // the newest sequence NAK
-  bool nak_timed_ = false;      // timing the first NAK for nak_timed_psn_
-  bool nak_timed_once_ = false;
-  wire::Psn nak_timed_psn_;
-  uint64_t nak_timed_ns_ = 0;
-  bool nak_repeat_due(uint64_t now) const { return now - nak_sent_ns_ >= nak_repair_ns_; }
+  enum class NakSent : uint8_t { kNone, kSeq, kRnr };
   // The NAK that moved this responder to error, repeated to retransmitted
   // requests so the requester learns the reason even when the NAK was lost.
   struct FatalNak {
     uint8_t syndrome = 0;
     wire::Psn psn;
   };
-  std::optional<FatalNak> fatal_nak_;
-  enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
-  uint64_t msg_offset_ = 0;
-  uint8_t* write_host_ = nullptr;
-  uint64_t write_len_ = 0;
-  bool recv_in_use_ = false;  // rq(rq_head_) consumed by the message in progress
-  uint32_t unacked_ = 0;
-  bool ack_req_seen_ = false;
-  bool ack_owed_ = false;
-  PoolRing<RespJob> resp_q_;  // ring of at most resp_cap_ (a power of two); see resp_push()
-  uint32_t resp_cap_ = 0;
-  uint64_t resp_head_ = 0, resp_tail_ = 0;
-  // Selective repeat: PSNs in (epsn_, epsn_ + kSrSpan) already placed.
+  enum class InMsg : uint8_t { kNone, kSend, kWrite };
+  // Responder (responder*.cpp): the expected PSN, the message in progress,
+  // the ACK / NAK it owes, and its output queue.
+  struct Responder {
+    wire::Psn epsn;
+    uint32_t msn = 0;
+    NakSent nak_sent = NakSent::kNone;
+    // How long the requester takes to fill a hole once told (the first
+    // sequence NAK for a PSN to its arrival, when that NAK was not repeated),
+    // smoothed: a NAK repeated sooner would only find the resend on its way,
+    // so the responder waits that long before it says the same again.
+    uint64_t nak_repair_ns = 0;  // 0: no sample yet
+    uint64_t nak_sent_ns = 0;    // the newest sequence NAK
+    bool nak_timed = false;      // timing the first NAK for nak_timed_psn
+    bool nak_timed_once = false;
+    wire::Psn nak_timed_psn;
+    uint64_t nak_timed_ns = 0;
+    std::optional<FatalNak> fatal_nak;
+    InMsg in_msg = InMsg::kNone;
+    uint64_t msg_offset = 0;
+    uint8_t* write_host = nullptr;
+    uint64_t write_len = 0;
+    bool recv_in_use = false;  // rq(rq_head_) consumed by the message in progress
+    uint32_t unacked = 0;
+    bool ack_req_seen = false;
+    bool ack_owed = false;
+    PoolRing<RespJob> jobs;  // ring of at most job_cap (a power of two); see resp_push()
+    uint32_t job_cap = 0;
+    uint64_t job_head = 0, job_tail = 0;
+    std::vector<ReplayEntry> replay;
+    uint32_t replay_next = 0;
+  };
+  Responder resp_;
+  bool nak_repeat_due(uint64_t now) const { return now - resp_.nak_sent_ns >= resp_.nak_repair_ns; }
+
+  // Selective repeat: PSNs in (resp_.epsn, resp_.epsn + kSrSpan) already placed.
   using SrBits = PsnBitmap<32>;
   static constexpr int32_t kSrSpan = SrBits::kSpan;
   // The bitmaps below exist only once a QP met a hole (sr_maps()): an idle
@@ -505,26 +526,18 @@ class Qp {
     if (srm_ == nullptr) srm_ = std::make_unique<SrMaps>();
     return *srm_;
   }
-  uint32_t sr_count_ = 0;
-  // requester: single PSNs to resend, a ring (power of two, >= window).
-  std::vector<wire::Psn> sr_resend_;
-  uint64_t sr_resend_head_ = 0, sr_resend_tail_ = 0;
-  std::vector<ReplayEntry> replay_;
-  uint32_t replay_next_ = 0;
 
   // ---- selective repeat for SEND, WRITE with immediate and READ responses ----
-  // Responder: packets of the message in progress (in_msg_) placed ahead of a
+  // Responder: packets of the message in progress (resp_.in_msg) placed ahead of a
   // hole by their PSN offset (responder.cpp).  the msg bitmap marks which
   // placed PSNs are such packets (the others: self-describing WRITEs).
-  // PSNs at or after sr_msg_limit_ (while after epsn_) are known not to
+  // PSNs at or after srr_.msg_limit (while after resp_.epsn) are known not to
   // belong to the message: a later one began there, or its last packet is
   // placed before.
   bool sr_msg_bit(wire::Psn p) const { return srm_ != nullptr && srm_->msg.test(p); }
   void sr_msg_set(wire::Psn p, bool on) {
     if (on || srm_ != nullptr) sr_maps().msg.set(p, on);
   }
-  uint32_t sr_msg_count_ = 0;  // bits set in the msg bitmap
-  std::optional<wire::Psn> sr_msg_limit_;
   // A message's LAST packet placed ahead of a hole: what its completion needs.
   struct SrLast {
     bool valid = false;  // placed, at `psn`
@@ -540,7 +553,6 @@ class Qp {
       se = v.bth->se();
     }
   };
-  SrLast sr_last_;  // of the message in progress
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
   bool sr_placed_outside(const SrBits* mine, wire::Psn from, wire::Psn to) const;
   bool sr_send_contiguous(wire::Psn from, wire::Psn psn, bool next) const;
@@ -558,7 +570,7 @@ class Qp {
   // length) after the previous entry's known end.  Their packets are placed
   // the same way, marked in the next bitmap (entry i holds the marked PSNs
   // from its first up to entry i+1's), and the first entry becomes the
-  // message in progress when epsn_ reaches its first packet.
+  // message in progress when resp_.epsn reaches its first packet.
   struct SrNext {
     bool send = false;
     wire::Psn first;
@@ -571,15 +583,13 @@ class Qp {
   };
   static constexpr int32_t kSackMaxSpan = 1024;
   static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
-  // The newest packet seen after the hole (placed or not): how far a SACK reaches.
-  std::optional<wire::Psn> sr_seen_top_;
   void send_seq_nak(uint64_t now);
   void send_sack(uint64_t now);
   // Enough for a window of 16-packet messages; a message beyond waits for
   // its turn (it is resent).
   static constexpr uint32_t kSrNextMax = 8;
   struct SrMaps {
-    SrBits placed;  // PSNs in (epsn_, epsn_ + kSrSpan) already placed
+    SrBits placed;  // PSNs in (resp_.epsn, resp_.epsn + kSrSpan) already placed
     SrBits msg, next, rd;
     SrBits seen;  // PSNs after the hole kept whole (responder_hold.cpp)
     // Requester: PSNs after una a SACK showed the responder holds (placed
@@ -593,8 +603,8 @@ class Qp {
   // a message boundary may precede, a FIRST beyond kSrNextMax, a WRITE with
   // immediate whose FIRST is missing, a READ or atomic request) is kept: its
   // frame and view copied into a block from the engine (Engine::held_take),
-  // run through the responder when epsn_ reaches it.  Up to kHeldSpan PSNs
-  // past epsn_; the SACK shows it as received, so it is not sent again.
+  // run through the responder when resp_.epsn reaches it.  Up to kHeldSpan PSNs
+  // past resp_.epsn; the SACK shows it as received, so it is not sent again.
   static constexpr int32_t kHeldSpan = 256;
   struct HeldRing {
     PsnBitmap<kHeldSpan / 64> bits;  // entries that hold a block
@@ -602,31 +612,26 @@ class Qp {
     // the frame it points into).
     std::array<std::pair<wire::Psn, void*>, kHeldSpan> e{};
   };
-  std::unique_ptr<HeldRing> held_;
-  uint32_t held_n_ = 0;  // entries in use
   // The frame kept for `p` (nullptr: none).
   const wire::PacketView* held_at(wire::Psn p) const;
   bool sr_hold(const wire::PacketView& v, wire::Psn psn);
-  // Runs the kept frames from epsn_ on through the responder, in order;
-  // `jumped`: epsn_ moved by more than one packet since the last drain.
+  // Runs the kept frames from resp_.epsn on through the responder, in order;
+  // `jumped`: resp_.epsn moved by more than one packet since the last drain.
   void held_drain(uint64_t now, bool jumped);
   // Gives entry i's block back (what it holds is not needed any more).
   void held_release(size_t i);
-  // Frees every entry epsn_ went past (or, `all`, every entry).
+  // Frees every entry resp_.epsn went past (or, `all`, every entry).
   void held_sweep(bool all);
   void respond(const wire::PacketView& v, uint64_t now);
 
-  uint32_t sr_next_n_ = 0;  // entries in use (in SrMaps::nexts)
   SrNext* sr_nexts() { return srm_->nexts.data(); }
   const SrNext* sr_nexts() const { return srm_->nexts.data(); }
-  // The newest packet after a hole that could not be placed.
-  std::optional<wire::Psn> sr_drop_top_;
   bool sr_next_bit(wire::Psn p) const { return srm_ != nullptr && srm_->next.test(p); }
   void sr_next_set(wire::Psn p, bool on) {
     if (on || srm_ != nullptr) sr_maps().next.set(p, on);
   }
   // The entry `psn` falls in (the last whose first is at or before it), or
-  // sr_next_n_.
+  // srr_.next_n.
   uint32_t sr_next_of(wire::Psn psn) const;
   bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
   bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
@@ -636,11 +641,11 @@ class Qp {
   // whose LAST is taken back.
   void sr_unplace_next_from(wire::Psn psn);
   void sr_drop_next() {
-    if (sr_next_n_ > 0) sr_unplace_next_from(sr_nexts()[0].first);
+    if (srr_.next_n > 0) sr_unplace_next_from(sr_nexts()[0].first);
   }
   bool sr_take_next();
   // Requester: the newest packet resent alone after a sequence NAK, and when;
-  // the newest go-back-N rewind (from sr_rewind_->psn), and when.  A NAK
+  // the newest go-back-N rewind (from srs_.rewind->psn), and when.  A NAK
   // naming the packet right after a single resend shows the responder kept
   // nothing after it; a NAK for a packet resent (or rewound over) within a
   // round trip was sent before the resend arrived.
@@ -648,30 +653,23 @@ class Qp {
     wire::Psn psn;
     uint64_t ns = 0;
   };
-  std::optional<Resent> sr_single_;
-  uint64_t nak_retry_ns_ = 0;  // when a sequence NAK last spent a retry
   // When each PSN was last resent alone (indexed modulo the resend ring's
   // size, with the PSN to tell an old entry); a peer that sent a SACK.
-  std::vector<std::pair<wire::Psn, uint64_t>> sr_resent_at_;
   // Once the peer sent a SACK: the transmission number of each request
   // packet's newest sending (indexed modulo kSentSeqSize, with the PSN), and
   // the newest transmission known to have arrived (the top of a SACK, an
   // ACK).  The links keep order, so a packet sent before one that arrived
   // and still missing was lost: sent again then, not on a timer.
   static constexpr size_t kSentSeqSize = 2 * static_cast<size_t>(kHeldSpan);
-  std::vector<std::pair<wire::Psn, uint64_t>> sent_seq_;
-  uint64_t tx_seq_ = 0, delivered_seq_ = 0;
   // The transmission number of psn's newest sending, 0 when unknown.
   uint64_t sent_seq_of(wire::Psn psn) const {
-    if (sent_seq_.empty()) return 0;
-    const auto& [p, s] = sent_seq_[psn.value() % kSentSeqSize];
+    if (srs_.sent_seq.empty()) return 0;
+    const auto& [p, s] = srs_.sent_seq[psn.value() % kSentSeqSize];
     return p == psn ? s : 0;
   }
   void note_delivered(wire::Psn psn) {
-    delivered_seq_ = std::max(delivered_seq_, sent_seq_of(psn));
+    srs_.delivered_seq = std::max(srs_.delivered_seq, sent_seq_of(psn));
   }
-  bool sack_seen_ = false;
-  std::optional<Resent> sr_rewind_;
   // How long a resend counts as in flight: a round trip and its variance.
   uint64_t sr_in_flight_ns() const {
     return rtt_.valid() ? rtt_.srtt_ns() + 2 * rtt_.rttvar_ns() : rtt_.rto_ns();
@@ -706,14 +704,11 @@ class Qp {
     uint32_t from = 0;    // responses [from, to) asked for and not yet judged
     uint32_t to = 0;
   };
-  std::vector<RdReq> rd_reqs_;  // in the order sent; at most kRdReqMax
   static constexpr size_t kRdReqMax = 256;
-  uint64_t rd_tx_ = 0;
   struct RdRun {
     uint64_t wqe;
     uint32_t from, to;
   };
-  std::vector<RdRun> rd_lost_;  // scratch of rd_judge()
   void rd_note_request(const SendWqe& w, uint32_t from, uint32_t to);
   bool rd_req_live(const RdReq& r) const;
   // Response `idx` of the READ at sq index `wi` arrived (placed): judges
@@ -722,6 +717,44 @@ class Qp {
   // Whether a hole at packet `idx` of `w` is resent alone (the responder
   // keeps what followed it).
   bool sr_resendable(const SendWqe& w, uint32_t idx) const;
+
+  // Selective repeat, sending side (requester.cpp, completer.cpp).
+  struct SrSender {
+    // The newest hole a sequence NAK reported, while it is not acknowledged:
+    // the tail-loss probe resends it.
+    std::optional<wire::Psn> hole;
+    // Single PSNs to resend, a ring (power of two, >= window).
+    std::vector<wire::Psn> resend;
+    uint64_t resend_head = 0, resend_tail = 0;
+    std::optional<Resent> single;  // the newest packet resent alone
+    std::optional<Resent> rewind;  // the newest go-back-N rewind
+    // When each PSN was last resent alone (see Resent).
+    std::vector<std::pair<wire::Psn, uint64_t>> resent_at;
+    // Transmission numbers (see kSentSeqSize), once the peer sent a SACK.
+    bool sack_seen = false;
+    std::vector<std::pair<wire::Psn, uint64_t>> sent_seq;
+    uint64_t tx_seq = 0, delivered_seq = 0;
+    // READ requests in the order sent (see RdReq); at most kRdReqMax.
+    std::vector<RdReq> rd_reqs;
+    uint64_t rd_tx = 0;
+    std::vector<RdRun> rd_lost;  // scratch of rd_judge()
+  };
+  SrSender srs_;
+  // Selective repeat, receiving side (responder_sr.cpp, responder_hold.cpp).
+  struct SrReceiver {
+    uint32_t count = 0;      // PSNs placed ahead of the hole
+    uint32_t msg_count = 0;  // bits set in the msg bitmap
+    std::optional<wire::Psn> msg_limit;
+    SrLast last;  // of the message in progress
+    // The newest packet seen after the hole (placed or not): how far a SACK reaches.
+    std::optional<wire::Psn> seen_top;
+    // The newest packet after a hole that could not be placed.
+    std::optional<wire::Psn> drop_top;
+    uint32_t next_n = 0;  // entries in use (in SrMaps::nexts)
+    std::unique_ptr<HeldRing> held;
+    uint32_t held_n = 0;  // entries in use
+  };
+  SrReceiver srr_;
 
   // ---- congestion control (qp_congestion.cpp) ----
   // Data packets (requests with payload or a READ's response) may leave now;

@@ -31,7 +31,7 @@ Psn Qp::una_psn() const {
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
     const SendWqe& w = sq(i);
     if (w.done) continue;
-    if (!w.started) return next_psn_;
+    if (!w.started) return req_.next_psn;
     switch (w.wr.op) {
       case WrOp::kRead:
         return w.first_psn + static_cast<int32_t>(w.resp_pkts);
@@ -41,12 +41,12 @@ Psn Qp::una_psn() const {
       case WrOp::kBind:
         continue;
       default: {
-        const Psn a = acked_psn_ + 1;
+        const Psn a = comp_.acked_psn + 1;
         return a > w.first_psn ? a : w.first_psn;
       }
     }
   }
-  return next_psn_;
+  return req_.next_psn;
 }
 
 bool Qp::has_outstanding() const {
@@ -71,39 +71,40 @@ uint64_t Qp::wqe_from(Psn psn) const {
 void Qp::arm_retransmit(uint64_t now) {
   // Nothing unacknowledged on the wire (a WQE half sent, its next packet
   // held by the pacer): no timer; the next packet sent arms it again.
-  if (state_ != QpState::kRts || !has_outstanding() || Psn::diff(una_psn(), max_sent_psn_) > 0) {
+  if (state_ != QpState::kRts || !has_outstanding() ||
+      Psn::diff(una_psn(), req_.max_sent_psn) > 0) {
     clear_timer(TimerKind::kRetransmit);
     clear_timer(TimerKind::kProbe);
     return;
   }
   // Exponential back-off over consecutive timeouts without progress (capped
   // at 64x), so a slow peer or a slow host is not buried in retransmissions.
-  uint64_t deadline = now + (rtt_.rto_ns() << std::min<uint32_t>(backoff_, 6));
+  uint64_t deadline = now + (rtt_.rto_ns() << std::min<uint32_t>(comp_.backoff, 6));
   // The retries are spent: time out no later than the moment the peer is
   // declared dead.
-  if (retries_left_ == 0 && first_timeout_ns_ != 0)
-    deadline = std::min(deadline, std::max(first_timeout_ns_ + dead_after_ns_, now + 1));
+  if (comp_.retries_left == 0 && comp_.first_timeout_ns != 0)
+    deadline = std::min(deadline, std::max(comp_.first_timeout_ns + comp_.dead_after_ns, now + 1));
   set_timer(TimerKind::kRetransmit, deadline);
-  if (cfg_.tail_loss_probe && rtt_.valid() && !tlp_sent_)
+  if (cfg_.tail_loss_probe && rtt_.valid() && !req_.tlp_sent)
     set_timer(TimerKind::kProbe, now + probe_timeout());
 }
 
 uint64_t Qp::probe_timeout() const { return std::max(2 * rtt_.srtt_ns(), cfg_.tlp_min_ns); }
 
 void Qp::on_retransmit_timeout(uint64_t now) {
-  if (!has_outstanding() || rnr_waiting_) return;
+  if (!has_outstanding() || req_.rnr_waiting) return;
   ctr_.timeouts++;
   const Psn una = una_psn();
-  if (first_timeout_ns_ == 0) first_timeout_ns_ = now;
-  if (retries_left_ == 0 && now - first_timeout_ns_ >= dead_after_ns_) {
+  if (comp_.first_timeout_ns == 0) comp_.first_timeout_ns = now;
+  if (comp_.retries_left == 0 && now - comp_.first_timeout_ns >= comp_.dead_after_ns) {
     fail_wqe_at(una, WcStatus::kRetryExceeded, QpError::kRetryExceeded, now);
     return;
   }
-  if (retries_left_ > 0) retries_left_--;
-  ++backoff_;
-  read_gap_pending_ = false;
-  rtt_timing_ = false;  // Karn: what is resent now is not timed
-  cc_on_timeout(now);   // the resend is not held by the pacer
+  if (comp_.retries_left > 0) comp_.retries_left--;
+  ++comp_.backoff;
+  req_.read_gap_pending = false;
+  req_.rtt_timing = false;  // Karn: what is resent now is not timed
+  cc_on_timeout(now);       // the resend is not held by the pacer
   if (!sr_timeout_resend(una, now)) rewind_to(una, now);
   arm_retransmit(now);
 }
@@ -122,7 +123,7 @@ bool Qp::sr_timeout_resend(Psn una, uint64_t now) {
   const auto d = static_cast<uint32_t>(Psn::diff(una, w.first_psn));
   if (!sr_resendable(w, d) || d >= w.sent || !emit_packet(w, d, now, /*probe=*/true)) return false;
   ctr_.sr_resends++;
-  if (!(max_sent_psn_ == una)) send_probe(max_sent_psn_, now);
+  if (!(req_.max_sent_psn == una)) send_probe(req_.max_sent_psn, now);
   return true;
 }
 
@@ -146,8 +147,8 @@ void Qp::send_probe(Psn psn, uint64_t now) {
   if (w.wr.op == WrOp::kRead && cfg_.selective_repeat) {
     // Only the responses not placed are asked for again.
     if (!rd_request_holes(w, now, /*probe=*/true)) return;
-    tlp_sent_ = true;
-    rtt_timing_ = false;
+    req_.tlp_sent = true;
+    req_.rtt_timing = false;
     ctr_.tlp_probes++;
     return;
   }
@@ -158,8 +159,8 @@ void Qp::send_probe(Psn psn, uint64_t now) {
     if (idx >= w.sent) return;  // rewound meanwhile: goes out again anyway
   }
   if (!emit_packet(w, idx, now, /*probe=*/true)) return;
-  tlp_sent_ = true;
-  rtt_timing_ = false;
+  req_.tlp_sent = true;
+  req_.rtt_timing = false;
   ctr_.tlp_probes++;
 }
 
@@ -180,13 +181,13 @@ bool Qp::start_wqe(SendWqe& w, uint64_t now) {
     }
     w.host[i] = grant.host;
   }
-  w.first_psn = next_psn_;
-  next_psn_ += static_cast<int32_t>(w.npkts);
+  w.first_psn = req_.next_psn;
+  req_.next_psn += static_cast<int32_t>(w.npkts);
   w.started = true;
   w.sent = 0;
   if (is_rd_atomic(w.wr.op)) {
-    rd_atomic_outstanding_++;
-    w.rd_seq = rd_seq_next_++;
+    req_.rd_atomic_outstanding++;
+    w.rd_seq = req_.rd_seq_next++;
   }
   return true;
 }
@@ -198,7 +199,7 @@ bool Qp::rd_atomic_room() const {
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
     const SendWqe& w = sq(i);
     if (!w.started) break;
-    if (!w.done && is_rd_atomic(w.wr.op)) return rd_seq_next_ - w.rd_seq < cfg_.max_rd_atomic;
+    if (!w.done && is_rd_atomic(w.wr.op)) return req_.rd_seq_next - w.rd_seq < cfg_.max_rd_atomic;
   }
   return true;
 }
@@ -213,7 +214,7 @@ bool Qp::sr_resendable(const SendWqe& w, uint32_t idx) const {
   // A peer that sends SACKs keeps what it cannot place after a hole
   // (responder_hold.cpp): any request packet is resent alone — a READ or
   // atomic its request, not the PSNs of its response.
-  if (sack_seen_) return !is_rd_atomic(w.wr.op) || idx == 0;
+  if (srs_.sack_seen) return !is_rd_atomic(w.wr.op) || idx == 0;
   // SEND and WRITE with immediate: once the responder has the first packet
   // it places later ones of the message by their offset (responder.cpp), so
   // a hole after the first is resent alone.  It places a SEND's packets
@@ -307,28 +308,28 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
   // answered with one ACK per message (docs/engines.md has the figures).
   const bool wants_ack =
       last && (!is_send_write(w.wr.op) || (w.wr.flags & wr_flag::kSignaled) != 0);
-  s.ack_req = wants_ack || probe || ++since_ack_req_ >= cfg_.ack_every ||
+  s.ack_req = wants_ack || probe || ++req_.since_ack_req >= cfg_.ack_every ||
               in_flight_at(psn) >= static_cast<int32_t>(cc_window()) - 1;
   if (!transmit(s, now)) return false;
-  if (s.ack_req) since_ack_req_ = 0;
+  if (s.ack_req) req_.since_ack_req = 0;
   if (w.wr.op == WrOp::kRead && cfg_.selective_repeat)
     rd_note_request(w, idx, rd_n == 0 ? w.npkts : std::min(w.npkts, idx + rd_n));
-  if (!sent_seq_.empty()) sent_seq_[psn.value() % kSentSeqSize] = {psn, ++tx_seq_};
+  if (!srs_.sent_seq.empty()) srs_.sent_seq[psn.value() % kSentSeqSize] = {psn, ++srs_.tx_seq};
   // The newest PSN this packet covers (a READ request: its whole response).
   const Psn top = w.wr.op == WrOp::kRead ? w.first_psn + static_cast<int32_t>(w.npkts - 1) : psn;
-  if (Psn::diff(top, max_sent_psn_) > 0) {
-    max_sent_psn_ = top;
-    if (s.ack_req && !rtt_timing_) {  // time one fresh AckReq packet per round trip
-      rtt_timing_ = true;
-      rtt_psn_ = psn;
-      rtt_t0_ = now;
+  if (Psn::diff(top, req_.max_sent_psn) > 0) {
+    req_.max_sent_psn = top;
+    if (s.ack_req && !req_.rtt_timing) {  // time one fresh AckReq packet per round trip
+      req_.rtt_timing = true;
+      req_.rtt_psn = psn;
+      req_.rtt_t0 = now;
     }
   } else if (!probe) {
-    rtt_timing_ = false;  // Karn: a retransmission makes the running sample ambiguous
+    req_.rtt_timing = false;  // Karn: a retransmission makes the running sample ambiguous
   }
   if (timer_deadline(TimerKind::kRetransmit) == 0) {
     arm_retransmit(now);
-  } else if (cfg_.tail_loss_probe && rtt_.valid() && !tlp_sent_ && !probe) {
+  } else if (cfg_.tail_loss_probe && rtt_.valid() && !req_.tlp_sent && !probe) {
     set_timer(TimerKind::kProbe, now + probe_timeout());  // ~2 RTT after the newest packet
   }
   return true;
@@ -348,24 +349,24 @@ bool Qp::emit_one(SendWqe& w, uint64_t now) {
 
 // Selective repeat: resend single packets the responder reported missing.
 bool Qp::emit_sr_resends(uint64_t now) {
-  while (sr_resend_head_ != sr_resend_tail_) {
-    const Psn psn = sr_resend_[sr_resend_head_ & (sr_resend_.size() - 1)];
+  while (srs_.resend_head != srs_.resend_tail) {
+    const Psn psn = srs_.resend[srs_.resend_head & (srs_.resend.size() - 1)];
     const uint64_t i = wqe_from(psn);
     if (wqe_holds(i, psn) &&
         sr_resendable(sq(i), static_cast<uint32_t>(Psn::diff(psn, sq(i).first_psn)))) {
       const SendWqe& w = sq(i);
       const auto d = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
       // Not sent yet (goes out in order anyway) or acknowledged meanwhile: skip.
-      if (d < w.sent && Psn::diff(psn, acked_psn_) > 0 && !sr_recently_resent(psn, now)) {
-        since_ack_req_ = cfg_.ack_every;  // AckReq: the responder answers at once
+      if (d < w.sent && Psn::diff(psn, comp_.acked_psn) > 0 && !sr_recently_resent(psn, now)) {
+        req_.since_ack_req = cfg_.ack_every;  // AckReq: the responder answers at once
         if (!emit_packet(w, d, now)) return false;
         ctr_.sr_resends++;
-        sr_single_ = Resent{psn, now};
-        if (sr_resent_at_.empty()) sr_resent_at_.resize(sr_resend_.size());
-        sr_resent_at_[psn.value() & (sr_resent_at_.size() - 1)] = {psn, now};
+        srs_.single = Resent{psn, now};
+        if (srs_.resent_at.empty()) srs_.resent_at.resize(srs_.resend.size());
+        srs_.resent_at[psn.value() & (srs_.resent_at.size() - 1)] = {psn, now};
       }
     }
-    ++sr_resend_head_;
+    ++srs_.resend_head;
   }
   return true;
 }
@@ -376,11 +377,11 @@ int32_t Qp::in_flight_at(Psn psn) const {
   if (span < static_cast<int32_t>(cc_window()) || srm_ == nullptr) return span;
   // READ responses placed ahead of a hole are here already: not in flight
   // either (no peer support needed for those).
-  if (!sack_seen_ && srm_->rd.none()) return span;
+  if (!srs_.sack_seen && srm_->rd.none()) return span;
   if (span >= kHeldSpan) return INT32_MAX;  // beyond what the responder keeps
   int32_t held = 0;
   for (int32_t d = 0; d < span; d += 64) {
-    const uint64_t sacked = sack_seen_ ? srm_->sacked.chunk(una + d) : 0;
+    const uint64_t sacked = srs_.sack_seen ? srm_->sacked.chunk(una + d) : 0;
     held += std::popcount((sacked | srm_->rd.chunk(una + d)) & SrBits::first_bits(span - d));
   }
   return span - held;
@@ -388,18 +389,19 @@ int32_t Qp::in_flight_at(Psn psn) const {
 
 Qp::ReqState Qp::req_get_wqe() const {
   if (state_ != QpState::kRts) return ReqState::kError;
-  if (rnr_waiting_ || sq_emit_ >= sq_tail_) return ReqState::kDone;
-  return sq(sq_emit_).started ? ReqState::kEmit : ReqState::kCheckFence;
+  if (req_.rnr_waiting || req_.emit >= sq_tail_) return ReqState::kDone;
+  return sq(req_.emit).started ? ReqState::kEmit : ReqState::kCheckFence;
 }
 
 Qp::ReqState Qp::check_fence(const SendWqe& w) const {
   // Every WR after a memory-window bind waits until the bind has completed
   // (dat_rmr_bind: the bind completes in order and fences later DTOs).
-  if (last_bind_end_ > sq_head_) return ReqState::kBlocked;
+  if (req_.last_bind_end > sq_head_) return ReqState::kBlocked;
   if (w.wr.op == WrOp::kBind) return ReqState::kExecBind;
-  if ((w.wr.flags & wr_flag::kFence) != 0 && rd_atomic_outstanding_ > 0) return ReqState::kBlocked;
+  if ((w.wr.flags & wr_flag::kFence) != 0 && req_.rd_atomic_outstanding > 0)
+    return ReqState::kBlocked;
   if (is_rd_atomic(w.wr.op) && !rd_atomic_room()) return ReqState::kBlocked;
-  if (!window_room(next_psn_)) return ReqState::kBlocked;
+  if (!window_room(req_.next_psn)) return ReqState::kBlocked;
   return ReqState::kStartWqe;
 }
 
@@ -415,8 +417,8 @@ void Qp::exec_bind(SendWqe& w, uint64_t now) {
     mr_.clear_bind_pending(w.wr.mw_handle);
     w.status = WcStatus::kBindError;
   }
-  last_bind_end_ = sq_emit_ + 1;
-  ++sq_emit_;
+  req_.last_bind_end = req_.emit + 1;
+  ++req_.emit;
   complete_in_order(now);
 }
 
@@ -432,7 +434,7 @@ Qp::ReqState Qp::req_emit(SendWqe& w, uint64_t now) {
 }
 
 bool Qp::emit_requests(uint64_t now) {
-  if (state_ == QpState::kRts && !rnr_waiting_ && !emit_sr_resends(now)) return true;
+  if (state_ == QpState::kRts && !req_.rnr_waiting && !emit_sr_resends(now)) return true;
   ReqState s = ReqState::kGetWqe;
   for (;;) {
     switch (s) {
@@ -440,20 +442,20 @@ bool Qp::emit_requests(uint64_t now) {
         s = req_get_wqe();
         break;
       case ReqState::kCheckFence:
-        s = check_fence(sq(sq_emit_));
+        s = check_fence(sq(req_.emit));
         break;
       case ReqState::kExecBind:
-        exec_bind(sq(sq_emit_), now);
+        exec_bind(sq(req_.emit), now);
         s = ReqState::kGetWqe;
         break;
       case ReqState::kStartWqe:
-        s = start_wqe(sq(sq_emit_), now) ? ReqState::kEmit : ReqState::kError;
+        s = start_wqe(sq(req_.emit), now) ? ReqState::kEmit : ReqState::kError;
         break;
       case ReqState::kEmit:
-        s = req_emit(sq(sq_emit_), now);
+        s = req_emit(sq(req_.emit), now);
         break;
       case ReqState::kNextWqe:
-        ++sq_emit_;
+        ++req_.emit;
         s = ReqState::kGetWqe;
         break;
       case ReqState::kBackpressure:
@@ -469,7 +471,7 @@ bool Qp::emit_requests(uint64_t now) {
 
 void Qp::rewind_to(Psn psn, uint64_t now) {
   // Go-back-N: resend from the WQE that holds `psn`.
-  sr_resend_head_ = sr_resend_tail_;
+  srs_.resend_head = srs_.resend_tail;
   const uint64_t i = wqe_from(psn);
   if (i == sq_tail_) return;
   SendWqe& w = sq(i);
@@ -486,10 +488,10 @@ void Qp::rewind_to(Psn psn, uint64_t now) {
     if (!x.started) break;
     if (!x.done) x.sent = x.wr.op == WrOp::kRead ? x.resp_pkts : 0;
   }
-  sq_emit_ = std::min(sq_emit_, i);
+  req_.emit = std::min(req_.emit, i);
   ctr_.retransmits++;
-  sr_single_.reset();
-  sr_rewind_ = Resent{w.first_psn + static_cast<int32_t>(w.sent), now};
+  srs_.single.reset();
+  srs_.rewind = Resent{w.first_psn + static_cast<int32_t>(w.sent), now};
   engine_.activate(this);
 }
 

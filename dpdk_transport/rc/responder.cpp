@@ -75,10 +75,10 @@ std::string_view Qp::state_name(RespState s) noexcept {
 }
 
 void Qp::on_request(const wire::PacketView& v, uint64_t now) {
-  const Psn before = epsn_;
+  const Psn before = resp_.epsn;
   respond(v, now);
-  // epsn_ reached frames kept after a hole (responder_hold.cpp).
-  if (held_n_ > 0) held_drain(now, Psn::diff(epsn_, before) > 1);
+  // resp_.epsn reached frames kept after a hole (responder_hold.cpp).
+  if (srr_.held_n > 0) held_drain(now, Psn::diff(resp_.epsn, before) > 1);
 }
 
 void Qp::respond(const wire::PacketView& v, uint64_t now) {
@@ -136,7 +136,7 @@ void Qp::respond(const wire::PacketView& v, uint64_t now) {
 }
 
 RS Qp::check_psn(RespCtx& c, uint64_t now) {
-  const int32_t d = Psn::diff(c.psn, epsn_);
+  const int32_t d = Psn::diff(c.psn, resp_.epsn);
   if (d > EngineCounters::kPsnFar || d < -EngineCounters::kPsnFar)
     engine_.counters().psn_out_of_window++;
   if (d < 0) return RS::kDuplicate;
@@ -146,22 +146,22 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.last = info.is(wire::op::kLast);
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
-  if (nak_timed_ && nak_timed_psn_ == epsn_) {
-    nak_timed_ = false;
-    if (nak_timed_once_) {
+  if (resp_.nak_timed && resp_.nak_timed_psn == resp_.epsn) {
+    resp_.nak_timed = false;
+    if (resp_.nak_timed_once) {
       // (A stalled requester's sample would silence the repeats: capped.)
-      const uint64_t t = std::min(now - nak_timed_ns_, cfg_.retransmit_timeout_ns);
-      nak_repair_ns_ = nak_repair_ns_ == 0 ? t : (7 * nak_repair_ns_ + t) / 8;
+      const uint64_t t = std::min(now - resp_.nak_timed_ns, cfg_.retransmit_timeout_ns);
+      resp_.nak_repair_ns = resp_.nak_repair_ns == 0 ? t : (7 * resp_.nak_repair_ns + t) / 8;
     }
   }
-  if (srm_ != nullptr) srm_->seen.set(epsn_, false);
+  if (srm_ != nullptr) srm_->seen.set(resp_.epsn, false);
   // Sent again though kept (the requester went back N): this copy is the one.
-  if (held_at(epsn_) != nullptr) held_release(epsn_.value() % kHeldSpan);
-  if (sr_seen_top_ && Psn::diff(*sr_seen_top_, epsn_) <= 0) sr_seen_top_.reset();
+  if (held_at(resp_.epsn) != nullptr) held_release(resp_.epsn.value() % kHeldSpan);
+  if (srr_.seen_top && Psn::diff(*srr_.seen_top, resp_.epsn) <= 0) srr_.seen_top.reset();
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
-  if (in_msg_ == InMsg::kNone && sr_msg_count_ > 0 && !(c.is_send && c.first && !c.last))
-    sr_unplace_msg_from(epsn_);
+  if (resp_.in_msg == InMsg::kNone && srr_.msg_count > 0 && !(c.is_send && c.first && !c.last))
+    sr_unplace_msg_from(resp_.epsn);
   return RS::kCheckLength;
 }
 
@@ -174,15 +174,15 @@ void Qp::sr_mark_placed(Psn psn, bool next) {
     ++sr_nexts()[sr_next_of(psn)].count;
   } else {
     sr_msg_set(psn, true);
-    ++sr_msg_count_;
+    ++srr_.msg_count;
   }
-  ++sr_count_;
+  ++srr_.count;
   ctr_.sr_placed_ahead++;
 }
 
 void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
   const wire::PacketView& v = c.v;
-  const int32_t d = Psn::diff(c.psn, epsn_);
+  const int32_t d = Psn::diff(c.psn, resp_.epsn);
   ctr_.out_of_order_rx++;
   bool again = false;
   const uint64_t placed_before = ctr_.sr_placed_ahead;
@@ -196,7 +196,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       // NAK then would spend its transport retries while the consumer keeps
       // its receive CQ full.
       ctr_.duplicates_rx++;
-      again = nak_sent_ == NakSent::kSeq;
+      again = resp_.nak_sent == NakSent::kSeq;
       placed_already = true;
     } else if (v.opcode == Opcode::kWriteOnly) {
       // A message of its own: the ones being placed ended before.
@@ -204,7 +204,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_next_lower_limit(c.psn);
       if (place_out_of_order(v)) {
         sr_set(c.psn, true);
-        ++sr_count_;
+        ++srr_.count;
         ctr_.sr_placed_ahead++;
       }
     } else if (v.info->is(wire::op::kFirst)) {
@@ -220,10 +220,10 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     const bool held = !placed_already && ctr_.sr_placed_ahead == placed_before && sr_hold(v, c.psn);
     // A gap after the newest packet seen: a loss the requester has not been
     // told of yet.  Say it now (the SACK shows it).
-    if (sr_seen_top_ && Psn::diff(c.psn, *sr_seen_top_) > 1 && nak_sent_ == NakSent::kSeq)
+    if (srr_.seen_top && Psn::diff(c.psn, *srr_.seen_top) > 1 && resp_.nak_sent == NakSent::kSeq)
       again = true;
-    if (!sr_seen_top_ || Psn::diff(c.psn, *sr_seen_top_) > 0) {
-      sr_seen_top_ = c.psn;
+    if (!srr_.seen_top || Psn::diff(c.psn, *srr_.seen_top) > 0) {
+      srr_.seen_top = c.psn;
     }
     // A SACK shows it as held when kept whole; one neither placed nor kept
     // (beyond kHeldSpan, or the engine's held_max_bytes reached) shows
@@ -231,16 +231,16 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     if (held) sr_maps().seen.set(c.psn, true);
     // Not placed: remember how far such packets reach (advance_epsn).
     if (!placed_already && !held && ctr_.sr_placed_ahead == placed_before &&
-        (!sr_drop_top_ || Psn::diff(c.psn, *sr_drop_top_) > 0)) {
-      sr_drop_top_ = c.psn;
+        (!srr_.drop_top || Psn::diff(c.psn, *srr_.drop_top) > 0)) {
+      srr_.drop_top = c.psn;
     }
     // The hole is still open while the requester goes on (it asks for an
     // answer about every ack_every packets): the NAK or the resend may be
-    // lost.  Say it again once the resend is overdue (nak_repair_ns_); the
+    // lost.  Say it again once the resend is overdue (resp_.nak_repair_ns); the
     // requester ignores a NAK for a packet it resent within a round trip.
-    if (v.bth->ack_req() && nak_sent_ == NakSent::kSeq && nak_repeat_due(now)) again = true;
+    if (v.bth->ack_req() && resp_.nak_sent == NakSent::kSeq && nak_repeat_due(now)) again = true;
   }
-  if (nak_sent_ == NakSent::kNone || again) {
+  if (resp_.nak_sent == NakSent::kNone || again) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the
     // requester shows it missed it.
     send_seq_nak(now);
@@ -257,9 +257,9 @@ RS Qp::check_length(const RespCtx& c) const {
 
 RS Qp::check_op_seq(const RespCtx& c) const {
   // Opcode sequence (IBA 9.7.5.1.6 / C9-93).
-  const bool ok = in_msg_ == InMsg::kSend    ? (c.is_send && !c.first)
-                  : in_msg_ == InMsg::kWrite ? (c.is_write && !c.first)
-                                             : c.first;
+  const bool ok = resp_.in_msg == InMsg::kSend    ? (c.is_send && !c.first)
+                  : resp_.in_msg == InMsg::kWrite ? (c.is_write && !c.first)
+                                                  : c.first;
   return ok ? RS::kCheckResources : RS::kErrOpSeq;
 }
 
@@ -286,8 +286,8 @@ RS Qp::check_keys(RespCtx& c) {
   if (c.is_send) {
     if (c.first) {
       if (!grant_recv_hosts(rq(rq_head_))) return RS::kErrRecvProtection;
-      msg_offset_ = 0;
-      recv_in_use_ = true;
+      resp_.msg_offset = 0;
+      resp_.recv_in_use = true;
     }
     return RS::kExecSend;
   }
@@ -299,9 +299,9 @@ RS Qp::check_keys(RespCtx& c) {
       if (!remote_ok(
               mr_.check_remote(v.reth->rkey.value(), pz_, c.va, c.len, Access::kRemoteWrite, &g)))
         return RS::kErrRkey;
-      write_host_ = g.host;
-      write_len_ = c.len;
-      msg_offset_ = 0;
+      resp_.write_host = g.host;
+      resp_.write_len = c.len;
+      resp_.msg_offset = 0;
     }
     return RS::kExecWrite;
   }
@@ -335,41 +335,41 @@ RS Qp::check_keys(RespCtx& c) {
 RS Qp::exec_send(const RespCtx& c) {
   const wire::PacketView& v = c.v;
   RecvWqe& r = rq(rq_head_);
-  if (r.used + msg_offset_ + v.payload.size() > r.capacity) return RS::kErrRecvLength;
-  scatter(r.host, r.wr.sge, r.wr.num_sge, r.used + msg_offset_, v.payload);
-  msg_offset_ += v.payload.size();
+  if (r.used + resp_.msg_offset + v.payload.size() > r.capacity) return RS::kErrRecvLength;
+  scatter(r.host, r.wr.sge, r.wr.num_sge, r.used + resp_.msg_offset, v.payload);
+  resp_.msg_offset += v.payload.size();
   if (!c.last) {
-    in_msg_ = InMsg::kSend;
+    resp_.in_msg = InMsg::kSend;
     return RS::kAcknowledge;
   }
   Completion wc;
   wc.cookie = r.wr.cookie;
   wc.qpn = qpn_;
   wc.op = WcOp::kRecv;
-  wc.byte_len = static_cast<uint32_t>(msg_offset_);
+  wc.byte_len = static_cast<uint32_t>(resp_.msg_offset);
   wc.has_imm = v.imm != nullptr;
   wc.imm = v.imm != nullptr ? v.imm->imm.value() : 0;
   wc.solicited = v.bth->se();
-  const bool retire = take_recv(&wc, msg_offset_);
+  const bool retire = take_recv(&wc, resp_.msg_offset);
   (void)push_recv_completion(wc);  // room checked before this packet was taken
   if (retire) retire_recv();
-  recv_in_use_ = false;
-  in_msg_ = InMsg::kNone;
-  ++msn_;
-  sr_message_ended(epsn_ + 1);
+  resp_.recv_in_use = false;
+  resp_.in_msg = InMsg::kNone;
+  ++resp_.msn;
+  sr_message_ended(resp_.epsn + 1);
   return RS::kAcknowledge;
 }
 
 RS Qp::exec_write(const RespCtx& c) {
   const wire::PacketView& v = c.v;
-  if (msg_offset_ + v.payload.size() > write_len_ ||
-      (c.last && msg_offset_ + v.payload.size() != write_len_))
+  if (resp_.msg_offset + v.payload.size() > resp_.write_len ||
+      (c.last && resp_.msg_offset + v.payload.size() != resp_.write_len))
     return RS::kErrWriteLength;
   if (!v.payload.empty())
-    std::memcpy(write_host_ + msg_offset_, v.payload.data(), v.payload.size());
-  msg_offset_ += v.payload.size();
+    std::memcpy(resp_.write_host + resp_.msg_offset, v.payload.data(), v.payload.size());
+  resp_.msg_offset += v.payload.size();
   if (!c.last) {
-    in_msg_ = InMsg::kWrite;
+    resp_.in_msg = InMsg::kWrite;
     return RS::kAcknowledge;
   }
   if (v.info->is(wire::op::kImm)) {
@@ -378,16 +378,16 @@ RS Qp::exec_write(const RespCtx& c) {
     wc.cookie = r.wr.cookie;
     wc.qpn = qpn_;
     wc.op = WcOp::kRecvWriteImm;
-    wc.byte_len = static_cast<uint32_t>(write_len_);
+    wc.byte_len = static_cast<uint32_t>(resp_.write_len);
     wc.has_imm = true;
     wc.imm = v.imm->imm.value();
     const bool retire = take_recv(&wc, 0);  // takes no room of a multi-receive
     (void)push_recv_completion(wc);         // room checked before this packet was taken
     if (retire) retire_recv();
   }
-  in_msg_ = InMsg::kNone;
-  ++msn_;
-  sr_message_ended(epsn_ + 1);
+  resp_.in_msg = InMsg::kNone;
+  ++resp_.msn;
+  sr_message_ended(resp_.epsn + 1);
   return RS::kAcknowledge;
 }
 
@@ -404,9 +404,9 @@ RS Qp::exec_read(const RespCtx& c, uint64_t now) {
   j.rkey = c.rkey;
   resp_push(j);
   remember(ReplayEntry{true, true, c.psn, j.npkts, c.va, c.rkey, c.len, 0});
-  epsn_ = c.psn + static_cast<int32_t>(j.npkts);
-  ++msn_;
-  nak_sent_ = NakSent::kNone;
+  resp_.epsn = c.psn + static_cast<int32_t>(j.npkts);
+  ++resp_.msn;
+  resp_.nak_sent = NakSent::kNone;
   advance_epsn(now);
   engine_.activate(this);
   return RS::kQueued;
@@ -430,20 +430,20 @@ RS Qp::exec_atomic(const RespCtx& c, uint64_t now) {
   j.atomic_orig = orig;
   resp_push(j);
   remember(ReplayEntry{true, false, c.psn, 1, c.va, c.rkey, 8, orig});
-  epsn_ = c.psn + 1;
-  ++msn_;
-  nak_sent_ = NakSent::kNone;
+  resp_.epsn = c.psn + 1;
+  ++resp_.msn;
+  resp_.nak_sent = NakSent::kNone;
   advance_epsn(now);
   engine_.activate(this);
   return RS::kQueued;
 }
 
 void Qp::acknowledge(const RespCtx& c, uint64_t now) {
-  ++epsn_;
-  nak_sent_ = NakSent::kNone;
-  ++unacked_;
-  ack_owed_ = true;
-  if (c.v.bth->ack_req()) ack_req_seen_ = true;
+  ++resp_.epsn;
+  resp_.nak_sent = NakSent::kNone;
+  ++resp_.unacked;
+  resp_.ack_owed = true;
+  if (c.v.bth->ack_req()) resp_.ack_req_seen = true;
   advance_epsn(now, cfg_.selective_repeat && c.v.bth->ack_req());
 }
 
@@ -469,43 +469,43 @@ void Qp::responder_error(RespState s, Psn psn, uint64_t now) {
     // No room: the receive stays queued and is flushed (stalling until there
     // is room) when the queue pair goes to error.
     if (push_recv_completion(wc)) retire_recv();
-    recv_in_use_ = false;
+    resp_.recv_in_use = false;
   }
-  fatal_nak_ = FatalNak{aeth::make(aeth::kNak, e.nak_code), psn};
-  send_ack(fatal_nak_->syndrome, psn, now);
+  resp_.fatal_nak = FatalNak{aeth::make(aeth::kNak, e.nak_code), psn};
+  send_ack(resp_.fatal_nak->syndrome, psn, now);
   set_error(e.qp_error, now);
 }
 
 void Qp::send_rnr_nak(Psn psn, bool cq_full, uint64_t now) {
   ctr_.rnr_naks_tx++;
   if (cq_full) ctr_.cq_stalls++;
-  nak_sent_ = NakSent::kRnr;
+  resp_.nak_sent = NakSent::kRnr;
   send_ack(aeth::make(aeth::kRnrNak, 0x0E), psn, now);
 }
 
 void Qp::send_ack(uint8_t syndrome, Psn psn, uint64_t now) {
   wire::BuildSpec& s = base_spec(Opcode::kAck, psn);
   s.syndrome = syndrome;
-  s.msn = msn_;
+  s.msn = resp_.msn;
   if (!transmit(s, now)) return;
   ctr_.acks_tx++;
   if (aeth::type(syndrome) == aeth::kAck) {
-    ack_owed_ = false;
-    ack_req_seen_ = false;
-    unacked_ = 0;
+    resp_.ack_owed = false;
+    resp_.ack_req_seen = false;
+    resp_.unacked = 0;
     clear_timer(TimerKind::kAck);
   }
 }
 
 void Qp::end_of_burst(uint64_t now) {
-  if (!ack_owed_ || state_ != QpState::kRts) return;
+  if (!resp_.ack_owed || state_ != QpState::kRts) return;
   if (!resp_empty()) return;  // the ACK follows the queued responses
-  if (ack_req_seen_ || unacked_ >= cfg_.ack_every) {
-    send_ack(kAckSyndrome, epsn_ - 1, now);
+  if (resp_.ack_req_seen || resp_.unacked >= cfg_.ack_every) {
+    send_ack(kAckSyndrome, resp_.epsn - 1, now);
   } else if (timer_deadline(TimerKind::kAck) == 0) {
     set_timer(TimerKind::kAck, now + cfg_.ack_delay_ns);
   }
-  if (ack_owed_) engine_.activate(this);  // TX was full: retry from progress()
+  if (resp_.ack_owed) engine_.activate(this);  // TX was full: retry from progress()
 }
 
 }  // namespace dpdat::rc

@@ -19,9 +19,9 @@ using namespace detail;
 
 void Qp::remember(const ReplayEntry& e) {
   // Sized at the first READ / atomic served (most QPs never serve one).
-  if (replay_.empty()) replay_.resize(replay_depth(cfg_));
-  replay_[replay_next_] = e;
-  replay_next_ = (replay_next_ + 1) % static_cast<uint32_t>(replay_.size());
+  if (resp_.replay.empty()) resp_.replay.resize(replay_depth(cfg_));
+  resp_.replay[resp_.replay_next] = e;
+  resp_.replay_next = (resp_.replay_next + 1) % static_cast<uint32_t>(resp_.replay.size());
 }
 
 void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
@@ -31,16 +31,16 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
   const bool is_atom = v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd;
   if (!is_read && !is_atom) {
     // SEND / WRITE already placed: acknowledge again, never place twice.
-    ack_owed_ = true;
-    ack_req_seen_ = true;
+    resp_.ack_owed = true;
+    resp_.ack_req_seen = true;
     return;
   }
-  for (const ReplayEntry& e : replay_) {
+  for (const ReplayEntry& e : resp_.replay) {
     if (!e.valid || e.is_read != is_read) continue;
     const int32_t d = Psn::diff(psn, e.psn);
     if (d < 0 || d >= static_cast<int32_t>(e.npkts)) continue;
     if (is_atom) {
-      for (uint64_t i = resp_head_; i < resp_tail_; ++i)
+      for (uint64_t i = resp_.job_head; i < resp_.job_tail; ++i)
         if (!resp_at(i).is_read && resp_at(i).psn == psn) return;  // its ACK is still queued
       if (resp_full()) return;  // dropped: the requester repeats it
       RespJob j;
@@ -65,7 +65,7 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
         responder_error(RespState::kErrRkey, psn, now);
         return;
       }
-      for (uint64_t i = resp_head_; i < resp_tail_; ++i) {
+      for (uint64_t i = resp_.job_head; i < resp_.job_tail; ++i) {
         const RespJob& j = resp_at(i);
         // A queued job that has still to send the whole range answers it.
         if (j.is_read && j.first_psn == e.psn && j.next_pkt <= from && to <= j.end_pkt) return;
@@ -104,10 +104,10 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
 // whole before the jobs behind it, and re-requests keep their order.  A
 // fresh READ that has not begun has sent nothing the requester could judge.
 void Qp::resp_push_replay(const RespJob& j) {
-  const uint64_t before = resp_tail_;
+  const uint64_t before = resp_.job_tail;
   resp_push(j);
-  if (resp_tail_ == before) return;  // dropped: the requester repeats it
-  uint64_t k = resp_head_;
+  if (resp_.job_tail == before) return;  // dropped: the requester repeats it
+  uint64_t k = resp_.job_head;
   for (; k < before; ++k) {
     const RespJob& q = resp_at(k);
     const bool begun = q.is_read && q.next_pkt > q.start_pkt;
@@ -120,14 +120,14 @@ void Qp::resp_push_replay(const RespJob& j) {
 bool Qp::respond_emit(uint64_t now) {
   uint32_t budget = cfg_.read_resp_budget;
   while (!resp_empty() && state_ == QpState::kRts) {
-    RespJob& j = resp_at(resp_head_);
+    RespJob& j = resp_at(resp_.job_head);
     if (!j.is_read) {
       wire::BuildSpec& s = base_spec(Opcode::kAtomicAck, j.psn);
       s.syndrome = kAckSyndrome;
-      s.msn = msn_;
+      s.msn = resp_.msn;
       s.atomic_orig = j.atomic_orig;
       if (!transmit(s, now)) return true;
-      ++resp_head_;
+      ++resp_.job_head;
       continue;
     }
     while (j.next_pkt < j.end_pkt) {
@@ -138,7 +138,7 @@ bool Qp::respond_emit(uint64_t now) {
       const uint64_t len = std::min<uint64_t>(cfg_.pmtu, j.len - off);
       wire::BuildSpec& s = base_spec(seg_opcode(Seg::kReadResp, p), j.psn);
       s.syndrome = kAckSyndrome;
-      s.msn = msn_;
+      s.msn = resp_.msn;
       // Re-check the rkey every packet: a READ response may be emitted (or
       // replayed) long after the request, and the region may have been freed
       // or re-bound since; never read memory the key no longer grants.
@@ -160,11 +160,12 @@ bool Qp::respond_emit(uint64_t now) {
       ++j.next_pkt;
       ++j.psn;
     }
-    ++resp_head_;
+    ++resp_.job_head;
   }
-  if (ack_owed_ && state_ == QpState::kRts && (ack_req_seen_ || unacked_ >= cfg_.ack_every)) {
-    send_ack(kAckSyndrome, epsn_ - 1, now);
-    if (ack_owed_) return true;
+  if (resp_.ack_owed && state_ == QpState::kRts &&
+      (resp_.ack_req_seen || resp_.unacked >= cfg_.ack_every)) {
+    send_ack(kAckSyndrome, resp_.epsn - 1, now);
+    if (resp_.ack_owed) return true;
   }
   return false;
 }

@@ -36,7 +36,7 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
 
 // Selective repeat inside the message in progress (SEND, WRITE with or
 // without immediate in FIRST / MIDDLE / LAST packets): a MIDDLE or LAST
-// packet after a hole lands at its offset, (psn - epsn_) PMTUs past what is
+// packet after a hole lands at its offset, (psn - resp_.epsn) PMTUs past what is
 // placed; the completion follows in order once the message is whole
 // (advance_epsn).  Placed only where it can belong to this message: no
 // other message known to begin before it, within the RETH length for a
@@ -45,7 +45,7 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
 // A SEND's end is not known ahead, so a SEND packet is placed only where no
 // message boundary can hide before it (sr_send_contiguous): nothing is ever
 // written past a message's real length.  A SEND whose FIRST was lost
-// (nothing in progress, epsn_ the hole) is placed the same way into the
+// (nothing in progress, resp_.epsn the hole) is placed the same way into the
 // receive WQE the FIRST will take (the own queue's head; an SRQ hands
 // receives out in arrival order, so not with an SRQ): the MIDDLE right after
 // the hole proves the message began at the hole.  Anything refused here is
@@ -53,41 +53,43 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
 bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   const wire::OpInfo& info = *v.info;
   const bool last = info.is(wire::op::kLast);
-  const bool headless = in_msg_ == InMsg::kNone;
-  const bool ok_kind = in_msg_ == InMsg::kSend ? info.is(wire::op::kSend)
-                       : in_msg_ == InMsg::kWrite
+  const bool headless = resp_.in_msg == InMsg::kNone;
+  const bool ok_kind = resp_.in_msg == InMsg::kSend ? info.is(wire::op::kSend)
+                       : resp_.in_msg == InMsg::kWrite
                            ? info.is(wire::op::kWrite)
                            : info.is(wire::op::kSend) && srq_ == nullptr && rq_tail_ > rq_head_;
   if (!ok_kind || info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst)) return false;
-  if (sr_msg_limit_ && Psn::diff(*sr_msg_limit_, epsn_) > 0 && Psn::diff(psn, *sr_msg_limit_) >= 0)
+  if (srr_.msg_limit && Psn::diff(*srr_.msg_limit, resp_.epsn) > 0 &&
+      Psn::diff(psn, *srr_.msg_limit) >= 0)
     return false;
   // A self-describing WRITE placed between: a message of its own ends this one.
-  if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, epsn_ + 1, psn)) return false;
-  if (in_msg_ != InMsg::kWrite && !sr_send_contiguous(epsn_, psn, /*next=*/false)) return false;
+  if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, resp_.epsn + 1, psn)) return false;
+  if (resp_.in_msg != InMsg::kWrite && !sr_send_contiguous(resp_.epsn, psn, /*next=*/false))
+    return false;
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
-  const uint64_t off = (headless ? 0 : msg_offset_) +
-                       uint64_t(static_cast<uint32_t>(Psn::diff(psn, epsn_))) * cfg_.pmtu;
-  if (in_msg_ != InMsg::kWrite) {
+  const uint64_t off = (headless ? 0 : resp_.msg_offset) +
+                       uint64_t(static_cast<uint32_t>(Psn::diff(psn, resp_.epsn))) * cfg_.pmtu;
+  if (resp_.in_msg != InMsg::kWrite) {
     RecvWqe& r = rq(rq_head_);
-    if ((!headless && !recv_in_use_) || r.used + off + n > r.capacity) return false;
+    if ((!headless && !resp_.recv_in_use) || r.used + off + n > r.capacity) return false;
     if (headless && !grant_recv_hosts(r)) return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, r.used + off, v.payload);
   } else {
-    if (off + n > write_len_ || last != (off + n == write_len_)) return false;
-    if (n != 0) std::memcpy(write_host_ + off, v.payload.data(), n);
+    if (off + n > resp_.write_len || last != (off + n == resp_.write_len)) return false;
+    if (n != 0) std::memcpy(resp_.write_host + off, v.payload.data(), n);
   }
   if (last) {
     sr_unplace_msg_from(psn + 1);  // placed past the end: a later message's
     sr_lower_limit(psn + 1);
-    sr_last_.take(v, psn, n);
+    srr_.last.take(v, psn, n);
   }
   return true;
 }
 
 // Whether a SEND MIDDLE / LAST at `psn` certainly belongs to the message
 // whose packets from `from` on are not in order yet (the message in
-// progress, from the hole at epsn_; or a next one, from its FIRST): a message
+// progress, from the hole at resp_.epsn; or a next one, from its FIRST): a message
 // boundary needs a LAST followed by a FIRST, and a packet placed as one of
 // this message's MIDDLEs is neither, so the message cannot have ended
 // before `psn` unless two PSNs next to each other in [from, psn) are both
@@ -136,28 +138,28 @@ bool Qp::grant_recv_hosts(RecvWqe& r) {
 }
 
 void Qp::sr_lower_limit(Psn psn) {
-  if (!sr_msg_limit_ || Psn::diff(*sr_msg_limit_, epsn_) <= 0 ||
-      Psn::diff(psn, *sr_msg_limit_) < 0) {
-    sr_msg_limit_ = psn;
+  if (!srr_.msg_limit || Psn::diff(*srr_.msg_limit, resp_.epsn) <= 0 ||
+      Psn::diff(psn, *srr_.msg_limit) < 0) {
+    srr_.msg_limit = psn;
   }
   sr_unplace_msg_from(psn);
 }
 
 // In-message packets placed at or after `psn` belong to a later message:
-// take them back (they are asked for again when epsn_ reaches them).
+// take them back (they are asked for again when resp_.epsn reaches them).
 void Qp::sr_unplace_msg_from(Psn psn) {
   if (srm_ == nullptr) return;
-  for (int32_t d = srm_->msg.next_set(epsn_, std::max(Psn::diff(psn, epsn_), 0), kSrSpan);
-       sr_msg_count_ > 0 && d < kSrSpan; d = srm_->msg.next_set(epsn_, d + 1, kSrSpan)) {
-    const Psn p = epsn_ + d;
+  for (int32_t d = srm_->msg.next_set(resp_.epsn, std::max(Psn::diff(psn, resp_.epsn), 0), kSrSpan);
+       srr_.msg_count > 0 && d < kSrSpan; d = srm_->msg.next_set(resp_.epsn, d + 1, kSrSpan)) {
+    const Psn p = resp_.epsn + d;
     sr_msg_set(p, false);
     sr_set(p, false);
-    --sr_msg_count_;
-    --sr_count_;
-    if (sr_last_.valid && sr_last_.psn == p) {
-      sr_last_.valid = false;
+    --srr_.msg_count;
+    --srr_.count;
+    if (srr_.last.valid && srr_.last.psn == p) {
+      srr_.last.valid = false;
       // A SEND placed as the next message began right after this LAST.
-      if (sr_next_n_ > 0 && sr_nexts()[0].send) sr_drop_next();
+      if (srr_.next_n > 0 && sr_nexts()[0].send) sr_drop_next();
     }
   }
 }
@@ -165,27 +167,27 @@ void Qp::sr_unplace_msg_from(Psn psn) {
 // The message in progress ended (in order, or its placed LAST was taken)
 // before `next`.
 void Qp::sr_message_ended(Psn next) {
-  if (sr_msg_count_ > 0) sr_unplace_msg_from(epsn_);
-  sr_last_.valid = false;
-  sr_msg_limit_.reset();
-  if (sr_next_n_ > 0 && sr_nexts()[0].send && !(sr_nexts()[0].first == next)) sr_drop_next();
+  if (srr_.msg_count > 0) sr_unplace_msg_from(resp_.epsn);
+  srr_.last.valid = false;
+  srr_.msg_limit.reset();
+  if (srr_.next_n > 0 && sr_nexts()[0].send && !(sr_nexts()[0].first == next)) sr_drop_next();
 }
 
 uint32_t Qp::sr_next_of(Psn psn) const {
-  for (uint32_t i = sr_next_n_; i > 0; --i)
+  for (uint32_t i = srr_.next_n; i > 0; --i)
     if (Psn::diff(psn, sr_nexts()[i - 1].first) >= 0) return i - 1;
-  return sr_next_n_;
+  return srr_.next_n;
 }
 
 // A FIRST (or ONLY) packet after a hole that begins a later message: placed
 // at its start, appending an entry to the next messages (see qp.hpp).
 bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
-  if (sr_next_n_ == kSrNextMax) return false;
+  if (srr_.next_n == kSrNextMax) return false;
   const wire::OpInfo& info = *v.info;
   const bool last = info.is(wire::op::kLast);
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
-  const SrNext* prev = sr_next_n_ > 0 ? &sr_nexts()[sr_next_n_ - 1] : nullptr;
+  const SrNext* prev = srr_.next_n > 0 ? &sr_nexts()[srr_.next_n - 1] : nullptr;
   // After the newest entry (whose limit the caller lowered to this FIRST).
   if (prev != nullptr && (!prev->limit || Psn::diff(psn, *prev->limit) < 0)) return false;
   SrNext x;
@@ -200,7 +202,8 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
       if (!prev->send || !prev->last.valid || !(prev->last.psn + 1 == psn)) return false;
       x.rq_index = prev->rq_index + 1;
     } else {
-      if (in_msg_ == InMsg::kWrite || !sr_last_.valid || !(sr_last_.psn + 1 == psn)) return false;
+      if (resp_.in_msg == InMsg::kWrite || !srr_.last.valid || !(srr_.last.psn + 1 == psn))
+        return false;
       x.rq_index = rq_head_ + 1;
     }
     if (rq_tail_ <= x.rq_index) return false;
@@ -215,10 +218,10 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
   } else if (info.is(wire::op::kWrite) && v.reth != nullptr) {
     const uint64_t len = v.reth->dma_len.value();
     if (last ? n != len : len <= n) return false;
-    if (prev == nullptr && in_msg_ == InMsg::kWrite) {
+    if (prev == nullptr && resp_.in_msg == InMsg::kWrite) {
       // Not inside the WRITE in progress (its end is known).
-      const uint32_t rest = pkts_for(write_len_ - msg_offset_, cfg_.pmtu);
-      if (Psn::diff(psn, epsn_) < static_cast<int32_t>(rest)) return false;
+      const uint32_t rest = pkts_for(resp_.write_len - resp_.msg_offset, cfg_.pmtu);
+      if (Psn::diff(psn, resp_.epsn) < static_cast<int32_t>(rest)) return false;
     }
     AccessGrant g;
     if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
@@ -235,7 +238,7 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     x.last.take(v, psn, n);
     x.limit = psn + 1;
   }
-  sr_maps().nexts[sr_next_n_++] = x;
+  sr_maps().nexts[srr_.next_n++] = x;
   return true;
 }
 
@@ -244,7 +247,7 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
 // message in progress).
 bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
   const uint32_t i = sr_next_of(psn);
-  if (i == sr_next_n_) return false;
+  if (i == srr_.next_n) return false;
   SrNext& e = sr_nexts()[i];
   if (Psn::diff(psn, e.first) <= 0) return false;
   if (e.limit && Psn::diff(psn, *e.limit) >= 0) return false;
@@ -279,13 +282,13 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
 // A later message begins at `psn`: the entry it falls in ends before it.
 void Qp::sr_next_lower_limit(Psn psn) {
   const uint32_t i = sr_next_of(psn);
-  if (i == sr_next_n_ || Psn::diff(psn, sr_nexts()[i].first) <= 0) return;
+  if (i == srr_.next_n || Psn::diff(psn, sr_nexts()[i].first) <= 0) return;
   SrNext& e = sr_nexts()[i];
   if (!e.limit || Psn::diff(psn, *e.limit) < 0) {
     e.limit = psn;
   }
   // Its packets from `psn` on (up to the next entry) are a later message's.
-  const Psn end = i + 1 < sr_next_n_ ? sr_nexts()[i + 1].first : epsn_ + kSrSpan;
+  const Psn end = i + 1 < srr_.next_n ? sr_nexts()[i + 1].first : resp_.epsn + kSrSpan;
   bool lost_last = false;
   const int32_t span = Psn::diff(end, psn);
   for (int32_t d = srm_->next.next_set(psn, 0, span); e.count > 0 && d < span;
@@ -294,50 +297,51 @@ void Qp::sr_next_lower_limit(Psn psn) {
     sr_next_set(p, false);
     sr_set(p, false);
     --e.count;
-    --sr_count_;
+    --srr_.count;
     if (e.last.valid && e.last.psn == p) {
       e.last.valid = false;
       lost_last = true;
     }
   }
-  if (lost_last && i + 1 < sr_next_n_) sr_unplace_next_from(sr_nexts()[i + 1].first);
+  if (lost_last && i + 1 < srr_.next_n) sr_unplace_next_from(sr_nexts()[i + 1].first);
 }
 
 void Qp::sr_unplace_next_from(Psn psn) {
-  if (sr_next_n_ == 0) return;
+  if (srr_.next_n == 0) return;
   if (srm_ == nullptr) return;
-  for (int32_t d = srm_->next.next_set(epsn_, std::max(Psn::diff(psn, epsn_), 0), kSrSpan);
-       d < kSrSpan; d = srm_->next.next_set(epsn_, d + 1, kSrSpan)) {
-    const Psn p = epsn_ + d;
+  for (int32_t d =
+           srm_->next.next_set(resp_.epsn, std::max(Psn::diff(psn, resp_.epsn), 0), kSrSpan);
+       d < kSrSpan; d = srm_->next.next_set(resp_.epsn, d + 1, kSrSpan)) {
+    const Psn p = resp_.epsn + d;
     sr_next_set(p, false);
     sr_set(p, false);
-    --sr_count_;
+    --srr_.count;
     const uint32_t i = sr_next_of(p);
-    if (i < sr_next_n_) --sr_nexts()[i].count;
+    if (i < srr_.next_n) --sr_nexts()[i].count;
   }
-  while (sr_next_n_ > 0 && Psn::diff(sr_nexts()[sr_next_n_ - 1].first, psn) >= 0) --sr_next_n_;
-  for (uint32_t i = 0; i < sr_next_n_; ++i)
+  while (srr_.next_n > 0 && Psn::diff(sr_nexts()[srr_.next_n - 1].first, psn) >= 0) --srr_.next_n;
+  for (uint32_t i = 0; i < srr_.next_n; ++i)
     if (sr_nexts()[i].last.valid && Psn::diff(sr_nexts()[i].last.psn, psn) >= 0)
       sr_nexts()[i].last.valid = false;
 }
 
-// epsn_ reached the first entry's first packet: it becomes the message in
+// resp_.epsn reached the first entry's first packet: it becomes the message in
 // progress.
 bool Qp::sr_take_next() {
-  if (in_msg_ != InMsg::kNone || sr_next_n_ == 0) return false;
+  if (resp_.in_msg != InMsg::kNone || srr_.next_n == 0) return false;
   const SrNext& e = sr_nexts()[0];
   if (e.send) {
     if (rq_head_ != e.rq_index || srq_ != nullptr || rq_tail_ <= rq_head_) return false;
-    recv_in_use_ = true;
-    in_msg_ = InMsg::kSend;
+    resp_.recv_in_use = true;
+    resp_.in_msg = InMsg::kSend;
   } else {
-    in_msg_ = InMsg::kWrite;
-    write_host_ = e.host;
-    write_len_ = e.len;
+    resp_.in_msg = InMsg::kWrite;
+    resp_.write_host = e.host;
+    resp_.write_len = e.len;
   }
-  msg_offset_ = 0;
+  resp_.msg_offset = 0;
   // Its packets move from the next bitmap to the message's.
-  const Psn end = sr_next_n_ > 1 ? sr_nexts()[1].first : epsn_ + kSrSpan;
+  const Psn end = srr_.next_n > 1 ? sr_nexts()[1].first : resp_.epsn + kSrSpan;
   uint32_t moved = 0;
   const int32_t span = Psn::diff(end, e.first);
   for (int32_t d = srm_->next.next_set(e.first, 0, span); moved < e.count && d < span;
@@ -347,128 +351,129 @@ bool Qp::sr_take_next() {
     sr_msg_set(p, true);
     ++moved;
   }
-  sr_msg_count_ += moved;
-  sr_last_ = e.last;
-  sr_msg_limit_ = e.limit;
-  for (uint32_t i = 1; i < sr_next_n_; ++i) sr_nexts()[i - 1] = sr_nexts()[i];
-  --sr_next_n_;
+  srr_.msg_count += moved;
+  srr_.last = e.last;
+  srr_.msg_limit = e.limit;
+  for (uint32_t i = 1; i < srr_.next_n; ++i) sr_nexts()[i - 1] = sr_nexts()[i];
+  --srr_.next_n;
   return true;
 }
 
-// epsn_ holds a packet of the message in progress placed earlier: take it in
+// resp_.epsn holds a packet of the message in progress placed earlier: take it in
 // order.  False when that cannot be yet (the LAST's completion finds no room,
 // or a WRITE with immediate no receive): the caller takes it back, it is
 // asked for again and the in-order path answers with an RNR NAK.
 bool Qp::sr_advance_in_message() {
-  if (!(sr_last_.valid && sr_last_.psn == epsn_)) {
-    msg_offset_ += cfg_.pmtu;
+  if (!(srr_.last.valid && srr_.last.psn == resp_.epsn)) {
+    resp_.msg_offset += cfg_.pmtu;
     return true;
   }
-  const bool is_send = in_msg_ == InMsg::kSend;
-  if (is_send || sr_last_.has_imm) {
+  const bool is_send = resp_.in_msg == InMsg::kSend;
+  if (is_send || srr_.last.has_imm) {
     if (!recv_cq_room() || (!is_send && !have_recv())) return false;
     const RecvWqe& r = rq(rq_head_);
     Completion wc;
     wc.cookie = r.wr.cookie;
     wc.qpn = qpn_;
     wc.op = is_send ? WcOp::kRecv : WcOp::kRecvWriteImm;
-    wc.byte_len = static_cast<uint32_t>(is_send ? msg_offset_ + sr_last_.len : write_len_);
-    wc.has_imm = sr_last_.has_imm;
-    wc.imm = sr_last_.imm;
-    wc.solicited = is_send && sr_last_.se;
+    wc.byte_len =
+        static_cast<uint32_t>(is_send ? resp_.msg_offset + srr_.last.len : resp_.write_len);
+    wc.has_imm = srr_.last.has_imm;
+    wc.imm = srr_.last.imm;
+    wc.solicited = is_send && srr_.last.se;
     const bool retire = take_recv(&wc, is_send ? wc.byte_len : 0);
     (void)push_recv_completion(wc);  // room checked above
     if (retire) retire_recv();
-    recv_in_use_ = false;
+    resp_.recv_in_use = false;
   }
-  msg_offset_ += sr_last_.len;
-  in_msg_ = InMsg::kNone;
-  ++msn_;
+  resp_.msg_offset += srr_.last.len;
+  resp_.in_msg = InMsg::kNone;
+  ++resp_.msn;
   return true;
 }
 
-// Moves epsn_ over packets that selective repeat already placed; if a hole
+// Moves resp_.epsn over packets that selective repeat already placed; if a hole
 // remains in front of placed packets, reports it at once (one NAK per hole).
 void Qp::advance_epsn(uint64_t now, bool ack_req) {
-  if (sr_count_ == 0 && !sr_drop_top_ && held_n_ == 0) return;
+  if (srr_.count == 0 && !srr_.drop_top && srr_.held_n == 0) return;
   bool moved = false;
-  while (sr_count_ > 0 && sr_bit(epsn_)) {
-    if (sr_next_n_ > 0 && sr_nexts()[0].first == epsn_ && !sr_take_next()) {
+  while (srr_.count > 0 && sr_bit(resp_.epsn)) {
+    if (srr_.next_n > 0 && sr_nexts()[0].first == resp_.epsn && !sr_take_next()) {
       sr_drop_next();  // not where it was expected: judged in order
       break;
     }
-    if (sr_msg_bit(epsn_)) {
-      const bool last = sr_last_.valid && sr_last_.psn == epsn_;
+    if (sr_msg_bit(resp_.epsn)) {
+      const bool last = srr_.last.valid && srr_.last.psn == resp_.epsn;
       if (!sr_advance_in_message()) {
-        sr_unplace_msg_from(epsn_);
+        sr_unplace_msg_from(resp_.epsn);
         break;
       }
-      sr_msg_set(epsn_, false);
-      sr_set(epsn_, false);
-      srm_->seen.set(epsn_, false);
-      --sr_msg_count_;
-      --sr_count_;
-      ++epsn_;
-      if (last) sr_message_ended(epsn_);
+      sr_msg_set(resp_.epsn, false);
+      sr_set(resp_.epsn, false);
+      srm_->seen.set(resp_.epsn, false);
+      --srr_.msg_count;
+      --srr_.count;
+      ++resp_.epsn;
+      if (last) sr_message_ended(resp_.epsn);
     } else {
-      sr_set(epsn_, false);
-      srm_->seen.set(epsn_, false);
-      --sr_count_;
-      if (in_msg_ != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
-      ++epsn_;
-      ++msn_;
+      sr_set(resp_.epsn, false);
+      srm_->seen.set(resp_.epsn, false);
+      --srr_.count;
+      if (resp_.in_msg != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
+      ++resp_.epsn;
+      ++resp_.msn;
     }
-    ++unacked_;
-    ack_owed_ = true;
+    ++resp_.unacked;
+    resp_.ack_owed = true;
     moved = true;
   }
   // The requester waits for the hole it resent to be acknowledged.
-  if (moved) ack_req_seen_ = true;
-  if (sr_drop_top_ && Psn::diff(*sr_drop_top_, epsn_) < 0) sr_drop_top_.reset();
+  if (moved) resp_.ack_req_seen = true;
+  if (srr_.drop_top && Psn::diff(*srr_.drop_top, resp_.epsn) < 0) srr_.drop_top.reset();
   // A hole remains in front of placed packets, or (after moving over placed
   // ones, or when the requester asks for an answer: a packet it resent
   // alone) in front of packets that arrived and could not be placed: report
   // it now rather than leave the requester to its tail-loss probe.  (While
   // the requester goes back N it knows these NAKs for what they are.)
-  // (A frame kept for epsn_ is no hole: on_request takes it next.)
-  if ((sr_count_ > 0 || held_n_ > 0 || ((moved || ack_req) && sr_drop_top_)) &&
-      nak_sent_ == NakSent::kNone && held_at(epsn_) == nullptr) {
+  // (A frame kept for resp_.epsn is no hole: on_request takes it next.)
+  if ((srr_.count > 0 || srr_.held_n > 0 || ((moved || ack_req) && srr_.drop_top)) &&
+      resp_.nak_sent == NakSent::kNone && held_at(resp_.epsn) == nullptr) {
     send_seq_nak(now);
   }
 }
 
-// A sequence-error NAK for epsn_; with selective repeat, just before it, a
+// A sequence-error NAK for resp_.epsn; with selective repeat, just before it, a
 // selective acknowledgement (wire::Opcode::kSack, a manufacturer-specific
-// opcode an IBA requester drops): BTH PSN = epsn_, then a big-endian 32-bit
-// span and a bitmap, bit i (byte i / 8, bit i % 8) set when PSN epsn_ + i
+// opcode an IBA requester drops): BTH PSN = resp_.epsn, then a big-endian 32-bit
+// span and a bitmap, bit i (byte i / 8, bit i % 8) set when PSN resp_.epsn + i
 // is held here (placed, or kept whole), for i < span (rounded up to whole
 // 32-bit words).  The span reaches the newest packet seen after the hole:
 // every clear bit below it is a packet to be sent again (lost on the way,
 // or one that arrived and could be neither placed nor kept).
 void Qp::send_seq_nak(uint64_t now) {
-  nak_sent_ = NakSent::kSeq;
+  resp_.nak_sent = NakSent::kSeq;
   ctr_.seq_naks_tx++;
-  nak_sent_ns_ = now;
-  if (!nak_timed_ || !(nak_timed_psn_ == epsn_)) {
-    nak_timed_ = true;
-    nak_timed_once_ = true;
-    nak_timed_psn_ = epsn_;
-    nak_timed_ns_ = now;
+  resp_.nak_sent_ns = now;
+  if (!resp_.nak_timed || !(resp_.nak_timed_psn == resp_.epsn)) {
+    resp_.nak_timed = true;
+    resp_.nak_timed_once = true;
+    resp_.nak_timed_psn = resp_.epsn;
+    resp_.nak_timed_ns = now;
   } else {
-    nak_timed_once_ = false;  // said again: which one the resend answers is unknown
+    resp_.nak_timed_once = false;  // said again: which one the resend answers is unknown
   }
   // The SACK goes first: a requester that takes it learns that this peer
   // keeps what follows a hole before the NAK asks it to act (its first hole
   // is then resent alone too, whatever the operation).
   send_sack(now);
-  send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), epsn_, now);
+  send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), resp_.epsn, now);
 }
 
 void Qp::send_sack(uint64_t now) {
-  if (!cfg_.selective_repeat || !sr_seen_top_) return;
-  const int32_t top = Psn::diff(*sr_seen_top_, epsn_);
+  if (!cfg_.selective_repeat || !srr_.seen_top) return;
+  const int32_t top = Psn::diff(*srr_.seen_top, resp_.epsn);
   if (top <= 0) {
-    sr_seen_top_.reset();
+    srr_.seen_top.reset();
     return;
   }
   const auto span = static_cast<uint32_t>(std::min<int32_t>(top + 1, kSackMaxSpan));
@@ -483,14 +488,14 @@ void Qp::send_sack(uint64_t now) {
   // A word of 64 PSNs at a time (placed or kept), bit i of the bitmap in
   // byte i / 8: the word's bytes in little-endian order.
   for (uint32_t i = 0; i < span; i += 64) {
-    const Psn p = epsn_ + static_cast<int32_t>(i);
+    const Psn p = resp_.epsn + static_cast<int32_t>(i);
     uint64_t w = (m.placed.chunk(p) | m.seen.chunk(p)) &
                  SrBits::first_bits(static_cast<int32_t>(std::min<uint32_t>(span - i, 64)));
-    if (i == 0) w &= ~uint64_t{1};  // epsn_ itself: the hole
+    if (i == 0) w &= ~uint64_t{1};  // resp_.epsn itself: the hole
     for (uint32_t k = 0; k < 8 && i / 8 + k < 4 * words; ++k)
       b[4 + i / 8 + k] = static_cast<uint8_t>(w >> (8 * k));
   }
-  wire::BuildSpec& s = base_spec(Opcode::kSack, epsn_);
+  wire::BuildSpec& s = base_spec(Opcode::kSack, resp_.epsn);
   s.payload = std::span<const uint8_t>(b.data(), 4 + 4 * size_t{words});
   if (transmit(s, now)) ctr_.sacks_tx++;
 }
