@@ -1,7 +1,8 @@
-// Completer (IBA 9.7.5.2): ACKs, NAKs, READ responses and atomic ACKs move
-// the requester's acknowledged PSN and complete work requests in order.  An
-// ACK / NAK walks CompState through check_* steps, as rxe_comp.c does; a
-// NAK that ends the connection maps to its completion status in kNakOutcome.
+// Completer (IBA 9.7.5.2): ACKs, NAKs, READ responses, atomic ACKs and SACKs
+// move the requester's acknowledged PSN and complete work requests in
+// order.  Every response walks CompState through check_* steps, as
+// rxe_comp.c does; a NAK that ends the connection maps to its completion
+// status in kNakOutcome.
 
 #include <algorithm>
 #include <bit>
@@ -48,52 +49,94 @@ const NakOutcome& nak_outcome(uint8_t code) {
 
 }  // namespace
 
-std::string_view Qp::state_name(CompState s) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "check-syndrome", "check-psn",    "ack",   "rnr-nak",      "seq-nak",
-      "fatal-nak",      "rnr-exceeded", "stale", "bad-syndrome", "done"};
-  static_assert(std::size(kNames) == static_cast<size_t>(CompState::kCount));
-  const auto i = static_cast<size_t>(s);
-  return i < std::size(kNames) ? kNames[i] : "invalid";
-}
-
-void Qp::on_ack_packet(const wire::PacketView& v, uint64_t now) {
-  const Psn psn = v.bth->psn();
-  const uint8_t syn = v.aeth->syndrome;
-  ctr_.acks_rx++;
-  CompState s = CompState::kCheckSyndrome;
+// Every response packet walks CompState: the opcode picks the check, checks
+// validate (and fill in `c`), steps act and say what follows.
+void Qp::on_response(const wire::PacketView& v, uint64_t now) {
+  CompCtx c{v, v.bth->psn()};
+  CompState s = CompState::kCheckOpcode;
   for (;;) {
+    DPDAT_QP_TRACE_POINT(QpRole::kCompleter, s, c.psn, now);
     switch (s) {
+      case CompState::kCheckOpcode:
+        s = check_response_opcode(v);
+        break;
       case CompState::kCheckSyndrome:
-        s = check_syndrome(syn);
+        ctr_.acks_rx++;
+        s = check_syndrome(v.aeth->syndrome);
         break;
       case CompState::kAck:
-        note_acked(psn, now);
+        note_acked(c.psn, now);
         return;
       case CompState::kRnrNak:
-        s = do_rnr_nak(psn, now);
+        ctr_.rnr_naks_rx++;
+        s = check_nak_psn(c.psn, CS::kRnrNak);
+        if (s == CS::kRnrNak) s = do_rnr_nak(c.psn, now);
         break;
       case CompState::kSeqNak:
-        s = do_seq_nak(psn, now);
+        s = check_nak_psn(c.psn, CS::kSeqNak);
+        if (s == CS::kSeqNak) s = do_seq_nak(c.psn, now);
         break;
       case CompState::kFatalNak: {
-        if (check_nak_psn(psn, CS::kFatalNak, now) == CS::kStale) return;
-        const NakOutcome& o = nak_outcome(aeth::value(syn));
-        fail_wqe_at(psn, o.status, o.error, now);
+        s = check_nak_psn(c.psn, CS::kFatalNak);
+        if (s != CS::kFatalNak) break;
+        note_acked(c.psn - 1, now);
+        const NakOutcome& o = nak_outcome(aeth::value(v.aeth->syndrome));
+        fail_wqe_at(c.psn, o.status, o.error, now);
         return;
       }
       case CompState::kRnrExceeded:
-        fail_wqe_at(psn, WcStatus::kRnrRetryExceeded, QpError::kRnrRetryExceeded, now);
+        fail_wqe_at(c.psn, WcStatus::kRnrRetryExceeded, QpError::kRnrRetryExceeded, now);
         return;
-      case CompState::kBadSyndrome:
+      case CompState::kCheckRead:
+        s = check_read_response(c);
+        break;
+      case CompState::kReadInOrder:
+        do_read_in_order(c, now);
+        return;
+      case CompState::kReadAhead:
+        s = do_read_ahead(c, now);
+        break;
+      case CompState::kReadGap:
+        do_read_gap(c, now);
+        return;
+      case CompState::kCheckAtomic:
+        s = check_atomic_ack(c);
+        break;
+      case CompState::kAtomicAck:
+        do_atomic_ack(c, now);
+        return;
+      case CompState::kSack:
+        on_sack(v, now);
+        return;
+      case CompState::kDuplicate:
+        ctr_.duplicates_rx++;  // no outstanding request expects it: a late duplicate
+        return;
+      case CompState::kBadResponse:
         ctr_.bad_responses++;
-        return;  // reserved syndrome type
-      case CompState::kCheckPsn:
+        return;
       case CompState::kStale:
       case CompState::kDone:
       case CompState::kCount:
         return;
     }
+  }
+}
+
+CS Qp::check_response_opcode(const wire::PacketView& v) const {
+  switch (v.opcode) {
+    case Opcode::kAck:
+      return CS::kCheckSyndrome;
+    case Opcode::kAtomicAck:
+      return CS::kCheckAtomic;
+    case Opcode::kReadRespFirst:
+    case Opcode::kReadRespMiddle:
+    case Opcode::kReadRespLast:
+    case Opcode::kReadRespOnly:
+      return CS::kCheckRead;
+    case Opcode::kSack:
+      return CS::kSack;
+    default:
+      return CS::kBadResponse;
   }
 }
 
@@ -106,21 +149,20 @@ CS Qp::check_syndrome(uint8_t syn) const {
     case aeth::kNak:
       return aeth::value(syn) == aeth::kNakPsnSeqError ? CS::kSeqNak : CS::kFatalNak;
     default:
-      return CS::kBadSyndrome;
+      return CS::kBadResponse;  // reserved syndrome type
   }
 }
 
-// A NAK names the first PSN not executed: everything before it was.  One
-// outside [una, next) is stale (a NAK overtaken by later progress).
-CS Qp::check_nak_psn(Psn psn, CompState next, uint64_t now) {
+// A NAK names the first PSN not executed: everything before it was (its
+// step acknowledges them).  One outside [una, next) is stale (a NAK
+// overtaken by later progress).
+CS Qp::check_nak_psn(Psn psn, CompState next) const {
   if (Psn::diff(psn, una_psn()) < 0 || Psn::diff(psn, req_.next_psn) >= 0) return CS::kStale;
-  note_acked(psn - 1, now);
   return next;
 }
 
 CS Qp::do_rnr_nak(Psn psn, uint64_t now) {
-  ctr_.rnr_naks_rx++;
-  if (check_nak_psn(psn, CS::kRnrNak, now) == CS::kStale) return CS::kStale;
+  note_acked(psn - 1, now);
   if (cfg_.rnr_retry != kRnrRetryInfinite) {
     if (comp_.rnr_retries_left == 0) return CS::kRnrExceeded;
     comp_.rnr_retries_left--;
@@ -134,7 +176,7 @@ CS Qp::do_rnr_nak(Psn psn, uint64_t now) {
 
 CS Qp::do_seq_nak(Psn psn, uint64_t now) {
   const Psn acked_before = comp_.acked_psn;
-  if (check_nak_psn(psn, CS::kSeqNak, now) == CS::kStale) return CS::kStale;
+  note_acked(psn - 1, now);
   ctr_.seq_naks_rx++;
   if (cfg_.selective_repeat && sr_nak_in_flight(psn, now)) return CS::kDone;
   // A sequence NAK that acknowledges nothing new is a retry like a timeout
@@ -326,62 +368,62 @@ void Qp::fail_wqe_at(Psn psn, WcStatus st, QpError why, uint64_t now) {
   set_error(why, now);
 }
 
-void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
-  const Psn psn = v.bth->psn();
-  const uint64_t i = wqe_from(psn);
-  if (!wqe_holds(i, psn) || sq(i).wr.op != WrOp::kRead) {
-    ctr_.duplicates_rx++;  // no READ expects it: a late duplicate
-    return;
-  }
-  SendWqe& w = sq(i);
+// A READ response: the READ it answers (by PSN), and whether it is the next
+// one that READ expects, one after a missing one, or a duplicate.  Every
+// response packet but the last of the READ carries one PMTU.  The opcode is
+// not checked against the position: a re-request for a range is answered
+// FIRST..LAST over that range (IBA 9.7.5.1.3).
+CS Qp::check_read_response(CompCtx& c) const {
+  c.wqe = wqe_from(c.psn);
+  if (!wqe_holds(c.wqe, c.psn) || sq(c.wqe).wr.op != WrOp::kRead) return CS::kDuplicate;
+  const SendWqe& w = sq(c.wqe);
   const Psn expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
-  const int32_t gap = Psn::diff(psn, expected);
-  if (gap < 0) {
-    ctr_.duplicates_rx++;
-    return;
-  }
-  // Every response packet but the last of the READ carries one PMTU.  The
-  // opcode is not checked against the position: a re-request for a range
-  // is answered FIRST..LAST over that range (IBA 9.7.5.1.3).
-  const auto idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
-  const uint64_t off = uint64_t{idx} * cfg_.pmtu;
-  const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - off);
-  if (v.payload.size() != want_len) {
-    ctr_.bad_responses++;
-    return;
-  }
-  if (gap > 0 && cfg_.selective_repeat && gap < kSrSpan) {
-    // Selective repeat: place it by its offset now, ask again only for the
-    // responses missing before it (several ranges may be outstanding).
-    ctr_.out_of_order_rx++;
-    if (rd_bit(psn)) {
-      ctr_.duplicates_rx++;
-      return;
-    }
-    scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
-    rd_set(psn, true);
-    ctr_.sr_placed_ahead++;
-    w.resp_seen = std::max({w.resp_seen, w.resp_pkts, idx + 1});
-    rd_judge(i, idx, now);  // asks again for what the order shows lost
-    note_acked(w.first_psn - 1, now);
-    comp_.retries_left = cfg_.retry_count;
-    comp_.first_timeout_ns = 0;
-    comp_.backoff = 0;
-    arm_retransmit(now);
-    return;
-  }
-  if (gap > 0) {
-    // Responses were lost: re-request from the first missing one, once.
-    ctr_.out_of_order_rx++;
-    if (!req_.read_gap_pending || !(req_.read_gap_psn == expected)) {
-      req_.read_gap_pending = true;
-      req_.read_gap_psn = expected;
-      note_acked(w.first_psn - 1, now);
-      rewind_to(expected, now);
-    }
-    return;
-  }
-  scatter(w.host, w.wr.sge, w.wr.num_sge, off, v.payload);
+  c.gap = Psn::diff(c.psn, expected);
+  if (c.gap < 0) return CS::kDuplicate;
+  c.idx = static_cast<uint32_t>(Psn::diff(c.psn, w.first_psn));
+  c.off = uint64_t{c.idx} * cfg_.pmtu;
+  const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - c.off);
+  if (c.v.payload.size() != want_len) return CS::kBadResponse;
+  if (c.gap == 0) return CS::kReadInOrder;
+  return cfg_.selective_repeat && c.gap < kSrSpan ? CS::kReadAhead : CS::kReadGap;
+}
+
+// Selective repeat: placed by its offset now; only the responses the order
+// shows lost before it are asked for again (several ranges may be
+// outstanding).
+CS Qp::do_read_ahead(const CompCtx& c, uint64_t now) {
+  ctr_.out_of_order_rx++;
+  if (rd_bit(c.psn)) return CS::kDuplicate;
+  SendWqe& w = sq(c.wqe);
+  scatter(w.host, w.wr.sge, w.wr.num_sge, c.off, c.v.payload);
+  rd_set(c.psn, true);
+  ctr_.sr_placed_ahead++;
+  w.resp_seen = std::max({w.resp_seen, w.resp_pkts, c.idx + 1});
+  rd_judge(c.wqe, c.idx, now);  // asks again for what the order shows lost
+  note_acked(w.first_psn - 1, now);
+  comp_.retries_left = cfg_.retry_count;
+  comp_.first_timeout_ns = 0;
+  comp_.backoff = 0;
+  arm_retransmit(now);
+  return CS::kDone;
+}
+
+// Responses were lost (no selective repeat, or too far ahead): re-request
+// from the first missing one, once.
+void Qp::do_read_gap(const CompCtx& c, uint64_t now) {
+  ctr_.out_of_order_rx++;
+  const SendWqe& w = sq(c.wqe);
+  const Psn expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
+  if (req_.read_gap_pending && req_.read_gap_psn == expected) return;
+  req_.read_gap_pending = true;
+  req_.read_gap_psn = expected;
+  note_acked(w.first_psn - 1, now);
+  rewind_to(expected, now);
+}
+
+void Qp::do_read_in_order(const CompCtx& c, uint64_t now) {
+  SendWqe& w = sq(c.wqe);
+  scatter(w.host, w.wr.sge, w.wr.num_sge, c.off, c.v.payload);
   w.resp_pkts++;
   while (w.resp_pkts < w.npkts && rd_bit(w.first_psn + static_cast<int32_t>(w.resp_pkts))) {
     rd_set(w.first_psn + static_cast<int32_t>(w.resp_pkts), false);  // placed earlier
@@ -389,7 +431,7 @@ void Qp::on_read_response(const wire::PacketView& v, uint64_t now) {
   }
   w.resp_seen = std::max(w.resp_seen, w.resp_pkts);
   req_.read_gap_pending = false;
-  if (cfg_.selective_repeat) rd_judge(i, idx, now);
+  if (cfg_.selective_repeat) rd_judge(c.wqe, c.idx, now);
   if (w.resp_pkts == w.npkts) finish_rd_atomic(w);
   after_response(w.first_psn + static_cast<int32_t>(w.resp_pkts - 1), now);
 }
@@ -489,18 +531,19 @@ void Qp::after_response(Psn psn, uint64_t now) {
   engine_.activate(this);
 }
 
-void Qp::on_atomic_ack(const wire::PacketView& v, uint64_t now) {
-  const Psn psn = v.bth->psn();
-  const uint64_t i = wqe_from(psn);
-  if (!wqe_holds(i, psn) || !is_atomic(sq(i).wr.op) || !(sq(i).first_psn == psn)) {
-    ctr_.duplicates_rx++;
-    return;
-  }
-  SendWqe& w = sq(i);
-  const uint64_t orig = v.atomic_ack->orig.value();
+CS Qp::check_atomic_ack(CompCtx& c) const {
+  c.wqe = wqe_from(c.psn);
+  if (!wqe_holds(c.wqe, c.psn) || !is_atomic(sq(c.wqe).wr.op) || !(sq(c.wqe).first_psn == c.psn))
+    return CS::kDuplicate;
+  return CS::kAtomicAck;
+}
+
+void Qp::do_atomic_ack(const CompCtx& c, uint64_t now) {
+  SendWqe& w = sq(c.wqe);
+  const uint64_t orig = c.v.atomic_ack->orig.value();
   std::memcpy(w.host[0], &orig, sizeof orig);
   finish_rd_atomic(w);
-  after_response(psn, now);
+  after_response(c.psn, now);
 }
 
 void Qp::complete_in_order(uint64_t now) {

@@ -258,29 +258,11 @@ void Qp::on_packet(const wire::PacketView& v, uint64_t now) {
     on_request(v, now);
     return;
   }
-  switch (v.opcode) {
-    case Opcode::kAck:
-      on_ack_packet(v, now);
-      break;
-    case Opcode::kAtomicAck:
-      on_atomic_ack(v, now);
-      break;
-    case Opcode::kReadRespFirst:
-    case Opcode::kReadRespMiddle:
-    case Opcode::kReadRespLast:
-    case Opcode::kReadRespOnly:
-      on_read_response(v, now);
-      break;
-    case Opcode::kCnp:
-      cc_on_cnp(now);
-      break;
-    case Opcode::kSack:
-      on_sack(v, now);
-      break;
-    default:
-      ctr_.bad_responses++;
-      break;
+  if (v.opcode == Opcode::kCnp) {
+    cc_on_cnp(now);
+    return;
   }
+  on_response(v, now);
 }
 
 bool Qp::progress(uint64_t now) {

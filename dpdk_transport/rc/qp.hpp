@@ -8,15 +8,17 @@
 //                   replay cache for duplicate READ / atomic requests
 //   responder_sr.cpp  selective repeat: packets after a hole placed by offset,
 //                   taken in order once the hole is filled
-//   completer.cpp   ACK / NAK / READ response / atomic ACK processing,
-//                   in-order completions
+//   completer.cpp   every response (ACK, NAK, READ response, atomic ACK,
+//                   SACK), in-order completions
 //   qp_post.cpp     posting of work requests
 //   qp.cpp          construction, dispatch, progress, timers, error state
-// Each role walks an explicit state (ReqState, RespState, CompState, with a
-// name table for traces) through small check_* steps that return the next
-// state; error states map to NAK codes / completion statuses in one table
-// per role.  Owned and driven by exactly one Engine; never touched by
-// another thread.
+//   qp_states.hpp   the roles' states and names, the trace hook
+// Each role keeps its state in a struct of its own (req_, resp_, comp_, and
+// srs_ / srr_ for the two sides of selective repeat) and walks an explicit
+// state (ReqState, RespState, CompState) through small check_* steps that
+// validate and return the next state, and steps that act; error states map
+// to NAK codes / completion statuses in one table per role.  Owned and
+// driven by exactly one Engine; never touched by another thread.
 
 #include <array>
 #include <cstdint>
@@ -32,6 +34,7 @@
 #include "psn_bitmap.hpp"
 #include "qp_counters.hpp"
 #include "qp_ring.hpp"
+#include "qp_states.hpp"
 #include "srq.hpp"
 #include "types.hpp"
 #include "wire/packet.hpp"
@@ -45,63 +48,12 @@ class Qp {
   // kPace: the pacer's next send time (congestion control).
   enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kPace, kCount };
 
-  // Requester: where emit_requests() stands with the WQE at req_.emit.
-  enum class ReqState : uint8_t {
-    kGetWqe,        // next WQE to work on (or none)
-    kCheckFence,    // bind fence, kFence, READ/atomic depth, window for a new WQE
-    kExecBind,      // a memory-window bind runs locally, in order
-    kStartWqe,      // assign PSNs, check the lkeys
-    kEmit,          // send packets while the window allows
-    kNextWqe,       // this WQE is all sent
-    kDone,          // nothing more to send now
-    kBlocked,       // fence / window / READ-atomic depth: wait for a response
-    kBackpressure,  // no TX buffer
-    kError,         // the QP went to error on the way
-    kCount
-  };
-  // Responder: one request packet through its checks (responder.cpp).
-  enum class RespState : uint8_t {
-    kCheckPsn,
-    kDuplicate,      // PSN before the expected one
-    kOutOfSequence,  // PSN after it: a hole (selective repeat may place it)
-    kCheckLength,
-    kCheckOpSeq,
-    kCheckResources,  // a receive WQE and room for its completion
-    kCheckKeys,       // lkeys of the receive, rkey of RDMA / atomic requests
-    kExecSend,
-    kExecWrite,
-    kExecRead,
-    kExecAtomic,
-    kAcknowledge,  // SEND / WRITE packet accepted
-    kQueued,       // READ / atomic response queued
-    kRnrCqFull,    // RNR NAK: no room for the completion
-    kRnrNoRecv,    // RNR NAK: no receive WQE
-    // Error states (kErrFirst..): a NAK and the QP to error, see kRespError.
-    kErrLength,
-    kErrOpSeq,
-    kErrRecvProtection,
-    kErrRecvLength,
-    kErrRkey,
-    kErrWriteLength,
-    kErrMisaligned,
-    kErrUnsupported,
-    kCount
-  };
+  // The roles' states (qp_states.hpp): each role walks its own through
+  // small check_* steps that return the next state.
+  enum class ReqState : uint8_t { DPDAT_RC_REQ_STATES(DPDAT_RC_STATE_ENUM) kCount };
+  enum class RespState : uint8_t { DPDAT_RC_RESP_STATES(DPDAT_RC_STATE_ENUM) kCount };
   static constexpr RespState kRespErrFirst = RespState::kErrLength;
-  // Completer: one ACK / NAK packet (completer.cpp).
-  enum class CompState : uint8_t {
-    kCheckSyndrome,
-    kCheckPsn,  // NAKs: stale when outside the unacknowledged range
-    kAck,
-    kRnrNak,
-    kSeqNak,
-    kFatalNak,  // remote access / invalid request / operational error
-    kRnrExceeded,
-    kStale,
-    kBadSyndrome,
-    kDone,
-    kCount
-  };
+  enum class CompState : uint8_t { DPDAT_RC_COMP_STATES(DPDAT_RC_STATE_ENUM) kCount };
   static std::string_view state_name(ReqState s) noexcept;
   static std::string_view state_name(RespState s) noexcept;
   static std::string_view state_name(CompState s) noexcept;
@@ -305,9 +257,19 @@ class Qp {
   // completer (completer.cpp)
   void complete_in_order(uint64_t now);
   void fail_wqe_at(wire::Psn psn, WcStatus st, QpError why, uint64_t now);
-  void on_ack_packet(const wire::PacketView& v, uint64_t now);
+  // Per-response context the check_* steps fill in.
+  struct CompCtx {
+    const wire::PacketView& v;
+    wire::Psn psn;
+    uint64_t wqe = 0;  // READ / atomic: the send-queue index it answers
+    uint32_t idx = 0;  // READ: the response's index within the READ ...
+    uint64_t off = 0;  // ... and its offset
+    int32_t gap = 0;   // READ: PSNs after the next one the READ expects
+  };
+  void on_response(const wire::PacketView& v, uint64_t now);
+  CompState check_response_opcode(const wire::PacketView& v) const;
   CompState check_syndrome(uint8_t syndrome) const;
-  CompState check_nak_psn(wire::Psn psn, CompState next, uint64_t now);
+  CompState check_nak_psn(wire::Psn psn, CompState next) const;
   CompState do_rnr_nak(wire::Psn psn, uint64_t now);
   CompState do_seq_nak(wire::Psn psn, uint64_t now);
   bool sr_nak_in_flight(wire::Psn psn, uint64_t now) const;
@@ -316,8 +278,12 @@ class Qp {
   void sr_queue_resend(wire::Psn psn);
   // Whether `psn` was resent alone within sr_in_flight_ns().
   bool sr_recently_resent(wire::Psn psn, uint64_t now) const;
-  void on_read_response(const wire::PacketView& v, uint64_t now);
-  void on_atomic_ack(const wire::PacketView& v, uint64_t now);
+  CompState check_read_response(CompCtx& c) const;
+  void do_read_in_order(const CompCtx& c, uint64_t now);
+  CompState do_read_ahead(const CompCtx& c, uint64_t now);
+  void do_read_gap(const CompCtx& c, uint64_t now);
+  CompState check_atomic_ack(CompCtx& c) const;
+  void do_atomic_ack(const CompCtx& c, uint64_t now);
   void note_acked(wire::Psn psn, uint64_t now);
   void finish_rd_atomic(SendWqe& w);
   void after_response(wire::Psn psn, uint64_t now);

@@ -18,15 +18,6 @@ using wire::Opcode;
 using wire::Psn;
 using namespace detail;
 
-std::string_view Qp::state_name(ReqState s) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "get-wqe",  "check-fence", "exec-bind", "start-wqe",    "emit",
-      "next-wqe", "done",        "blocked",   "backpressure", "error"};
-  static_assert(std::size(kNames) == static_cast<size_t>(ReqState::kCount));
-  const auto i = static_cast<size_t>(s);
-  return i < std::size(kNames) ? kNames[i] : "invalid";
-}
-
 Psn Qp::una_psn() const {
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
     const SendWqe& w = sq(i);
@@ -437,6 +428,7 @@ bool Qp::emit_requests(uint64_t now) {
   if (state_ == QpState::kRts && !req_.rnr_waiting && !emit_sr_resends(now)) return true;
   ReqState s = ReqState::kGetWqe;
   for (;;) {
+    DPDAT_QP_TRACE_POINT(QpRole::kRequester, s, req_.next_psn, now);
     switch (s) {
       case ReqState::kGetWqe:
         s = req_get_wqe();

@@ -61,19 +61,6 @@ static_assert(kNumRespErrors == EngineCounters::kRespErrorKinds);
 
 }  // namespace
 
-std::string_view Qp::state_name(RespState s) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "check-psn",        "duplicate",           "out-of-sequence", "check-length",
-      "check-op-seq",     "check-resources",     "check-keys",      "exec-send",
-      "exec-write",       "exec-read",           "exec-atomic",     "acknowledge",
-      "queued",           "rnr-cq-full",         "rnr-no-recv",     "err-length",
-      "err-op-seq",       "err-recv-protection", "err-recv-length", "err-rkey",
-      "err-write-length", "err-misaligned",      "err-unsupported"};
-  static_assert(std::size(kNames) == static_cast<size_t>(RespState::kCount));
-  const auto i = static_cast<size_t>(s);
-  return i < std::size(kNames) ? kNames[i] : "invalid";
-}
-
 void Qp::on_request(const wire::PacketView& v, uint64_t now) {
   const Psn before = resp_.epsn;
   respond(v, now);
@@ -85,6 +72,7 @@ void Qp::respond(const wire::PacketView& v, uint64_t now) {
   RespCtx c{v, v.bth->psn()};
   RespState s = RespState::kCheckPsn;
   for (;;) {
+    DPDAT_QP_TRACE_POINT(QpRole::kResponder, s, c.psn, now);
     switch (s) {
       case RespState::kCheckPsn:
         s = check_psn(c, now);

@@ -62,6 +62,7 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
         to = std::min(e.npkts, from + pkts_for(rlen, cfg_.pmtu));
       AccessGrant g;
       if (mr_.check_remote(e.rkey, pz_, e.va, e.len, Access::kRemoteRead, &g) != AccessError::kOk) {
+        DPDAT_QP_TRACE_POINT(QpRole::kResponder, RespState::kErrRkey, psn, now);
         responder_error(RespState::kErrRkey, psn, now);
         return;
       }
@@ -151,6 +152,7 @@ bool Qp::respond_emit(uint64_t now) {
           // waits, its retry budget ends the connection.  (Popped below.)
           break;
         }
+        DPDAT_QP_TRACE_POINT(QpRole::kResponder, RespState::kErrRkey, j.psn, now);
         responder_error(RespState::kErrRkey, j.psn, now);
         return false;
       }
