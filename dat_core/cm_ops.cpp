@@ -2,7 +2,7 @@
 // disconnect) and the messages and events every part of the CM sends.
 
 #include "cm.hpp"
-#include "rc/engine_group.hpp"
+#include "rc/engine/engine_group.hpp"
 #include "wire/packet.hpp"
 
 namespace dpdat::dat {

@@ -83,7 +83,7 @@
 #include <utility>
 #include <vector>
 
-#include "rc/congestion_config.hpp"
+#include "rc/cc/congestion_config.hpp"
 #include "wire/cm.hpp"
 #include "wire/headers.hpp"
 

@@ -5,10 +5,10 @@
 // optionally a way to sleep until a frame arrives.  The clock of every
 // interface comes from the same place.  dat_core itself never sees DPDK: a
 // LinkFactory, installed by whatever links dat_core, opens the links.
-//   - dpdk_transport/dpdk/link_factory: DPDK ethdev ports (EAL bootstrap,
+//   - link_dpdk/link_factory: DPDK ethdev ports (EAL bootstrap,
 //     net_ring / vdev / probed ports, ARP, the TSC clock); libdat.so, the
 //     DAT 2.0 plug-in (and through libdat, librsm) install it when loaded.
-//   - tests/proto/sim_factory: the deterministic simulated link (rc/sim_link)
+//   - tests/proto/sim_factory: the deterministic simulated link (sim/sim_link)
 //     with seeded impairments, so the DAT objects, the connection manager and
 //     progress run in tests without EAL.
 
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "config.hpp"
-#include "rc/packet_io.hpp"
+#include "rc/engine/packet_io.hpp"
 #include "wire/headers.hpp"
 
 namespace dpdat::rc {

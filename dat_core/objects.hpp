@@ -18,7 +18,7 @@
 #include "event_queue.hpp"
 #include "link.hpp"
 #include "mpsc_ring.hpp"
-#include "rc/engine.hpp"
+#include "rc/engine/engine.hpp"
 #include "rc/mr_table.hpp"
 #include "rc/srq.hpp"
 #include "spin_lock.hpp"

@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "core.hpp"
-#include "rc/engine_loop.hpp"
+#include "rc/engine/engine_loop.hpp"
 
 namespace dpdat::dat {
 namespace {

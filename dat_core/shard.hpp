@@ -28,8 +28,8 @@
 
 #include "link.hpp"
 #include "mpsc_ring.hpp"
-#include "rc/engine.hpp"
-#include "rc/engine_loop.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/engine/engine_loop.hpp"
 #include "spin_lock.hpp"
 
 namespace dpdat::dat {

@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "rc/cpu_relax.hpp"
+#include "rc/engine/cpu_relax.hpp"
 
 namespace dpdat::dat {
 

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "dpdk/loopback.hpp"
-#include "rc/engine_runner.hpp"
+#include "rc/engine/engine_runner.hpp"
 
 namespace dpdat::engine_perf {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common.hpp"
-#include "rc/engine_group.hpp"
+#include "rc/engine/engine_group.hpp"
 
 namespace dpdat::engine_perf {
 

@@ -13,7 +13,7 @@
 
 #include "common.hpp"
 #include "oob.hpp"
-#include "rc/engine_group.hpp"
+#include "rc/engine/engine_group.hpp"
 
 namespace dpdat::engine_perf {
 

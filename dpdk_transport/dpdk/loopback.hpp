@@ -12,7 +12,7 @@
 #include "dpdk/port.hpp"
 #include "dpdk/telemetry.hpp"
 #include "dpdk/tsc_clock.hpp"
-#include "rc/engine.hpp"
+#include "rc/engine/engine.hpp"
 #include "rc/mr_table.hpp"
 
 namespace dpdat::dpdk {

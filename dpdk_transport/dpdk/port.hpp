@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "memif_guard.hpp"
-#include "rc/packet_io.hpp"
+#include "rc/engine/packet_io.hpp"
 #include "wire/headers.hpp"
 
 struct rte_mempool;

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "port.hpp"
-#include "rc/engine.hpp"
+#include "rc/engine/engine.hpp"
 
 namespace dpdat::dpdk {
 

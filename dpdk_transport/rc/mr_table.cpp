@@ -1,4 +1,4 @@
-#include "mr_table.hpp"
+#include "rc/mr_table.hpp"
 
 #include <sys/random.h>
 

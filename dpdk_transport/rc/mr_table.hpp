@@ -35,7 +35,7 @@
 #include <memory>
 #include <string_view>
 
-#include "chunked_slots.hpp"
+#include "rc/util/chunked_slots.hpp"
 
 namespace dpdat::rc {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "types.hpp"
+#include "rc/types.hpp"
 
 namespace dpdat::rc {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "congestion_config.hpp"
-#include "spsc_ring.hpp"
+#include "rc/cc/congestion_config.hpp"
+#include "rc/util/spsc_ring.hpp"
 #include "wire/headers.hpp"
 #include "wire/psn.hpp"
 

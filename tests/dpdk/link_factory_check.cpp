@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "config.hpp"
-#include "dpdk/link_factory.hpp"
 #include "link.hpp"
+#include "link_dpdk/link_factory.hpp"
 
 namespace dpdat {
 namespace {

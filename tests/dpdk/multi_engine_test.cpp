@@ -10,8 +10,8 @@
 #include "dpdk/loopback.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/telemetry.hpp"
-#include "rc/engine_group.hpp"
-#include "rc/engine_runner.hpp"
+#include "rc/engine/engine_group.hpp"
+#include "rc/engine/engine_runner.hpp"
 
 namespace dpdat {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "dpdk/eal.hpp"
 #include "dpdk/loopback.hpp"
-#include "rc/engine_runner.hpp"
+#include "rc/engine/engine_runner.hpp"
 
 namespace dpdat {
 namespace {

@@ -20,9 +20,9 @@
 #include <random>
 #include <vector>
 
-#include "rc/engine.hpp"
+#include "rc/engine/engine.hpp"
 #include "rc/mr_table.hpp"
-#include "rc/sim_link.hpp"
+#include "sim/sim_link.hpp"
 
 namespace dpdat::fuzz {
 

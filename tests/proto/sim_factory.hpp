@@ -21,7 +21,7 @@
 #include <functional>
 
 #include "link.hpp"
-#include "rc/sim_link.hpp"
+#include "sim/sim_link.hpp"
 
 namespace dpdat::proto {
 

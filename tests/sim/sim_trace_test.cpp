@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "rc/qp_states.hpp"
+#include "rc/qp/qp_states.hpp"
 
 namespace dpdat::rc::test {
 namespace {

@@ -4,7 +4,7 @@
 // wake()) ends the sleep long before its deadline; a turn taken off by
 // stand_by is not run.
 
-#include "rc/engine_loop.hpp"
+#include "rc/engine/engine_loop.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // rc::PsnBitmap's word-at-a-time queries (chunk, next_set) against the bit
 // at a time answer, across word edges and the 24-bit PSN wrap.
-#include "rc/psn_bitmap.hpp"
+#include "rc/util/psn_bitmap.hpp"
 
 #include <gtest/gtest.h>
 

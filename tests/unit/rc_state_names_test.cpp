@@ -6,7 +6,7 @@
 #include <set>
 #include <string_view>
 
-#include "rc/qp.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // RttEstimator: RFC 6298 smoothing, floor and cap.
 #include <gtest/gtest.h>
 
-#include "rc/congestion.hpp"
+#include "rc/cc/congestion.hpp"
 
 namespace {
 

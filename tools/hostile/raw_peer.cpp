@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "dpdk/tsc_clock.hpp"
-#include "rc/packet_io.hpp"
+#include "rc/engine/packet_io.hpp"
 
 namespace dpdat::hostile {
 

@@ -1,4 +1,4 @@
-#include "engine_runner.hpp"
+#include "rc/engine/engine_runner.hpp"
 
 #include <pthread.h>
 

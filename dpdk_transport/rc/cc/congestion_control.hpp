@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "congestion_config.hpp"
-#include "pacing.hpp"
+#include "rc/cc/congestion_config.hpp"
+#include "rc/cc/pacing.hpp"
 
 namespace dpdat::rc {
 

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "engine.hpp"
-#include "qp.hpp"
-#include "qp_util.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/qp/qp.hpp"
+#include "rc/qp/qp_util.hpp"
 
 namespace dpdat::rc {
 

@@ -1,4 +1,4 @@
-#include "congestion_control.hpp"
+#include "rc/cc/congestion_control.hpp"
 
 #include <algorithm>
 #include <cmath>

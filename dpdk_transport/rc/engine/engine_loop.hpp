@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "backoff.hpp"
+#include "rc/engine/backoff.hpp"
 
 namespace dpdat::rc {
 

@@ -1,4 +1,4 @@
-#include "sim_link.hpp"
+#include "sim/sim_link.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "dpdk/link_factory.hpp"
+#include "link_dpdk/link_factory.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>

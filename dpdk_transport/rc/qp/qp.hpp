@@ -28,15 +28,15 @@
 #include <string_view>
 #include <vector>
 
-#include "congestion.hpp"
-#include "congestion_control.hpp"
-#include "mr_table.hpp"
-#include "psn_bitmap.hpp"
-#include "qp_counters.hpp"
-#include "qp_ring.hpp"
-#include "qp_states.hpp"
-#include "srq.hpp"
-#include "types.hpp"
+#include "rc/cc/congestion.hpp"
+#include "rc/cc/congestion_control.hpp"
+#include "rc/mr_table.hpp"
+#include "rc/qp/qp_counters.hpp"
+#include "rc/qp/qp_ring.hpp"
+#include "rc/qp/qp_states.hpp"
+#include "rc/srq.hpp"
+#include "rc/types.hpp"
+#include "rc/util/psn_bitmap.hpp"
 #include "wire/packet.hpp"
 
 namespace dpdat::rc {

@@ -1,4 +1,4 @@
-#include "engine_loop.hpp"
+#include "rc/engine/engine_loop.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "cpu_relax.hpp"
+#include "rc/engine/cpu_relax.hpp"
 
 namespace dpdat::rc {
 

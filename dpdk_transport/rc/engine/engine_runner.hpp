@@ -25,9 +25,9 @@
 #include <mutex>
 #include <thread>
 
-#include "engine.hpp"
-#include "engine_loop.hpp"
-#include "spsc_ring.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/engine/engine_loop.hpp"
+#include "rc/util/spsc_ring.hpp"
 
 namespace dpdat::rc {
 

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <new>
 
-#include "engine.hpp"
-#include "qp.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat::rc {
 

@@ -1,11 +1,11 @@
 // The state names of the queue-pair roles (qp_states.hpp) and the trace hook.
 
-#include "qp_states.hpp"
+#include "rc/qp/qp_states.hpp"
 
 #include <atomic>
 #include <iterator>
 
-#include "qp.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat::rc {
 

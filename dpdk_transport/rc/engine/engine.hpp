@@ -19,11 +19,11 @@
 #include <memory>
 #include <vector>
 
-#include "engine_group.hpp"
-#include "mr_table.hpp"
-#include "packet_io.hpp"
-#include "qp.hpp"
-#include "types.hpp"
+#include "rc/engine/engine_group.hpp"
+#include "rc/engine/packet_io.hpp"
+#include "rc/mr_table.hpp"
+#include "rc/qp/qp.hpp"
+#include "rc/types.hpp"
 #include "wire/cm.hpp"
 #include "wire/packet.hpp"
 

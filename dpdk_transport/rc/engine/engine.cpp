@@ -1,4 +1,4 @@
-#include "engine.hpp"
+#include "rc/engine/engine.hpp"
 
 #include <algorithm>
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "packet_io.hpp"
-#include "spsc_ring.hpp"
+#include "rc/engine/packet_io.hpp"
+#include "rc/util/spsc_ring.hpp"
 
 namespace dpdat::rc {
 

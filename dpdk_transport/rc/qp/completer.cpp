@@ -8,9 +8,9 @@
 #include <bit>
 #include <cstring>
 
-#include "engine.hpp"
-#include "qp.hpp"
-#include "qp_util.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/qp/qp.hpp"
+#include "rc/qp/qp_util.hpp"
 
 namespace dpdat::rc {
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "engine.hpp"
-#include "qp.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat::rc {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "types.hpp"
+#include "rc/types.hpp"
 #include "wire/headers.hpp"
 
 namespace dpdat::rc::detail {

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "packet_io.hpp"
+#include "rc/engine/packet_io.hpp"
 
 namespace dpdat::rc {
 

@@ -12,9 +12,9 @@
 
 #include <cstring>
 
-#include "engine.hpp"
-#include "qp.hpp"
-#include "qp_util.hpp"
+#include "rc/engine/engine.hpp"
+#include "rc/qp/qp.hpp"
+#include "rc/qp/qp_util.hpp"
 
 namespace dpdat::rc {
 
