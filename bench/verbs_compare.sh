@@ -3,33 +3,43 @@
 # dpdat's libibverbs (dpdat-run) and dpdat-perf over libdat, two processes over
 # net_memif, server on CPU 0, client on CPU 1, in a network namespace of its
 # own (perftest's side channel goes to the server's address).  Root.
-#   bench/verbs_compare.sh [--build DIR] [--iters N] [--rounds R] [--progress MODE]
+#   bench/verbs_compare.sh [--build DIR] [--iters N] [--bw-iters N] [--rounds R]
+#                          [--progress MODE]
+# --iters: latency iterations (default 5000); --bw-iters: bandwidth messages
+# (default 20000); --rounds: default 5.
 # Runs only cases with at most one busy thread per CPU: a side whose program
-# polls its CQ drives its interface itself (progress=inline), a side whose
+# polls its CQ drives its interface itself (progress=inline); a side whose
 # program sits in a socket read (a passive RDMA target) is served by its
 # progress thread (progress=MODE, default busy: adaptive sleeps between
-# requests, and its wake-up would be what a latency case measures).  Rounds interleave the
-# two APIs (verbs, DAT, verbs, DAT, ...); the table shows each case's median
-# over the rounds and the ratio verbs/DAT: latency (us, perftest's t_typical,
-# dpdat-perf's median; READ a round trip, SEND half of one) and 64 KiB
-# bandwidth (MB/s, perftest's BW average, dpdat-perf's avg_mbs).
+# requests, and its wake-up would be what a latency case measures).
+# Rounds interleave the two APIs (verbs, DAT, verbs, DAT, ...).  Per case the
+# table shows the medians over the rounds, their ratio verbs/DAT (the verdict
+# is on it) and the median of each round's own ratio ("paired").  Latency in
+# us (perftest's t_typical, dpdat-perf's median; READ a round trip, SEND half
+# of one), 64 KiB bandwidth in MB/s (perftest's BW average, dpdat-perf's
+# avg_mbs).  perftest's latency tests signal every send and wait for its
+# completion, so each SEND of ib_send_lat is acknowledged on its own; the
+# DAT twin's sends are unsignalled, and their ACKs coalesce.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build/ci
 ITERS=5000
+BW_ITERS=20000
 ROUNDS=5
 PROGRESS=busy
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --iters) ITERS=$2; shift 2 ;;
+    --bw-iters) BW_ITERS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --progress) PROGRESS=$2; shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "verbs_compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --iters: a positive integer" >&2; exit 2; }
+[[ "$BW_ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --bw-iters: a positive integer" >&2; exit 2; }
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --rounds: a positive integer" >&2; exit 2; }
 case "$PROGRESS" in
   adaptive | busy) ;;
@@ -66,37 +76,40 @@ CASES=(
 )
 LEFT_OUT="left out: ib_write_lat (its target spins on memory while its progress thread must place each write: two busy threads on each CPU of two), ib_atomic_* and ib_read_bw (not among the compared cases)"
 
-# verbs NAME ROUND SPROG PROG SIZE: perftest's client result line into $TMP/NAME.verbs.ROUND
+# verbs NAME ROUND SPROG PROG SIZE N: perftest's client result line into $TMP/NAME.verbs.ROUND
 verbs() {
-  local name=$1 round=$2 sprog=$3 prog=$4 size=$5
+  local name=$1 round=$2 sprog=$3 prog=$4 size=$5 n=$6
   pair_run --out "$TMP/$name.verbs.$round." --sock "$SOCK" --settle 0.3 \
     --retry "Couldn't connect|Unable to open file descriptor" \
-    "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$sprog" -- "$prog" -d srv -x 0 -F -s "$size" -n "$ITERS" :: \
-    "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=inline" -- "$prog" -d cli -x 0 -F -s "$size" -n "$ITERS" $S_IP ||
+    "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$sprog" -- "$prog" -d srv -x 0 -F -s "$size" -n "$n" :: \
+    "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=inline" -- "$prog" -d cli -x 0 -F -s "$size" -n "$n" $S_IP ||
     { echo "verbs_compare.sh: $prog: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
   grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$PAIR_CLIENT_LOG" | tail -1 >"$TMP/$name.verbs.$round"
 }
 
-# dat NAME ROUND SPROG ARGS...: dpdat-perf's client JSON into $TMP/NAME.dat.ROUND (the
+# dat NAME ROUND SPROG N ARGS...: dpdat-perf's client JSON into $TMP/NAME.dat.ROUND (the
 # client waits for the server's out-of-band socket itself)
 dat() {
-  local name=$1 round=$2 sprog=$3
-  shift 3
+  local name=$1 round=$2 sprog=$3 n=$4
+  shift 4
   rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
   pair_run --out "$TMP/$name.dat.$round." \
     "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
     --progress "$sprog" "$@" :: \
     "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress inline --json "$TMP/$name.dat.$round" -n "$ITERS" "$@" ||
+    --progress inline --json "$TMP/$name.dat.$round" -n "$n" "$@" ||
     { echo "verbs_compare.sh: dpdat-perf $name: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
 }
 
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= ROUNDS; r++)); do
   for c in "${CASES[@]}"; do
-    read -r name _ sprog prog size dargs <<<"$c"
-    verbs "$name" "$r" "$sprog" "$prog" "$size"
+    read -r name kind sprog prog size dargs <<<"$c"
+    n=$ITERS
+    [ "$kind" = bw ] && n=$BW_ITERS
+    verbs "$name" "$r" "$sprog" "$prog" "$size" "$n"
     # shellcheck disable=SC2086 # dargs: several arguments
-    dat "$name" "$r" "$sprog" $dargs
+    dat "$name" "$r" "$sprog" "$n" $dargs
   done
 done
 
@@ -119,13 +132,16 @@ def dat(name, kind, r):
 def median(xs):
     xs = [x for x in xs if not math.isnan(x)]
     return statistics.median(xs) if xs else math.nan
-print(f"{'case':10} {'server':9} {'verbs':>10} {'DAT':>10} {'verbs/DAT':>10}  target  rounds (verbs | DAT)")
+print(f"{'case':10} {'server':9} {'verbs':>10} {'DAT':>10} {'verbs/DAT':>10} {'paired':>7}  target  rounds (verbs | DAT)")
 for c in cases:
     name, kind, sprog, prog, size = c.split()[:5]
     v = [verbs(name, kind, r) for r in range(1, rounds + 1)]
     d = [dat(name, kind, r) for r in range(1, rounds + 1)]
     mv, md = median(v), median(d)
     ratio = mv / md if md and not math.isnan(md) else math.nan
+    # Each round's verbs run next to the DAT run that followed it: the
+    # median of those ratios, less swayed by a load that changes over rounds.
+    paired = median([a / b for a, b in zip(v, d) if b and not math.isnan(a) and not math.isnan(b)])
     if math.isnan(ratio):
         verdict = "n/a"
     elif kind == "lat":
@@ -134,6 +150,7 @@ for c in cases:
         verdict = "met" if ratio >= 0.95 else "MISSED (>= 0.95)"
     unit = "us" if kind == "lat" else "MB/s"
     fmt = lambda xs: " ".join(f"{x:.2f}" for x in xs)
-    print(f"{name:10} {sprog:9} {mv:10.2f} {md:10.2f} {ratio:10.3f}  {verdict}  {unit}: {fmt(v)} | {fmt(d)}")
+    print(f"{name:10} {sprog:9} {mv:10.2f} {md:10.2f} {ratio:10.3f} {paired:7.3f}  {verdict}  {unit}: {fmt(v)} | {fmt(d)}")
 print(left_out)
 PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
