@@ -13,8 +13,10 @@
 # progress thread (progress=MODE, default busy: adaptive sleeps between
 # requests, and its wake-up would be what a latency case measures).
 # Rounds interleave the two APIs (verbs, DAT, verbs, DAT, ...).  Per case the
-# table shows the medians over the rounds, their ratio verbs/DAT (the verdict
-# is on it) and the median of each round's own ratio ("paired").  Latency in
+# table shows the medians over the rounds, their ratio verbs/DAT, and the
+# median and quartiles of each round's own ratio ("paired"), on which the
+# verdict is: on a shared machine the load changes between rounds, and a
+# round's two runs, one after the other, share more of it.  Latency in
 # us (perftest's t_typical, dpdat-perf's median; READ a round trip, SEND half
 # of one), 64 KiB bandwidth in MB/s (perftest's BW average, dpdat-perf's
 # avg_mbs).  perftest's latency tests signal every send and wait for its
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
     --bw-iters) BW_ITERS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --progress) PROGRESS=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "verbs_compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -132,7 +134,7 @@ def dat(name, kind, r):
 def median(xs):
     xs = [x for x in xs if not math.isnan(x)]
     return statistics.median(xs) if xs else math.nan
-print(f"{'case':10} {'server':9} {'verbs':>10} {'DAT':>10} {'verbs/DAT':>10} {'paired':>7}  target  rounds (verbs | DAT)")
+print(f"{'case':10} {'server':9} {'verbs':>9} {'DAT':>9} {'verbs/DAT':>9} {'paired':>6} {'q1-q3':>11}  target  rounds (verbs | DAT)")
 for c in cases:
     name, kind, sprog, prog, size = c.split()[:5]
     v = [verbs(name, kind, r) for r in range(1, rounds + 1)]
@@ -141,16 +143,18 @@ for c in cases:
     ratio = mv / md if md and not math.isnan(md) else math.nan
     # Each round's verbs run next to the DAT run that followed it: the
     # median of those ratios, less swayed by a load that changes over rounds.
-    paired = median([a / b for a, b in zip(v, d) if b and not math.isnan(a) and not math.isnan(b)])
-    if math.isnan(ratio):
+    pairs = [a / b for a, b in zip(v, d) if b and not math.isnan(a) and not math.isnan(b)]
+    paired = median(pairs)
+    q = statistics.quantiles(pairs, n=4) if len(pairs) >= 2 else [math.nan] * 3
+    if math.isnan(paired):
         verdict = "n/a"
     elif kind == "lat":
-        verdict = "met" if ratio <= 1.1 else "MISSED (<= 1.1)"
+        verdict = "met" if paired <= 1.1 else "MISSED (<= 1.1)"
     else:
-        verdict = "met" if ratio >= 0.95 else "MISSED (>= 0.95)"
+        verdict = "met" if paired >= 0.95 else "MISSED (>= 0.95)"
     unit = "us" if kind == "lat" else "MB/s"
     fmt = lambda xs: " ".join(f"{x:.2f}" for x in xs)
-    print(f"{name:10} {sprog:9} {mv:10.2f} {md:10.2f} {ratio:10.3f} {paired:7.3f}  {verdict}  {unit}: {fmt(v)} | {fmt(d)}")
+    print(f"{name:10} {sprog:9} {mv:9.2f} {md:9.2f} {ratio:9.3f} {paired:6.3f} {q[0]:5.2f}-{q[2]:5.2f}  {verdict}  {unit}: {fmt(v)} | {fmt(d)}")
 print(left_out)
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
