@@ -3,26 +3,50 @@
 # dpdat's libibverbs (dpdat-run) and dpdat-perf over libdat, two processes over
 # net_memif, server on CPU 0, client on CPU 1, in a network namespace of its
 # own (perftest's side channel goes to the server's address).  Root.
-#   bench/verbs_compare.sh [--build DIR] [--iters N] [--progress MODE]
-# Prints one table: 8 B WRITE, READ and SEND latency (half round trip:
-# perftest's t_typical, dpdat-perf's median; perftest's WRITE target polls
-# memory, so dpdat-perf --poll-memory is its like) and 64 KiB WRITE and SEND bandwidth
-# (perftest's BW average, MB/s as perftest prints it; dpdat-perf's avg_mbs).
+#   bench/verbs_compare.sh [--build DIR] [--iters N] [--bw-iters N] [--rounds R]
+#                          [--progress MODE]
+# --iters: latency iterations (default 5000); --bw-iters: bandwidth messages
+# (default 20000); --rounds: default 5.
+# Runs only cases with at most one busy thread per CPU: a side whose program
+# polls its CQ drives its interface itself (progress=inline); a side whose
+# program sits in a socket read (a passive RDMA target) is served by its
+# progress thread (progress=MODE, default busy: adaptive sleeps between
+# requests, and its wake-up would be what a latency case measures).
+# Rounds interleave the two APIs (verbs, DAT, verbs, DAT, ...).  Per case the
+# table shows the medians over the rounds, their ratio verbs/DAT, and the
+# median and quartiles of each round's own ratio ("paired"), on which the
+# verdict is: on a shared machine the load changes between rounds, and a
+# round's two runs, one after the other, share more of it.  Latency in
+# us (perftest's t_typical, dpdat-perf's median; READ a round trip, SEND half
+# of one), 64 KiB bandwidth in MB/s (perftest's BW average, dpdat-perf's
+# avg_mbs).  perftest's latency tests signal every send and wait for its
+# completion, so each SEND of ib_send_lat is acknowledged on its own; the
+# DAT twin's sends are unsignalled, and their ACKs coalesce.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build/ci
 ITERS=5000
-PROGRESS=adaptive
+BW_ITERS=20000
+ROUNDS=5
+PROGRESS=busy
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --iters) ITERS=$2; shift 2 ;;
+    --bw-iters) BW_ITERS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
     --progress) PROGRESS=$2; shift 2 ;;
-    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "verbs_compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --iters: a positive integer" >&2; exit 2; }
+[[ "$BW_ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --bw-iters: a positive integer" >&2; exit 2; }
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --rounds: a positive integer" >&2; exit 2; }
+case "$PROGRESS" in
+  adaptive | busy) ;;
+  *) echo "verbs_compare.sh: --progress: adaptive or busy (a passive target needs a progress thread)" >&2; exit 2 ;;
+esac
 PERF=$BUILD/tools/dpdat-perf
 RUN=$BUILD/bin/dpdat-run
 for f in "$PERF" "$RUN"; do
@@ -44,72 +68,93 @@ ip netns exec "$NS" ip addr add $C_IP/32 dev lo
 S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
 C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
 
-# perftest PROGRAM ARGS...: the client's result line into $TMP/PROGRAM.out
-perftest() {
-  local prog=$1
-  shift
-  pair_run --out "$TMP/$prog." --sock "$SOCK" --settle 0.3 \
+# The cases: name, kind (lat or bw), the server's progress mode, perftest's
+# program and size, dpdat-perf's arguments.  The client always polls.
+CASES=(
+  "read_lat lat $PROGRESS ib_read_lat 8 --op read -s 8 --lat"
+  "send_lat lat inline ib_send_lat 8 --op send -s 8 --lat"
+  "write_bw bw $PROGRESS ib_write_bw 65536 --op write -s 65536 --bw"
+  "send_bw bw inline ib_send_bw 65536 --op send -s 65536 --bw"
+)
+LEFT_OUT="left out: ib_write_lat (its target spins on memory while its progress thread must place each write: two busy threads on each CPU of two), ib_atomic_* and ib_read_bw (not among the compared cases)"
+
+# verbs NAME ROUND SPROG PROG SIZE N: perftest's client result line into $TMP/NAME.verbs.ROUND
+verbs() {
+  local name=$1 round=$2 sprog=$3 prog=$4 size=$5 n=$6
+  pair_run --out "$TMP/$name.verbs.$round." --sock "$SOCK" --settle 0.3 \
     --retry "Couldn't connect|Unable to open file descriptor" \
-    "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$PROGRESS" -- "$prog" -d srv -x 0 -F "$@" :: \
-    "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=$PROGRESS" -- "$prog" -d cli -x 0 -F "$@" $S_IP ||
+    "${S_RUN[@]}" "$RUN" -i srv="vdev=$MEMIF_S;ip=$S_IP;progress=$sprog" -- "$prog" -d srv -x 0 -F -s "$size" -n "$n" :: \
+    "${C_RUN[@]}" "$RUN" -i cli="vdev=$MEMIF_C;ip=$C_IP;progress=inline" -- "$prog" -d cli -x 0 -F -s "$size" -n "$n" $S_IP ||
     { echo "verbs_compare.sh: $prog: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
-  grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$PAIR_CLIENT_LOG" | tail -1 >"$TMP/$prog.out"
+  grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$PAIR_CLIENT_LOG" | tail -1 >"$TMP/$name.verbs.$round"
 }
 
-perftest ib_write_lat -s 8 -n "$ITERS"
-perftest ib_read_lat -s 8 -n "$ITERS"
-perftest ib_send_lat -s 8 -n "$ITERS"
-perftest ib_write_bw -s 65536 -n "$ITERS"
-perftest ib_send_bw -s 65536 -n "$ITERS"
-
-# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json (the client
-# waits for the server's out-of-band socket itself)
-perf() {
-  local tag=$1
-  shift
+# dat NAME ROUND SPROG N ARGS...: dpdat-perf's client JSON into $TMP/NAME.dat.ROUND (the
+# client waits for the server's out-of-band socket itself)
+dat() {
+  local name=$1 round=$2 sprog=$3 n=$4
+  shift 4
   rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
-  pair_run --out "$TMP/$tag." \
+  pair_run --out "$TMP/$name.dat.$round." \
     "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" "$@" :: \
+    --progress "$sprog" "$@" :: \
     "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" ||
-    { echo "verbs_compare.sh: dpdat-perf $tag: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
+    --progress inline --json "$TMP/$name.dat.$round" -n "$n" "$@" ||
+    { echo "verbs_compare.sh: dpdat-perf $name: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
 }
 
-perf write_lat --op write -s 8 --lat
-perf write_lat_mem --op write -s 8 --lat --poll-memory
-perf read_lat --op read -s 8 --lat
-perf send_lat --op send -s 8 --lat
-perf write_bw --op write -s 65536 --bw
-perf send_bw --op send -s 65536 --bw
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 1; r <= ROUNDS; r++)); do
+  for c in "${CASES[@]}"; do
+    read -r name kind sprog prog size dargs <<<"$c"
+    n=$ITERS
+    [ "$kind" = bw ] && n=$BW_ITERS
+    verbs "$name" "$r" "$sprog" "$prog" "$size" "$n"
+    # shellcheck disable=SC2086 # dargs: several arguments
+    dat "$name" "$r" "$sprog" "$n" $dargs
+  done
+done
 
-python3 - "$TMP" <<'PY'
-import json, sys, os
-tmp = sys.argv[1]
-def cols(prog):
+python3 - "$TMP" "$ROUNDS" "$LEFT_OUT" "${CASES[@]}" <<'PY'
+import json, math, os, statistics, sys
+tmp, rounds, left_out, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+def verbs(name, kind, r):
     try:
-        return open(os.path.join(tmp, prog + ".out")).read().split()
-    except OSError:
-        return []
-def num(prog, i):
-    c = cols(prog)
-    return float(c[i]) if len(c) > i else float("nan")
-def perf(tag, kind):
+        c = open(os.path.join(tmp, f"{name}.verbs.{r}")).read().split()
+        return float(c[4] if kind == "lat" else c[3])
+    except (OSError, ValueError, IndexError):
+        return math.nan
+def dat(name, kind, r):
     try:
-        d = json.load(open(os.path.join(tmp, tag + ".json")))
+        d = json.load(open(os.path.join(tmp, f"{name}.dat.{r}")))
         x = d[kind][0]
         return x["median_us"] if kind == "lat" else x["avg_mbs"]
     except (OSError, ValueError, KeyError, IndexError):
-        return float("nan")
-rows = [
-    ("8 B WRITE latency (us)", num("ib_write_lat", 4), perf("write_lat", "lat")),
-    ("  dpdat-perf --poll-memory", float("nan"), perf("write_lat_mem", "lat")),
-    ("8 B READ latency (us)", num("ib_read_lat", 4), perf("read_lat", "lat")),
-    ("8 B SEND latency (us)", num("ib_send_lat", 4), perf("send_lat", "lat")),
-    ("64 KiB WRITE bandwidth (MB/s)", num("ib_write_bw", 3), perf("write_bw", "bw")),
-    ("64 KiB SEND bandwidth (MB/s)", num("ib_send_bw", 3), perf("send_bw", "bw")),
-]
-print(f"{'':32} {'verbs (perftest)':>18} {'uDAPL (dpdat-perf)':>20}")
-for name, v, d in rows:
-    print(f"{name:32} {v:18.2f} {d:20.2f}")
+        return math.nan
+def median(xs):
+    xs = [x for x in xs if not math.isnan(x)]
+    return statistics.median(xs) if xs else math.nan
+print(f"{'case':10} {'server':9} {'verbs':>9} {'DAT':>9} {'verbs/DAT':>9} {'paired':>6} {'q1-q3':>11}  target  rounds (verbs | DAT)")
+for c in cases:
+    name, kind, sprog, prog, size = c.split()[:5]
+    v = [verbs(name, kind, r) for r in range(1, rounds + 1)]
+    d = [dat(name, kind, r) for r in range(1, rounds + 1)]
+    mv, md = median(v), median(d)
+    ratio = mv / md if md and not math.isnan(md) else math.nan
+    # Each round's verbs run next to the DAT run that followed it: the
+    # median of those ratios, less swayed by a load that changes over rounds.
+    pairs = [a / b for a, b in zip(v, d) if b and not math.isnan(a) and not math.isnan(b)]
+    paired = median(pairs)
+    q = statistics.quantiles(pairs, n=4) if len(pairs) >= 2 else [math.nan] * 3
+    if math.isnan(paired):
+        verdict = "n/a"
+    elif kind == "lat":
+        verdict = "met" if paired <= 1.1 else "MISSED (<= 1.1)"
+    else:
+        verdict = "met" if paired >= 0.95 else "MISSED (>= 0.95)"
+    unit = "us" if kind == "lat" else "MB/s"
+    fmt = lambda xs: " ".join(f"{x:.2f}" for x in xs)
+    print(f"{name:10} {sprog:9} {mv:9.2f} {md:9.2f} {ratio:9.3f} {paired:6.3f} {q[0]:5.2f}-{q[2]:5.2f}  {verdict}  {unit}: {fmt(v)} | {fmt(d)}")
+print(left_out)
 PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

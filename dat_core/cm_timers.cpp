@@ -3,7 +3,7 @@
 // forgetting of EPs and CRs.
 
 #include "cm.hpp"
-#include "ops.hpp"  // qp_attr_errored
+#include "ops.hpp"  // qp_attr_errored, qp_attr_pass
 
 namespace dpdat::dat {
 
@@ -33,6 +33,7 @@ void Iface::cm_timers(uint64_t now) {
       send_cm(ep->peer_mac, ep->peer_ip, dreq_of(*ep));
       finish_disconnect(ep, EventNum::kBroken);
     });
+  if (!qp_attr_watch.empty()) qp_attr_pass(this);
   for (auto it = key_refusals_by_peer.begin(); it != key_refusals_by_peer.end();)
     it = now - it->second.since >= kKeyRefusalWindowNs ? key_refusals_by_peer.erase(it) : ++it;
   // A pass may end EPs (and take them off `watched`): it walks a copy, in a
@@ -185,6 +186,7 @@ void Iface::drop_ep(Ep* ep) {
     }
   }
   watched.erase(ep);
+  qp_attr_watch.erase(ep);
   // Only an accepted EP is in a passive record, under its peer's REQ
   // (peer address, the peer's communication ID = our remote_comm).
   if (auto it = passive.find((uint64_t{ep->peer_ip} << 32) | ep->remote_comm);

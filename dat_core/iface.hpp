@@ -104,6 +104,9 @@ struct Iface {
   std::vector<Srq*> srqs;
   std::unordered_set<Ep*> watched;  // EPs with CM timers or a connection to watch
   std::vector<Ep*> watched_pass;    // cm_timers()'s copy of `watched`
+  // Queue pairs connected by attributes that the housekeeping pass looks
+  // at (qp_attr_pass): in RTR (their first packet), or in SQD draining.
+  std::unordered_set<Ep*> qp_attr_watch;
   // Abrupt disconnects awaiting their DREP, by our communication ID.
   std::unordered_map<uint32_t, PendingDreq> pending_dreqs;
   std::vector<std::pair<wire::CmMsg, uint32_t>> cm_drops;  // cfg.cm_drop: still to lose

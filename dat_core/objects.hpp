@@ -338,6 +338,12 @@ struct Ep : Object {
   // broken connection and its leaving an SRQ are also told as verbs'
   // asynchronous events (QP_FATAL, LAST_WQE_REACHED); a DAT EP's are not.
   bool cm_attached = false;
+  // Connected by attributes (ops_qp_attr.hpp; interface lock): in SQD, its
+  // send queue still holds requests, and whether SQ_DRAINED is told once it
+  // holds none; in RTR, whether COMM_EST (the first packet) was told.
+  bool sq_draining = false;
+  bool sqd_notify = false;
+  bool comm_est_told = false;
   explicit Ep(Ia* a) : Object(HandleType::kEp, a) {}
 };
 
@@ -374,6 +380,11 @@ inline constexpr uint32_t kEpTransferToErrorReason = 0;  // DAT_EP_TRANSFER_TO_E
 // receives from an SRQ: it takes no more (verbs' "last WQE reached").  With
 // kEpTransferToErrorReason, a verbs queue pair failed on its own (QP_FATAL).
 inline constexpr uint32_t kEpLastWqeReason = 0x100;
+// Notifications (kProviderInternal) about such a queue pair: it entered SQD
+// asking to be told, and its send queue has drained (verbs' SQ_DRAINED); it
+// received its first packet while in RTR (verbs' COMM_EST).
+inline constexpr uint32_t kQpSqDrainedReason = 0x101;
+inline constexpr uint32_t kQpCommEstReason = 0x102;
 
 struct Srq : Object {
   Pz* pz = nullptr;

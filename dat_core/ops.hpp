@@ -116,6 +116,10 @@ void free_children(Ia* ia);
 // IA's async EVD learns that it failed on its own (not by the consumer's
 // hand) and, if it takes receives from an SRQ, that it takes no more.
 void qp_attr_errored(Ep* ep);
+// The housekeeping pass over Iface::qp_attr_watch: a queue pair in RTR that
+// received a packet is told (COMM_EST), one in SQD whose send queue drained
+// stops draining and is told if it asked (SQ_DRAINED).
+void qp_attr_pass(Iface* f);
 
 // ------------------------------------------------------------- IA / PZ
 

@@ -19,6 +19,26 @@ static_assert(kQpAttrRts == static_cast<uint8_t>(QpAttrState::kRts));
 QpAttrState stored(const Ep* ep) { return static_cast<QpAttrState>(ep->qp_attr_state); }
 void store(Ep* ep, QpAttrState s) { ep->qp_attr_state = static_cast<uint8_t>(s); }
 
+// Lock held.  The queue pair holds no send request (none handed off on the
+// way to it either): SQD has drained.
+bool sq_drained(const Ep* ep) {
+  return ep->sends_posted.load(std::memory_order_acquire) == ep->sends_into_qp &&
+         ep->qp->send_queue_used() == 0;
+}
+
+// Lock held.  A queue pair in RTR that received a packet: COMM_EST, once.
+void tell_comm_est(Iface* f, Ep* ep) {
+  if (ep->comm_est_told || ep->qp->counters().rx_packets == 0) return;
+  ep->comm_est_told = true;
+  f->async_event(ep->ia, EventNum::kProviderInternal, ep, kQpCommEstReason);
+}
+
+// Lock held.  The queue pair leaves RTR or SQD: nothing more to watch.
+void unwatch(Iface* f, Ep* ep) {
+  f->qp_attr_watch.erase(ep);
+  ep->sq_draining = false;
+}
+
 // Lock held.  Flushes what the queue pair holds into its EVDs.
 void flush(Iface* f, Ep* ep) {
   if (ep->qp == nullptr) return;
@@ -102,27 +122,75 @@ Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   ep->peer_qpn = peer.qpn;
   ep->state = EpState::kConnected;  // receives flow; the front refuses sends until RTS
   store(ep, QpAttrState::kRtr);
+  ep->comm_est_told = false;
+  f->qp_attr_watch.insert(ep);  // its first packet: COMM_EST
   return kOk;
 }
 
 Status qp_to_rts(Ep* ep, const QpRequester& req) {
-  Lock lk(ep->ia->iface);
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
   const QpAttrState cur = qp_attr_state(ep);
-  if (!qp_transition_ok(cur, QpAttrState::kRts) || cur == QpAttrState::kSqd)
+  if (!qp_transition_ok(cur, QpAttrState::kRts) || ep->qp == nullptr)
     return fail(Type::INVALID_STATE);
   if (cur == QpAttrState::kRtr) {
-    if (ep->qp == nullptr ||
-        !ep->qp->set_requester(wire::Psn(req.sq_psn & 0xFFFFFFu), req.retry_count, req.rnr_retry,
+    if (!ep->qp->set_requester(wire::Psn(req.sq_psn & 0xFFFFFFu), req.retry_count, req.rnr_retry,
                                req.ack_timeout_ns))
       return fail(Type::INVALID_STATE);
+    tell_comm_est(f, ep);  // a packet came in RTR since the last pass
   }
+  unwatch(f, ep);  // SQD -> RTS: sends resume, drained or not (no SQ_DRAINED)
   store(ep, QpAttrState::kRts);
   return kOk;
+}
+
+Status qp_to_sqd(Ep* ep, bool notify) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  const QpAttrState cur = qp_attr_state(ep);
+  if (!qp_transition_ok(cur, QpAttrState::kSqd) || ep->qp == nullptr)
+    return fail(Type::INVALID_STATE);
+  if (cur == QpAttrState::kSqd) return kOk;  // SQD -> SQD: draining goes on
+  store(ep, QpAttrState::kSqd);
+  ep->sq_draining = true;
+  ep->sqd_notify = notify;
+  f->qp_attr_watch.insert(ep);
+  f->next_housekeeping.store(0, std::memory_order_relaxed);  // drained already, perhaps
+  return kOk;
+}
+
+bool qp_sq_draining(Ep* ep) {
+  Lock lk(ep->ia->iface);
+  return qp_attr_state(ep) == QpAttrState::kSqd && ep->sq_draining;
+}
+
+void qp_attr_pass(Iface* f) {
+  for (auto it = f->qp_attr_watch.begin(); it != f->qp_attr_watch.end();) {
+    Ep* ep = *it;
+    const QpAttrState s = qp_attr_state(ep);
+    bool done =
+        ep->qp == nullptr || ep->freeing || (s != QpAttrState::kRtr && s != QpAttrState::kSqd);
+    if (!done && s == QpAttrState::kRtr) {
+      tell_comm_est(f, ep);
+      done = ep->comm_est_told;
+    } else if (!done && sq_drained(ep)) {
+      done = true;
+      if (ep->sqd_notify)
+        f->async_event(ep->ia, EventNum::kProviderInternal, ep, kQpSqDrainedReason);
+    }
+    if (!done) {
+      ++it;
+      continue;
+    }
+    if (s == QpAttrState::kSqd) ep->sq_draining = false;
+    it = f->qp_attr_watch.erase(it);
+  }
 }
 
 Status qp_to_error(Ep* ep) {
   Iface* f = ep->ia->iface;
   Lock lk(f);
+  unwatch(f, ep);
   flush(f, ep);
   store(ep, QpAttrState::kError);
   return kOk;
@@ -131,6 +199,7 @@ Status qp_to_error(Ep* ep) {
 Status qp_to_reset(Ep* ep, uint32_t* qpn) {
   Iface* f = ep->ia->iface;
   Lock lk(f);
+  unwatch(f, ep);
   flush(f, ep);
   f->destroy_qp(ep);
   ep->state = EpState::kUnconnected;

@@ -53,9 +53,24 @@ Status qp_to_init(Ep* ep);
 // the queue pair receives from the peer.  INVALID_ADDRESS/UNREACHABLE when
 // nobody answers; INVALID_PARAMETER for a path MTU the interface cannot carry.
 Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us);
-// RTR -> RTS: the queue pair sends from sq_psn on.  RTS -> RTS, SQE -> RTS:
-// nothing changes but the state.
+// RTR -> RTS: the queue pair sends from sq_psn on.  RTS -> RTS, SQE -> RTS,
+// SQD -> RTS: nothing changes but the state (SQD -> RTS ends a drain still
+// under way, with no notification).  Leaving RTR, a queue pair that
+// received a packet in RTR is told so (below) if no pass told it yet.
 Status qp_to_rts(Ep* ep, const QpRequester& req);
+// RTS -> SQD: the send queue drains.  The state alone refuses new sends (the
+// front checks it, as it refuses sends before RTS); receives go on.  Once
+// every send request posted before has left the queue pair (completed,
+// signalled or not), the queue pair stops draining (qp_sq_draining) and,
+// with `notify`, the IA's async EVD gets kProviderInternal with
+// kQpSqDrainedReason, within a housekeeping pass (about a millisecond).
+// SQD -> SQD: nothing changes.
+Status qp_to_sqd(Ep* ep, bool notify);
+// In SQD with send requests still in the queue pair.
+bool qp_sq_draining(Ep* ep);
+// A queue pair in RTR that receives a packet (its peer reached RTS first)
+// is told once: kProviderInternal with kQpCommEstReason on the IA's async
+// EVD, within a housekeeping pass or when it moves to RTS.
 // Any -> ERROR: every posted receive and outstanding request completes as
 // flushed (IBV_WC_WR_FLUSH_ERR).
 Status qp_to_error(Ep* ep);

@@ -409,6 +409,20 @@ void async_agent(void* instance, void* /*evd*/) {
       out.event_type =
           ev.reason == dat::kEpLastWqeReason ? IBV_EVENT_QP_LAST_WQE_REACHED : IBV_EVENT_QP_FATAL;
     } else if (ev.num == dat::EventNum::kProviderInternal &&
+               (ev.reason == dat::kQpSqDrainedReason || ev.reason == dat::kQpCommEstReason)) {
+      auto it = ctx->qps.find(ev.handle);
+      if (it == ctx->qps.end()) continue;  // destroyed meanwhile
+      out.element.qp = &it->second->qp;
+      out.event_type =
+          ev.reason == dat::kQpSqDrainedReason ? IBV_EVENT_SQ_DRAINED : IBV_EVENT_COMM_EST;
+    } else if (ev.num == dat::EventNum::kEvdOverflow) {
+      // A CQ overrun: completions found it full.  Nothing is lost: they wait
+      // in the engine, and the queue pairs with them, until it is polled.
+      auto it = ctx->cqs.find(ev.handle);
+      if (it == ctx->cqs.end()) continue;
+      out.element.cq = &it->second->cq;
+      out.event_type = IBV_EVENT_CQ_ERR;
+    } else if (ev.num == dat::EventNum::kProviderInternal &&
                ev.reason == dat::kSrqLowWatermarkReason) {
       auto it = ctx->srqs.find(ev.handle);
       if (it == ctx->srqs.end()) continue;  // an EP's watermark: not a verbs event
@@ -424,20 +438,22 @@ void async_agent(void* instance, void* /*evd*/) {
   }
 }
 
-void async_register(Context* ctx, const dat::Object* o, Qp* qp, Srq* srq) {
+void async_register(Context* ctx, const dat::Object* o, Qp* qp, Srq* srq, Cq* cq) {
   std::lock_guard<std::mutex> g(ctx->async_mu);
   if (qp != nullptr) ctx->qps[o] = qp;
   if (srq != nullptr) ctx->srqs[o] = srq;
+  if (cq != nullptr) ctx->cqs[o] = cq;
 }
 
 void async_forget(Context* ctx, const dat::Object* o, const void* element) {
   std::lock_guard<std::mutex> g(ctx->async_mu);
   ctx->qps.erase(o);
   ctx->srqs.erase(o);
+  ctx->cqs.erase(o);
   // Its events not yet read go with it (ibv_get_async_event passes over
   // their counts on the eventfd).
   std::erase_if(ctx->async_q, [element](const ibv_async_event& e) {
-    return e.element.qp == element || e.element.srq == element;
+    return e.element.qp == element || e.element.srq == element || e.element.cq == element;
   });
 }
 

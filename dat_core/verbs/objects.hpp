@@ -50,6 +50,7 @@ struct Device {
 
 struct Qp;
 struct Srq;
+struct Cq;
 
 struct Context {
   verbs_context vctx;  // first; its `context` is the application's pointer
@@ -64,6 +65,7 @@ struct Context {
   std::deque<ibv_async_event> async_q;
   std::unordered_map<const dat::Object*, Qp*> qps;
   std::unordered_map<const dat::Object*, Srq*> srqs;
+  std::unordered_map<const dat::Object*, Cq*> cqs;  // by their EVD
 };
 
 inline Context* ctx_of(ibv_context* c) {
@@ -80,8 +82,6 @@ struct Mr {
   ibv_mr mr;
   dat::Lmr* lmr = nullptr;
 };
-
-struct Cq;
 
 struct Channel {
   ibv_comp_channel ch;
@@ -155,7 +155,7 @@ void cq_agent(void* instance, void* evd);
 void async_agent(void* instance, void* evd);
 // A QP or SRQ is made or destroyed: what the async agent may name
 // (device.cpp).  Forgetting one also drops its events not yet read.
-void async_register(Context* ctx, const dat::Object* o, Qp* qp, Srq* srq);
+void async_register(Context* ctx, const dat::Object* o, Qp* qp, Srq* srq, Cq* cq = nullptr);
 void async_forget(Context* ctx, const dat::Object* o, const void* element);
 
 // Context ops (device.cpp).

@@ -75,7 +75,14 @@ Masks masks_for(dat::QpAttrState from, dat::QpAttrState to) {
                 IBV_QP_MAX_QP_RD_ATOMIC,
             IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
                 IBV_QP_PATH_MIG_STATE};
-  // RTS -> RTS, SQE -> RTS, SQD -> RTS/SQD
+  if (from == S::kRts && to == S::kSqd) return {IBV_QP_STATE, IBV_QP_EN_SQD_ASYNC_NOTIFY};
+  if (from == S::kSqd && to == S::kSqd)
+    return {IBV_QP_STATE, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
+                              IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_PKEY_INDEX |
+                              IBV_QP_PORT | IBV_QP_AV | IBV_QP_MAX_QP_RD_ATOMIC |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                              IBV_QP_RNR_RETRY};
+  // RTS -> RTS, SQE -> RTS, SQD -> RTS
   return {IBV_QP_STATE, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
                             IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE};
 }
@@ -210,7 +217,15 @@ DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if ((mask & IBV_QP_TIMEOUT) != 0 && attr->timeout > 31) return EINVAL;
   if ((mask & IBV_QP_MIN_RNR_TIMER) != 0 && attr->min_rnr_timer > 31) return EINVAL;
   if ((mask & IBV_QP_ALT_PATH) != 0) return EOPNOTSUPP;  // one path, no migration
-  if (to == S::kSqd) return EOPNOTSUPP;                  // no send-queue drain
+  if (cur == S::kSqd && to == S::kSqd) {
+    // SQD -> SQD: a new path or requester budgets would need the queue
+    // pair's path and requester set anew, which dpdat does not do.
+    if ((mask & (IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY)) != 0)
+      return EOPNOTSUPP;
+    // IBA: attributes change in SQD only once the send queue has drained.
+    if ((mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE)) != 0 && dat::qp_sq_draining(q->ep))
+      return EBUSY;
+  }
   dat::Status st = dat::kOk;
   if (to == S::kReset) {
     uint32_t qpn = 0;
@@ -242,6 +257,10 @@ DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     r.ack_timeout_ns =
         ack_timeout_ns((mask & IBV_QP_TIMEOUT) != 0 ? attr->timeout : q->attr.timeout);
     st = dat::qp_to_rts(q->ep, r);
+  } else if (to == S::kSqd) {
+    const bool notify = cur == S::kRts && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) != 0 &&
+                        attr->en_sqd_async_notify != 0;
+    st = dat::qp_to_sqd(q->ep, notify);
   }
   if (!st.ok()) return to_errno(st);
   // Remember what was set, for ibv_query_qp.
@@ -260,6 +279,7 @@ DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if ((mask & IBV_QP_TIMEOUT) != 0) s.timeout = attr->timeout;
   if ((mask & IBV_QP_RETRY_CNT) != 0) s.retry_cnt = attr->retry_cnt;
   if ((mask & IBV_QP_RNR_RETRY) != 0) s.rnr_retry = attr->rnr_retry;
+  if ((mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) != 0) s.en_sqd_async_notify = attr->en_sqd_async_notify;
   s.qp_state = static_cast<ibv_qp_state>(to);
   qp->state = s.qp_state;
   return 0;
@@ -273,7 +293,7 @@ DPDAT_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_in
   attr->qp_state = static_cast<ibv_qp_state>(dat::qp_attr_state(q->ep));
   attr->cur_qp_state = attr->qp_state;
   attr->cap = q->cap;
-  attr->sq_draining = 0;
+  attr->sq_draining = attr->qp_state == IBV_QPS_SQD && dat::qp_sq_draining(q->ep) ? 1 : 0;
   qp->state = attr->qp_state;
   *init = ibv_qp_init_attr{};
   init->qp_context = qp->qp_context;

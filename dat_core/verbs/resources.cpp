@@ -168,6 +168,7 @@ DPDAT_EXPORT ibv_cq* ibv_create_cq(ibv_context* c, int cqe, void* cq_context,
     q->channel->cqs++;
     chan->refcnt++;
   }
+  async_register(ctx, q->evd, nullptr, nullptr, q);  // IBV_EVENT_CQ_ERR
   return &q->cq;
 }
 
@@ -175,8 +176,10 @@ DPDAT_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
   if (cq == nullptr) return EINVAL;
   auto* q = reinterpret_cast<Cq*>(cq);
   if (q->qps > 0) return EBUSY;
+  const dat::Evd* evd = q->evd;
   const dat::Status st = dat::evd_free(q->evd);
   if (!st.ok()) return st.type == dat::Type::INVALID_STATE ? EBUSY : to_errno(st);
+  async_forget(q->ctx, evd, cq);
   if (q->cno != nullptr) (void)dat::cno_free(q->cno);
   if (q->channel != nullptr) {
     std::lock_guard<std::mutex> g(q->channel->mu);

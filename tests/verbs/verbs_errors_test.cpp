@@ -14,14 +14,6 @@ namespace verbs_test {
 
 using Clock = std::chrono::steady_clock;
 
-// The next asynchronous event of the context, waiting at most ms on its
-// async fd (a pollable eventfd); false when none came.
-bool next_async(ibv_context* c, ibv_async_event* ev, int ms) {
-  pollfd p{c->async_fd, POLLIN, 0};
-  if (poll(&p, 1, ms) != 1) return false;
-  return ibv_get_async_event(c, ev) == 0;
-}
-
 // A SEND to a QP with no receive posted: the responder answers RNR NAKs;
 // after rnr_retry retries the requester fails it and its QP goes to ERR.
 TEST_F(VerbsTest, RnrRetryExceeded) {

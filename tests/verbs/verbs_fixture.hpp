@@ -55,6 +55,14 @@ inline std::vector<ibv_wc> poll_n(ibv_cq* cq, int n) {
   return out;
 }
 
+// The next asynchronous event of the context, waiting at most ms on its
+// async fd (a pollable eventfd); false when none came.
+inline bool next_async(ibv_context* c, ibv_async_event* ev, int ms) {
+  pollfd p{c->async_fd, POLLIN, 0};
+  if (poll(&p, 1, ms) != 1) return false;
+  return ibv_get_async_event(c, ev) == 0;
+}
+
 class VerbsTest : public ::testing::Test {
  protected:
   void SetUp() override {
