@@ -10,39 +10,9 @@
 # (perftest's BW average, MB/s as perftest prints it; dpdat-perf's avg_mbs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build/ci
-ITERS=5000
-PROGRESS=adaptive
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    --iters) ITERS=$2; shift 2 ;;
-    --progress) PROGRESS=$2; shift 2 ;;
-    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "verbs_compare.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-[[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --iters: a positive integer" >&2; exit 2; }
-PERF=$BUILD/tools/dpdat-perf
-RUN=$BUILD/bin/dpdat-run
-for f in "$PERF" "$RUN"; do
-  [ -x "$f" ] || { echo "verbs_compare.sh: $f not built" >&2; exit 1; }
-done
-[ "$(id -u)" -eq 0 ] || { echo "verbs_compare.sh: needs root (network namespace)" >&2; exit 1; }
-
-. "$ROOT/scripts/lib/net.sh"
-. "$ROOT/scripts/lib/pair.sh"
-lib_tmpdir TMP dpdat-verbs-cmp
-NS=dpdat-vcmp-$$
-S_IP=10.79.0.1
-C_IP=10.79.0.2
-memif_pair "$TMP"
-SOCK=$MEMIF_SOCK
-netns_add "$NS"
-ip netns exec "$NS" ip addr add $S_IP/32 dev lo
-ip netns exec "$NS" ip addr add $C_IP/32 dev lo
-S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
-C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
+. "$ROOT/scripts/lib/compare.sh"
+compare_args verbs_compare.sh 2,10 "$@"
+compare_setup verbs_compare.sh dpdat-verbs-cmp dpdat-vcmp
 
 # perftest PROGRAM ARGS...: the client's result line into $TMP/PROGRAM.out
 perftest() {
@@ -61,20 +31,6 @@ perftest ib_read_lat -s 8 -n "$ITERS"
 perftest ib_send_lat -s 8 -n "$ITERS"
 perftest ib_write_bw -s 65536 -n "$ITERS"
 perftest ib_send_bw -s 65536 -n "$ITERS"
-
-# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json (the client
-# waits for the server's out-of-band socket itself)
-perf() {
-  local tag=$1
-  shift
-  rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
-  pair_run --out "$TMP/$tag." \
-    "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" "$@" :: \
-    "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" ||
-    { echo "verbs_compare.sh: dpdat-perf $tag: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
-}
 
 perf write_lat --op write -s 8 --lat
 perf write_lat_mem --op write -s 8 --lat --poll-memory
