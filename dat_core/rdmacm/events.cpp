@@ -66,10 +66,23 @@ Id* new_child(Id* l, Dev* d, dat::Cr* cr) {
 // One dat_core event of device d (mu not held).
 void handle(Dev* d, const dat::Event& e) {
   using N = dat::EventNum;
-  // What the connection agreed, for ESTABLISHED (dat_core is called without mu).
+  // What the connection agreed, for ESTABLISHED.  dat_core is called without
+  // mu; the EP, still its id's, is kept from ibv_destroy_qp meanwhile.
   dat::QpCmPath path;
-  const bool have_path =
-      e.num == N::kEstablished && e.ep != nullptr && dat::qp_cm_path(e.ep, &path).ok();
+  bool have_path = false;
+  if (e.num == N::kEstablished && e.ep != nullptr) {
+    {
+      std::lock_guard<std::mutex> lk(g().mu);
+      if (g().by_ep.count(e.ep) == 0) return;  // its id is gone
+      g().agent_eps.insert(e.ep);
+    }
+    have_path = dat::qp_cm_path(e.ep, &path).ok();
+    {
+      std::lock_guard<std::mutex> lk(g().mu);
+      g().agent_eps.erase(g().agent_eps.find(e.ep));
+    }
+    g().acked.notify_all();
+  }
   std::unique_lock<std::mutex> lk(g().mu);
   if (e.num == N::kConnRequest) {
     auto it = g().by_sp.find(e.sp);

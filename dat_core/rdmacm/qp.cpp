@@ -39,8 +39,9 @@ bool make_cq(Id* id, uint32_t n, ibv_comp_channel** ch, ibv_cq** cq) {
 // ibv_destroy_qp of an id's QP (directly or through rdma_destroy_qp): the id
 // forgets it, and its EP's connection events find no id from now on.
 void qp_gone(verbs::Qp* q) {
-  std::lock_guard<std::mutex> lk(g().mu);
+  std::unique_lock<std::mutex> lk(g().mu);
   g().by_ep.erase(q->ep);
+  g().acked.wait(lk, [q] { return g().agent_eps.count(q->ep) == 0; });
   auto* id = static_cast<Id*>(q->cm_id);
   if (id != nullptr && id->id.qp == &q->qp) id->id.qp = nullptr;
   q->cm_gone = nullptr;

@@ -103,6 +103,9 @@ struct Global {
   std::unordered_map<dat::Ep*, Id*> by_ep;
   std::unordered_map<dat::Sp*, Id*> by_sp;
   std::unordered_set<uint16_t> ports;  // bound or listening
+  // EPs an agent reads from dat_core without mu (ESTABLISHED's agreed
+  // path): ibv_destroy_qp waits until none names its EP (on `acked`).
+  std::unordered_multiset<dat::Ep*> agent_eps;
   uint16_t next_port = 0;
 };
 Global& g();
