@@ -70,12 +70,12 @@ for d in $DEBS; do
   ! grep -E " ./usr/share/man/.*[^/]$" "$TMP/$p.contents" | grep -v "\.gz$" ||
     fail "$p has a manual page that is not compressed"
 done
-# lintian, in the background at low priority while the packages are
+# lintian, in the background while the packages are
 # installed and run (it reads only the .deb files); its verdict is taken
 # before the purge.  Errors left for the project to decide: no-copyright-file
 # (no licence is stated) and the placeholder Maintainer address
 # (DPDAT_PACKAGE_CONTACT).
-nice -n 10 lintian --tag-display-limit 0 \
+lintian --tag-display-limit 0 \
   --suppress-tags no-copyright-file,bogus-mail-host,bogus-mail-host-in-debian-changelog \
   $DEBS >"$TMP/lintian.log" 2>&1 &
 LINTIAN=$!
