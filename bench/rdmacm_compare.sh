@@ -13,45 +13,19 @@
 # --poll makes it poll its CQs (-cp1), as dpdat-perf does.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build/ci
-ITERS=5000
-PROGRESS=adaptive
+. "$ROOT/scripts/lib/compare.sh"
 TIME=5
 CP=
-while [ $# -gt 0 ]; do
+compare_opt() {
   case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    --iters) ITERS=$2; shift 2 ;;
-    --progress) PROGRESS=$2; shift 2 ;;
-    --time) TIME=$2; shift 2 ;;
-    --poll) CP=-cp1; shift ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "rdmacm_compare.sh: unknown option $1" >&2; exit 2 ;;
+    --time) TIME=${2-}; COMPARE_TAKEN=2 ;;
+    --poll) CP=-cp1; COMPARE_TAKEN=1 ;;
   esac
-done
-[[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "rdmacm_compare.sh: --iters: a positive integer" >&2; exit 2; }
+}
+compare_args rdmacm_compare.sh 2,13 "$@"
 [[ "$TIME" =~ ^[1-9][0-9]*$ ]] || { echo "rdmacm_compare.sh: --time: a positive integer" >&2; exit 2; }
 command -v qperf >/dev/null || { echo "rdmacm_compare.sh: qperf not installed" >&2; exit 1; }
-PERF=$BUILD/tools/dpdat-perf
-RUN=$BUILD/bin/dpdat-run
-for f in "$PERF" "$RUN"; do
-  [ -x "$f" ] || { echo "rdmacm_compare.sh: $f not built" >&2; exit 1; }
-done
-[ "$(id -u)" -eq 0 ] || { echo "rdmacm_compare.sh: needs root (network namespace)" >&2; exit 1; }
-
-. "$ROOT/scripts/lib/net.sh"
-. "$ROOT/scripts/lib/pair.sh"
-lib_tmpdir TMP dpdat-rdmacm-cmp
-NS=dpdat-ccmp-$$
-S_IP=10.79.0.1
-C_IP=10.79.0.2
-memif_pair "$TMP"
-SOCK=$MEMIF_SOCK
-netns_add "$NS"
-ip netns exec "$NS" ip addr add $S_IP/32 dev lo
-ip netns exec "$NS" ip addr add $C_IP/32 dev lo
-S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
-C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
+compare_setup rdmacm_compare.sh dpdat-rdmacm-cmp dpdat-ccmp
 
 # qperf TEST SIZE: the client's output into $TMP/TEST.client.log.  qperf's
 # server opens its device only when the test starts (no memif socket to wait
@@ -70,20 +44,6 @@ qperf_run rc_lat 8
 qperf_run rc_rdma_read_lat 8
 qperf_run rc_bw 64K
 qperf_run rc_rdma_write_bw 64K
-
-# dpdat-perf TAG ARGS...: the client's JSON into $TMP/TAG.json (the client
-# waits for the server's out-of-band socket itself)
-perf() {
-  local tag=$1
-  shift
-  rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
-  pair_run --out "$TMP/$tag." \
-    "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" "$@" :: \
-    "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" ||
-    { echo "rdmacm_compare.sh: dpdat-perf $tag: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
-}
 
 perf send_lat --op send -s 8 --lat
 perf read_lat --op read -s 8 --lat

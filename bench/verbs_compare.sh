@@ -24,49 +24,24 @@
 # DAT twin's sends are unsignalled, and their ACKs coalesce.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build/ci
-ITERS=5000
+. "$ROOT/scripts/lib/compare.sh"
 BW_ITERS=20000
 ROUNDS=5
-PROGRESS=busy
-while [ $# -gt 0 ]; do
+PROGRESS_DEFAULT=busy
+compare_opt() {
   case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    --iters) ITERS=$2; shift 2 ;;
-    --bw-iters) BW_ITERS=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --progress) PROGRESS=$2; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "verbs_compare.sh: unknown option $1" >&2; exit 2 ;;
+    --bw-iters) BW_ITERS=${2-}; COMPARE_TAKEN=2 ;;
+    --rounds) ROUNDS=${2-}; COMPARE_TAKEN=2 ;;
   esac
-done
-[[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --iters: a positive integer" >&2; exit 2; }
+}
+compare_args verbs_compare.sh 2,24 "$@"
 [[ "$BW_ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --bw-iters: a positive integer" >&2; exit 2; }
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --rounds: a positive integer" >&2; exit 2; }
 case "$PROGRESS" in
   adaptive | busy) ;;
   *) echo "verbs_compare.sh: --progress: adaptive or busy (a passive target needs a progress thread)" >&2; exit 2 ;;
 esac
-PERF=$BUILD/tools/dpdat-perf
-RUN=$BUILD/bin/dpdat-run
-for f in "$PERF" "$RUN"; do
-  [ -x "$f" ] || { echo "verbs_compare.sh: $f not built" >&2; exit 1; }
-done
-[ "$(id -u)" -eq 0 ] || { echo "verbs_compare.sh: needs root (network namespace)" >&2; exit 1; }
-
-. "$ROOT/scripts/lib/net.sh"
-. "$ROOT/scripts/lib/pair.sh"
-lib_tmpdir TMP dpdat-verbs-cmp
-NS=dpdat-vcmp-$$
-S_IP=10.79.0.1
-C_IP=10.79.0.2
-memif_pair "$TMP"
-SOCK=$MEMIF_SOCK
-netns_add "$NS"
-ip netns exec "$NS" ip addr add $S_IP/32 dev lo
-ip netns exec "$NS" ip addr add $C_IP/32 dev lo
-S_RUN=(ip netns exec "$NS" taskset -c 0 timeout 120)
-C_RUN=(ip netns exec "$NS" taskset -c 1 timeout 120)
+compare_setup verbs_compare.sh dpdat-verbs-cmp dpdat-vcmp
 
 # The cases: name, kind (lat or bw), the server's progress mode, perftest's
 # program and size, dpdat-perf's arguments.  The client always polls.

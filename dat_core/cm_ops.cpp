@@ -110,6 +110,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   m.path_mtu = wire::cm_mtu_enum(pmtu);
   m.src_ip = cfg.ip;
   m.dst_ip = ip;
+  m.src_port = ep->cm_src_port;
   set_pdata(m, pdata, pdata_len);
   ep->state = EpState::kActivePending;
   ep->cm = CmState::kResolving;
@@ -161,6 +162,10 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   ep->peer_ip = cr->peer_ip;
   ep->peer_mac = cr->peer_mac;
   ep->peer_qpn = cr->req.qpn;
+  ep->peer_psn = cr->req.start_psn;
+  ep->path_pmtu = path_pmtu;
+  ep->peer_resp_res = cr->req.responder_resources;
+  ep->peer_init_depth = cr->req.initiator_depth;
   ep->conn_qual = cr->conn_qual;
   ep->local_comm = next_comm++;
   ep->remote_comm = cr->req.local_comm_id;

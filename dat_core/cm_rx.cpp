@@ -165,7 +165,8 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     path.peer_ip = ep->peer_ip;
     path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
     path.peer_qpn = m.qpn;
-    if (!ep->qp->set_pmtu(agreed_pmtu(pmtu, m.path_mtu)) ||
+    const uint32_t path_pmtu = agreed_pmtu(pmtu, m.path_mtu);
+    if (!ep->qp->set_pmtu(path_pmtu) ||
         !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
       send_rej(ep->peer_mac, ep->peer_ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
       finish_disconnect(ep, EventNum::kNonPeerRejected);
@@ -173,6 +174,10 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     }
     ep->remote_comm = m.local_comm_id;
     ep->peer_qpn = m.qpn;
+    ep->peer_psn = m.start_psn;
+    ep->path_pmtu = path_pmtu;
+    ep->peer_resp_res = m.responder_resources;
+    ep->peer_init_depth = m.initiator_depth;
     send_cm(ep->peer_mac, ep->peer_ip, rtu);
     ep->cm = CmState::kEstablished;
     watched.erase(ep);  // no CM timer while established (see cm_timers)

@@ -239,6 +239,8 @@ bool parse_iface_config(std::string_view text, IfaceConfig* out, std::string* er
       if (ok) c.cc = *m;
     } else if (key == "retry_time_ms") {
       ok = parse_num(val, &c.retry_time_ms) && c.retry_time_ms > 0 && c.retry_time_ms <= 3'600'000;
+    } else if (key == "rdmacm_timeout_ms") {
+      ok = parse_num(val, &c.rdmacm_timeout_ms) && c.rdmacm_timeout_ms <= 3'600'000;
     } else if (key == "rto_min_us") {
       ok = parse_num(val, &c.rto_min_us) && c.rto_min_us > 0 && c.rto_min_us <= 1'000'000;
     } else if (key == "tlp_min_us") {

@@ -44,6 +44,9 @@
 //                       its retries and at least this long since the first
 //                       timeout (default 1000; 1..3600000): what a peer's host
 //                       may stall for before the connection is given up
+//   rdmacm_timeout_ms=<n>  how long rdma_cm's rdma_connect waits for the peer's
+//                       answer before RDMA_CM_EVENT_UNREACHABLE (default 0: the
+//                       CM's own retries, about 12.5 s; 0..3600000)
 //   rto_min_us=<n>      the least retransmission timeout (RFC 6298's SRTT +
 //                       4 RTTVAR, never below this; default 1000, 1..1000000 us)
 //   tlp_min_us=<n>      the least tail-loss probe timeout (2 SRTT, never below
@@ -118,6 +121,7 @@ struct IfaceConfig {
   rc::CcMode cc = rc::CcMode::kBoth;
   uint32_t cc_line_gbps = 100;
   uint32_t retry_time_ms = 1000;
+  uint32_t rdmacm_timeout_ms = 0;
   // Above a host's scheduling jitter: a lossless link sees no timeout, and a
   // lossy one loses nothing by it, the probes and the peer's NAKs finding
   // losses before a timeout is due (docs/engines.md has the figures).

@@ -324,7 +324,13 @@ struct Ep : Object {
   uint64_t key_refusals_counted = 0;  // of its queue pair's, in Iface::key_refusals_by_peer
   uint64_t conn_qual = 0;
   uint32_t my_psn = 0;
-  wire::CmMessage out_msg;  // REQ / REP / DREQ being retransmitted
+  // What the connection agreed (set with its REP, sent or received): the
+  // peer's first PSN, the path MTU, the peer's responder resources and
+  // initiator depth.  ops_qp_attr.hpp's qp_cm_path reports them.
+  uint32_t peer_psn = 0, path_pmtu = 0;
+  uint8_t peer_resp_res = 0, peer_init_depth = 0;
+  uint16_t cm_src_port = 0;  // the IP port its REQ names as the source (rdma_cm); 0 none
+  wire::CmMessage out_msg;   // REQ / REP / DREQ being retransmitted
   uint64_t next_retx = 0, retx_interval = 0, deadline = 0;
   uint32_t retries = 0;
   Sp* sp = nullptr;                             // RSP that reserved it, or the PSP that created it

@@ -2,6 +2,7 @@
 
 #include "ops_qp_attr.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 
 #include "wire/packet.hpp"
@@ -45,6 +46,19 @@ void flush(Iface* f, Ep* ep) {
   const uint64_t now = now_ns();
   if (ep->qp->state() != rc::QpState::kError) ep->qp->set_error(rc::QpError::kDestroyed, now);
   f->progress(now, false);
+}
+
+// Lock held (let go while waiting).  Asks the link for ip's MAC until it
+// answers or resolve_us passed.
+bool resolve_mac(Iface* f, Lock& lk, uint32_t ip, uint64_t resolve_us, wire::MacAddr* mac) {
+  uint64_t next_ask = 0;
+  std::condition_variable_any cv;
+  return wait_for(f, lk, cv, resolve_us, [&] {
+    const uint64_t now = now_ns();
+    if (now < next_ask) return false;
+    next_ask = now + kResolveAskNs;
+    return f->link->resolve(ip, mac);
+  });
 }
 
 }  // namespace
@@ -95,15 +109,8 @@ Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   if (peer.ip == 0 || peer.qpn == 0 || peer.qpn > 0xFFFFFFu)
     return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   wire::MacAddr mac{};
-  uint64_t next_ask = 0;
-  std::condition_variable_any cv;
-  const bool resolved = wait_for(f, lk, cv, resolve_us, [&] {
-    const uint64_t now = now_ns();
-    if (now < next_ask) return false;
-    next_ask = now + kResolveAskNs;
-    return f->link->resolve(peer.ip, &mac);
-  });
-  if (!resolved) return fail(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNREACHABLE);
+  if (!resolve_mac(f, lk, peer.ip, resolve_us, &mac))
+    return fail(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNREACHABLE);
   // The lock was let go meanwhile: the EP may have moved on.
   if (qp_attr_state(ep) != QpAttrState::kInit || ep->qp == nullptr)
     return fail(Type::INVALID_STATE);
@@ -120,6 +127,8 @@ Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   ep->peer_ip = peer.ip;
   ep->peer_mac = mac;
   ep->peer_qpn = peer.qpn;
+  ep->peer_psn = peer.rq_psn;
+  ep->path_pmtu = peer.pmtu;
   ep->state = EpState::kConnected;  // receives flow; the front refuses sends until RTS
   store(ep, QpAttrState::kRtr);
   ep->comm_est_told = false;
@@ -223,7 +232,7 @@ Status qp_free(Ep* ep) {
   return kOk;
 }
 
-Status qp_cm_attach(Ep* ep, Evd* conn) {
+Status qp_cm_attach(Ep* ep, Evd* conn, uint16_t src_port) {
   Lock lk(ep->ia->iface);
   if (conn == nullptr || (conn->flags & evd_flag::kConnection) == 0 ||
       conn->ia->iface != ep->ia->iface)
@@ -235,7 +244,32 @@ Status qp_cm_attach(Ep* ep, Evd* conn) {
   ep->conn_evd = conn;
   conn->refs++;
   ep->cm_attached = true;
+  ep->cm_src_port = src_port;
   return kOk;
+}
+
+Status qp_cm_path(Ep* ep, QpCmPath* out) {
+  Lock lk(ep->ia->iface);
+  if (!ep->cm_attached || ep->qp == nullptr || ep->path_pmtu == 0)
+    return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+  out->peer_ip = ep->peer_ip;
+  out->peer_qpn = ep->peer_qpn;
+  out->sq_psn = ep->my_psn;
+  out->rq_psn = ep->peer_psn;
+  out->pmtu = ep->path_pmtu;
+  out->responder_resources = std::min<uint32_t>(ep->attr.max_rdma_read_in, ep->peer_init_depth);
+  out->initiator_depth = std::min<uint32_t>(ep->attr.max_rdma_read_out, ep->peer_resp_res);
+  return kOk;
+}
+
+Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us) {
+  Iface* f = ia->iface;
+  Lock lk(f);
+  if (ip == 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  wire::MacAddr mac{};
+  return resolve_mac(f, lk, ip, timeout_us, &mac)
+             ? kOk
+             : fail(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNREACHABLE);
 }
 
 void qp_attr_errored(Ep* ep) {

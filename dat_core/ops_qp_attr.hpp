@@ -82,8 +82,31 @@ Status qp_to_reset(Ep* ep, uint32_t* qpn);
 // to `conn` (an EVD with DAT_EVD_CONNECTION_FLAG), and ep_connect / cr_accept
 // connect its queue pair as they connect any EP's; once connected it is in
 // RTS.  The EP must be unconnected, in RESET or INIT, with no connection EVD
-// yet (INVALID_STATE otherwise).
-Status qp_cm_attach(Ep* ep, Evd* conn);
+// yet (INVALID_STATE otherwise).  src_port: the IP port its REQ names as the
+// source (rdma_cm's; the passive side reads it in the request's Cr::req), 0
+// for none.
+Status qp_cm_attach(Ep* ep, Evd* conn, uint16_t src_port);
+
+// What the CM agreed for a queue pair it connected (qp_cm_attach), as verbs'
+// RTR / RTS attributes: the peer, both first PSNs, the path MTU, and the
+// RDMA reads / atomics outstanding at once in each direction (ours, capped
+// by what the peer offered).  INVALID_STATE until the REP was sent or
+// received.
+struct QpCmPath {
+  uint32_t peer_ip = 0;  // host byte order
+  uint32_t peer_qpn = 0;
+  uint32_t sq_psn = 0;               // the first PSN this side sends
+  uint32_t rq_psn = 0;               // the first PSN the peer sends
+  uint32_t pmtu = 0;                 // bytes
+  uint32_t responder_resources = 0;  // reads the peer may have outstanding here
+  uint32_t initiator_depth = 0;      // reads this side may have outstanding there
+};
+Status qp_cm_path(Ep* ep, QpCmPath* out);
+
+// Resolves ip's link-layer address on the IA's link (neighbour resolution,
+// progressing the interface meanwhile, at most timeout_us): kOk once it is
+// known, INVALID_ADDRESS/UNREACHABLE when nobody answered in time.
+Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us);
 
 // The number of the EP's queue pair (0: none).
 uint32_t qp_number(const Ep* ep);

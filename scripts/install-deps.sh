@@ -12,8 +12,9 @@ PKGS=(
   tshark iproute2 procps
   clang-format clang-tidy
   # manual pages (groff checks them) and the Debian packages (cpack's DEB generator
-  # computes dependencies with dpkg-shlibdeps, which needs file)
-  groff-base man-db dpkg-dev file
+  # computes dependencies with dpkg-shlibdeps, which needs file; the package test
+  # checks them with lintian)
+  groff-base man-db dpkg-dev file lintian
   # bench tools: option parser, JSON, plots (dpdat-plot), the JSON schema
   # check of the tools tests, peers for bench/compare
   libcli11-dev nlohmann-json3-dev gnuplot-nox python3 python3-jsonschema

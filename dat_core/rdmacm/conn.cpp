@@ -76,6 +76,7 @@ extern "C" int dpdat_rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
   dat::Ep* ep = ep_of(id);
   uint32_t ip = 0;
   uint16_t port = 0;
+  uint64_t timeout_us = UINT64_MAX;
   {
     std::lock_guard<std::mutex> lk(g().mu);
     if (id->st != St::kRoute) return fail(EINVAL);
@@ -85,12 +86,15 @@ extern "C" int dpdat_rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
     id->st = St::kConnecting;
     ip = id->dst_ip;
     port = id->dst_port;
+    if (const uint32_t ms = id->dev->device->cfg.rdmacm_timeout_ms; ms != 0)
+      timeout_us = uint64_t{ms} * 1000;
   }
   const auto* pd = p != nullptr ? static_cast<const uint8_t*>(p->private_data) : nullptr;
   const uint32_t len = p != nullptr && pd != nullptr ? p->private_data_len : 0;
-  // No deadline but the CM's own: ARP gives up after 1 s (UNREACHABLE), the
-  // REQ after its retries (UNREACHABLE, ETIMEDOUT).
-  const dat::Status st = dat::ep_connect(ep, ip, port, UINT64_MAX, pd, len);
+  // The interface's rdmacm_timeout_ms, else the CM's own: ARP gives up after
+  // 1 s (UNREACHABLE, EHOSTUNREACH), the REQ after its retries (UNREACHABLE,
+  // ETIMEDOUT).
+  const dat::Status st = dat::ep_connect(ep, ip, port, timeout_us, pd, len);
   if (!st.ok()) {
     std::lock_guard<std::mutex> lk(g().mu);
     id->st = St::kRoute;

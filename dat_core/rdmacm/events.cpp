@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -39,7 +40,7 @@ Id* new_child(Id* l, Dev* d, dat::Cr* cr) {
   c->src_ip = d->ip;
   c->src_port = l->src_port;
   c->dst_ip = cr->peer_ip;
-  c->dst_port = 0;  // the REQ does not carry the peer's port
+  c->dst_port = cr->req.src_port;  // 0 from a DAT or libfabric peer
   c->req_qpn = cr->req.qpn;
   c->req_psn = cr->req.start_psn;
   c->req_mtu = cr->req.path_mtu;
@@ -58,12 +59,30 @@ Id* new_child(Id* l, Dev* d, dat::Cr* cr) {
   auto& t = v.route.addr.dst_sin;
   t.sin_family = AF_INET;
   t.sin_addr.s_addr = htonl(c->dst_ip);
+  t.sin_port = htons(c->dst_port);
   return c;
 }
 
 // One dat_core event of device d (mu not held).
 void handle(Dev* d, const dat::Event& e) {
   using N = dat::EventNum;
+  // What the connection agreed, for ESTABLISHED.  dat_core is called without
+  // mu; the EP, still its id's, is kept from ibv_destroy_qp meanwhile.
+  dat::QpCmPath path;
+  bool have_path = false;
+  if (e.num == N::kEstablished && e.ep != nullptr) {
+    {
+      std::lock_guard<std::mutex> lk(g().mu);
+      if (g().by_ep.count(e.ep) == 0) return;  // its id is gone
+      g().agent_eps.insert(e.ep);
+    }
+    have_path = dat::qp_cm_path(e.ep, &path).ok();
+    {
+      std::lock_guard<std::mutex> lk(g().mu);
+      g().agent_eps.erase(g().agent_eps.find(e.ep));
+    }
+    g().acked.notify_all();
+  }
   std::unique_lock<std::mutex> lk(g().mu);
   if (e.num == N::kConnRequest) {
     auto it = g().by_sp.find(e.sp);
@@ -92,6 +111,14 @@ void handle(Dev* d, const dat::Event& e) {
     case N::kEstablished:
       id->st = St::kConnected;
       push_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, e.pdata, e.pdata_len);
+      if (have_path) {
+        rdma_conn_param& p = id->chan->q.back()->ev.param.conn;
+        p.responder_resources = static_cast<uint8_t>(std::min(path.responder_resources, 255u));
+        p.initiator_depth = static_cast<uint8_t>(std::min(path.initiator_depth, 255u));
+        p.retry_count = 7;
+        p.rnr_retry_count = 7;
+        p.qp_num = path.peer_qpn;
+      }
       break;
     case N::kPeerRejected:
       id->st = St::kDisconnected;

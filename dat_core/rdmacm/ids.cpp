@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "state.hpp"
 
@@ -40,6 +41,22 @@ void fill_gid(uint32_t ip, ibv_gid* gid) {
   gid->raw[11] = 0xFF;
   const uint32_t be = htonl(ip);
   std::memcpy(&gid->raw[12], &be, 4);
+}
+
+// rdma_resolve_addr's wait when the caller gives none.
+constexpr int kDefaultResolveMs = 2000;
+
+// The end of an address query (mu held): ADDR_RESOLVED, or ADDR_ERROR with
+// the id bound as before (it may resolve again).
+void addr_query_done(Id* id, bool resolved) {
+  if (id->destroying || id->st != St::kAddrQuery) return;
+  if (resolved) {
+    id->st = St::kAddr;
+    push_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, nullptr, 0);
+  } else {
+    id->st = St::kBound;
+    push_event(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH, nullptr, 0);
+  }
 }
 
 // Binds the id to device d (mu held).
@@ -187,7 +204,7 @@ extern "C" int dpdat_rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
 }
 
 extern "C" int dpdat_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst,
-                                       int /*timeout_ms*/) {
+                                       int timeout_ms) {
   if (cid == nullptr || dst == nullptr) return fail(EINVAL);
   if (dst->sa_family != AF_INET) return fail(EAFNOSUPPORT);
   Id* id = id_of(cid);
@@ -223,10 +240,29 @@ extern "C" int dpdat_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr*
     id->dst_ip = dip;
     id->dst_port = ntohs(sin->sin_port);
     set_dst(id);
-    id->st = St::kAddr;
-    // The peer's MAC is resolved when the connection starts (ARP): an
-    // address nobody answers ends rdma_connect with UNREACHABLE.
-    push_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, nullptr, 0);
+    id->st = St::kAddrQuery;
+  }
+  // The peer's MAC (ARP): known already, or asked for by a thread of the
+  // query's own, which ends it within timeout_ms.
+  dat::Ia* ia = d->ia;
+  if (dat::ia_resolve(ia, dip, 0).ok()) {
+    std::lock_guard<std::mutex> lk(g().mu);
+    addr_query_done(id, true);
+  } else {
+    const uint64_t us = uint64_t(timeout_ms > 0 ? timeout_ms : kDefaultResolveMs) * 1000;
+    {
+      std::lock_guard<std::mutex> lk(g().mu);
+      id->resolving++;
+    }
+    std::thread([id, ia, dip, us] {
+      const bool ok = dat::ia_resolve(ia, dip, us).ok();
+      {
+        std::lock_guard<std::mutex> lk(g().mu);
+        addr_query_done(id, ok);
+        id->resolving--;
+      }
+      g().acked.notify_all();
+    }).detach();
   }
   return id->sync ? wait_sync(id, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 }
@@ -309,6 +345,7 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
   {
     std::unique_lock<std::mutex> lk(g().mu);
     Global& G = g();
+    id->destroying = true;
     // No event for the id from now on: its requests and its QP's connection
     // events find no id (a request is then rejected).
     sps = id->sps;
@@ -344,7 +381,8 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
       }
     }
     // Events handed out must come back first (rdma_destroy_id(3)).
-    G.acked.wait(lk, [id] { return id->unacked == 0; });
+    // An address query still running ends first (it queues nothing now).
+    G.acked.wait(lk, [id] { return id->unacked == 0 && id->resolving == 0; });
   }
   for (auto& [d, sp] : sps) (void)dat::sp_free(sp);
   for (dat::Cr* cr : rejects) (void)dat::cr_reject(cr, nullptr, 0);

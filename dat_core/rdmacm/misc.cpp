@@ -111,11 +111,20 @@ extern "C" int dpdat_rdma_set_option(rdma_cm_id* cid, int level, int name, void*
   if (cid == nullptr || (val == nullptr && len > 0)) return fail(EINVAL);
   if (level != RDMA_OPTION_ID) return fail(ENOSYS);  // no IB path records to set
   switch (name) {
-    case RDMA_OPTION_ID_TOS:          // one traffic class on a dpdat link
-    case RDMA_OPTION_ID_REUSEADDR:    // ports are free again as soon as an id goes
-    case RDMA_OPTION_ID_AFONLY:       // IPv4 only
-    case RDMA_OPTION_ID_ACK_TIMEOUT:  // the interface's retransmission timer applies
+    case RDMA_OPTION_ID_TOS:        // one traffic class on a dpdat link
+    case RDMA_OPTION_ID_REUSEADDR:  // ports are free again as soon as an id goes
+    case RDMA_OPTION_ID_AFONLY:     // IPv4 only
       return 0;
+    case RDMA_OPTION_ID_ACK_TIMEOUT: {
+      // What rdma_init_qp_attr gives for RTS (a QP of rdma_create_qp keeps
+      // the interface's retransmission timer).
+      if (len != sizeof(uint8_t)) return fail(EINVAL);
+      const uint8_t t = *static_cast<const uint8_t*>(val);
+      if (t > 31) return fail(EINVAL);
+      std::lock_guard<std::mutex> lk(g().mu);
+      id_of(cid)->ack_timeout = t;
+      return 0;
+    }
     default:
       return fail(ENOSYS);
   }

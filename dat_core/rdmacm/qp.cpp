@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -11,6 +12,7 @@
 
 using namespace dpdat::rdmacm;  // NOLINT(google-build-using-namespace): the C entry points
 namespace verbs = dpdat::verbs;
+namespace wire = dpdat::wire;
 
 namespace {
 
@@ -37,8 +39,9 @@ bool make_cq(Id* id, uint32_t n, ibv_comp_channel** ch, ibv_cq** cq) {
 // ibv_destroy_qp of an id's QP (directly or through rdma_destroy_qp): the id
 // forgets it, and its EP's connection events find no id from now on.
 void qp_gone(verbs::Qp* q) {
-  std::lock_guard<std::mutex> lk(g().mu);
+  std::unique_lock<std::mutex> lk(g().mu);
   g().by_ep.erase(q->ep);
+  g().acked.wait(lk, [q] { return g().agent_eps.count(q->ep) == 0; });
   auto* id = static_cast<Id*>(q->cm_id);
   if (id != nullptr && id->id.qp == &q->qp) id->id.qp = nullptr;
   q->cm_gone = nullptr;
@@ -102,7 +105,7 @@ extern "C" int dpdat_rdma_create_qp(rdma_cm_id* cid, ibv_pd* pd, ibv_qp_init_att
   auto* q = reinterpret_cast<verbs::Qp*>(qp);
   // Connected by dat_core's CM from now on; INIT at once, so that receives
   // may be posted before the connection (rdma_create_qp(3)).
-  dat::Status st = dat::qp_cm_attach(q->ep, id->dev->evd);
+  dat::Status st = dat::qp_cm_attach(q->ep, id->dev->evd, id->src_port);
   if (st.ok()) st = dat::qp_to_init(q->ep);
   if (!st.ok()) {
     (void)ibv_destroy_qp(qp);
@@ -232,38 +235,72 @@ extern "C" void dpdat_rdma_destroy_ep(rdma_cm_id* cid) {
   (void)dpdat_rdma_destroy_id(cid);
 }
 
+// rdma_init_qp_attr for a connection this CM made or is making: the
+// attributes (and mask) a caller passes to ibv_modify_qp for the state it
+// asks for.  RTR and RTS come from the connection's REQ / REP: a request's
+// id has RTR from the REQ before it is accepted; RTS needs this side's first
+// PSN, which dpdat's CM picks with the REP.
 extern "C" int dpdat_rdma_init_qp_attr(rdma_cm_id* cid, ibv_qp_attr* attr, int* mask) {
   if (cid == nullptr || attr == nullptr || mask == nullptr) return fail(EINVAL);
   Id* id = id_of(cid);
   if (id->dev == nullptr) return fail(EINVAL);
   const ibv_qp_state want = attr->qp_state;
-  *attr = ibv_qp_attr{};
-  attr->qp_state = want;
+  if (want != IBV_QPS_INIT && want != IBV_QPS_RTR && want != IBV_QPS_RTS) return fail(EINVAL);
+  ibv_qp_attr a{};
+  a.qp_state = want;
   if (want == IBV_QPS_INIT) {
-    attr->pkey_index = 0;
-    attr->port_num = 1;
-    attr->qp_access_flags =
-        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    a.pkey_index = 0;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+                        IBV_ACCESS_REMOTE_ATOMIC;
+    *attr = a;
     *mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
     return 0;
   }
-  // RTR of a request's id from what its REQ told; dpdat's CM connects the
-  // queue pairs of other states itself, and picks their PSNs.
-  std::lock_guard<std::mutex> lk(g().mu);
-  if (want != IBV_QPS_RTR || id->st != St::kRequest) return fail(EINVAL);
-  attr->path_mtu = id->req_mtu != 0 ? static_cast<ibv_mtu>(id->req_mtu) : IBV_MTU_1024;
-  attr->dest_qp_num = id->req_qpn;
-  attr->rq_psn = id->req_psn;
-  attr->max_dest_rd_atomic = static_cast<uint8_t>(id->req_rd);
-  attr->min_rnr_timer = 12;
-  attr->ah_attr.is_global = 1;
-  attr->ah_attr.port_num = 1;
-  attr->ah_attr.grh.hop_limit = 64;
-  attr->ah_attr.grh.sgid_index = 0;
-  attr->ah_attr.grh.dgid.raw[10] = 0xFF;
-  attr->ah_attr.grh.dgid.raw[11] = 0xFF;
-  const uint32_t be = htonl(id->dst_ip);
-  std::memcpy(&attr->ah_attr.grh.dgid.raw[12], &be, 4);
+  // The agreed path: from the connection once the REP went or came, else
+  // (a request not yet accepted) from its REQ.
+  dat::QpCmPath p;
+  dat::Ep* ep = ep_of(id);
+  const bool connected = ep != nullptr && dat::qp_cm_path(ep, &p).ok();
+  const wire::CmMessage cm_defaults;  // the ACK timeout and retry counts dpdat's REQ names
+  {
+    std::lock_guard<std::mutex> lk(g().mu);
+    if (!connected) {
+      if (want != IBV_QPS_RTR || id->st != St::kRequest) return fail(EINVAL);
+      p.peer_ip = id->dst_ip;
+      p.peer_qpn = id->req_qpn;
+      p.rq_psn = id->req_psn;
+      p.pmtu = wire::cm_mtu_bytes(static_cast<uint8_t>(id->req_mtu));
+      p.responder_resources = id->req_rd;
+    }
+    if (want == IBV_QPS_RTS) {
+      a.sq_psn = p.sq_psn;
+      a.timeout =
+          static_cast<uint8_t>(id->ack_timeout >= 0 ? id->ack_timeout : cm_defaults.ack_timeout);
+      a.retry_cnt = cm_defaults.retry_count;
+      a.rnr_retry = cm_defaults.rnr_retry;
+      a.max_rd_atomic = static_cast<uint8_t>(std::min(p.initiator_depth, 255u));
+      *attr = a;
+      *mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+              IBV_QP_MAX_QP_RD_ATOMIC;
+      return 0;
+    }
+  }
+  const uint8_t mtu = wire::cm_mtu_enum(p.pmtu);
+  a.path_mtu = mtu != 0 ? static_cast<ibv_mtu>(mtu) : IBV_MTU_1024;
+  a.dest_qp_num = p.peer_qpn;
+  a.rq_psn = p.rq_psn;
+  a.max_dest_rd_atomic = static_cast<uint8_t>(std::min(p.responder_resources, 255u));
+  a.min_rnr_timer = 12;  // 0.64 ms
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.grh.sgid_index = 0;
+  a.ah_attr.grh.dgid.raw[10] = 0xFF;
+  a.ah_attr.grh.dgid.raw[11] = 0xFF;
+  const uint32_t be = htonl(p.peer_ip);
+  std::memcpy(&a.ah_attr.grh.dgid.raw[12], &be, 4);
+  *attr = a;
   *mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   return 0;

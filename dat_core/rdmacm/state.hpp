@@ -61,6 +61,7 @@ struct Dev {
 enum class St : uint8_t {
   kIdle,
   kBound,
+  kAddrQuery,   // rdma_resolve_addr: asking the link for the peer's MAC
   kAddr,        // address resolved
   kRoute,       // route resolved
   kConnecting,  // REQ sent
@@ -83,6 +84,9 @@ struct Id {
   std::vector<std::pair<Dev*, dat::Sp*>> sps;                  // listening
   dat::Cr* cr = nullptr;                                       // kRequest: the request
   uint32_t req_qpn = 0, req_psn = 0, req_mtu = 0, req_rd = 0;  // from the REQ
+  int ack_timeout = -1;    // RDMA_OPTION_ID_ACK_TIMEOUT (-1: not set)
+  uint32_t resolving = 0;  // address queries in flight (rdma_destroy_id waits for them)
+  bool destroying = false;
   uint32_t unacked = 0;  // events handed out (or queued) and not acked
   bool own_send_cq = false, own_recv_cq = false, own_srq = false;
   ibv_sa_path_rec path{};
@@ -99,6 +103,9 @@ struct Global {
   std::unordered_map<dat::Ep*, Id*> by_ep;
   std::unordered_map<dat::Sp*, Id*> by_sp;
   std::unordered_set<uint16_t> ports;  // bound or listening
+  // EPs an agent reads from dat_core without mu (ESTABLISHED's agreed
+  // path): ibv_destroy_qp waits until none names its EP (on `acked`).
+  std::unordered_multiset<dat::Ep*> agent_eps;
   uint16_t next_port = 0;
 };
 Global& g();

@@ -132,6 +132,7 @@ bool write_cm_mad(const CmMessage& m, std::span<uint8_t, kMadSize> out) noexcept
   put32(c + 0, m.local_comm_id);
   switch (m.type) {
     case CmMsg::kReq:
+      put16(c + 6, m.src_port);
       put64(c + 8, m.service_id);
       put64(c + 16, m.ca_guid);
       put24(c + 32, m.qpn);
@@ -207,6 +208,7 @@ CmError parse_cm(std::span<const uint8_t> mad, CmMessage& out) noexcept {
   out.local_comm_id = get32(c + 0);
   switch (out.type) {
     case CmMsg::kReq:
+      out.src_port = get16(c + 6);
       out.service_id = get64(c + 8);
       out.ca_guid = get64(c + 16);
       out.qpn = get24(c + 32);

@@ -52,6 +52,12 @@
 // own interface allows and says which it chose in the REP's reserved low four
 // bits of byte 27 (same IBA enumeration as the REQ's field; 0 = not stated,
 // the active side then keeps the REQ's).
+// Source port in the REQ.  IBA's REQ has no IP port; rdma_cm (IBA annex A11)
+// carries the active side's port in a header at the start of the private
+// data.  dpdat keeps it in bytes 6-7 of the CM message (the rest of the
+// reserved word after the local comm ID, big-endian; 0 = not stated: DAT
+// and libfabric connections), so the consumer keeps the whole private-data
+// area and standard decoders show the message unchanged.
 // A REJ from a peer that does send ARI (reject info length != 0) carries no
 // length: it is decoded with the whole 148-byte private-data area.
 //
@@ -169,6 +175,7 @@ struct CmMessage {
   uint8_t max_cm_retries = 15;                           // REQ (4 bits)
   uint8_t ack_timeout = 14;                              // REQ primary local ACK timeout (5 bits)
   uint32_t src_ip = 0, dst_ip = 0;  // REQ primary path local / remote GID (IPv4-mapped)
+  uint16_t src_port = 0;            // REQ: the sender's IP port (rdma_cm); 0 none
   CmRejReason rej_reason = CmRejReason::kConsumerReject;  // REJ
   uint8_t rej_msg = kCmMsgReq;  // REJ: message rejected; MRA: message MRAed (kCmMsg*)
   uint8_t service_timeout = 0;  // MRA (5 bits)

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The Debian packages as a user meets them: build them from BUILD_DIR with
-# cpack, install them with dpkg, run the installed tools (dpdat-perf's main
-# job, short; dpdat-info; a DAT 2.0 dtest through the line the package
-# registered in /etc/dat.conf; fi_info finding the libfabric provider in
-# libfabric's own directory), then purge them and check the machine is as it
-# was: /etc/dat.conf byte for byte, no file of ours left. Whatever happens,
+# cpack, check them with lintian (no error but the two the project has to
+# decide: the copyright file, for want of a stated licence, and a real
+# Maintainer address), install them with dpkg, run the installed tools
+# (dpdat-perf's main job, short; dpdat-info; a DAT 2.0 dtest through the line
+# the package registered in /etc/dat.conf; fi_info finding the libfabric
+# provider in libfabric's own directory; ibv_devices through the installed
+# dpdat-run), then purge them and check the machine is as it was:
+# /etc/dat.conf byte for byte, no file of ours left. Whatever happens,
 # the exit trap purges the packages and puts back /etc/dat.conf and
 # /etc/dpdat.conf as they were.
 #   package_test.sh BUILD_DIR        (root; the build's targets built)
@@ -13,7 +16,7 @@ set -uo pipefail
 
 BUILD=$(readlink -f "${1:?build directory}")
 [ "$(id -u)" -eq 0 ] || fail "needs root (dpkg -i / --purge)"
-for p in cpack dpkg dpkg-deb dtest fi_info; do
+for p in cpack dpkg dpkg-deb dtest fi_info lintian; do
   command -v $p >/dev/null || fail "$p not installed"
 done
 lib_tmpdir TMP dpdat-pkg
@@ -54,9 +57,29 @@ for d in $DEBS; do
   PKGS="$PKGS $(dpkg-deb -f "$d" Package)"
   printf '  %-48s %8d bytes\n' "$(basename "$d")" "$(stat -c %s "$d")"
 done
-for p in libdpdat1 libdpdat-dev dpdat-common dpdat-tools dpdat-dapl2 dpdat-libfabric; do
+WANT="libdpdat1 libdpdat-dev dpdat-common dpdat-tools dpdat-dapl2 dpdat-libfabric"
+VERBS=0
+[ -e "$BUILD/lib/verbs/libibverbs.so.1" ] && { VERBS=1; WANT="$WANT dpdat-verbs"; }
+for p in $WANT; do
   case " $PKGS " in *" $p "*) ;; *) fail "no package $p" ;; esac
 done
+for d in $DEBS; do
+  p=$(dpkg-deb -f "$d" Package)
+  dpkg-deb -c "$d" >"$TMP/$p.contents"
+  grep -q " ./usr/share/doc/$p/changelog.gz$" "$TMP/$p.contents" || fail "$p has no changelog.gz"
+  ! grep -E " ./usr/share/man/.*[^/]$" "$TMP/$p.contents" | grep -v "\.gz$" ||
+    fail "$p has a manual page that is not compressed"
+done
+# lintian, in the background while the packages are
+# installed and run (it reads only the .deb files); its verdict is taken
+# before the purge.  Errors left for the project to decide: no-copyright-file
+# (no licence is stated) and the placeholder Maintainer address
+# (DPDAT_PACKAGE_CONTACT).
+lintian --tag-display-limit 0 \
+  --suppress-tags no-copyright-file,bogus-mail-host,bogus-mail-host-in-debian-changelog \
+  $DEBS >"$TMP/lintian.log" 2>&1 &
+LINTIAN=$!
+lib_track $LINTIAN
 for p in $PKGS; do
   dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "installed" &&
     { PKGS=""; fail "$p is installed already: this test would remove it"; }
@@ -131,6 +154,25 @@ env -u FI_PROVIDER_PATH fi_info -l >"$TMP/fi.log" 2>&1
 grep -q "^dpdat:" "$TMP/fi.log" || { cat "$TMP/fi.log"; fail "libfabric does not find the installed provider"; }
 echo "ok: fi_info -l lists the dpdat provider from libfabric's own directory"
 
+if [ "$VERBS" = 1 ]; then
+  command -v ibv_devices >/dev/null || fail "ibv_devices not installed (ibverbs-utils)"
+  # dpdat-run finds the libraries installed with it; ibv_devices lists the
+  # built-in interfaces through them.
+  timeout 60 dpdat-run ibv_devices >"$TMP/ibv.log" 2>&1 ||
+    { cat "$TMP/ibv.log"; fail "dpdat-run ibv_devices exited $?"; }
+  grep -q "dpdat0" "$TMP/ibv.log" ||
+    { cat "$TMP/ibv.log"; fail "the installed dpdat-run does not reach dpdat's libibverbs"; }
+  echo "ok: the installed dpdat-run runs ibv_devices on dpdat's libibverbs"
+fi
+
+wait_exit $LINTIAN 240
+rc=$?
+lib_untrack $LINTIAN
+[ "$rc" -eq 0 ] && ! grep -q "^E: " "$TMP/lintian.log" ||
+  { cat "$TMP/lintian.log"; fail "lintian exited $rc (errors, or it did not finish)"; }
+echo "ok: lintian reports no error but the two suppressed; its warnings:"
+grep "^W: " "$TMP/lintian.log" | sed 's/^/    /'
+
 # --- purge --------------------------------------------------------------------
 cd /
 dpkg --purge $PKGS >"$TMP/purge.log" 2>&1 || { cat "$TMP/purge.log"; fail "dpkg --purge failed"; }
@@ -138,9 +180,9 @@ dpkg --purge $PKGS >"$TMP/purge.log" 2>&1 || { cat "$TMP/purge.log"; fail "dpkg 
 [ -e "$TMP/dpdat.conf.orig" ] && mv "$TMP/dpdat.conf.orig" /etc/dpdat.conf
 state_of >"$TMP/after"
 diff "$TMP/before" "$TMP/after" || fail "purging did not restore /etc/dat.conf and /etc/dpdat.conf"
-for f in /usr/bin/dpdat-perf /usr/share/dpdat-dapl2 /var/lib/dpdat-dapl2; do
+for f in /usr/bin/dpdat-perf /usr/bin/dpdat-run /usr/share/dpdat-dapl2 /var/lib/dpdat-dapl2; do
   [ ! -e "$f" ] || fail "$f left behind after purge"
 done
-ls /usr/lib/*/libdat.so.1 /usr/lib/*/libfabric/libdpdat-fi.so 2>/dev/null | grep -q . &&
+ls /usr/lib/*/libdat.so.1 /usr/lib/*/libfabric/libdpdat-fi.so /usr/lib/*/dpdat 2>/dev/null | grep -q . &&
   fail "libraries left behind after purge"
 echo "ok: purged; /etc/dat.conf restored byte for byte, nothing left"

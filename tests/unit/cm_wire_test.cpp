@@ -53,6 +53,7 @@ CmMessage full(CmMsg t, size_t pdata_len) {
   m.ack_timeout = 19;
   m.src_ip = 0xC0A80A01;
   m.dst_ip = 0xC0A80A02;
+  m.src_port = 0xC35B;
   m.rej_reason = CmRejReason::kInvalidServiceId;
   m.rej_msg = kCmMsgOther;
   m.service_timeout = 29;
@@ -87,6 +88,7 @@ CmMessage carried(const CmMessage& f) {
       e.ack_timeout = f.ack_timeout;
       e.src_ip = f.src_ip;
       e.dst_ip = f.dst_ip;
+      e.src_port = f.src_port;
       break;
     case CmMsg::kMra:
       e.rej_msg = f.rej_msg;
@@ -135,6 +137,7 @@ void expect_same(const CmMessage& got, const CmMessage& want) {
   EXPECT_EQ(got.ack_timeout, want.ack_timeout);
   EXPECT_EQ(got.src_ip, want.src_ip);
   EXPECT_EQ(got.dst_ip, want.dst_ip);
+  EXPECT_EQ(got.src_port, want.src_port);
   EXPECT_EQ(got.rej_reason, want.rej_reason);
   EXPECT_EQ(got.rej_msg, want.rej_msg);
   EXPECT_EQ(got.service_timeout, want.service_timeout);
@@ -272,6 +275,7 @@ TEST(CmWireGolden, Req) {
   m.ack_timeout = 14;
   m.src_ip = 0x0A000001;  // 10.0.0.1
   m.dst_ip = 0x0A000002;
+  m.src_port = 0x9C41;  // 40001
   m.pdata_len = 3;
   m.pdata[0] = 0xDE;
   m.pdata[1] = 0xAD;
@@ -285,7 +289,8 @@ TEST(CmWireGolden, Req) {
       {16, {0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}},
       // CM REQ, MAD byte 24 + n.
       {24 + 0, {0x11, 0x22, 0x33, 0x44}},  // local comm ID
-      {24 + 4, {0x03, 0x00, 0x00, 0x00}},  // reserved: dpdat's pdata length 3
+      // reserved: dpdat's pdata length 3, 0, the source port 40001
+      {24 + 4, {0x03, 0x00, 0x9C, 0x41}},
       {24 + 8, {0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80}},   // service ID
       {24 + 16, {0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8}},  // local CA GUID
       {24 + 24, {0, 0, 0, 0, 0, 0, 0, 0}},                          // reserved, local Q_Key

@@ -200,4 +200,22 @@ TEST_F(ConfigResolve, SettingsTreatEmptyAsUnsetAndZeroAsOff) {
   }
 }
 
+// rdma_cm's connect timeout: off by default, milliseconds up to an hour.
+TEST(ConfigKeys, RdmacmTimeoutMs) {
+  IfaceConfig c;
+  std::string err;
+  ASSERT_TRUE(dpdat::dat::parse_iface_config("ring=0;ip=10.9.0.1", &c, &err)) << err;
+  EXPECT_EQ(c.rdmacm_timeout_ms, 0u);
+  ASSERT_TRUE(dpdat::dat::parse_iface_config("ring=0;ip=10.9.0.1;rdmacm_timeout_ms=1500", &c, &err))
+      << err;
+  EXPECT_EQ(c.rdmacm_timeout_ms, 1500u);
+  for (const char* bad :
+       {"rdmacm_timeout_ms=3600001", "rdmacm_timeout_ms=x", "rdmacm_timeout_ms="}) {
+    IfaceConfig x;
+    EXPECT_FALSE(dpdat::dat::parse_iface_config(std::string("ring=0;ip=10.9.0.1;") + bad, &x, &err))
+        << bad;
+    EXPECT_NE(err.find("rdmacm_timeout_ms"), std::string::npos) << err;
+  }
+}
+
 }  // namespace
