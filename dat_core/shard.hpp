@@ -41,11 +41,16 @@ struct Ep;
 // by Handoff::fill: only the scatter-gather entries in use are, so a 64 B
 // post moves a few cache lines to the engine's CPU, not the whole cell.
 struct Handoff {
+  Handoff() {}  // `send` as the union's member initialiser says
+
   Ep* ep = nullptr;
   rc::Qp* qp = nullptr;
   bool is_send = true;
-  rc::SendWr send;
-  rc::RecvWr recv;
+  // The request: `send` when is_send, else `recv` (one cell holds either).
+  union {
+    rc::SendWr send{};
+    rc::RecvWr recv;
+  };
 
   void fill(Ep* e, rc::Qp* q, const rc::SendWr* swr, const rc::RecvWr* rwr) {
     ep = e;

@@ -1,4 +1,4 @@
-// dat_core's link seam over DPDK (dpdk/link_factory): linking the object
+// dat_core's link seam over DPDK (link_dpdk/link_factory): linking the object
 // library installs the factory; ring=0 / ring=1 open the two ends of the
 // in-process net_ring link; neighbour resolution runs ARP over it; a port
 // name nobody has is kNotFound; the clock reads the TSC once the EAL runs

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "parse_frame.hpp"
 
 namespace dpdat::rc::test {
 namespace {
@@ -25,14 +26,6 @@ QpConfig cfg(bool sr = true) {
   c.pmtu = kPmtu;
   c.selective_repeat = sr;
   return c;
-}
-
-wire::PacketView parse(const uint8_t* data, uint32_t len) {
-  wire::PacketView v;
-  EXPECT_EQ(wire::parse_packet(std::span<const uint8_t>(data, len),
-                               wire::ParseOptions{.pmtu = 4096, .full_segments = false}, v),
-            wire::Reject::kNone);
-  return v;
 }
 
 // The pool block one kept request frame of `payload` bytes takes.

@@ -14,20 +14,13 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "parse_frame.hpp"
 
 namespace dpdat::rc::test {
 namespace {
 
 constexpr uint32_t kLocal = priv::kLocalRead | priv::kLocalWrite;
 constexpr uint32_t kPmtu = 1024;
-
-wire::PacketView parse(const uint8_t* data, uint32_t len) {
-  wire::PacketView v;
-  EXPECT_EQ(wire::parse_packet(std::span<const uint8_t>(data, len),
-                               wire::ParseOptions{.pmtu = 4096, .full_segments = false}, v),
-            wire::Reject::kNone);
-  return v;
-}
 
 // A pair on a 25 Gb/s link with 2 us of delay each way.  B's READ responses
 // are lost by (PSN offset from the first READ after arm(), sending): {5, 1}

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "harness.hpp"
+#include "parse_frame.hpp"
 
 namespace dpdat::rc::test {
 namespace {
@@ -21,14 +22,6 @@ QpConfig cfg(bool sr) {
   c.pmtu = kPmtu;
   c.selective_repeat = sr;
   return c;
-}
-
-wire::PacketView parse(const uint8_t* data, uint32_t len) {
-  wire::PacketView v;
-  EXPECT_EQ(wire::parse_packet(std::span<const uint8_t>(data, len),
-                               wire::ParseOptions{.pmtu = 4096, .full_segments = false}, v),
-            wire::Reject::kNone);
-  return v;
 }
 
 // A pair with targeted losses: the frames numbered in `drop_a` (1-based,

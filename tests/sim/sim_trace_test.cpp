@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "parse_frame.hpp"
 #include "rc/qp/qp_states.hpp"
 
 namespace dpdat::rc::test {
@@ -46,14 +47,6 @@ QpConfig cfg() {
   c.pmtu = kPmtu;
   c.selective_repeat = true;
   return c;
-}
-
-wire::PacketView parse(const uint8_t* data, uint32_t len) {
-  wire::PacketView v;
-  EXPECT_EQ(wire::parse_packet(std::span<const uint8_t>(data, len),
-                               wire::ParseOptions{.pmtu = 4096, .full_segments = false}, v),
-            wire::Reject::kNone);
-  return v;
 }
 
 // A WRITE and a READ of 16 packets each with one packet of each lost, then

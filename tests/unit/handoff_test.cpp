@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -76,6 +77,12 @@ TEST(Handoff, AReceiveArrivesWhole) {
   EXPECT_EQ(h.recv.sge[0].va, 0x3000u);
   EXPECT_EQ(h.recv.sge[0].length, 4096u);
   EXPECT_EQ(h.recv.multi_min, 128u);
+}
+
+TEST(Handoff, ASendAndAReceiveShareOneCell) {
+  // A cell is as large as the larger request, not both together.
+  EXPECT_LT(sizeof(Handoff), std::max(sizeof(rc::SendWr), sizeof(rc::RecvWr)) + 4 * sizeof(void*));
+  EXPECT_LT(sizeof(Handoff), sizeof(rc::SendWr) + sizeof(rc::RecvWr));
 }
 
 TEST(MpscRing, ConcurrentProducersKeepTheirOrderAndLoseNothing) {
