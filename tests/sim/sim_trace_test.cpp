@@ -99,8 +99,8 @@ TEST(SimTrace, EveryRoleReportsItsStatesAndEveryResponseWalksTheCompleter) {
   for (const char* s : {"get-wqe", "check-fence", "start-wqe", "emit", "next-wqe", "done"})
     EXPECT_TRUE(has(req, s)) << s;
   const auto resp = rec.names(b, QpRole::kResponder);
-  for (const char* s : {"check-psn", "out-of-sequence", "check-keys", "exec-write", "exec-read",
-                        "exec-atomic", "acknowledge", "queued"})
+  for (const char* s : {"check-psn", "out-of-sequence", "in-sequence", "check-keys", "exec-write",
+                        "exec-read", "exec-atomic", "acknowledge", "queued"})
     EXPECT_TRUE(has(resp, s)) << s;
   const auto comp = rec.names(a, QpRole::kCompleter);
   for (const char* s : {"check-opcode", "check-syndrome", "ack", "seq-nak", "check-read",

@@ -298,7 +298,8 @@ class Qp {
     uint32_t rkey = 0;
   };
   void on_request(const wire::PacketView& v, uint64_t now);
-  RespState check_psn(RespCtx& c, uint64_t now);
+  RespState check_psn(RespCtx& c) const;
+  RespState take_in_sequence(const RespCtx& c, uint64_t now);
   void on_out_of_sequence(const RespCtx& c, uint64_t now);
   RespState check_length(const RespCtx& c) const;
   RespState check_op_seq(const RespCtx& c) const;

@@ -30,6 +30,7 @@
   X(kCheckPsn, "check-psn")                                                             \
   X(kDuplicate, "duplicate")           /* PSN before the expected one */                \
   X(kOutOfSequence, "out-of-sequence") /* after it: a hole (selective repeat) */        \
+  X(kInSequence, "in-sequence")        /* the expected one: what waited for it ends */  \
   X(kCheckLength, "check-length")                                                       \
   X(kCheckOpSeq, "check-op-seq")                                                        \
   X(kCheckResources, "check-resources") /* a receive WQE, room for its completion */    \

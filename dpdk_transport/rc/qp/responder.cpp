@@ -75,7 +75,10 @@ void Qp::respond(const wire::PacketView& v, uint64_t now) {
     DPDAT_QP_TRACE_POINT(QpRole::kResponder, s, c.psn, now);
     switch (s) {
       case RespState::kCheckPsn:
-        s = check_psn(c, now);
+        s = check_psn(c);
+        break;
+      case RespState::kInSequence:
+        s = take_in_sequence(c, now);
         break;
       case RespState::kDuplicate:
         handle_duplicate(v, now);
@@ -123,7 +126,7 @@ void Qp::respond(const wire::PacketView& v, uint64_t now) {
   }
 }
 
-RS Qp::check_psn(RespCtx& c, uint64_t now) {
+RS Qp::check_psn(RespCtx& c) const {
   const int32_t d = Psn::diff(c.psn, resp_.epsn);
   if (d > EngineCounters::kPsnFar || d < -EngineCounters::kPsnFar)
     engine_.counters().psn_out_of_window++;
@@ -134,6 +137,12 @@ RS Qp::check_psn(RespCtx& c, uint64_t now) {
   c.last = info.is(wire::op::kLast);
   c.is_send = info.is(wire::op::kSend);
   c.is_write = info.is(wire::op::kWrite);
+  return RS::kInSequence;
+}
+
+// The expected PSN arrived: the timing of the NAK that asked for it ends, and
+// what selective repeat kept or assumed for it is let go.
+RS Qp::take_in_sequence(const RespCtx& c, uint64_t now) {
   if (resp_.nak_timed && resp_.nak_timed_psn == resp_.epsn) {
     resp_.nak_timed = false;
     if (resp_.nak_timed_once) {
