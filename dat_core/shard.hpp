@@ -41,7 +41,9 @@ struct Ep;
 // by Handoff::fill: only the scatter-gather entries in use are, so a 64 B
 // post moves a few cache lines to the engine's CPU, not the whole cell.
 struct Handoff {
-  Handoff() {}  // `send` as the union's member initialiser says
+  // User-provided: the implicit one is deleted (a union member's non-trivial
+  // default constructor); `send` starts value-initialised.
+  Handoff() {}
 
   Ep* ep = nullptr;
   rc::Qp* qp = nullptr;

@@ -1,6 +1,6 @@
 #pragma once
 // dat_core's link seam (dat_core/link.hpp) over the deterministic simulated
-// link (rc/sim_link.hpp): the configurations ring=0 and ring=1 (the built-in
+// link (sim/sim_link.hpp): the configurations ring=0 and ring=1 (the built-in
 // IA names dpdat0 / dpdat1 among them) are the two ends of one simulated
 // wire in this process, so the DAT objects, the connection manager and
 // progress run without EAL, hugepages or DPDK.

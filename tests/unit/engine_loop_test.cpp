@@ -1,4 +1,4 @@
-// The loop of every engine thread (rc/engine_loop.hpp) with a driver of the
+// The loop of every engine thread (rc/engine/engine_loop.hpp) with a driver of the
 // test's: a busy loop beats while it runs and stops beating when stopped; a
 // backing-off loop sleeps when nothing moves, and work handed to it (then
 // wake()) ends the sleep long before its deadline; a turn taken off by

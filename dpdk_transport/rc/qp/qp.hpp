@@ -8,17 +8,22 @@
 //                   replay cache for duplicate READ / atomic requests
 //   responder_sr.cpp  selective repeat: packets after a hole placed by offset,
 //                   taken in order once the hole is filled
+//   responder_hold.cpp  selective repeat: request frames after a hole kept
+//                   whole, run through the responder when their turn comes
 //   completer.cpp   every response (ACK, NAK, READ response, atomic ACK,
 //                   SACK), in-order completions
 //   qp_post.cpp     posting of work requests
+//   qp_congestion.cpp  the queue pair's side of congestion control
 //   qp.cpp          construction, dispatch, progress, timers, error state
-//   qp_states.hpp   the roles' states and names, the trace hook
+//   qp_states.*     the roles' states and names, the trace hook
 // Each role keeps its state in a struct of its own (req_, resp_, comp_, and
 // srs_ / srr_ for the two sides of selective repeat) and walks an explicit
 // state (ReqState, RespState, CompState) through small check_* steps that
-// validate and return the next state, and steps that act; error states map
-// to NAK codes / completion statuses in one table per role.  Owned and
-// driven by exactly one Engine; never touched by another thread.
+// validate and return the next state (they change no protocol state; they
+// may count what they see), and steps that act.  The responder's error
+// states map to NAK codes in kRespError, the NAK codes a completer receives
+// to completion statuses in kNakOutcome.  Owned and driven by exactly one
+// Engine; never touched by another thread.
 
 #include <array>
 #include <cstdint>

@@ -56,7 +56,6 @@ std::atomic<void*> g_ctx{nullptr};
 }  // namespace
 
 void set_qp_trace(QpTraceFn fn, void* ctx) noexcept {
-  g_fn.store(nullptr, std::memory_order_release);
   g_ctx.store(ctx, std::memory_order_release);
   g_fn.store(fn, std::memory_order_release);
 }

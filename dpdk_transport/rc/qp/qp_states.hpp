@@ -99,8 +99,9 @@ struct QpTransition {
 using QpTraceFn = void (*)(void* ctx, const QpTransition& t);
 
 #if DPDAT_QP_TRACE
-// Installs the process-wide trace hook (nullptr: none); install or change it
-// while no engine runs.  The hook runs on the engine thread of the queue
+// Installs the process-wide trace hook (nullptr: none).  Install, change or
+// clear it only while no engine runs: the function and its context are read
+// one after the other, not as one.  The hook runs on the engine thread of the queue
 // pair, for every engine: it must be thread-safe when several engines run.
 void set_qp_trace(QpTraceFn fn, void* ctx) noexcept;
 namespace detail {
