@@ -68,8 +68,8 @@ void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
 // completed"), then the EP is DISCONNECTED and the connection event `n`
 // (with the peer's private data, if any) is delivered.
 void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
-  if (ep->qp != nullptr && ep->qp->state() != rc::QpState::kError)
-    ep->qp->set_error(rc::QpError::kDestroyed, now_ns());
+  if (ep->qp != nullptr && rc::qp::state(*ep->qp) != rc::QpState::kError)
+    rc::qp::set_error(*ep->qp, rc::QpError::kDestroyed, now_ns());
   ep->state = EpState::kDisconnected;
   ep->cm = CmState::kDone;
   watched.erase(ep);
@@ -103,7 +103,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   m.local_comm_id = ep->local_comm;
   m.service_id = conn_qual;
   m.ca_guid = guid_of(link->mac());
-  m.qpn = ep->qp->qpn();
+  m.qpn = rc::qp::number(*ep->qp);
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
   m.initiator_depth = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_out, 255u));
@@ -152,12 +152,12 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   path.peer_mac = cr->peer_mac;
   path.local_ip = cfg.ip;
   path.peer_ip = cr->peer_ip;
-  path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
+  path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
   path.peer_qpn = cr->req.qpn;
   ep->my_psn = random32() & 0xFFFFFFu;
   const uint32_t path_pmtu = agreed_pmtu(pmtu, cr->req.path_mtu);
-  if (!ep->qp->set_pmtu(path_pmtu) ||
-      !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
+  if (!rc::qp::set_pmtu(*ep->qp, path_pmtu) ||
+      !rc::qp::connect(*ep->qp, path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
     return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
   ep->peer_ip = cr->peer_ip;
   ep->peer_mac = cr->peer_mac;
@@ -177,7 +177,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   m.local_comm_id = ep->local_comm;
   m.remote_comm_id = ep->remote_comm;
   m.ca_guid = guid_of(link->mac());
-  m.qpn = ep->qp->qpn();
+  m.qpn = rc::qp::number(*ep->qp);
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
   m.initiator_depth = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_out, 255u));
@@ -262,7 +262,7 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
   ep->state = EpState::kDisconnectPending;
   watched.insert(ep);
   if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
-      ep->qp->state() == rc::QpState::kRts && ep->qp->send_queue_used() > 0) {
+      rc::qp::state(*ep->qp) == rc::QpState::kRts && rc::qp::send_queue_used(*ep->qp) > 0) {
     ep->cm = CmState::kDraining;
     ep->deadline = now + kDrainMaxNs;
     ep->next_retx = now + kDrainPollNs;
@@ -286,7 +286,7 @@ wire::CmMessage Iface::dreq_of(const Ep& ep) const {
 void Iface::send_dreq(Ep* ep, uint64_t now) {
   // Ahead of the DREQ on the same path: the peer flushes what it still waits
   // to have acknowledged when the DREQ arrives, even messages we received.
-  if (ep->qp != nullptr) ep->qp->ack_received(now);
+  if (ep->qp != nullptr) rc::qp::ack_received(*ep->qp, now);
   ep->out_msg = dreq_of(*ep);
   send_cm(ep->peer_mac, ep->peer_ip, ep->out_msg);
   ep->cm = CmState::kDreqSent;

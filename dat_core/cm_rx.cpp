@@ -163,11 +163,11 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     path.peer_mac = ep->peer_mac;
     path.local_ip = cfg.ip;
     path.peer_ip = ep->peer_ip;
-    path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
+    path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
     path.peer_qpn = m.qpn;
     const uint32_t path_pmtu = agreed_pmtu(pmtu, m.path_mtu);
-    if (!ep->qp->set_pmtu(path_pmtu) ||
-        !ep->qp->connect(path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
+    if (!rc::qp::set_pmtu(*ep->qp, path_pmtu) ||
+        !rc::qp::connect(*ep->qp, path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
       send_rej(ep->peer_mac, ep->peer_ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
       finish_disconnect(ep, EventNum::kNonPeerRejected);
       return;
@@ -246,7 +246,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
   // NAK, retries spent; the peer's QP broke too and it says so): BROKEN,
   // as the housekeeping pass would have reported it, whichever came first.
   if (ep->cm == CmState::kEstablished && ep->qp != nullptr &&
-      ep->qp->state() == rc::QpState::kError) {
+      rc::qp::state(*ep->qp) == rc::QpState::kError) {
     count_key_refusals(ep, now_ns());
     finish_disconnect(ep, EventNum::kBroken);
     return;

@@ -19,14 +19,14 @@ void Iface::cm_timers(uint64_t now) {
       if (it == ep_by_qpn.end()) return;
       Ep* ep = it->second;
       count_key_refusals(ep, now);
-      if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kError) return;
+      if (ep->qp == nullptr || rc::qp::state(*ep->qp) != rc::QpState::kError) return;
       if (ep->conn_evd == nullptr && ep->qp_attr_state != 0) {
         qp_attr_errored(ep);  // connected by attributes: no CM, async events only
         return;
       }
       if (ep->cm != CmState::kEstablished) return;
       // A verbs QP connected through the CM (qp_cm_attach): verbs' QP_FATAL.
-      if (ep->cm_attached && ep->qp->error() != rc::QpError::kDestroyed)
+      if (ep->cm_attached && rc::qp::error(*ep->qp) != rc::QpError::kDestroyed)
         async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
       // The RC engine gave up (retry budget, fatal NAK): the connection is
       // broken.  Tell the peer once, best effort.
@@ -79,8 +79,8 @@ void Iface::cm_timers(uint64_t now) {
         send_out(ep, now);
         break;
       case CmState::kDraining:
-        if (ep->qp == nullptr || ep->qp->state() != rc::QpState::kRts ||
-            ep->qp->send_queue_used() == 0 || now >= ep->deadline) {
+        if (ep->qp == nullptr || rc::qp::state(*ep->qp) != rc::QpState::kRts ||
+            rc::qp::send_queue_used(*ep->qp) == 0 || now >= ep->deadline) {
           send_dreq(ep, now);
         } else {
           ep->next_retx = now + kDrainPollNs;
@@ -153,7 +153,7 @@ void Iface::pending_dreq_timers(uint64_t now, uint64_t* next) {
 
 void Iface::count_key_refusals(Ep* ep, uint64_t now) {
   if (ep->qp == nullptr) return;
-  const uint64_t n = ep->qp->counters().rkey_refused;
+  const uint64_t n = rc::qp::counters(*ep->qp).rkey_refused;
   if (n <= ep->key_refusals_counted) return;
   note_key_refusals(ep->peer_ip, n - ep->key_refusals_counted, now);
   ep->key_refusals_counted = n;

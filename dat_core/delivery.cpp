@@ -26,10 +26,10 @@ bool Iface::drain_cq(Shard& s, Evd* evd) {
       // What the queue pair retired, for posters that hand off (ep_post):
       // published before the completion can be seen.
       if (c.op == rc::WcOp::kRecv || c.op == rc::WcOp::kRecvWriteImm) {
-        ep->recvs_retired.store(ep->recvs_into_qp - ep->qp->recv_queue_used(),
+        ep->recvs_retired.store(ep->recvs_into_qp - rc::qp::recv_queue_used(*ep->qp),
                                 std::memory_order_release);
       } else {
-        ep->sends_retired.store(ep->sends_into_qp - ep->qp->send_queue_used(),
+        ep->sends_retired.store(ep->sends_into_qp - rc::qp::send_queue_used(*ep->qp),
                                 std::memory_order_release);
       }
     }
@@ -97,7 +97,7 @@ Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
 // may reuse, or with another EP's).  The RC queues are popped and refilled
 // here, which is safe because every token is held (no engine runs).
 void Iface::settle_completions(Ep* ep) {
-  const uint32_t qpn = ep->qp->qpn();
+  const uint32_t qpn = rc::qp::number(*ep->qp);
   Evd* const evds[2] = {ep->recv_evd, ep->req_evd != ep->recv_evd ? ep->req_evd : nullptr};
   for (Evd* evd : evds) {
     if (evd == nullptr || !evd->dto || ep->shard == nullptr) continue;

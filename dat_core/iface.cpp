@@ -151,9 +151,9 @@ Status Iface::make_qp(Ep* ep, Shard* where) {
   s.eps++;
   if (ep->srq != nullptr) {
     if (ep->srq->shard == nullptr) ep->srq->shard = &s;
-    (void)ep->qp->attach_srq(ep->srq->rq.get());  // new QP: in RESET
+    (void)rc::qp::attach_srq(*ep->qp, ep->srq->rq.get());  // new QP: in RESET
   }
-  ep_by_qpn[ep->qp->qpn()] = ep;
+  ep_by_qpn[rc::qp::number(*ep->qp)] = ep;
   return kOk;
 }
 
@@ -174,10 +174,10 @@ bool Iface::rehome_qp(Ep* ep, Shard& to) {
     return false;
   }
   std::vector<rc::RecvWr> recvs;
-  old->take_recvs(&recvs);
-  for (const rc::RecvWr& r : recvs) (void)ep->qp->post_recv(r);  // same depth: they fit
+  rc::qp::take_recvs(*old, &recvs);
+  for (const rc::RecvWr& r : recvs) (void)rc::qp::post_recv(*ep->qp, r);  // same depth: they fit
   ep->recvs_into_qp = recvs.size();
-  ep_by_qpn.erase(old->qpn());
+  ep_by_qpn.erase(rc::qp::number(*old));
   from.engine->destroy_qp(old);
   from.eps--;
   return true;
@@ -224,7 +224,7 @@ void Iface::destroy_qp(Ep* ep) {
     if (h.ep == ep) h.qp = nullptr;
   });
   settle_completions(ep);
-  ep_by_qpn.erase(ep->qp->qpn());
+  ep_by_qpn.erase(rc::qp::number(*ep->qp));
   s.engine->destroy_qp(ep->qp);
   s.eps--;
   ep->qp = nullptr;

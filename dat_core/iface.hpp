@@ -198,11 +198,11 @@ struct Iface {
   // The EP's shard's token held: a send straight into the EP's queue pair,
   // behind what was handed off before it (kQueueFull while some of that
   // cannot go yet).
-  rc::Qp::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);
+  rc::PostResult post_send_now(Ep* ep, const rc::SendWr& wr);
   // The EP's shard's token held, nothing handed off left: one request (send
   // or receive) into the EP's queue pair, counted for the hand-off's
   // accounting.
-  rc::Qp::PostResult post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr);
+  rc::PostResult post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr);
   // The CM work (messages received, timers) with mu and every token held.
   // True when CM messages were handled (timers alone are not traffic).
   bool control_step(uint64_t now);

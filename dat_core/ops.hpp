@@ -94,7 +94,7 @@ void grant_sizes(const Iface* f, EpAttr* a);
 // A DAT completion-flags word as RC work-request flags; the status of a
 // post into a queue pair as the DAT status (ops_post.cpp).
 Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags);
-Status post_result(rc::Qp::PostResult r, const Ep* ep);
+Status post_result(rc::PostResult r, const Ep* ep);
 
 // Limits of an EP's attributes against the interface (negative counts of a
 // front arrive here as huge values and fail the same checks).

@@ -128,7 +128,7 @@ Status ep_modify(Ep* ep, const std::function<Status(Ep*, EpSettings*)>& resolve)
   grant_sizes(f, &s.attr);
   // Re-create the queue pair with the new settings (nothing is connected
   // yet; receives already posted would be lost, so refuse then).
-  if (ep->qp != nullptr && ep->qp->recv_queue_used() > 0)
+  if (ep->qp != nullptr && rc::qp::recv_queue_used(*ep->qp) > 0)
     return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
   f->destroy_qp(ep);
   if (s.pz != ep->pz) {
@@ -181,8 +181,8 @@ Status ep_get_status(Ep* ep, EpStatus* out) {
   Lock lk(f);
   f->progress(now_ns(), true);
   out->state = ep->state;
-  out->recv_idle = ep->qp == nullptr || ep->qp->recv_queue_used() == 0;
-  out->req_idle = ep->qp == nullptr || ep->qp->send_queue_used() == 0;
+  out->recv_idle = ep->qp == nullptr || rc::qp::recv_queue_used(*ep->qp) == 0;
+  out->req_idle = ep->qp == nullptr || rc::qp::send_queue_used(*ep->qp) == 0;
   return kOk;
 }
 
@@ -219,7 +219,7 @@ Status ep_free(Ep* ep) {
 
 Status ep_recv_query(Ep* ep, uint32_t* nbufs) {
   Lock lk(ep->ia->iface);
-  *nbufs = ep->qp == nullptr ? 0 : static_cast<uint32_t>(ep->qp->recv_queue_used());
+  *nbufs = ep->qp == nullptr ? 0 : static_cast<uint32_t>(rc::qp::recv_queue_used(*ep->qp));
   return kOk;
 }
 

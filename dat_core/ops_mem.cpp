@@ -113,8 +113,8 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
     auto it = f->lmr_by_ctx.find(lmr_context);
     if (it == f->lmr_by_ctx.end()) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
     lmr = it->second;
-    const auto be =
-        f->mr->check_bind(r->slot, lmr_context, va, length, privileges, ep->pz->id, ep->qp->qpn());
+    const auto be = f->mr->check_bind(r->slot, lmr_context, va, length, privileges, ep->pz->id,
+                                      rc::qp::number(*ep->qp));
     switch (be) {
       case rc::BindError::kOk:
         break;
@@ -130,7 +130,7 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
         return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
     }
   }
-  if (!r->binds.empty() && r->bind_qpn != ep->qp->qpn()) return fail(Type::INVALID_STATE);
+  if (!r->binds.empty() && r->bind_qpn != rc::qp::number(*ep->qp)) return fail(Type::INVALID_STATE);
   uint32_t wr_flags = 0;
   Status st = request_flags(ep, cflags, &wr_flags);
   if (!st.ok()) return st;
@@ -145,9 +145,9 @@ Status rmr_bind(Rmr* r, Ep* ep, uint32_t lmr_context, uint64_t va, uint64_t leng
   wr.bind_privileges = privileges;
   const uint32_t ctx = f->mr->mw_predict_rkey(r->slot, static_cast<uint32_t>(r->binds.size()));
   const auto pr = f->post_send_now(ep, wr);
-  if (pr != rc::Qp::PostResult::kOk) return post_result(pr, ep);
+  if (pr != rc::PostResult::kOk) return post_result(pr, ep);
   r->binds.push_back(Rmr::PendingBind{cookie, lmr, va, length, privileges});
-  r->bind_qpn = ep->qp->qpn();
+  r->bind_qpn = rc::qp::number(*ep->qp);
   r->context = ctx;
   *ctx_out = ctx;
   f->progress(now_ns(), true);

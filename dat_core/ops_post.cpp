@@ -22,15 +22,15 @@ Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags) {
   return kOk;
 }
 
-Status post_result(rc::Qp::PostResult r, const Ep* ep) {
+Status post_result(rc::PostResult r, const Ep* ep) {
   switch (r) {
-    case rc::Qp::PostResult::kOk:
+    case rc::PostResult::kOk:
       return kOk;
-    case rc::Qp::PostResult::kQueueFull:
+    case rc::PostResult::kQueueFull:
       return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
-    case rc::Qp::PostResult::kInvalidState:
+    case rc::PostResult::kInvalidState:
       return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
-    case rc::Qp::PostResult::kInvalidWr:
+    case rc::PostResult::kInvalidWr:
       return fail(Type::INVALID_PARAMETER);
   }
   return fail(Type::INTERNAL_ERROR);
@@ -66,12 +66,12 @@ bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, 
     s.token.unlock();
     return false;
   }
-  const rc::Qp::PostResult r = f->post_into_qp(ep, swr, rwr);
+  const rc::PostResult r = f->post_into_qp(ep, swr, rwr);
   s.last_consumer_progress.store(now, std::memory_order_relaxed);
   // A send leaves at once; a receive only waits for what comes, so its post
   // does not poll the link (a consumer reposting a buffer before it answers
   // a message would otherwise pay for a poll before its answer goes out).
-  if (r == rc::Qp::PostResult::kOk && swr != nullptr) {
+  if (r == rc::PostResult::kOk && swr != nullptr) {
     s.engine->counters().consumer_steps++;
     f->step(s, now, false);
   }
@@ -91,7 +91,7 @@ Status submit(Iface* f, Ep* ep, bool is_send, const rc::SendWr* swr, const rc::R
   if (try_direct(f, ep, swr, rwr, now, &st)) return st;
   rc::Qp* qp = ep->qp;
   Shard& s = *ep->shard;
-  const uint64_t cap = is_send ? qp->config().sq_depth : qp->config().rq_depth;
+  const uint64_t cap = is_send ? rc::qp::config(*qp).sq_depth : rc::qp::config(*qp).rq_depth;
   std::atomic<uint64_t>& posted = is_send ? ep->sends_posted : ep->recvs_posted;
   const std::atomic<uint64_t>& retired = is_send ? ep->sends_retired : ep->recvs_retired;
   // Counted before it can be taken, so `retired` never passes `posted`.

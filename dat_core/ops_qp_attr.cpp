@@ -24,12 +24,12 @@ void store(Ep* ep, QpAttrState s) { ep->qp_attr_state = static_cast<uint8_t>(s);
 // way to it either): SQD has drained.
 bool sq_drained(const Ep* ep) {
   return ep->sends_posted.load(std::memory_order_acquire) == ep->sends_into_qp &&
-         ep->qp->send_queue_used() == 0;
+         rc::qp::send_queue_used(*ep->qp) == 0;
 }
 
 // Lock held.  A queue pair in RTR that received a packet: COMM_EST, once.
 void tell_comm_est(Iface* f, Ep* ep) {
-  if (ep->comm_est_told || ep->qp->counters().rx_packets == 0) return;
+  if (ep->comm_est_told || rc::qp::counters(*ep->qp).rx_packets == 0) return;
   ep->comm_est_told = true;
   f->async_event(ep->ia, EventNum::kProviderInternal, ep, kQpCommEstReason);
 }
@@ -44,7 +44,8 @@ void unwatch(Iface* f, Ep* ep) {
 void flush(Iface* f, Ep* ep) {
   if (ep->qp == nullptr) return;
   const uint64_t now = now_ns();
-  if (ep->qp->state() != rc::QpState::kError) ep->qp->set_error(rc::QpError::kDestroyed, now);
+  if (rc::qp::state(*ep->qp) != rc::QpState::kError)
+    rc::qp::set_error(*ep->qp, rc::QpError::kDestroyed, now);
   f->progress(now, false);
 }
 
@@ -86,7 +87,8 @@ bool qp_transition_ok(QpAttrState from, QpAttrState to) {
 }
 
 QpAttrState qp_attr_state(const Ep* ep) {
-  if (ep->qp != nullptr && ep->qp->state() == rc::QpState::kError) return QpAttrState::kError;
+  if (ep->qp != nullptr && rc::qp::state(*ep->qp) == rc::QpState::kError)
+    return QpAttrState::kError;
   return stored(ep);
 }
 
@@ -119,10 +121,11 @@ Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   path.peer_mac = mac;
   path.local_ip = f->cfg.ip;
   path.peer_ip = peer.ip;
-  path.udp_src_port = wire::roce_src_port(ep->qp->qpn());
+  path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
   path.peer_qpn = peer.qpn;
   // The send PSN comes with RTS (set_requester); until then nothing is sent.
-  if (!ep->qp->set_pmtu(peer.pmtu) || !ep->qp->connect(path, wire::Psn(0), wire::Psn(peer.rq_psn)))
+  if (!rc::qp::set_pmtu(*ep->qp, peer.pmtu) ||
+      !rc::qp::connect(*ep->qp, path, wire::Psn(0), wire::Psn(peer.rq_psn)))
     return fail(Type::INVALID_STATE);
   ep->peer_ip = peer.ip;
   ep->peer_mac = mac;
@@ -143,8 +146,8 @@ Status qp_to_rts(Ep* ep, const QpRequester& req) {
   if (!qp_transition_ok(cur, QpAttrState::kRts) || ep->qp == nullptr)
     return fail(Type::INVALID_STATE);
   if (cur == QpAttrState::kRtr) {
-    if (!ep->qp->set_requester(wire::Psn(req.sq_psn & 0xFFFFFFu), req.retry_count, req.rnr_retry,
-                               req.ack_timeout_ns))
+    if (!rc::qp::set_requester(*ep->qp, wire::Psn(req.sq_psn & 0xFFFFFFu), req.retry_count,
+                               req.rnr_retry, req.ack_timeout_ns))
       return fail(Type::INVALID_STATE);
     tell_comm_est(f, ep);  // a packet came in RTR since the last pass
   }
@@ -215,7 +218,7 @@ Status qp_to_reset(Ep* ep, uint32_t* qpn) {
   store(ep, QpAttrState::kReset);
   Status st = f->make_qp(ep);
   if (!st.ok()) return st;
-  *qpn = ep->qp->qpn();
+  *qpn = rc::qp::number(*ep->qp);
   return kOk;
 }
 
@@ -275,12 +278,12 @@ Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us) {
 void qp_attr_errored(Ep* ep) {
   if (ep->freeing || ep->qp == nullptr) return;
   Iface* f = ep->ia->iface;
-  if (ep->qp->error() != rc::QpError::kDestroyed)
+  if (rc::qp::error(*ep->qp) != rc::QpError::kDestroyed)
     f->async_event(ep->ia, EventNum::kEpBroken, ep, kEpTransferToErrorReason);
   if (ep->srq != nullptr) f->async_event(ep->ia, EventNum::kEpBroken, ep, kEpLastWqeReason);
 }
 
-uint32_t qp_number(const Ep* ep) { return ep->qp != nullptr ? ep->qp->qpn() : 0; }
+uint32_t qp_number(const Ep* ep) { return ep->qp != nullptr ? rc::qp::number(*ep->qp) : 0; }
 
 Status ia_link_info(Ia* ia, IaLinkInfo* out) {
   Iface* f = ia->iface;

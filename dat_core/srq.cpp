@@ -153,14 +153,14 @@ void Iface::check_srqs(const Shard* only) {
     for (size_t i = 0; i < s->eps.size(); ++i) {
       Ep* ep = s->eps[i];
       if (ep->qp == nullptr) continue;
-      const uint32_t peak = ep->qp->take_srq_peak();
+      const uint32_t peak = rc::qp::take_srq_peak(*ep->qp);
       if (watermark_set(ep->soft_hw) && peak >= ep->soft_hw) {
         ep->soft_hw = 0;  // once per setting
         async_event(ep->ia, EventNum::kProviderInternal, ep, kEpSoftHighWatermarkReason);
       }
       if (watermark_set(ep->hard_hw) && peak >= ep->hard_hw && ep->state == EpState::kConnected) {
         ep->hard_hw = 0;
-        ep->qp->set_error(rc::QpError::kLocalLength, now_ns());  // seen as BROKEN
+        rc::qp::set_error(*ep->qp, rc::QpError::kLocalLength, now_ns());  // seen as BROKEN
       }
     }
   }

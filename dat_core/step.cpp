@@ -171,16 +171,18 @@ bool Iface::drain_handoff(Shard& s) {
       s.handoff.pop_front();
       continue;
     }
-    const rc::Qp::PostResult r = h->is_send ? h->qp->post_send(h->send) : h->qp->post_recv(h->recv);
-    if (r == rc::Qp::PostResult::kQueueFull) break;  // after progress, in order
-    if (r != rc::Qp::PostResult::kOk) {
+    const rc::PostResult r =
+        h->is_send ? rc::qp::post_send(*h->qp, h->send) : rc::qp::post_recv(*h->qp, h->recv);
+    if (r == rc::PostResult::kQueueFull) break;  // after progress, in order
+    if (r != rc::PostResult::kOk) {
       rc::Completion c;
       c.cookie = h->is_send ? h->send.cookie : h->recv.cookie;
-      c.qpn = h->qp->qpn();
+      c.qpn = rc::qp::number(*h->qp);
       c.op = h->is_send ? rc::wc_op_of(h->send.op) : rc::WcOp::kRecv;
       c.multi = c.released = !h->is_send && h->recv.multi_min != 0;
-      c.status = h->qp->state() == rc::QpState::kError ? rc::WcStatus::kFlushed
-                                                       : rc::WcStatus::kLocalQpOperationError;
+      c.status = rc::qp::state(*h->qp) == rc::QpState::kError
+                     ? rc::WcStatus::kFlushed
+                     : rc::WcStatus::kLocalQpOperationError;
       Evd* evd = h->is_send ? ep->req_evd : ep->recv_evd;
       rc::CompletionQueue* cq = evd != nullptr ? evd->cqs[s.index].get() : &s.sink_cq;
       if (!cq->push(c)) break;  // full: the consumer makes room first
@@ -210,15 +212,16 @@ bool Iface::drain_handoff_all(Shard& s) {
   }
 }
 
-rc::Qp::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
+rc::PostResult Iface::post_send_now(Ep* ep, const rc::SendWr& wr) {
   // Never past older requests: with some left, report a full queue.
-  if (!drain_handoff_all(*ep->shard)) return rc::Qp::PostResult::kQueueFull;
+  if (!drain_handoff_all(*ep->shard)) return rc::PostResult::kQueueFull;
   return post_into_qp(ep, &wr, nullptr);
 }
 
-rc::Qp::PostResult Iface::post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr) {
-  const rc::Qp::PostResult r = swr != nullptr ? ep->qp->post_send(*swr) : ep->qp->post_recv(*rwr);
-  if (r == rc::Qp::PostResult::kOk) {
+rc::PostResult Iface::post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr) {
+  const rc::PostResult r =
+      swr != nullptr ? rc::qp::post_send(*ep->qp, *swr) : rc::qp::post_recv(*ep->qp, *rwr);
+  if (r == rc::PostResult::kOk) {
     (swr != nullptr ? ep->sends_into_qp : ep->recvs_into_qp)++;
     (swr != nullptr ? ep->sends_posted : ep->recvs_posted).fetch_add(1, std::memory_order_relaxed);
   }

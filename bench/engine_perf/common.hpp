@@ -35,6 +35,7 @@
 
 #include "dpdk/loopback.hpp"
 #include "rc/engine/engine_runner.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat::engine_perf {
 

@@ -14,6 +14,7 @@
 #include "dpdk/tsc_clock.hpp"
 #include "rc/engine/engine.hpp"
 #include "rc/mr_table.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat::dpdk {
 

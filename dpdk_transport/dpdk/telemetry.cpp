@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "rc/qp/qp.hpp"
+
 namespace dpdat::dpdk {
 namespace {
 

@@ -260,6 +260,10 @@ struct PathInfo {
 
 enum class QpState : uint8_t { kReset, kRts, kError };
 
+// The timers of a queue pair, which its engine keeps (kPace: the pacer's next
+// send time, congestion control).
+enum class QpTimer : uint8_t { kRetransmit, kRnr, kAck, kProbe, kPace, kCount };
+
 enum class QpError : uint8_t {
   kNone,
   kRetryExceeded,

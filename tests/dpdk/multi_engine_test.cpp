@@ -12,6 +12,7 @@
 #include "dpdk/telemetry.hpp"
 #include "rc/engine/engine_group.hpp"
 #include "rc/engine/engine_runner.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat {
 namespace {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ops.hpp"
+#include "rc/qp/qp.hpp"  // the tests look at the protocol's state
 #include "sim_factory.hpp"
 
 namespace dpdat::proto {

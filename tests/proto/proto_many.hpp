@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops.hpp"
+#include "rc/qp/qp.hpp"
 
 namespace dpdat::proto {
 

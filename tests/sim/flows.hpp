@@ -15,6 +15,7 @@
 
 #include "rc/engine/engine.hpp"
 #include "rc/mr_table.hpp"
+#include "rc/qp/qp.hpp"
 #include "sim/sim_link.hpp"
 
 namespace dpdat::rc::test {

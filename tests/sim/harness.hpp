@@ -12,6 +12,7 @@
 
 #include "rc/engine/engine.hpp"
 #include "rc/mr_table.hpp"
+#include "rc/qp/qp.hpp"
 #include "sim/sim_link.hpp"
 
 namespace dpdat::rc::test {

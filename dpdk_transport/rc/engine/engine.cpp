@@ -1,5 +1,7 @@
 #include "rc/engine/engine.hpp"
 
+#include "rc/qp/qp.hpp"
+
 #include <algorithm>
 
 namespace dpdat::rc {
@@ -42,7 +44,7 @@ Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq
     active_next_.reserve(want);
     errored_.reserve(want);
     errored_swap_.reserve(want);
-    timers_.reserve(want * static_cast<size_t>(Qp::TimerKind::kCount));
+    timers_.reserve(want * static_cast<size_t>(QpTimer::kCount));
   }
   uint32_t i;
   if (!free_slots_.empty()) {
@@ -128,7 +130,7 @@ void Engine::heap_remove(size_t i) {
   heap_down(last.qp->timer_slot_[static_cast<size_t>(last.kind)]);
 }
 
-void Engine::arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline) {
+void Engine::arm_timer(Qp* qp, QpTimer kind, uint64_t deadline) {
   const uint32_t slot = qp->timer_slot_[static_cast<size_t>(kind)];
   if (slot != Qp::kNoTimerSlot) {
     // A later deadline leaves the entry: it re-checks the QP's on expiry.
@@ -154,8 +156,7 @@ void Engine::run_timers(uint64_t now, bool rx_drained) {
     // (RX not drained, at most timer_lag_max_ns past due), or before a peer
     // that may have been away with us had a round trip to answer (once, how
     // long the gap was), would be spurious: judge it later.
-    const bool judges_loss =
-        e.kind == Qp::TimerKind::kRetransmit || e.kind == Qp::TimerKind::kProbe;
+    const bool judges_loss = e.kind == QpTimer::kRetransmit || e.kind == QpTimer::kProbe;
     if (judges_loss && want != 0) {
       uint64_t until = 0;
       if (!rx_drained && now - want < cfg_.timer_lag_max_ns) {

@@ -22,7 +22,8 @@
 #include "rc/engine/engine_group.hpp"
 #include "rc/engine/packet_io.hpp"
 #include "rc/mr_table.hpp"
-#include "rc/qp/qp.hpp"
+#include "rc/qp/qp_api.hpp"
+#include "rc/qp/qp_ring.hpp"
 #include "rc/types.hpp"
 #include "wire/cm.hpp"
 #include "wire/packet.hpp"
@@ -219,7 +220,7 @@ class Engine {
   // Whether frames are to be built with the IPv4 checksum left to the device.
   bool tx_ip_csum_offload() const { return tx_ip_csum_offload_; }
   void tx_abort(Frame* f);
-  void arm_timer(Qp* qp, Qp::TimerKind kind, uint64_t deadline);
+  void arm_timer(Qp* qp, QpTimer kind, uint64_t deadline);
   // A block of pool() for a frame a queue pair keeps after a hole, within
   // cfg.held_max_bytes for the engine; nullptr (counted) when over.
   void* held_take(size_t bytes) {
@@ -263,7 +264,7 @@ class Engine {
   struct TimerEntry {
     uint64_t deadline;
     Qp* qp;
-    Qp::TimerKind kind;
+    QpTimer kind;
   };
   // rx_drained: this poll emptied RX and the hand-off rings.  Without it,
   // retransmission and probe timers wait for the next poll; one that fell

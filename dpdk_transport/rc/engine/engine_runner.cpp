@@ -1,5 +1,7 @@
 #include "rc/engine/engine_runner.hpp"
 
+#include "rc/qp/qp.hpp"
+
 #include <pthread.h>
 
 #include <algorithm>

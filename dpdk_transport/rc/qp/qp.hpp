@@ -23,7 +23,8 @@
 // may count what they see), and steps that act.  The responder's error
 // states map to NAK codes in kRespError, the NAK codes a completer receives
 // to completion statuses in kNakOutcome.  Owned and driven by exactly one
-// Engine; never touched by another thread.
+// Engine; never touched by another thread.  The layers above see a queue
+// pair through qp_api.hpp only.
 
 #include <array>
 #include <cstdint>
@@ -36,6 +37,7 @@
 #include "rc/cc/congestion.hpp"
 #include "rc/cc/congestion_control.hpp"
 #include "rc/mr_table.hpp"
+#include "rc/qp/qp_api.hpp"
 #include "rc/qp/qp_counters.hpp"
 #include "rc/qp/qp_ring.hpp"
 #include "rc/qp/qp_states.hpp"
@@ -50,8 +52,7 @@ class Engine;
 
 class Qp {
  public:
-  // kPace: the pacer's next send time (congestion control).
-  enum class TimerKind : uint8_t { kRetransmit, kRnr, kAck, kProbe, kPace, kCount };
+  using TimerKind = QpTimer;
 
   // The roles' states (qp_states.hpp): each role walks its own through
   // small check_* steps that return the next state.
@@ -97,7 +98,7 @@ class Qp {
                      uint64_t timeout_ns);
 
   // Posting (same thread as the engine).
-  enum class PostResult : uint8_t { kOk, kQueueFull, kInvalidState, kInvalidWr };
+  using PostResult = rc::PostResult;
   PostResult post_send(const SendWr& wr);
   PostResult post_recv(const RecvWr& wr);  // kInvalidState with an SRQ attached
   // Takes receives from `srq` instead of its own queue (before connect(); the
