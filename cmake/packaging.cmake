@@ -80,6 +80,9 @@ endforeach()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot/dpdat-plot DESTINATION ${CMAKE_INSTALL_BINDIR}
         COMPONENT tools)
 dpdat_install_man(dpdat-plot.1 1 tools)
+if(TARGET dpdat_verbs)
+  dpdat_install_man(dpdat-run.1 1 verbs)
+endif()
 if(TARGET daplodpdk)
   install(FILES ${PROJECT_SOURCE_DIR}/packaging/datconf-lines
           DESTINATION ${CMAKE_INSTALL_DATADIR}/dpdat-dapl2 RENAME dat.conf.lines COMPONENT dapl2)
