@@ -377,15 +377,15 @@ CS Qp::check_read_response(CompCtx& c) const {
   c.wqe = wqe_from(c.psn);
   if (!wqe_holds(c.wqe, c.psn) || sq(c.wqe).wr.op != WrOp::kRead) return CS::kDuplicate;
   const SendWqe& w = sq(c.wqe);
-  const Psn expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
-  c.gap = Psn::diff(c.psn, expected);
-  if (c.gap < 0) return CS::kDuplicate;
+  c.expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
+  const int32_t gap = Psn::diff(c.psn, c.expected);
+  if (gap < 0) return CS::kDuplicate;
   c.idx = static_cast<uint32_t>(Psn::diff(c.psn, w.first_psn));
   c.off = uint64_t{c.idx} * cfg_.pmtu;
   const uint64_t want_len = std::min<uint64_t>(cfg_.pmtu, w.total_len - c.off);
   if (c.v.payload.size() != want_len) return CS::kBadResponse;
-  if (c.gap == 0) return CS::kReadInOrder;
-  return cfg_.selective_repeat && c.gap < kSrSpan ? CS::kReadAhead : CS::kReadGap;
+  if (gap == 0) return CS::kReadInOrder;
+  return cfg_.selective_repeat && gap < kSrSpan ? CS::kReadAhead : CS::kReadGap;
 }
 
 // Selective repeat: placed by its offset now; only the responses the order
@@ -413,12 +413,11 @@ CS Qp::do_read_ahead(const CompCtx& c, uint64_t now) {
 void Qp::do_read_gap(const CompCtx& c, uint64_t now) {
   ctr_.out_of_order_rx++;
   const SendWqe& w = sq(c.wqe);
-  const Psn expected = w.first_psn + static_cast<int32_t>(w.resp_pkts);
-  if (req_.read_gap_pending && req_.read_gap_psn == expected) return;
+  if (req_.read_gap_pending && req_.read_gap_psn == c.expected) return;
   req_.read_gap_pending = true;
-  req_.read_gap_psn = expected;
+  req_.read_gap_psn = c.expected;
   note_acked(w.first_psn - 1, now);
-  rewind_to(expected, now);
+  rewind_to(c.expected, now);
 }
 
 void Qp::do_read_in_order(const CompCtx& c, uint64_t now) {

@@ -267,10 +267,10 @@ class Qp {
   struct CompCtx {
     const wire::PacketView& v;
     wire::Psn psn;
-    uint64_t wqe = 0;  // READ / atomic: the send-queue index it answers
-    uint32_t idx = 0;  // READ: the response's index within the READ ...
-    uint64_t off = 0;  // ... and its offset
-    int32_t gap = 0;   // READ: PSNs after the next one the READ expects
+    uint64_t wqe = 0;      // READ / atomic: the send-queue index it answers
+    uint32_t idx = 0;      // READ: the response's index within the READ ...
+    uint64_t off = 0;      // ... and its offset
+    wire::Psn expected{};  // READ: the response the READ expects next
   };
   void on_response(const wire::PacketView& v, uint64_t now);
   CompState check_response_opcode(const wire::PacketView& v) const;
