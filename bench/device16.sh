@@ -18,7 +18,10 @@
 #   ot-*          STEPS onethread: one engine thread against inline progress
 #   ab-*          STEPS ab: a baseline build against this one, case by case
 #                 and round by round (BASE=DIR holding the baseline's
-#                 bin/dpdat-perf and lib/libdat.so.1); ab.txt, the table
+#                 bin/dpdat-perf and lib/libdat.so.1); ab.txt, the table.
+#                 AB_NS: engines for one posting thread; AB_THREAD_NS: for
+#                 a posting thread per engine; AB_MORE=0 leaves out 64 KiB
+#                 and latency
 # Steps are bounded by timeouts so a hang costs one step, not the run.
 set -u
 HERE=$(pwd)
@@ -155,9 +158,12 @@ if step ab; then
       c=(--bw -s 64 -n "${AB_ITERS:-600000}" --op write -q "$n" --engines "$n" --progress busy)
       ab_case "mr1-$n" "" "" --cpus "0-$((n - 1))" "${c[@]}" :: --cpus "8-$((8 + n - 1))" "${c[@]}"
     done
-    c=(--bw -s 64 -n "${AB_ITERS:-600000}" --op write -q 4 --engines 4)
-    ab_case "mrt-4" "" "" --progress busy --cpus 0-3 "${c[@]}" :: \
-      --progress inline --threads 4 --cpus 8-11 "${c[@]}"
+    for n in ${AB_THREAD_NS:-4}; do
+      c=(--bw -s 64 -n "${AB_ITERS:-600000}" --op write -q "$n" --engines "$n")
+      ab_case "mrt-$n" "" "" --progress busy --cpus "0-$((n - 1))" "${c[@]}" :: \
+        --progress inline --threads "$n" --cpus "8-$((8 + n - 1))" "${c[@]}"
+    done
+    [ "${AB_MORE:-1}" = 1 ] || continue
     c=(--bw -s 65536 -n 30000 --op write -q 4 --engines 4 --progress busy)
     ab_case "bw64k-4" "" "" --cpus 0-3 "${c[@]}" :: --cpus 8-11 "${c[@]}"
     for sp in busy:adaptive busy:busy; do

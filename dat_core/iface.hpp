@@ -8,6 +8,12 @@
 
 namespace dpdat::dat {
 
+// How late housekeeping may be before every consumer of the interface
+// tries it (Iface::control_overdue), and how long shard 0's driver waits
+// after failing to take every token before it tries again.
+inline constexpr uint64_t kControlJoinNs = 1'000'000;
+inline constexpr uint64_t kControlRetryNs = 5'000;
+
 // Limits an interface reports (DAT IA / EP attributes are filled from these)
 // and enforces.  max_eps, max_lmrs, max_rmrs, max_evds and max_pzs may be set
 // per interface (config keys of the same names, IfaceConfig); the tables
@@ -209,6 +215,16 @@ struct Iface {
   bool control_due(uint64_t now) const {
     return cm_pending.load(std::memory_order_relaxed) != 0 ||
            now >= next_housekeeping.load(std::memory_order_relaxed);
+  }
+  // Whether a consumer that does not drive shard 0 takes it up for the
+  // control work: at once for CM messages, for housekeeping only once it is
+  // kControlJoinNs late.  Housekeeping needs every token at once; shard 0's
+  // own driver tries for them on time, and every consumer trying too would
+  // take each other's tokens away and pull shard 0 between their CPUs.
+  bool control_overdue(uint64_t now) const {
+    if (cm_pending.load(std::memory_order_relaxed) != 0) return true;
+    const uint64_t due = next_housekeeping.load(std::memory_order_relaxed);
+    return now >= due && now - due >= kControlJoinNs;
   }
   void housekeep_by(uint64_t t) {
     uint64_t cur = next_housekeeping.load(std::memory_order_relaxed);

@@ -2,8 +2,9 @@
 // spread over the engines, EPs on different engines exchange verified data,
 // connections come and go while others carry traffic, posts from several
 // threads to one EP keep each thread's order, the progress threads (one per
-// engine) end with the interface's last IA, and a lossless run needs no
-// retransmission timeout.  The simulated link receives on one queue only
+// engine) end with the interface's last IA, housekeeping stays with engine
+// 0's driver until it is late, and a lossless run needs no retransmission
+// timeout.  The simulated link receives on one queue only
 // (it cannot steer), so every frame for engine 1 is handed over by engine 0:
 // the software hand-off is what runs here.
 
@@ -363,6 +364,52 @@ TEST_F(ProtoEnginesTest, PostsFromSeveralThreadsKeepEachThreadsOrder) {
     next[words[0]] = words[1] + 1;
   }
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next[t], kPerThread);
+}
+
+// Housekeeping takes every engine's token at once.  A consumer that drives
+// engine 1 only leaves it to engine 0's driver until it is kControlJoinNs
+// late; engine 0's driver, finding another token held, tries again only
+// after kControlRetryNs.  (Inline progress: no thread but the test's drives.)
+TEST_F(ProtoEnginesTest, HousekeepingIsEngineZerosUntilItIsLate) {
+  ASSERT_TRUE(open_engines(2, "inline", "inline"));
+  for (int i = 0; i < 2; ++i) connect_pair(i);
+  Iface* f = a_.ia->iface;
+  ASSERT_EQ(f->cm_pending.load(), 0u);
+  Shard& s0 = *f->shards[0];
+  Shard& s1 = *f->shards[1];
+  auto steps = [](const Shard& s) { return s.engine->counters().consumer_steps; };
+  auto deferred = [&s0] { return s0.engine->counters().control_deferred; };
+  const uint64_t t = now_ns();
+  const uint64_t steps0 = steps(s0), steps1 = steps(s1);
+
+  f->next_housekeeping.store(t - 1000);  // due, not late
+  f->drive(t, true, 1u << 1);
+  EXPECT_EQ(steps(s0), steps0) << "a consumer of engine 1 drove engine 0 for due housekeeping";
+  EXPECT_EQ(steps(s1), steps1 + 1);
+  EXPECT_EQ(f->next_housekeeping.load(), t - 1000) << "housekeeping ran without engine 0";
+
+  f->next_housekeeping.store(t - kControlJoinNs - 1000);  // late
+  f->drive(t, true, 1u << 1);
+  EXPECT_EQ(steps(s0), steps0 + 1) << "late housekeeping: the consumer takes engine 0 up";
+  EXPECT_GT(f->next_housekeeping.load(), t) << "the housekeeping pass did not run";
+
+  // Engine 1's token held by another driver: engine 0's driver defers.
+  ASSERT_TRUE(s1.token.try_lock());
+  const uint64_t u = t + 10'000;
+  f->next_housekeeping.store(u);
+  const uint64_t d = deferred();
+  f->drive(u, true, 1u);
+  EXPECT_EQ(deferred(), d + 1);
+  f->drive(u + kControlRetryNs / 2, true, 1u);
+  EXPECT_EQ(deferred(), d + 1) << "tried again within kControlRetryNs";
+  f->drive(u + kControlRetryNs, true, 1u);
+  EXPECT_EQ(deferred(), d + 2);
+  EXPECT_EQ(f->next_housekeeping.load(), u);
+  s1.token.unlock();
+  f->drive(u + 2 * kControlRetryNs, true, 1u);
+  EXPECT_EQ(deferred(), d + 2);
+  EXPECT_GT(f->next_housekeeping.load(), u + 2 * kControlRetryNs)
+      << "the housekeeping pass did not run once every token was free";
 }
 
 TEST_F(ProtoEnginesTest, ProgressThreadsEndWithTheLastIa) {

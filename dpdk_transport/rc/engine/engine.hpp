@@ -64,6 +64,9 @@ struct EngineConfig {
   /* polls its API layer ran on a thread other than the engine's own (a */   \
   /* consumer that posted or waited and drove the engine itself) */          \
   X(consumer_steps)                                                           \
+  /* engine 0: steps that found the API layer's control work (CM, */          \
+  /* housekeeping) due but could not take every engine's token for it */    \
+  X(control_deferred)                                                         \
   /* GSI (QP1): frames given to the handler, dropped for want of one, */      \
   /* sent by send_gsi(), refused by send_gsi() for back-pressure / an */      \
   /* invalid message.  A UD frame for any other QPN counts in rx_no_qp. */    \
