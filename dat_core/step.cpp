@@ -124,8 +124,18 @@ bool Iface::step(Shard& s, uint64_t now, bool ctl) {
   if (s.index == 0 && !ctl && now >= s.control_retry_ns && control_due(now)) {
     locked_here = mu.try_lock();
     if (locked_here) {
-      for (tokens_here = 1; tokens_here < shards.size(); ++tokens_here)
-        if (!shards[tokens_here]->token.try_lock()) break;
+      // Late (CM messages waiting, or housekeeping kControlJoinNs behind):
+      // it waits for the tokens, each held for a step at most (their
+      // holders only try for this one), so that drivers busy on every
+      // engine cannot put it off for ever.
+      const bool late = control_overdue(now);
+      for (tokens_here = 1; tokens_here < shards.size(); ++tokens_here) {
+        if (late) {
+          shards[tokens_here]->token.lock();
+        } else if (!shards[tokens_here]->token.try_lock()) {
+          break;
+        }
+      }
       if (tokens_here < shards.size()) {  // another shard is busy: next time
         while (--tokens_here > 0) shards[tokens_here]->token.unlock();
         mu.unlock();

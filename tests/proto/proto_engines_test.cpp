@@ -12,6 +12,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -369,7 +370,7 @@ TEST_F(ProtoEnginesTest, PostsFromSeveralThreadsKeepEachThreadsOrder) {
 // Housekeeping takes every engine's token at once.  A consumer that drives
 // engine 1 only leaves it to engine 0's driver until it is kControlJoinNs
 // late; engine 0's driver, finding another token held, tries again only
-// after kControlRetryNs.  (Inline progress: no thread but the test's drives.)
+// after kControlRetryNs, and once it is late waits for the token.  (Inline progress: no thread but the test's drives.)
 TEST_F(ProtoEnginesTest, HousekeepingIsEngineZerosUntilItIsLate) {
   ASSERT_TRUE(open_engines(2, "inline", "inline"));
   for (int i = 0; i < 2; ++i) connect_pair(i);
@@ -410,6 +411,24 @@ TEST_F(ProtoEnginesTest, HousekeepingIsEngineZerosUntilItIsLate) {
   EXPECT_EQ(deferred(), d + 2);
   EXPECT_GT(f->next_housekeeping.load(), u + 2 * kControlRetryNs)
       << "the housekeeping pass did not run once every token was free";
+
+  // Late, engine 1's token held by another thread for 20 ms: engine 0's
+  // driver waits for it instead of deferring.
+  std::atomic<bool> held{false};
+  std::thread holder([&] {
+    s1.token.lock();
+    held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    s1.token.unlock();
+  });
+  while (!held) std::this_thread::yield();
+  const uint64_t v = now_ns();
+  f->next_housekeeping.store(v - kControlJoinNs - 1000);
+  const uint64_t d2 = deferred();
+  f->drive(v, true, 1u);
+  holder.join();
+  EXPECT_EQ(deferred(), d2);
+  EXPECT_GT(f->next_housekeeping.load(), v) << "late housekeeping was put off";
 }
 
 TEST_F(ProtoEnginesTest, ProgressThreadsEndWithTheLastIa) {
