@@ -64,20 +64,6 @@ verbs() {
   grep -E '^\s*[0-9]+\s+[0-9]+\s+[0-9.]+' "$PAIR_CLIENT_LOG" | tail -1 >"$TMP/$name.verbs.$round"
 }
 
-# dat NAME ROUND SPROG N ARGS...: dpdat-perf's client JSON into $TMP/NAME.dat.ROUND (the
-# client waits for the server's out-of-band socket itself)
-dat() {
-  local name=$1 round=$2 sprog=$3 n=$4
-  shift 4
-  rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
-  pair_run --out "$TMP/$name.dat.$round." \
-    "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$sprog" "$@" :: \
-    "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress inline --json "$TMP/$name.dat.$round" -n "$n" "$@" ||
-    { echo "verbs_compare.sh: dpdat-perf $name: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
-}
-
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= ROUNDS; r++)); do
   for c in "${CASES[@]}"; do
@@ -86,7 +72,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     [ "$kind" = bw ] && n=$BW_ITERS
     verbs "$name" "$r" "$sprog" "$prog" "$size" "$n"
     # shellcheck disable=SC2086 # dargs: several arguments
-    dat "$name" "$r" "$sprog" "$n" $dargs
+    perf --server-progress "$sprog" --client-progress inline -n "$n" "$name.dat.$r" $dargs
   done
 done
 
@@ -101,7 +87,7 @@ def verbs(name, kind, r):
         return math.nan
 def dat(name, kind, r):
     try:
-        d = json.load(open(os.path.join(tmp, f"{name}.dat.{r}")))
+        d = json.load(open(os.path.join(tmp, f"{name}.dat.{r}.json")))
         x = d[kind][0]
         return x["median_us"] if kind == "lat" else x["avg_mbs"]
     except (OSError, ValueError, KeyError, IndexError):

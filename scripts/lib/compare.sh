@@ -18,11 +18,13 @@
 #                 MEMIF_S / MEMIF_C / SOCK of a net_memif pair, and S_RUN / C_RUN: the command
 #                 prefixes of the server (CPU 0) and client (CPU 1), 120 s each.  Exit 1 with
 #                 one line when a tool is missing or not root.
-#   perf TAG ARGS...
-#                 dpdat-perf's server and client over that link with ARGS (and --progress,
-#                 and -n ITERS for the client); the client's JSON into $TMP/TAG.json (the
-#                 client waits for the server's out-of-band socket itself).  A failed pair
-#                 is reported on stderr ("NAME: dpdat-perf TAG: why" and the client's log).
+#   perf [--server-progress MODE] [--client-progress MODE] [-n N] TAG ARGS...
+#                 dpdat-perf's server and client over that link with ARGS, the server with
+#                 --progress MODE, the client with --progress MODE and -n N (defaults:
+#                 PROGRESS, PROGRESS and ITERS); the client's JSON into $TMP/TAG.json, the
+#                 logs into $TMP/TAG.{server,client}.log (the client waits for the server's
+#                 out-of-band socket itself).  A failed pair is reported on stderr ("NAME:
+#                 dpdat-perf TAG: why" and the client's log).
 
 [ -n "${_DPDAT_LIB_COMPARE:-}" ] && return 0
 _DPDAT_LIB_COMPARE=1
@@ -86,13 +88,22 @@ compare_setup() {
 }
 
 perf() {
-  local tag=$1
+  local s_progress=$PROGRESS c_progress=$PROGRESS n=$ITERS tag
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --server-progress) s_progress=$2; shift 2 ;;
+      --client-progress) c_progress=$2; shift 2 ;;
+      -n) n=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
+  tag=$1
   shift
   rm -f "$SOCK" "$TMP/oob.sock" # a previous server's
   pair_run --out "$TMP/$tag." \
     "${S_RUN[@]}" "$PERF" --server --vdev "$MEMIF_S" --ip "$S_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" "$@" :: \
+    --progress "$s_progress" "$@" :: \
     "${C_RUN[@]}" "$PERF" --client "$S_IP" --vdev "$MEMIF_C" --ip "$C_IP" --oob "$TMP/oob.sock" \
-    --progress "$PROGRESS" --json "$TMP/$tag.json" -n "$ITERS" "$@" ||
+    --progress "$c_progress" --json "$TMP/$tag.json" -n "$n" "$@" ||
     { echo "$COMPARE_NAME: dpdat-perf $tag: $PAIR_WHY" >&2; cat "$PAIR_CLIENT_LOG" >&2; }
 }

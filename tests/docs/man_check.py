@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Checks a manual page against its program's --help.
 
-  man_check.py PAGE [PROGRAM [ARGS...]]
+  man_check.py PAGE [--options-in OTHER] [PROGRAM [ARGS...]]
 
 PAGE must format without a warning (groff -man -ww -z). With PROGRAM, the
 options `PROGRAM ARGS... --help` lists and the options the page's OPTIONS
-section describes must be the same set, short and long names alike. Exit 0
-when they agree, 1 with every difference listed otherwise.
+section describes must be the same set, short and long names alike. With
+--options-in OTHER (a page such as man/dpdat-perf.1), PAGE's OPTIONS section
+refers to OTHER's instead of describing them (it must name OTHER, as
+`.BR dpdat-perf (1)`), and PROGRAM's options are compared with OTHER's. Exit
+0 when they agree, 1 with every difference listed otherwise.
 """
+import os
 import re
 import subprocess
 import sys
@@ -34,15 +38,26 @@ def help_options(argv):
     return opts
 
 
-def page_options(page):
-    text = open(page, encoding="utf-8").read().splitlines()
-    opts, in_options, tag_next = set(), False, False
-    for line in text:
+def options_section(page):
+    lines, in_options = [], False
+    for line in open(page, encoding="utf-8").read().splitlines():
         if line.startswith(".SH"):
             in_options = line.split(None, 1)[1:] == ["OPTIONS"]
-            continue
-        if not in_options:
-            continue
+        elif in_options:
+            lines.append(line)
+    return lines
+
+
+def refers_to(page, other):
+    """Whether PAGE's OPTIONS section names OTHER's page (.BR name (section))."""
+    name, section = os.path.basename(other).rsplit(".", 1)
+    ref = re.compile(r"^\.BR\s+" + re.escape(name) + r"\s+\(" + re.escape(section) + r"\)")
+    return any(ref.match(line) for line in options_section(page))
+
+
+def page_options(page):
+    opts, tag_next = set(), False
+    for line in options_section(page):
         if line.startswith(".TP"):
             tag_next = True
             continue
@@ -55,18 +70,25 @@ def page_options(page):
 
 
 def main():
+    usage = "usage: man_check.py PAGE [--options-in OTHER] [PROGRAM [ARGS...]]"
     if len(sys.argv) < 2:
-        sys.exit("usage: man_check.py PAGE [PROGRAM [ARGS...]]")
-    page, prog = sys.argv[1], sys.argv[2:]
+        sys.exit(usage)
+    page, prog, options_page = sys.argv[1], sys.argv[2:], sys.argv[1]
+    if prog[:1] == ["--options-in"]:
+        if len(prog) < 2:
+            sys.exit(usage)
+        options_page, prog = prog[1], prog[2:]
     problems = [f"groff: {w}" for w in groff_warnings(page)]
+    if options_page != page and not refers_to(page, options_page):
+        problems.append(f"its OPTIONS section does not refer to {os.path.basename(options_page)}")
     if prog:
-        in_help, in_page = help_options(prog), page_options(page)
+        in_help, in_page = help_options(prog), page_options(options_page)
         if not in_help:
             problems.append("--help lists no options")
         for o in sorted(in_help - in_page):
-            problems.append(f"{o}: in --help, not in the manual page")
+            problems.append(f"{o}: in --help, not in {options_page}")
         for o in sorted(in_page - in_help):
-            problems.append(f"{o}: in the manual page, not in --help")
+            problems.append(f"{o}: in {options_page}, not in --help")
     for p in problems:
         print(f"FAIL: {page}: {p}")
     if not problems:

@@ -117,14 +117,11 @@ TEST_F(VerbsTest, SqdRefusesSendsDrainsAndNotifies) {
 // silent, with it an idle send queue is drained at once.
 TEST_F(VerbsTest, SqdTransitionsAndTheNotifyFlag) {
   EXPECT_EQ(to_sqd(a_.qp, false), EINVAL);  // RESET -> SQD
-  ASSERT_EQ(to_init(&a_), 0);
-  ASSERT_EQ(to_init(&b_), 0);
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_INIT));
   EXPECT_EQ(to_sqd(a_.qp, false), EINVAL);  // INIT -> SQD
-  ASSERT_EQ(to_rtr(&a_, &b_, 0x222), 0);
-  ASSERT_EQ(to_rtr(&b_, &a_, 0x111), 0);
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_RTR));
   EXPECT_EQ(to_sqd(a_.qp, false), EINVAL);  // RTR -> SQD
-  ASSERT_EQ(to_rts(&a_, 0x111), 0);
-  ASSERT_EQ(to_rts(&b_, 0x222), 0);
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_RTS));
   // RTS -> SQD takes no attribute but the notify flag.
   ibv_qp_attr at{};
   at.qp_state = IBV_QPS_SQD;
@@ -153,11 +150,9 @@ TEST_F(VerbsTest, SqdTransitionsAndTheNotifyFlag) {
 // before the event was raised; the writer, which received nothing in RTR,
 // raises none.
 TEST_F(VerbsTest, FirstPacketInRtrRaisesCommEst) {
-  ASSERT_EQ(to_init(&a_), 0);
-  ASSERT_EQ(to_init(&b_), 0);
-  ASSERT_EQ(to_rtr(&a_, &b_, 0x222), 0);
-  ASSERT_EQ(to_rtr(&b_, &a_, 0x111), 0);
-  ASSERT_EQ(to_rts(&a_, 0x111), 0);
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_INIT));
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_RTR));
+  ASSERT_EQ(to_rts(&a_, kPsnA), 0);
   ibv_async_event ev{};
   EXPECT_FALSE(next_async(b_.ctx, &ev, 20));  // nothing received yet
   ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 1), 0);
@@ -168,7 +163,7 @@ TEST_F(VerbsTest, FirstPacketInRtrRaisesCommEst) {
   EXPECT_EQ(ev.event_type, IBV_EVENT_COMM_EST);
   EXPECT_EQ(ev.element.qp, b_.qp);
   ibv_ack_async_event(&ev);
-  ASSERT_EQ(to_rts(&b_, 0x222), 0);
+  ASSERT_EQ(to_rts(&b_, kPsnB), 0);
   ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 2), 0);
   ASSERT_EQ(poll_n(a_.cq, 1).size(), 1u);
   EXPECT_FALSE(next_async(b_.ctx, &ev, 20));  // once
@@ -178,14 +173,12 @@ TEST_F(VerbsTest, FirstPacketInRtrRaisesCommEst) {
 // The same when the receiver moves to RTS right after the packet, before
 // any housekeeping pass saw it: the move itself tells.
 TEST_F(VerbsTest, CommEstIsToldWhenLeavingRtr) {
-  ASSERT_EQ(to_init(&a_), 0);
-  ASSERT_EQ(to_init(&b_), 0);
-  ASSERT_EQ(to_rtr(&a_, &b_, 0x222), 0);
-  ASSERT_EQ(to_rtr(&b_, &a_, 0x111), 0);
-  ASSERT_EQ(to_rts(&a_, 0x111), 0);
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_INIT));
+  ASSERT_NO_FATAL_FAILURE(both_to(IBV_QPS_RTR));
+  ASSERT_EQ(to_rts(&a_, kPsnA), 0);
   ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 1), 0);
   ASSERT_EQ(poll_n(a_.cq, 1).size(), 1u);
-  ASSERT_EQ(to_rts(&b_, 0x222), 0);
+  ASSERT_EQ(to_rts(&b_, kPsnB), 0);
   ibv_async_event ev{};
   ASSERT_TRUE(next_async(b_.ctx, &ev, 2000));
   EXPECT_EQ(ev.event_type, IBV_EVENT_COMM_EST);

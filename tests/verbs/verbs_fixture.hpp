@@ -170,14 +170,37 @@ class VerbsTest : public ::testing::Test {
                              IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
   }
   static int to_rts(Side* s, uint32_t sq_psn, Retry r = {}) { return to_rts(s->qp, sq_psn, r); }
+  // The first PSN each side sends (the other's expected PSN from RTR on).
+  static constexpr uint32_t kPsnA = 0x111, kPsnB = 0x222;
+  // Moves qp (on side s, sending from kPsnA) and peer_qp (on side p, from
+  // kPsnB) one step on, both to `to`: INIT, RTR (each with the other's number
+  // and GID) or RTS.
+  static void both_to(ibv_qp* qp, const Side* s, ibv_qp* peer_qp, const Side* p, ibv_qp_state to,
+                      Retry r = {}) {
+    switch (to) {
+      case IBV_QPS_INIT:
+        ASSERT_EQ(to_init(qp), 0);
+        ASSERT_EQ(to_init(peer_qp), 0);
+        break;
+      case IBV_QPS_RTR:
+        ASSERT_EQ(to_rtr(qp, peer_qp->qp_num, p->gid, kPsnB), 0);
+        ASSERT_EQ(to_rtr(peer_qp, qp->qp_num, s->gid, kPsnA), 0);
+        break;
+      case IBV_QPS_RTS:
+        ASSERT_EQ(to_rts(qp, kPsnA, r), 0);
+        ASSERT_EQ(to_rts(peer_qp, kPsnB, r), 0);
+        break;
+      default:
+        FAIL() << "both_to: INIT, RTR or RTS, not state " << to;
+    }
+  }
+  // The fixture's two QPs one step on.
+  void both_to(ibv_qp_state to, Retry r = {}) { both_to(a_.qp, &a_, b_.qp, &b_, to, r); }
   // Connects qp (on side s) with peer_qp (on side p): INIT, RTR, RTS each.
   static void connect_qps(ibv_qp* qp, const Side* s, ibv_qp* peer_qp, const Side* p, Retry r = {}) {
-    ASSERT_EQ(to_init(qp), 0);
-    ASSERT_EQ(to_init(peer_qp), 0);
-    ASSERT_EQ(to_rtr(qp, peer_qp->qp_num, p->gid, 0x222), 0);
-    ASSERT_EQ(to_rtr(peer_qp, qp->qp_num, s->gid, 0x111), 0);
-    ASSERT_EQ(to_rts(qp, 0x111, r), 0);
-    ASSERT_EQ(to_rts(peer_qp, 0x222, r), 0);
+    for (const ibv_qp_state to : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+      ASSERT_NO_FATAL_FAILURE(both_to(qp, s, peer_qp, p, to, r));
+    }
   }
   void connect(Retry r = {}) { connect_qps(a_.qp, &a_, b_.qp, &b_, r); }
 

@@ -7,6 +7,21 @@ namespace dpdat::perf {
 
 namespace {
 
+// The same sources build both programs; each names itself in --help and in a
+// command-line error.
+#ifdef DPDAT_PERF_DAT2
+constexpr const char* kProg = "dpdat-perf-dat2";
+constexpr const char* kAbout =
+    "dpdat-perf-dat2: dpdat-perf over DAT 2.0 (OFED's libdat2 loading dpdat's plug-in),\n"
+    "with the IB extensions' atomics; dpdat-perf starts it for --op atomic-*.\n";
+#else
+constexpr const char* kProg = "dpdat-perf";
+constexpr const char* kAbout =
+    "dpdat-perf: perftest-style bandwidth and latency over the uDAPL 1.2 API (libdat);\n"
+    "the atomics run over DAT 2.0 (libdat2 and dpdat's plug-in, IB extensions) in\n"
+    "dpdat-perf-dat2, which dpdat-perf starts for them.\n";
+#endif
+
 bool parse_ipv4(const std::string& s) {
   unsigned a = 0, b = 0, c = 0, d = 0;
   char tail = 0;
@@ -52,13 +67,11 @@ std::string check(const Options& o) {
 
 int parse_options(int argc, char** argv, Options* o) {
   for (int i = 0; i < argc; ++i) o->argv.emplace_back(argv[i]);
-  CLI::App app{
-      "dpdat-perf: perftest-style bandwidth and latency over the uDAPL 1.2 API (libdat);\n"
-      "the atomics run over DAT 2.0 (libdat2 and dpdat's plug-in, IB extensions) in\n"
-      "dpdat-perf-dat2, which dpdat-perf starts for them.\n"
-      "Default: client and server in one process over the built-in in-process link\n"
-      "(IAs dpdat0 and dpdat1), RDMA WRITE bandwidth 2 B .. 1 MiB and 8 B latency.",
-      "dpdat-perf"};
+  CLI::App app{std::string(kAbout) +
+                   "Default: client and server in one process over the built-in in-process "
+                   "link\n(IAs dpdat0 and dpdat1), RDMA WRITE bandwidth 2 B .. 1 MiB and 8 B "
+                   "latency.",
+               kProg};
   app.get_formatter()->column_width(34);
   bool all = false;
   app.add_option("--op", o->op, "operation")
@@ -163,7 +176,7 @@ int parse_options(int argc, char** argv, Options* o) {
     std::string what = e.what();
     for (char& c : what)
       if (c == '\n') c = ' ';
-    std::fprintf(stderr, "dpdat-perf: %s\n", what.c_str());
+    std::fprintf(stderr, "%s: %s\n", kProg, what.c_str());
     return 2;
   }
   // --engines / --cpus are interface keys: they travel with --ia-params (a
@@ -175,13 +188,13 @@ int parse_options(int argc, char** argv, Options* o) {
     if (!keys.empty()) o->ia_params = o->ia_params.empty() ? keys : keys + ";" + o->ia_params;
   }
   if (const std::string err = check(*o); !err.empty()) {
-    std::fprintf(stderr, "dpdat-perf: %s\n", err.c_str());
+    std::fprintf(stderr, "%s: %s\n", kProg, err.c_str());
     return 2;
   }
   if (!o->lat && !o->bw) o->lat = o->bw = true;
   if (o->soak > 0) o->lat = false;
   if (o->atomic() && all) {
-    std::fprintf(stderr, "dpdat-perf: --all: atomics move 8 bytes\n");
+    std::fprintf(stderr, "%s: --all: atomics move 8 bytes\n", kProg);
     return 2;
   }
   if (o->sizes.empty()) {
