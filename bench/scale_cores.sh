@@ -5,7 +5,9 @@
 # H..H+N-1 (H = half the CPUs):
 #   api     dpdat-perf over the public uDAPL API (libdat), --engines N -q N,
 #           busy progress: 64 KiB RDMA WRITE and READ bandwidth, 64 B WRITE
-#           message rate (aggregate over the N EPs)
+#           message rate (aggregate over the N EPs) from one posting thread
+#           (write64) and from a posting thread per engine that drives it
+#           (write64t: the client --progress inline --threads N)
 #   engine  dpdat-engine-perf --engines N --qps N (below the API): 64 KiB and
 #           64 B WRITE; N > 1 runs N engine threads beside the posting thread,
 #           on N + 1 CPUs
@@ -49,19 +51,22 @@ cpus() { # first count -> "a-b"
   echo "$1-$(($1 + $2 - 1))"
 }
 
-api_case() { # n op size iters key round
+api_case() { # n op size iters key round [client progress args...]
   local n=$1 op=$2 size=$3 iters=$4 key=$5 r=$6 out=$TMP/api-$5-$1-$6.json
+  shift 6
+  local cprog=("$@")
+  [ ${#cprog[@]} -eq 0 ] && cprog=(--progress busy)
   rm -f "$TMP/memif.sock" "$TMP/oob.sock"
-  local common=(--bw -s "$size" -n "$iters" --op "$op" -q "$n" --engines "$n" --progress busy
+  local common=(--bw -s "$size" -n "$iters" --op "$op" -q "$n" --engines "$n"
     --oob "$TMP/oob.sock")
   timeout 300 "$PERF" --server --ip 10.79.0.1 --vdev "$(memif_vdev server)" \
-    --cpus "$(cpus 0 "$n")" "${common[@]}" >"$TMP/s.log" 2>&1 &
+    --cpus "$(cpus 0 "$n")" --progress busy "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
   lib_track "$spid"
   # (dpdat-perf's server opens its interface once the client reached it out
   # of band; the client retries until then: no socket to wait for)
   timeout 300 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 --vdev "$(memif_vdev client)" \
-    --cpus "$(cpus "$HALF" "$n")" --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1
+    --cpus "$(cpus "$HALF" "$n")" --json "$out" "${cprog[@]}" "${common[@]}" >"$TMP/c.log" 2>&1
   local crc=$?
   wait "$spid"
   local src=$?
@@ -142,6 +147,7 @@ for r in $(seq 1 "$ROUNDS"); do
     api_case "$n" write 65536 "$ITERS_BIG" write64k "$r"
     api_case "$n" read 65536 "$ITERS_BIG" read64k "$r"
     api_case "$n" write 64 "$ITERS_SMALL" write64 "$r"
+    api_case "$n" write 64 "$ITERS_SMALL" write64t "$r" --progress inline --threads "$n"
     engine_case "$n" 65536 "$ITERS_BIG" write64k "$r"
     engine_case "$n" 64 "$ITERS_SMALL" write64 "$r"
     testpmd_case "$n"
@@ -160,6 +166,7 @@ for line in open(res):
         r['rto'] += int(rto)
         r['tlp'] += int(tlp)
 units = {'api_write64k': 'MB/s', 'api_read64k': 'MB/s', 'api_write64': 'Mmsg/s',
+         'api_write64t': 'Mmsg/s',
          'engine_write64k': 'MB/s', 'engine_write64': 'Mmsg/s', 'testpmd_mpps': 'Mpps'}
 table = []
 ns = sorted({n for k in rows for n in rows[k]})
