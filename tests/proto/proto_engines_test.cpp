@@ -370,7 +370,8 @@ TEST_F(ProtoEnginesTest, PostsFromSeveralThreadsKeepEachThreadsOrder) {
 // Housekeeping takes every engine's token at once.  A consumer that drives
 // engine 1 only leaves it to engine 0's driver until it is kControlJoinNs
 // late; engine 0's driver, finding another token held, tries again only
-// after kControlRetryNs, and once it is late waits for the token.  (Inline progress: no thread but the test's drives.)
+// after kControlRetryNs, and once it is late waits for the token.  (Inline progress: no thread but
+// the test's drives.)
 TEST_F(ProtoEnginesTest, HousekeepingIsEngineZerosUntilItIsLate) {
   ASSERT_TRUE(open_engines(2, "inline", "inline"));
   for (int i = 0; i < 2; ++i) connect_pair(i);
