@@ -8,11 +8,11 @@
 
 namespace dpdat::dat {
 
-// How late housekeeping may be before every consumer of the interface
-// tries it (Iface::control_overdue), and how long shard 0's driver waits
-// after failing to take every token before it tries again.
+// How late housekeeping may be before its step waits for every token
+// (Iface::control_late), and how long after a try that found a token held
+// the next one comes (Iface::control_wanted).
 inline constexpr uint64_t kControlJoinNs = 1'000'000;
-inline constexpr uint64_t kControlRetryNs = 5'000;
+inline constexpr uint64_t kControlRetryNs = 20'000;
 
 // Limits an interface reports (DAT IA / EP attributes are filled from these)
 // and enforces.  max_eps, max_lmrs, max_rmrs, max_evds and max_pzs may be set
@@ -217,11 +217,16 @@ struct Iface {
            now >= next_housekeeping.load(std::memory_order_relaxed);
   }
   // Whether a consumer that does not drive shard 0 takes it up for the
-  // control work: at once for CM messages, for housekeeping only once it is
-  // kControlJoinNs late.  Housekeeping needs every token at once; shard 0's
-  // own driver tries for them on time, and every consumer trying too would
-  // take each other's tokens away and pull shard 0 between their CPUs.
-  bool control_overdue(uint64_t now) const {
+  // control work: when it is due and the last try for every token (which
+  // takes them from their drivers for a moment) is kControlRetryNs past.
+  // Without the pause, every consumer of an interface with several engines
+  // would try at every step while one of them held its token.
+  bool control_wanted(uint64_t now) const {
+    return control_due(now) && now >= shards[0]->control_retry_ns.load(std::memory_order_relaxed);
+  }
+  // Housekeeping kControlJoinNs late, or CM messages waiting: the step that
+  // takes it up waits for the tokens instead of trying for them.
+  bool control_late(uint64_t now) const {
     if (cm_pending.load(std::memory_order_relaxed) != 0) return true;
     const uint64_t due = next_housekeeping.load(std::memory_order_relaxed);
     return now >= due && now - due >= kControlJoinNs;

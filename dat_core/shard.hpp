@@ -106,9 +106,10 @@ struct Shard {
   // have traffic instead of sleeping on their answers.
   uint64_t handed_off_seen = 0;
   std::atomic<uint64_t> last_handoff{0};
-  // Shard 0, its token held: no try for the interface lock from the data
-  // path before this time (the last one found another token held).
-  uint64_t control_retry_ns = 0;
+  // Shard 0: no try for the interface lock from the data path before this
+  // time (the last one found another token held).  Written with shard 0's
+  // token held; read by consumers deciding whether to take shard 0 up.
+  std::atomic<uint64_t> control_retry_ns{0};
   // The progress thread (busy / adaptive) and its loop (rc::EngineLoop,
   // progress.cpp): asleep in it while stepping aside for a consumer or
   // backing off; stop() ends it (the last IA of the interface closed).

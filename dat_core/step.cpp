@@ -66,7 +66,7 @@ bool Iface::drive(uint64_t now, bool consumer, uint64_t mask) {
   // Shard 0 runs the CM: it is driven too while control work is due, so an
   // interface without a progress thread connects whatever its consumers
   // wait on.
-  if ((mask & 1u) == 0 && control_overdue(now)) mask |= 1u;
+  if ((mask & 1u) == 0 && control_wanted(now)) mask |= 1u;
   bool moved = false;
   for (auto& s : shards)
     if ((mask >> s->index & 1u) != 0) moved |= drive_shard(*s, now, consumer);
@@ -121,14 +121,14 @@ bool Iface::step(Shard& s, uint64_t now, bool ctl) {
   // only tries (the control path takes mu before the tokens, in order).
   bool locked_here = false;
   size_t tokens_here = 0;
-  if (s.index == 0 && !ctl && now >= s.control_retry_ns && control_due(now)) {
+  if (s.index == 0 && !ctl && control_wanted(now)) {
     locked_here = mu.try_lock();
     if (locked_here) {
       // Late (CM messages waiting, or housekeeping kControlJoinNs behind):
       // it waits for the tokens, each held for a step at most (their
       // holders only try for this one), so that drivers busy on every
       // engine cannot put it off for ever.
-      const bool late = control_overdue(now);
+      const bool late = control_late(now);
       for (tokens_here = 1; tokens_here < shards.size(); ++tokens_here) {
         if (late) {
           shards[tokens_here]->token.lock();
@@ -147,7 +147,7 @@ bool Iface::step(Shard& s, uint64_t now, bool ctl) {
     if (!locked_here) {
       // Not at every step: each try takes the other engines' tokens from
       // their drivers for a moment.
-      s.control_retry_ns = now + kControlRetryNs;
+      s.control_retry_ns.store(now + kControlRetryNs, std::memory_order_relaxed);
       s.engine->counters().control_deferred++;
     }
   }
