@@ -73,7 +73,9 @@ class ProgressDriver final : public rc::EngineLoop::Driver {
     if (s_->index == 0 && f_->control_due(now_ns())) {
       // The step could not take the interface lock without waiting (another
       // engine's driver held its token, or a control call ran): wait for it.
+      const uint64_t wait_from = now_ns();
       IfaceLock lk(f_);
+      s_->engine->counters().control_wait_ns += now_ns() - wait_from;
       moved |= f_->step(*s_, now_ns(), true);
     }
     run_upcalls();

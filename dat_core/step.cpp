@@ -129,6 +129,7 @@ bool Iface::step(Shard& s, uint64_t now, bool ctl) {
       // holders only try for this one), so that drivers busy on every
       // engine cannot put it off for ever.
       const bool late = control_late(now);
+      const uint64_t wait_from = late ? now_ns() : 0;
       for (tokens_here = 1; tokens_here < shards.size(); ++tokens_here) {
         if (late) {
           shards[tokens_here]->token.lock();
@@ -136,6 +137,7 @@ bool Iface::step(Shard& s, uint64_t now, bool ctl) {
           break;
         }
       }
+      if (late) s.engine->counters().control_wait_ns += now_ns() - wait_from;
       if (tokens_here < shards.size()) {  // another shard is busy: next time
         while (--tokens_here > 0) shards[tokens_here]->token.unlock();
         mu.unlock();

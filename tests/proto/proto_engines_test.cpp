@@ -424,9 +424,12 @@ TEST_F(ProtoEnginesTest, HousekeepingTriesArePacedAndLateOnesWait) {
   const uint64_t v = now_ns();
   f->next_housekeeping.store(v - kControlJoinNs - 1000);
   const uint64_t d2 = deferred();
+  const uint64_t waited = s0.engine->counters().control_wait_ns;
   f->drive(v, true, 1u);
   holder.join();
   EXPECT_EQ(deferred(), d2);
+  EXPECT_GE(s0.engine->counters().control_wait_ns - waited, 5'000'000u)
+      << "the wait for the token was not counted";
   EXPECT_GT(f->next_housekeeping.load(), v) << "late housekeeping was put off";
 }
 

@@ -65,8 +65,10 @@ struct EngineConfig {
   /* consumer that posted or waited and drove the engine itself) */          \
   X(consumer_steps)                                                           \
   /* engine 0: steps that found the API layer's control work (CM, */          \
-  /* housekeeping) due but could not take every engine's token for it */    \
-  X(control_deferred)                                                         \
+  /* housekeeping) due but could not take every engine's token for it; */   \
+  /* nanoseconds its drivers waited for the tokens (or the interface lock) */ \
+  /* to do that work */                                                       \
+  X(control_deferred) X(control_wait_ns)                                      \
   /* GSI (QP1): frames given to the handler, dropped for want of one, */      \
   /* sent by send_gsi(), refused by send_gsi() for back-pressure / an */      \
   /* invalid message.  A UD frame for any other QPN counts in rx_no_qp. */    \
