@@ -95,6 +95,7 @@ void Iface::cm_timers(uint64_t now) {
         send_out(ep, now);
         break;
       case CmState::kEstablished:  // watched by take_errors() above
+      case CmState::kRepRcvd:      // waits for ep_establish
       case CmState::kIdle:
       case CmState::kDone:
         watched.erase(ep);

@@ -231,6 +231,9 @@ struct Iface {
   Status accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len);
   Status reject(Cr* cr, const uint8_t* pdata, uint32_t pdata_len);
   Status disconnect(Ep* ep, bool abrupt);
+  // A CM-only EP whose REP came (kRepRcvd): the RTU goes, the EP is
+  // CONNECTED (the peer gets ESTABLISHED; this side no event).
+  Status establish(Ep* ep);
   void cm_timers(uint64_t now);
   void drop_ep(Ep* ep);  // forget an EP in every CM table (EP freed / reset)
   // Whether a DREQ in pending_dreqs with this communication ID still waits.
@@ -285,6 +288,8 @@ struct Iface {
   void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
   void send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& req,
                 wire::CmRejReason why, const uint8_t* pdata, uint32_t len);
+  // A CM-only EP leaves before its RTU: the REP it got is rejected.
+  void send_rej_rep(const Ep* ep);
   void on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip, uint16_t port,
               uint64_t now);
   void on_rep(const wire::CmMessage& m, uint64_t now);

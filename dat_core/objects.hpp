@@ -60,6 +60,10 @@ enum class EventNum : uint32_t {
   kAsyncTimedOut = 0x08004,
   kProviderInternal = 0x08005,  // also carries the SRQ / EP watermark notifications
   kSoftware = 0x10001,
+  // dpdat's own, not a DAT event: the REP came for a CM-only EP (cm_ep_create,
+  // ops_qp_attr.hpp), whose application connects its queue pair and then
+  // calls ep_establish.  Only verbs' connection manager makes such EPs.
+  kConnResponse = 0x14001,
 };
 
 // Values of DAT_DTO_COMPLETION_STATUS (identical in DAT 1.2 and 2.0).
@@ -277,6 +281,7 @@ enum class CmState : uint8_t {
   kIdle,
   kResolving,
   kReqSent,
+  kRepRcvd,  // a CM-only EP's REP came: the RTU waits for ep_establish
   kRepSent,
   kEstablished,
   kDraining,  // graceful disconnect: outstanding requests finish before the DREQ
@@ -344,6 +349,9 @@ struct Ep : Object {
   // broken connection and its leaving an SRQ are also told as verbs'
   // asynchronous events (QP_FATAL, LAST_WQE_REACHED); a DAT EP's are not.
   bool cm_attached = false;
+  // A CM-only EP (cm_ep_create): it has no queue pair; its REQ / REP name
+  // this number, of a queue pair the application moves by attributes.
+  uint32_t cm_qpn = 0;
   // Connected by attributes (ops_qp_attr.hpp; interface lock): in SQD, its
   // send queue still holds requests, and whether SQ_DRAINED is told once it
   // holds none; in RTR, whether COMM_EST (the first packet) was told.
@@ -371,6 +379,9 @@ struct Cr : Object {
   uint16_t peer_udp_port = 0;
   Ep* ep = nullptr;            // RSP's EP or the provider-created EP
   std::vector<uint8_t> pdata;  // writable copy for the consumer
+  // The first PSN this side sends if it accepts (the REP names it), chosen
+  // with the request: verbs' RTS attributes may be asked for before accept.
+  uint32_t start_psn = 0;
   alignas(8) unsigned char remote_sa[16] = {};
   explicit Cr(Ia* a) : Object(HandleType::kCr, a) {}
 };
