@@ -43,6 +43,7 @@ inline constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passiv
 // peer repeats its DREQ: kDreqRetries times, backing off to kCmRetxMaxNs).
 inline constexpr uint64_t kClosedRecordNs = 10'000'000'000;
 inline constexpr uint64_t kHousekeepingNs = 1'000'000;
+inline constexpr uint64_t kLinkPollNs = 100'000'000;  // the link's state (link_watchers)
 inline constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
 // Longest a graceful disconnect waits for outstanding requests: a SEND to a
 // peer that never posts a receive is RNR-retried without end, so the drain

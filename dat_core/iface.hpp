@@ -171,6 +171,12 @@ struct Iface {
   uint32_t next_comm = 1;
   uint64_t rng = 0;
   uint32_t ias = 0;
+  // The IAs that asked to be told of the link's changes (ia_link_events),
+  // and the link's state as last polled (-1: not yet) and when it is polled
+  // next (cm_timers).
+  std::vector<Ia*> link_watchers;
+  int8_t link_state = -1;
+  uint64_t next_link_poll = 0;
   bool threads_running = false;  // the shards' progress threads (threads_mu)
 
   // Opens (first use) or returns the process's interface for this IA name.

@@ -402,6 +402,11 @@ inline constexpr uint32_t kEpLastWqeReason = 0x100;
 // received its first packet while in RTR (verbs' COMM_EST).
 inline constexpr uint32_t kQpSqDrainedReason = 0x101;
 inline constexpr uint32_t kQpCommEstReason = 0x102;
+// Notifications (kProviderInternal, the IA as handle) to an IA that asked
+// for them (ia_link_events): the interface's link went up / down (verbs'
+// PORT_ACTIVE / PORT_ERR).
+inline constexpr uint32_t kLinkUpReason = 0x103;
+inline constexpr uint32_t kLinkDownReason = 0x104;
 
 struct Srq : Object {
   Pz* pz = nullptr;
@@ -418,6 +423,7 @@ struct Ia : Object {
   Iface* iface = nullptr;
   Evd* async_evd = nullptr;
   bool async_evd_created = false;  // we made it (freed with the IA)
+  bool link_events = false;        // ia_link_events: told of the link's changes
   std::unordered_set<Object*> children;
   alignas(8) unsigned char local_sa[16] = {};  // front's sockaddr of the interface
   explicit Ia() : Object(HandleType::kIa, nullptr) { ia = this; }

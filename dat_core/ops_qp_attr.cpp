@@ -326,6 +326,22 @@ Status ia_link_info(Ia* ia, IaLinkInfo* out) {
   const Iface::Frames fr = f->frames();
   out->tx_frames = fr.tx;
   out->rx_frames = fr.rx;
+  out->up = f->link->link_up();
+  return kOk;
+}
+
+Status ia_link_events(Ia* ia, bool on) {
+  Iface* f = ia->iface;
+  Lock lk(f);
+  if (ia->link_events == on) return kOk;
+  ia->link_events = on;
+  if (on) {
+    // The state changes are told against: now, for the first watcher.
+    if (f->link_watchers.empty()) f->link_state = f->link->link_up() ? 1 : 0;
+    f->link_watchers.push_back(ia);
+  } else {
+    std::erase(f->link_watchers, ia);
+  }
   return kOk;
 }
 

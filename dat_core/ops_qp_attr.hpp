@@ -136,8 +136,15 @@ struct IaLinkInfo {
   uint32_t ip = 0;
   wire::MacAddr mac{};
   uint64_t tx_frames = 0, rx_frames = 0;
+  bool up = true;  // the link's state now
 };
 Status ia_link_info(Ia* ia, IaLinkInfo* out);
+// From now on (on: true) the IA's async EVD gets kProviderInternal with
+// kLinkDownReason / kLinkUpReason (the IA as handle) each time the
+// interface's link goes down / up, as its housekeeping sees it (every
+// kLinkPollNs, so within about 100 ms).  Off by default: DAT consumers
+// never asked for such events.
+Status ia_link_events(Ia* ia, bool on);
 
 // Frees an EP connected this way (no DREQ to the peer; one connected
 // through the CM, qp_cm_attach, sends its DREQ as any EP freed connected).  Its queue pair goes
