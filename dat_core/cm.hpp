@@ -9,6 +9,10 @@
 //                QP to RTS, RTU -> CONNECTED + ESTABLISHED
 // Passive side:  REQ -> CR + CONNECTION_REQUEST event -> accept -> QP to
 //                RTS, REP (retransmitted) -> RTU -> CONNECTED + ESTABLISHED
+// CM-only EP (verbs' rdma_cm with the application's own queue pair, which
+// the application moves by attributes): as above, but no queue pair is
+// connected; the active side's REP gives kConnResponse and the RTU waits
+// for ep_establish.
 // Disconnect:    DREQ (retransmitted) -> DREP; either side -> DISCONNECTED
 // Duplicates are recognised by communication IDs: a repeated REQ gets the
 // same REP / REJ again, a repeated REP the same RTU.
@@ -39,6 +43,7 @@ inline constexpr uint64_t kPassiveRecordNs = 10'000'000'000;  // remember passiv
 // peer repeats its DREQ: kDreqRetries times, backing off to kCmRetxMaxNs).
 inline constexpr uint64_t kClosedRecordNs = 10'000'000'000;
 inline constexpr uint64_t kHousekeepingNs = 1'000'000;
+inline constexpr uint64_t kLinkPollNs = 100'000'000;  // the link's state (link_watchers)
 inline constexpr uint64_t kDrainPollNs = 20'000;  // graceful disconnect: re-check the send queue
 // Longest a graceful disconnect waits for outstanding requests: a SEND to a
 // peer that never posts a receive is RNR-retried without end, so the drain
@@ -57,6 +62,12 @@ inline uint64_t guid_of(const wire::MacAddr& m) {  // EUI-64 from the MAC
   return (uint64_t{static_cast<uint8_t>(m[0] ^ 0x02)} << 56) | (uint64_t{m[1]} << 48) |
          (uint64_t{m[2]} << 40) | (uint64_t{0xFF} << 32) | (uint64_t{0xFE} << 24) |
          (uint64_t{m[3]} << 16) | (uint64_t{m[4]} << 8) | m[5];
+}
+
+// The queue pair number an EP's REQ / REP names: its own queue pair's, or
+// the application's for a CM-only EP.
+inline uint32_t cm_qpn_of(const Ep& ep) {
+  return ep.cm_qpn != 0 ? ep.cm_qpn : rc::qp::number(*ep.qp);
 }
 
 inline void set_pdata(wire::CmMessage& m, const uint8_t* p, uint32_t len) {

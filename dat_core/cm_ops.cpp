@@ -2,6 +2,7 @@
 // disconnect) and the messages and events every part of the CM sends.
 
 #include "cm.hpp"
+#include "ops.hpp"  // ep_state_sub
 #include "rc/engine/engine_group.hpp"
 #include "wire/packet.hpp"
 
@@ -47,6 +48,17 @@ void Iface::send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessag
   passive_expiry.emplace_back(rec.expires, (uint64_t{ip} << 32) | req.local_comm_id);
 }
 
+void Iface::send_rej_rep(const Ep* ep) {
+  wire::CmMessage r;
+  r.type = wire::CmMsg::kRej;
+  r.tid = ep->out_msg.tid;  // the REQ's, which the REP repeats
+  r.local_comm_id = ep->local_comm;
+  r.remote_comm_id = ep->remote_comm;
+  r.rej_reason = wire::CmRejReason::kConsumerReject;
+  r.rej_msg = wire::kCmMsgRep;
+  send_cm(ep->peer_mac, ep->peer_ip, r);
+}
+
 void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
   if (ep->conn_evd == nullptr) return;
   Event ev;
@@ -85,7 +97,7 @@ void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t
 Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_us,
                       const uint8_t* pdata, uint32_t pdata_len) {
   if (pdata_len > wire::kCmReqPdata) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);
-  if (ep->qp == nullptr) {
+  if (ep->qp == nullptr && ep->cm_qpn == 0) {
     Status st = make_qp(ep);
     if (!st.ok()) return st;
   }
@@ -103,7 +115,7 @@ Status Iface::connect(Ep* ep, uint32_t ip, uint64_t conn_qual, uint64_t timeout_
   m.local_comm_id = ep->local_comm;
   m.service_id = conn_qual;
   m.ca_guid = guid_of(link->mac());
-  m.qpn = rc::qp::number(*ep->qp);
+  m.qpn = cm_qpn_of(*ep);
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
   m.initiator_depth = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_out, 255u));
@@ -133,7 +145,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   if (pdata_len > wire::kCmRepPdata) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
   if (ep == nullptr) ep = cr->ep;
   if (ep == nullptr) return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EP);
-  if (ep->qp == nullptr) {
+  if (ep->qp == nullptr && ep->cm_qpn == 0) {
     if (ep->pz == nullptr) return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
     Status st = make_qp(ep);
     if (!st.ok()) return st;
@@ -144,21 +156,24 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   // side's engine of that index, so no frame of the connection is handed
   // between engines.  A verbs queue pair keeps its place: its number is
   // already the application's.
-  if (shards.size() > 1 && !ep->cm_attached)
+  if (shards.size() > 1 && !ep->cm_attached && ep->qp != nullptr)
     (void)rehome_qp(ep, *shards[rc::EngineGroup::owner(cr->req.qpn) % shards.size()]);
   const uint64_t now = now_ns();
-  rc::PathInfo path;
-  path.local_mac = link->mac();
-  path.peer_mac = cr->peer_mac;
-  path.local_ip = cfg.ip;
-  path.peer_ip = cr->peer_ip;
-  path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
-  path.peer_qpn = cr->req.qpn;
-  ep->my_psn = random32() & 0xFFFFFFu;
+  ep->my_psn = cr->start_psn;
   const uint32_t path_pmtu = agreed_pmtu(pmtu, cr->req.path_mtu);
-  if (!rc::qp::set_pmtu(*ep->qp, path_pmtu) ||
-      !rc::qp::connect(*ep->qp, path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
-    return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
+  // A CM-only EP has no queue pair: the application connects its own.
+  if (ep->qp != nullptr) {
+    rc::PathInfo path;
+    path.local_mac = link->mac();
+    path.peer_mac = cr->peer_mac;
+    path.local_ip = cfg.ip;
+    path.peer_ip = cr->peer_ip;
+    path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
+    path.peer_qpn = cr->req.qpn;
+    if (!rc::qp::set_pmtu(*ep->qp, path_pmtu) ||
+        !rc::qp::connect(*ep->qp, path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
+      return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
+  }
   ep->peer_ip = cr->peer_ip;
   ep->peer_mac = cr->peer_mac;
   ep->peer_qpn = cr->req.qpn;
@@ -177,7 +192,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   m.local_comm_id = ep->local_comm;
   m.remote_comm_id = ep->remote_comm;
   m.ca_guid = guid_of(link->mac());
-  m.qpn = rc::qp::number(*ep->qp);
+  m.qpn = cm_qpn_of(*ep);
   m.start_psn = ep->my_psn;
   m.responder_resources = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_in, 255u));
   m.initiator_depth = static_cast<uint8_t>(std::min(ep->attr.max_rdma_read_out, 255u));
@@ -185,7 +200,7 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   set_pdata(m, pdata, pdata_len);
   send_cm(ep->peer_mac, ep->peer_ip, m);
   ep->state = EpState::kPassivePending;
-  ep->qp_attr_state = kQpAttrRts;  // verbs: RTS before the REP goes
+  if (ep->qp != nullptr) ep->qp_attr_state = kQpAttrRts;  // verbs: RTS before the REP goes
   ep->cm = CmState::kRepSent;
   ep->retx_interval = kCmRetxNs;
   ep->next_retx = now + ep->retx_interval;
@@ -200,6 +215,20 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   rec.ep = ep;
   rec.expires = now + kPassiveRecordNs;
   passive_expiry.emplace_back(rec.expires, key);
+  return kOk;
+}
+
+Status Iface::establish(Ep* ep) {
+  if (ep->cm_qpn == 0 || ep->cm != CmState::kRepRcvd)
+    return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+  wire::CmMessage rtu;
+  rtu.type = wire::CmMsg::kRtu;
+  rtu.tid = ep->out_msg.tid;  // the REQ's, which the REP repeats
+  rtu.local_comm_id = ep->local_comm;
+  rtu.remote_comm_id = ep->remote_comm;
+  send_cm(ep->peer_mac, ep->peer_ip, rtu);
+  ep->cm = CmState::kEstablished;
+  ep->state = EpState::kConnected;
   return kOk;
 }
 
@@ -228,7 +257,10 @@ Status Iface::disconnect(Ep* ep, bool abrupt) {
       return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_TENTCONNPENDING);
     case EpState::kActivePending:
       // Abandon the attempt: a REP that still arrives finds no REQ pending
-      // and the peer's accept times out (ACCEPT_COMPLETION_ERROR there).
+      // and the peer's accept times out (ACCEPT_COMPLETION_ERROR there).  A
+      // REP already here (a CM-only EP not yet established) is rejected, so
+      // the peer knows at once.
+      if (ep->cm == CmState::kRepRcvd) send_rej_rep(ep);
       finish_disconnect(ep, EventNum::kDisconnected);
       return kOk;
     case EpState::kDisconnectPending:

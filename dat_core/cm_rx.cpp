@@ -122,6 +122,7 @@ void Iface::on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t 
   cr->req = m;
   cr->peer_mac = mac;
   cr->peer_ip = ip;
+  cr->start_psn = random32() & 0xFFFFFFu;
   cr->pdata.assign(m.pdata.begin(), m.pdata.begin() + m.pdata_len);
   register_handle(cr);
   sp->ia->children.insert(cr);
@@ -157,7 +158,19 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
   rtu.tid = m.tid;
   rtu.local_comm_id = ep->local_comm;
   rtu.remote_comm_id = m.local_comm_id;
-  if (ep->cm == CmState::kReqSent) {
+  if (ep->cm == CmState::kReqSent && ep->cm_qpn != 0) {
+    // A CM-only EP: the application connects its queue pair with what the
+    // REP agreed (qp_cm_path), then ep_establish sends the RTU.
+    ep->remote_comm = m.local_comm_id;
+    ep->peer_qpn = m.qpn;
+    ep->peer_psn = m.start_psn;
+    ep->path_pmtu = agreed_pmtu(pmtu, m.path_mtu);
+    ep->peer_resp_res = m.responder_resources;
+    ep->peer_init_depth = m.initiator_depth;
+    ep->cm = CmState::kRepRcvd;
+    watched.erase(ep);  // the REQ is answered: no CM timer until ep_establish
+    conn_event(ep, EventNum::kConnResponse, m.pdata.data(), m.pdata_len);
+  } else if (ep->cm == CmState::kReqSent) {
     rc::PathInfo path;
     path.local_mac = link->mac();
     path.peer_mac = ep->peer_mac;
@@ -252,7 +265,7 @@ void Iface::on_dreq(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t
     return;
   }
   if (ep->cm == CmState::kEstablished || ep->cm == CmState::kRepSent ||
-      ep->cm == CmState::kDraining || ep->cm == CmState::kDreqSent)
+      ep->cm == CmState::kRepRcvd || ep->cm == CmState::kDraining || ep->cm == CmState::kDreqSent)
     finish_disconnect(ep, EventNum::kDisconnected);
 }
 

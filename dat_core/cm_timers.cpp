@@ -34,6 +34,14 @@ void Iface::cm_timers(uint64_t now) {
       finish_disconnect(ep, EventNum::kBroken);
     });
   if (!qp_attr_watch.empty()) qp_attr_pass(this);
+  if (!link_watchers.empty() && now >= next_link_poll) {
+    next_link_poll = now + kLinkPollNs;
+    const int8_t up = link->link_up() ? 1 : 0;
+    if (link_state >= 0 && up != link_state)
+      for (Ia* ia : link_watchers)
+        async_event(ia, EventNum::kProviderInternal, ia, up != 0 ? kLinkUpReason : kLinkDownReason);
+    link_state = up;
+  }
   for (auto it = key_refusals_by_peer.begin(); it != key_refusals_by_peer.end();)
     it = now - it->second.since >= kKeyRefusalWindowNs ? key_refusals_by_peer.erase(it) : ++it;
   // A pass may end EPs (and take them off `watched`): it walks a copy, in a
@@ -95,6 +103,7 @@ void Iface::cm_timers(uint64_t now) {
         send_out(ep, now);
         break;
       case CmState::kEstablished:  // watched by take_errors() above
+      case CmState::kRepRcvd:      // waits for ep_establish
       case CmState::kIdle:
       case CmState::kDone:
         watched.erase(ep);

@@ -177,6 +177,12 @@ struct Iface {
   uint32_t next_comm = 1;
   uint64_t rng = 0;
   uint32_t ias = 0;
+  // The IAs that asked to be told of the link's changes (ia_link_events),
+  // and the link's state as last polled (-1: not yet) and when it is polled
+  // next (cm_timers).
+  std::vector<Ia*> link_watchers;
+  int8_t link_state = -1;
+  uint64_t next_link_poll = 0;
   bool threads_running = false;  // the shards' progress threads (threads_mu)
 
   // Opens (first use) or returns the process's interface for this IA name.
@@ -252,6 +258,9 @@ struct Iface {
   Status accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len);
   Status reject(Cr* cr, const uint8_t* pdata, uint32_t pdata_len);
   Status disconnect(Ep* ep, bool abrupt);
+  // A CM-only EP whose REP came (kRepRcvd): the RTU goes, the EP is
+  // CONNECTED (the peer gets ESTABLISHED; this side no event).
+  Status establish(Ep* ep);
   void cm_timers(uint64_t now);
   void drop_ep(Ep* ep);  // forget an EP in every CM table (EP freed / reset)
   // Whether a DREQ in pending_dreqs with this communication ID still waits.
@@ -306,6 +315,8 @@ struct Iface {
   void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
   void send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& req,
                 wire::CmRejReason why, const uint8_t* pdata, uint32_t len);
+  // A CM-only EP leaves before its RTU: the REP it got is rejected.
+  void send_rej_rep(const Ep* ep);
   void on_req(const wire::CmMessage& m, const wire::MacAddr& mac, uint32_t ip, uint16_t port,
               uint64_t now);
   void on_rep(const wire::CmMessage& m, uint64_t now);

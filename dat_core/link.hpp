@@ -65,6 +65,12 @@ class Link {
   // received so far.  Statistics only.
   virtual uint64_t looped_frames() const { return 0; }
 
+  // Whether the link is up now (DPDK: the port's link status, without
+  // waiting; a port whose link was never up yet counts as up).  The
+  // interface asks every kLinkPollNs (cm.hpp) from its housekeeping and
+  // tells the IAs that asked (ia_link_events) of each change.
+  virtual bool link_up() const { return true; }
+
   // Sleeping until traffic.  rx_wakeups(): whether wait_rx() returns when a
   // frame arrives (RX interrupts, the simulated link's signal); otherwise
   // wait_rx() returns at once and the caller's sleep must stay bounded.

@@ -60,6 +60,10 @@ enum class EventNum : uint32_t {
   kAsyncTimedOut = 0x08004,
   kProviderInternal = 0x08005,  // also carries the SRQ / EP watermark notifications
   kSoftware = 0x10001,
+  // dpdat's own, not a DAT event: the REP came for a CM-only EP (cm_ep_create,
+  // ops_qp_attr.hpp), whose application connects its queue pair and then
+  // calls ep_establish.  Only verbs' connection manager makes such EPs.
+  kConnResponse = 0x14001,
 };
 
 // Values of DAT_DTO_COMPLETION_STATUS (identical in DAT 1.2 and 2.0).
@@ -277,6 +281,7 @@ enum class CmState : uint8_t {
   kIdle,
   kResolving,
   kReqSent,
+  kRepRcvd,  // a CM-only EP's REP came: the RTU waits for ep_establish
   kRepSent,
   kEstablished,
   kDraining,  // graceful disconnect: outstanding requests finish before the DREQ
@@ -344,6 +349,9 @@ struct Ep : Object {
   // broken connection and its leaving an SRQ are also told as verbs'
   // asynchronous events (QP_FATAL, LAST_WQE_REACHED); a DAT EP's are not.
   bool cm_attached = false;
+  // A CM-only EP (cm_ep_create): it has no queue pair; its REQ / REP name
+  // this number, of a queue pair the application moves by attributes.
+  uint32_t cm_qpn = 0;
   // Connected by attributes (ops_qp_attr.hpp; interface lock): in SQD, its
   // send queue still holds requests, and whether SQ_DRAINED is told once it
   // holds none; in RTR, whether COMM_EST (the first packet) was told.
@@ -371,6 +379,9 @@ struct Cr : Object {
   uint16_t peer_udp_port = 0;
   Ep* ep = nullptr;            // RSP's EP or the provider-created EP
   std::vector<uint8_t> pdata;  // writable copy for the consumer
+  // The first PSN this side sends if it accepts (the REP names it), chosen
+  // with the request: verbs' RTS attributes may be asked for before accept.
+  uint32_t start_psn = 0;
   alignas(8) unsigned char remote_sa[16] = {};
   explicit Cr(Ia* a) : Object(HandleType::kCr, a) {}
 };
@@ -391,6 +402,11 @@ inline constexpr uint32_t kEpLastWqeReason = 0x100;
 // received its first packet while in RTR (verbs' COMM_EST).
 inline constexpr uint32_t kQpSqDrainedReason = 0x101;
 inline constexpr uint32_t kQpCommEstReason = 0x102;
+// Notifications (kProviderInternal, the IA as handle) to an IA that asked
+// for them (ia_link_events): the interface's link went up / down (verbs'
+// PORT_ACTIVE / PORT_ERR).
+inline constexpr uint32_t kLinkUpReason = 0x103;
+inline constexpr uint32_t kLinkDownReason = 0x104;
 
 struct Srq : Object {
   Pz* pz = nullptr;
@@ -407,6 +423,7 @@ struct Ia : Object {
   Iface* iface = nullptr;
   Evd* async_evd = nullptr;
   bool async_evd_created = false;  // we made it (freed with the IA)
+  bool link_events = false;        // ia_link_events: told of the link's changes
   std::unordered_set<Object*> children;
   alignas(8) unsigned char local_sa[16] = {};  // front's sockaddr of the interface
   explicit Ia() : Object(HandleType::kIa, nullptr) { ia = this; }

@@ -108,6 +108,7 @@ Status ia_close(Ia* ia, bool graceful) {
     ia->async_evd->refs--;
   }
   free_children(ia);
+  if (ia->link_events) std::erase(f->link_watchers, ia);
   f->ias--;
   unregister_handle(ia);
   // Linger: the DREQs of this IA's abrupt disconnects (its EPs freed just

@@ -251,9 +251,41 @@ Status qp_cm_attach(Ep* ep, Evd* conn, uint16_t src_port) {
   return kOk;
 }
 
+Status cm_ep_create(Ia* ia, Evd* conn, uint32_t qpn, uint32_t rd_in, uint32_t rd_out,
+                    uint16_t src_port, Ep** out) {
+  Iface* f = ia->iface;
+  Lock lk(f);
+  if (conn == nullptr || (conn->flags & evd_flag::kConnection) == 0 || conn->ia->iface != f)
+    return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_EVD_CONN);
+  if (qpn == 0 || qpn > 0xFFFFFFu) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+  if (rd_in > f->limits.max_rdma_read_per_ep || rd_out > f->limits.max_rdma_read_per_ep)
+    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
+  auto ep = std::make_unique<Ep>(ia);
+  grant_sizes(f, &ep->attr);
+  ep->attr.max_rdma_read_in = rd_in;
+  ep->attr.max_rdma_read_out = rd_out;
+  ep->conn_evd = conn;
+  conn->refs++;
+  ep->cm_qpn = qpn;
+  ep->cm_src_port = src_port;
+  Ep* raw = ep.release();
+  adopt(ia, raw);
+  *out = raw;
+  return kOk;
+}
+
+Status ep_establish(Ep* ep) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  Status st = f->establish(ep);
+  if (st.ok()) f->progress(now_ns(), true);
+  return st;
+}
+
 Status qp_cm_path(Ep* ep, QpCmPath* out) {
   Lock lk(ep->ia->iface);
-  if (!ep->cm_attached || ep->qp == nullptr || ep->path_pmtu == 0)
+  const bool cm_only = ep->cm_qpn != 0;
+  if ((!cm_only && (!ep->cm_attached || ep->qp == nullptr)) || ep->path_pmtu == 0)
     return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
   out->peer_ip = ep->peer_ip;
   out->peer_qpn = ep->peer_qpn;
@@ -294,6 +326,22 @@ Status ia_link_info(Ia* ia, IaLinkInfo* out) {
   const Iface::Frames fr = f->frames();
   out->tx_frames = fr.tx;
   out->rx_frames = fr.rx;
+  out->up = f->link->link_up();
+  return kOk;
+}
+
+Status ia_link_events(Ia* ia, bool on) {
+  Iface* f = ia->iface;
+  Lock lk(f);
+  if (ia->link_events == on) return kOk;
+  ia->link_events = on;
+  if (on) {
+    // The state changes are told against: now, for the first watcher.
+    if (f->link_watchers.empty()) f->link_state = f->link->link_up() ? 1 : 0;
+    f->link_watchers.push_back(ia);
+  } else {
+    std::erase(f->link_watchers, ia);
+  }
   return kOk;
 }
 

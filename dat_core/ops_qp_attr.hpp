@@ -87,11 +87,29 @@ Status qp_to_reset(Ep* ep, uint32_t* qpn);
 // for none.
 Status qp_cm_attach(Ep* ep, Evd* conn, uint16_t src_port);
 
+// A CM-only EP: an EP with no queue pair of its own that speaks in the CM
+// for queue pair `qpn`, one the application made (ep_create) and moves
+// through INIT / RTR / RTS itself with qp_cm_path's values, as verbs'
+// connection manager does with a QP it did not create (conn_param->qp_num).
+// ep_connect / cr_accept exchange REQ / REP / RTU naming qpn; the active side
+// gets kConnResponse (with the REP's private data) instead of kEstablished
+// and sends the RTU with ep_establish; the passive side gets kEstablished
+// with the RTU.  Disconnection and freeing (qp_free) work as for any EP;
+// the CM never touches the application's queue pair.  Connection events go
+// to `conn`; rd_in / rd_out: the RDMA reads / atomics outstanding at once
+// that the REQ or REP offers in each direction (responder resources,
+// initiator depth).  src_port as for qp_cm_attach.
+Status cm_ep_create(Ia* ia, Evd* conn, uint32_t qpn, uint32_t rd_in, uint32_t rd_out,
+                    uint16_t src_port, Ep** out);
+// A CM-only EP's REP came (kConnResponse): the RTU goes, the EP is
+// CONNECTED; the peer gets kEstablished.  INVALID_STATE in any other state.
+Status ep_establish(Ep* ep);
+
 // What the CM agreed for a queue pair it connected (qp_cm_attach), as verbs'
 // RTR / RTS attributes: the peer, both first PSNs, the path MTU, and the
 // RDMA reads / atomics outstanding at once in each direction (ours, capped
-// by what the peer offered).  INVALID_STATE until the REP was sent or
-// received.
+// by what the peer offered).  Also for a CM-only EP.  INVALID_STATE until
+// the REP was sent or received.
 struct QpCmPath {
   uint32_t peer_ip = 0;  // host byte order
   uint32_t peer_qpn = 0;
@@ -118,8 +136,15 @@ struct IaLinkInfo {
   uint32_t ip = 0;
   wire::MacAddr mac{};
   uint64_t tx_frames = 0, rx_frames = 0;
+  bool up = true;  // the link's state now
 };
 Status ia_link_info(Ia* ia, IaLinkInfo* out);
+// From now on (on: true) the IA's async EVD gets kProviderInternal with
+// kLinkDownReason / kLinkUpReason (the IA as handle) each time the
+// interface's link goes down / up, as its housekeeping sees it (every
+// kLinkPollNs, so within about 100 ms).  Off by default: DAT consumers
+// never asked for such events.
+Status ia_link_events(Ia* ia, bool on);
 
 // Frees an EP connected this way (no DREQ to the peer; one connected
 // through the CM, qp_cm_attach, sends its DREQ as any EP freed connected).  Its queue pair goes

@@ -91,6 +91,15 @@ class DpdkLink final : public dat::Link {
   }
   bool resolve(uint32_t ip, wire::MacAddr* mac) override { return port_->resolve(ip, mac); }
   uint64_t looped_frames() const override { return port_->counters().rx_looped; }
+  // A port whose link has never been up counts as up: a net_memif server's
+  // link is down until its peer connects, and verbs servers (perftest) that
+  // check the port before they wait for that peer refuse to start on a
+  // port that is down.  Once up, the port's own status.
+  bool link_up() const override {
+    const bool up = port_->link_up();
+    if (up) seen_up_.store(true, std::memory_order_relaxed);
+    return up || !seen_up_.load(std::memory_order_relaxed);
+  }
   // Where the port has an RX interrupt descriptor (net_tap) the interface's
   // progress thread sleeps on it; wake() ends such a sleep early.
   bool rx_wakeups() const override { return port_->rx_fd() >= 0 && wake_fd_ >= 0; }
@@ -126,7 +135,8 @@ class DpdkLink final : public dat::Link {
   std::unique_ptr<Port> port_;
   std::string name_;
   uint32_t engines_listed_ = 0;
-  int wake_fd_ = -1;  // eventfd: wake()
+  int wake_fd_ = -1;                          // eventfd: wake()
+  mutable std::atomic<bool> seen_up_{false};  // link_up(): the port's link was up once
 };
 
 std::unique_ptr<dat::Link> open_link(const dat::IfaceConfig& cfg, dat::LinkError* err,

@@ -45,6 +45,7 @@ Id* new_child(Id* l, Dev* d, dat::Cr* cr) {
   c->req_psn = cr->req.start_psn;
   c->req_mtu = cr->req.path_mtu;
   c->req_rd = cr->req.initiator_depth;
+  c->req_rr = cr->req.responder_resources;
   rdma_cm_id& v = c->id;
   v.verbs = d->ctx;
   v.channel = &c->chan->ch;
@@ -70,7 +71,7 @@ void handle(Dev* d, const dat::Event& e) {
   // mu; the EP, still its id's, is kept from ibv_destroy_qp meanwhile.
   dat::QpCmPath path;
   bool have_path = false;
-  if (e.num == N::kEstablished && e.ep != nullptr) {
+  if ((e.num == N::kEstablished || e.num == N::kConnResponse) && e.ep != nullptr) {
     {
       std::lock_guard<std::mutex> lk(g().mu);
       if (g().by_ep.count(e.ep) == 0) return;  // its id is gone
@@ -109,8 +110,11 @@ void handle(Dev* d, const dat::Event& e) {
   Id* id = it->second;
   switch (e.num) {
     case N::kEstablished:
-      id->st = St::kConnected;
-      push_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, e.pdata, e.pdata_len);
+    case N::kConnResponse:  // the application's own QP: rdma_establish ends it
+      if (e.num == N::kEstablished) id->st = St::kConnected;
+      push_event(
+          id, e.num == N::kEstablished ? RDMA_CM_EVENT_ESTABLISHED : RDMA_CM_EVENT_CONNECT_RESPONSE,
+          0, e.pdata, e.pdata_len);
       if (have_path) {
         rdma_conn_param& p = id->chan->q.back()->ev.param.conn;
         p.responder_resources = static_cast<uint8_t>(std::min(path.responder_resources, 255u));
@@ -146,7 +150,7 @@ void handle(Dev* d, const dat::Event& e) {
       push_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, e.pdata, e.pdata_len);
       // dpdat keeps no timewait: a queue pair leaves the network with its
       // disconnection (its packets are refused from then on).
-      if (id->id.qp != nullptr) push_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, nullptr, 0);
+      if (ep_of(id) != nullptr) push_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, nullptr, 0);
       break;
     default:
       break;

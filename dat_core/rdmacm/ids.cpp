@@ -350,13 +350,15 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
     // events find no id (a request is then rejected).
     sps = id->sps;
     for (auto& [d, sp] : sps) G.by_sp.erase(sp);
-    if (ep != nullptr) {
+    if (id->id.qp != nullptr) {
       // The QP outlives the id (the application destroys it later, or the
       // device's close does): it forgets the id.
       reinterpret_cast<verbs::Qp*>(id->id.qp)->cm_id = nullptr;
       G.by_ep.erase(ep);
       disconnect =
           id->st == St::kConnected || id->st == St::kConnecting || id->st == St::kAccepting;
+    } else if (ep != nullptr) {
+      G.by_ep.erase(ep);  // a CM-only EP: freed below (a DREQ if connected)
     }
     if (id->cr != nullptr) rejects.push_back(id->cr);
     id->cr = nullptr;
@@ -382,8 +384,13 @@ extern "C" int dpdat_rdma_destroy_id(rdma_cm_id* cid) {
     }
     // Events handed out must come back first (rdma_destroy_id(3)).
     // An address query still running ends first (it queues nothing now).
-    G.acked.wait(lk, [id] { return id->unacked == 0 && id->resolving == 0; });
+    // The agent no longer reads a CM-only EP (ESTABLISHED's path).
+    G.acked.wait(lk, [id] {
+      return id->unacked == 0 && id->resolving == 0 &&
+             (id->cm_ep == nullptr || g().agent_eps.count(id->cm_ep) == 0);
+    });
   }
+  if (id->cm_ep != nullptr) (void)dat::qp_free(id->cm_ep);
   for (auto& [d, sp] : sps) (void)dat::sp_free(sp);
   for (dat::Cr* cr : rejects) (void)dat::cr_reject(cr, nullptr, 0);
   // A QP left on the id (the application should have destroyed it) is

@@ -238,8 +238,8 @@ extern "C" void dpdat_rdma_destroy_ep(rdma_cm_id* cid) {
 // rdma_init_qp_attr for a connection this CM made or is making: the
 // attributes (and mask) a caller passes to ibv_modify_qp for the state it
 // asks for.  RTR and RTS come from the connection's REQ / REP: a request's
-// id has RTR from the REQ before it is accepted; RTS needs this side's first
-// PSN, which dpdat's CM picks with the REP.
+// id has both from the REQ before it is accepted (the first PSN this side
+// sends is chosen with the request, and the REP names it).
 extern "C" int dpdat_rdma_init_qp_attr(rdma_cm_id* cid, ibv_qp_attr* attr, int* mask) {
   if (cid == nullptr || attr == nullptr || mask == nullptr) return fail(EINVAL);
   Id* id = id_of(cid);
@@ -258,20 +258,26 @@ extern "C" int dpdat_rdma_init_qp_attr(rdma_cm_id* cid, ibv_qp_attr* attr, int* 
     return 0;
   }
   // The agreed path: from the connection once the REP went or came, else
-  // (a request not yet accepted) from its REQ.
+  // (a request not yet accepted) from its REQ, as accepting it agrees: the
+  // smaller path MTU, the reads each side offered (at most the device's).
   dat::QpCmPath p;
   dat::Ep* ep = ep_of(id);
   const bool connected = ep != nullptr && dat::qp_cm_path(ep, &p).ok();
+  dat::IaLinkInfo link;
+  if (!connected && !dat::ia_link_info(id->dev->ia, &link).ok()) return fail(EINVAL);
   const wire::CmMessage cm_defaults;  // the ACK timeout and retry counts dpdat's REQ names
   {
     std::lock_guard<std::mutex> lk(g().mu);
     if (!connected) {
-      if (want != IBV_QPS_RTR || id->st != St::kRequest) return fail(EINVAL);
+      if (id->st != St::kRequest || id->cr == nullptr) return fail(EINVAL);
       p.peer_ip = id->dst_ip;
       p.peer_qpn = id->req_qpn;
       p.rq_psn = id->req_psn;
-      p.pmtu = wire::cm_mtu_bytes(static_cast<uint8_t>(id->req_mtu));
-      p.responder_resources = id->req_rd;
+      p.sq_psn = id->cr->start_psn;
+      const uint32_t theirs = wire::cm_mtu_bytes(static_cast<uint8_t>(id->req_mtu));
+      p.pmtu = theirs != 0 ? std::min(theirs, link.pmtu) : link.pmtu;
+      p.responder_resources = std::min(id->req_rd, verbs::kMaxRdAtomic);
+      p.initiator_depth = std::min(id->req_rr, verbs::kMaxRdAtomic);
     }
     if (want == IBV_QPS_RTS) {
       a.sq_psn = p.sq_psn;

@@ -9,6 +9,10 @@
 //   listen      -> a PSP per device, conn_qual = the port
 //   connect     -> ep_connect of the id's QP (conn_qual = the port)
 //   accept      -> cr_accept of the request with the id's QP
+//   an id with no QP (the application's own, conn_param->qp_num)
+//               -> a CM-only EP (cm_ep_create) naming that QP; the
+//                  application moves its QP with rdma_init_qp_attr, and the
+//                  active side ends with rdma_establish (ep_establish)
 //   reject      -> cr_reject (private data delivered in the REJ)
 //   disconnect  -> ep_disconnect (DREQ / DREP)
 //
@@ -84,6 +88,10 @@ struct Id {
   std::vector<std::pair<Dev*, dat::Sp*>> sps;                  // listening
   dat::Cr* cr = nullptr;                                       // kRequest: the request
   uint32_t req_qpn = 0, req_psn = 0, req_mtu = 0, req_rd = 0;  // from the REQ
+  uint32_t req_rr = 0;                                         // the REQ's responder resources
+  // The CM-only EP of an id whose connection names the application's own QP
+  // (conn_param->qp_num); freed with the id.
+  dat::Ep* cm_ep = nullptr;
   int ack_timeout = -1;    // RDMA_OPTION_ID_ACK_TIMEOUT (-1: not set)
   uint32_t resolving = 0;  // address queries in flight (rdma_destroy_id waits for them)
   bool destroying = false;
@@ -135,9 +143,10 @@ void drop_unseen_child(Id* child);
 Id* id_of(rdma_cm_id* id);
 // Destroys the CQs (and completion channels) made for the id's QP.
 void free_cqs(Id* id);
-// The dat_core EP of the id's QP (nullptr: no QP).
+// The dat_core EP of the id's connection: its QP's, or its CM-only EP
+// (nullptr: neither).
 inline dat::Ep* ep_of(Id* id) {
-  return id->id.qp != nullptr ? reinterpret_cast<verbs::Qp*>(id->id.qp)->ep : nullptr;
+  return id->id.qp != nullptr ? reinterpret_cast<verbs::Qp*>(id->id.qp)->ep : id->cm_ep;
 }
 
 }  // namespace dpdat::rdmacm

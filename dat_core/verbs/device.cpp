@@ -169,7 +169,7 @@ int query_port_ex(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len)
   dat::IaLinkInfo li;
   if (const dat::Status st = dat::ia_link_info(ctx->ia, &li); !st.ok()) return to_errno(st);
   ibv_port_attr a{};
-  a.state = IBV_PORT_ACTIVE;
+  a.state = li.up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   a.max_mtu = IBV_MTU_4096;
   a.active_mtu = mtu_enum(li.pmtu);
   a.gid_tbl_len = 1;
@@ -177,9 +177,9 @@ int query_port_ex(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len)
   a.max_msg_sz = 1u << 30;
   a.pkey_tbl_len = 1;
   a.max_vl_num = 1;
-  a.active_width = 2;   // 4X
-  a.active_speed = 32;  // EDR (25 Gb/s per lane): a software link has no rate of its own
-  a.phys_state = 5;     // LinkUp
+  a.active_width = 2;            // 4X
+  a.active_speed = 32;           // EDR (25 Gb/s per lane): a software link has no rate of its own
+  a.phys_state = li.up ? 5 : 3;  // LinkUp, Disabled
   a.link_layer = IBV_LINK_LAYER_ETHERNET;
   std::memset(attr, 0, len);
   std::memcpy(attr, &a, std::min(len, sizeof(a)));
@@ -252,6 +252,7 @@ DPDAT_EXPORT ibv_context* ibv_open_device(ibv_device* d) {
   ctx->dev = dev;
   dat::Status ast = dat::cno_create(ctx->ia, ctx, async_agent, &ctx->async_cno);
   if (ast.ok()) ast = dat::evd_modify_cno(ctx->ia->async_evd, ctx->async_cno);
+  if (ast.ok()) ast = dat::ia_link_events(ctx->ia, true);  // PORT_ACTIVE, PORT_ERR
   if (!ast.ok()) {
     close(afd);
     (void)dat::ia_close(ctx->ia, false);
@@ -415,6 +416,10 @@ void async_agent(void* instance, void* /*evd*/) {
       out.element.qp = &it->second->qp;
       out.event_type =
           ev.reason == dat::kQpSqDrainedReason ? IBV_EVENT_SQ_DRAINED : IBV_EVENT_COMM_EST;
+    } else if (ev.num == dat::EventNum::kProviderInternal &&
+               (ev.reason == dat::kLinkUpReason || ev.reason == dat::kLinkDownReason)) {
+      out.element.port_num = 1;
+      out.event_type = ev.reason == dat::kLinkUpReason ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
     } else if (ev.num == dat::EventNum::kEvdOverflow) {
       // A CQ overrun: completions found it full.  Nothing is lost: they wait
       // in the engine, and the queue pairs with them, until it is polled.

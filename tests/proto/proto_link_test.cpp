@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "ops_qp_attr.hpp"  // ia_link_events, ia_link_info
 #include "proto_fixture.hpp"
 
 namespace dpdat::proto {
@@ -165,6 +166,34 @@ TEST(ProtoLink, PmtuTheLinkCannotCarryIsRefused) {
   ASSERT_TRUE(ia_open(dflt, 16, nullptr, nullptr, &ia).ok());
   EXPECT_EQ(ia->iface->pmtu, 1024u);  // the largest MTU 1500 allows
   EXPECT_TRUE(ia_close(ia, false).ok());
+}
+
+// The link's state as an IA that asked sees it (ia_link_events): an event
+// on its async EVD for each change, with the IA as handle, and ia_link_info
+// telling the state now.  An IA that did not ask is told nothing.
+TEST_F(ProtoTest, LinkChangesReachTheIasThatAsked) {
+  open_both();
+  ASSERT_TRUE(ia_link_events(a_.ia, true).ok());
+  IaLinkInfo li;
+  ASSERT_TRUE(ia_link_info(a_.ia, &li).ok());
+  EXPECT_TRUE(li.up);
+  wire_->set_link_up(0, false);
+  ASSERT_TRUE(ia_link_info(a_.ia, &li).ok());
+  EXPECT_FALSE(li.up);
+  Event ev = next_event(a_.ia->async_evd, 2'000'000);
+  EXPECT_EQ(ev.num, EventNum::kProviderInternal);
+  EXPECT_EQ(ev.reason, kLinkDownReason);
+  EXPECT_EQ(ev.handle, a_.ia);
+  wire_->set_link_up(0, true);
+  ev = next_event(a_.ia->async_evd, 2'000'000);
+  EXPECT_EQ(ev.num, EventNum::kProviderInternal);
+  EXPECT_EQ(ev.reason, kLinkUpReason);
+  // b never asked: three polls of its link pass without an event.
+  wire_->set_link_up(1, false);
+  Event none;
+  EXPECT_FALSE(evd_wait(b_.ia->async_evd, 300'000, 1, &none, nullptr).ok());
+  ASSERT_TRUE(ia_link_info(b_.ia, &li).ok());
+  EXPECT_FALSE(li.up);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ struct EndState {
   wire::MacAddr mac{};
   double loss = 0.0;  // of the frames this end receives
   bool woken = false;
+  bool up = true;  // the link's state as this end reports it (SimWire::set_link_up)
 };
 
 struct Wire {
@@ -145,6 +146,10 @@ class SimEndLink final : public dat::Link {
     if (peer.open && peer.ip == ip) cache_[ip] = peer.mac;
     return false;
   }
+  bool link_up() const override {
+    std::lock_guard<std::mutex> lk(w_.mu);
+    return w_.ends[end_].up;
+  }
   uint64_t looped_frames() const override {
     std::lock_guard<std::mutex> lk(w_.mu);
     return w_.link.stats(end_).looped;
@@ -225,6 +230,12 @@ void SimWire::reset() {
   g_wire->link.clear_captured();
   g_wire->apply_loss(0);
   g_wire->apply_loss(1);
+  g_wire->ends[0].up = g_wire->ends[1].up = true;
+}
+
+void SimWire::set_link_up(int end, bool up) {
+  std::lock_guard<std::mutex> lk(g_wire->mu);
+  g_wire->ends[end].up = up;
 }
 
 SimWire& install_sim_link(uint64_t seed) {

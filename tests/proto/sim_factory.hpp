@@ -31,8 +31,11 @@ class SimWire {
   // statistics.  fn must not call into dat_core.
   void with_link(const std::function<void(rc::SimLink&)>& fn);
   // Back to a clean wire: no impairments, no filter, no capture (the open
-  // ends' loss= settings are applied again).
+  // ends' loss= settings are applied again), both ends' links up.
   void reset();
+  // What end 0 or 1 reports as its link's state (Link::link_up); frames
+  // still flow either way.
+  void set_link_up(int end, bool up);
 };
 
 // Installs the simulated-link factory (dat::set_link_factory) with a wire

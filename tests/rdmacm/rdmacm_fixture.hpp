@@ -97,8 +97,8 @@ class RdmaCmTest : public ::testing::Test {
     EXPECT_EQ(ntohs(rdma_get_src_port(listen_)), port);
   }
 
-  // A client id with its route resolved and a QP, towards ip:port.
-  void client_to(const char* ip, uint16_t port) {
+  // A client id with its route resolved towards ip:port, no QP.
+  void route_to(const char* ip, uint16_t port) {
     ASSERT_EQ(rdma_create_id(cch_, &cli_, nullptr, RDMA_PS_TCP), 0);
     sockaddr_in src = addr(kClientIp, 0);
     sockaddr_in dst = addr(ip, port);
@@ -107,6 +107,11 @@ class RdmaCmTest : public ::testing::Test {
     ASSERT_NE(cli_->verbs, nullptr);
     ASSERT_EQ(rdma_resolve_route(cli_, 2000), 0);
     ASSERT_TRUE(expect_event(cch_, RDMA_CM_EVENT_ROUTE_RESOLVED).ok);
+  }
+
+  // A client id with its route resolved and a QP, towards ip:port.
+  void client_to(const char* ip, uint16_t port) {
+    ASSERT_NO_FATAL_FAILURE(route_to(ip, port));
     ibv_qp_init_attr a = qp_attr();
     ASSERT_EQ(rdma_create_qp(cli_, nullptr, &a), 0);
     ASSERT_NE(cli_->qp, nullptr);

@@ -5,8 +5,8 @@
 //   - a listener that never answers the request: rdma_connect ends with
 //     UNREACHABLE (-ETIMEDOUT) after the interface's rdmacm_timeout_ms;
 //   - rdma_init_qp_attr's INIT / RTR / RTS attributes against what the other
-//     side was told, the request's RTR before it is accepted, EINVAL for other
-//     states.
+//     side was told, the request's RTR and RTS before it is accepted, EINVAL
+//     for other states.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -182,11 +182,12 @@ TEST_F(RdmaCmTest, InitQpAttrOfARequestAndBadStates) {
   EXPECT_EQ(mask, kRtrMask);
   EXPECT_EQ(rtr.dest_qp_num, cli_->qp->qp_num);
   expect_dgid(rtr, kClientIp);
-  // RTS needs this side's first PSN, chosen with the REP.
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  EXPECT_EQ(rdma_init_qp_attr(child_, &a, &mask), -1);
-  EXPECT_EQ(errno, EINVAL);
+  // RTS too: this side's first PSN is chosen with the request (the REP
+  // names it), the reads those the client offered.
+  const ibv_qp_attr rts = init_attr(child_, IBV_QPS_RTS, &mask);
+  EXPECT_EQ(mask, kRtsMask);
+  EXPECT_EQ(init_attr(child_, IBV_QPS_RTS, &mask).sq_psn, rts.sq_psn);
+  EXPECT_EQ(rts.max_rd_atomic, rtr.max_dest_rd_atomic);  // both 16, as dpdat's QPs offer
   for (ibv_qp_state s : {IBV_QPS_RESET, IBV_QPS_SQD, IBV_QPS_SQE, IBV_QPS_ERR, IBV_QPS_UNKNOWN}) {
     a = ibv_qp_attr{};
     a.qp_state = s;

@@ -1,9 +1,10 @@
 // The send-queue drain state (SQD) and the asynchronous events it and the
-// other QP and CQ conditions raise through dpdat's verbs API: SQ_DRAINED,
-// COMM_EST and CQ_ERR (ibv_get_async_event), in one process over the ring
-// link.
+// other QP, CQ and port conditions raise through dpdat's verbs API:
+// SQ_DRAINED, COMM_EST, CQ_ERR, PORT_ERR and PORT_ACTIVE
+// (ibv_get_async_event), in one process over the ring link.
 
 #include <gtest/gtest.h>
+#include <rte_ethdev.h>
 
 #include "verbs_fixture.hpp"
 
@@ -236,6 +237,33 @@ TEST_F(VerbsTest, CqOverrunRaisesCqErr) {
   EXPECT_EQ(ibv_destroy_qp(qa), 0);
   EXPECT_EQ(ibv_destroy_qp(qb), 0);
   EXPECT_EQ(ibv_destroy_cq(small), 0);
+}
+
+// The ring link's dpdat0 end goes down, then up again (its net_ring port,
+// set through DPDK): the device's port reports it, and each change is an
+// async event of that device only.
+TEST_F(VerbsTest, LinkDownAndUpArePortEvents) {
+  uint16_t port = 0;
+  ASSERT_EQ(rte_eth_dev_get_port_by_name("net_ring_dpdat_ia_a", &port), 0);
+  ibv_port_attr pa{};
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+  ASSERT_EQ(rte_eth_dev_set_link_down(port), 0);
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_DOWN);
+  ibv_async_event ev{};
+  ASSERT_TRUE(next_async(a_.ctx, &ev, 2000)) << "no PORT_ERR";
+  EXPECT_EQ(ev.event_type, IBV_EVENT_PORT_ERR);
+  EXPECT_EQ(ev.element.port_num, 1);
+  ibv_ack_async_event(&ev);
+  ASSERT_EQ(rte_eth_dev_set_link_up(port), 0);
+  ASSERT_TRUE(next_async(a_.ctx, &ev, 2000)) << "no PORT_ACTIVE";
+  EXPECT_EQ(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+  EXPECT_EQ(ev.element.port_num, 1);
+  ibv_ack_async_event(&ev);
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+  EXPECT_FALSE(next_async(b_.ctx, &ev, 0));  // the other end's link never changed
 }
 
 }  // namespace verbs_test
