@@ -102,6 +102,12 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   if (init->qp_type != IBV_QPT_RC) return fail_qp(EOPNOTSUPP);
   if (init->send_cq == nullptr || (init->recv_cq == nullptr && init->srq == nullptr))
     return fail_qp(EINVAL);
+  // Every object of a QP is of its PD's context: another context's CQ or
+  // SRQ is no object of this one (its IA may even be on another interface).
+  ibv_context* c = pd->context;
+  if (init->send_cq->context != c || (init->recv_cq != nullptr && init->recv_cq->context != c) ||
+      (init->srq != nullptr && init->srq->context != c))
+    return fail_qp(EINVAL);
   ibv_qp_cap& cap = init->cap;
   if (cap.max_send_wr > kMaxWr || cap.max_recv_wr > kMaxWr || cap.max_send_sge > kMaxSge ||
       cap.max_recv_sge > kMaxSge || cap.max_inline_data > kMaxInline)
