@@ -189,6 +189,14 @@ DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   const dat::Status st = dat::qp_free(q->ep);
   if (!st.ok()) return to_errno(st);
   async_forget(ctx_of(qp->context), ep, qp);  // no event names it any more
+  // Nor does a completion: dat_core took its events out of the CQs' EVDs;
+  // those a CQ's channel agent already took for solicited-only arming go
+  // as well.  (Compared by address only: the EP is gone.)
+  for (Cq* cq : {q->scq, q->rcq}) {
+    if (cq->channel == nullptr) continue;
+    std::lock_guard<std::recursive_mutex> g(cq->mu);
+    std::erase_if(cq->staged, [ep](const dat::Event& e) { return e.ep == ep; });
+  }
   // After the queue pair: its inline requests read from this region.
   if (q->inline_lmr != nullptr) (void)dat::lmr_free(q->inline_lmr);
   q->scq->qps--;

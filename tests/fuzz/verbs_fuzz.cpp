@@ -102,6 +102,12 @@ void Run::go() {
 }
 
 void Run::act(uint8_t op) {
+  static constexpr const char* kNames[kActions] = {
+      "alloc PD",      "dealloc PD", "reg MR",    "dereg MR",   "create channel", "destroy channel",
+      "create CQ",     "destroy CQ", "resize CQ", "create SRQ", "destroy SRQ",    "modify SRQ",
+      "create QP",     "destroy QP", "modify QP", "connect",    "post send",      "post recv",
+      "post SRQ recv", "poll",       "notify",    "query",      "small world",    "reopen"};
+  if (trace()) std::fprintf(stderr, "verbs_fuzz: action %d: %s\n", g_action, kNames[op % kActions]);
   switch (op % kActions) {
     case 0:
       (void)alloc_pd(in_.u8() % kCtx);

@@ -168,6 +168,10 @@ class World {
   }
   // A completion polled from CQ slot c.
   void completed(int c, const ibv_wc& wc) {
+    if (trace)
+      std::fprintf(stderr, "verbs_fuzz: CQ%d wr %llu status %d opcode %d len %u qp %u\n", c,
+                   static_cast<unsigned long long>(wc.wr_id), wc.status, wc.opcode, wc.byte_len,
+                   wc.qp_num);
     auto it = wrs_.find(wc.wr_id);
     if (it == wrs_.end()) {
       VF_CHECK(gone_.count(wc.wr_id) == 0);  // a destroyed QP's or SRQ's request
@@ -181,13 +185,6 @@ class World {
     const bool ok = wc.status == IBV_WC_SUCCESS;
     ++completions;
     if (ok) ++successes;
-    if (trace)
-      std::fprintf(stderr, "verbs_fuzz: CQ%d wr %llu %s status %d opcode %d len %u qp %u\n", c,
-                   static_cast<unsigned long long>(wc.wr_id),
-                   w.kind == Wr::kSend   ? "send"
-                   : w.kind == Wr::kRecv ? "recv"
-                                         : "srq-recv",
-                   wc.status, wc.opcode, wc.byte_len, wc.qp_num);
     if (w.kind == Wr::kSrqRecv) {
       // Taken by a QP of that SRQ: the completion names it and comes to its
       // receive CQ.
