@@ -19,7 +19,7 @@ ctest --preset ci -j1 --timeout 600
 
 echo "== fuzz smoke (clang + libFuzzer)"
 cmake --preset fuzz >/dev/null
-# Six targets, ~76 s of fuzzing in all (tests/fuzz/README.md: long runs).
+# Six targets, ~74 s of fuzzing in all (tests/fuzz/README.md: long runs).
 cmake --build --preset fuzz -j "$JOBS" --target parser_fuzz cm_fuzz config_fuzz qp_fuzz live_fuzz \
   verbs_fuzz
 ctest --test-dir build/fuzz -L fuzz --output-on-failure --timeout 300

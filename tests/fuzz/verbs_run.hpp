@@ -5,10 +5,9 @@
 // verbs_fuzz_data.cpp: posts, polls and the final drain).
 
 #include <array>
-#include <unordered_set>
+#include <vector>
 
 #include "fuzz_bytes.hpp"
-#include "objects.hpp"
 #include "verbs_world.hpp"
 
 namespace dpdat::fuzz::verbs_world {
@@ -103,7 +102,7 @@ class Run {
 
   Bytes& in_;
   World w_;
-  Slots<std::unordered_set<dat::Object*>, kCtx> base_;  // an IA's own objects
+  Slots<std::vector<const void*>, kCtx> base_;  // the objects of an IA alone (sorted)
   size_t fds_ = 0;
 };
 
