@@ -1,6 +1,7 @@
 // The verbs fuzzer's actions on PDs, MRs, completion channels, CQs and SRQs,
 // the queries and the async events (verbs_run.hpp).
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 
 #include <cerrno>
@@ -82,8 +83,17 @@ int Run::reg_mr(int p, unsigned access, uint64_t off, uint64_t len, int iova_kin
       break;
   }
   errno = 0;
-  ibv_mr* m = iova_kind == 0 ? ibv_reg_mr(w_.pd[p].p, addr, len, static_cast<int>(access))
-                             : ibv_reg_mr_iova2(w_.pd[p].p, addr, len, iova, access);
+  // The header's macros pick ibv_reg_mr_iova2 for flags not known when
+  // compiled; the exported ibv_reg_mr and ibv_reg_mr_iova are called by name.
+  ibv_mr* m = nullptr;
+  ibv_pd* pd = w_.pd[p].p;
+  if (iova_kind == 0)
+    m = (access & 1u << 30) != 0 ? ibv_reg_mr(pd, addr, len, static_cast<int>(access))
+                                 : (ibv_reg_mr)(pd, addr, len, static_cast<int>(access));
+  else
+    m = (access & 1u << 30) != 0 ? ibv_reg_mr_iova2(pd, addr, len, iova, access)
+                                 : (ibv_reg_mr_iova)(pd, addr, len, iova, static_cast<int>(access));
+  access &= ~(1u << 30);
   // Unknown flags (outside the optional range) are refused; remote write
   // and atomic access need local write (ibv_reg_mr(3)); a region must not
   // wrap around the address space (its end, iova + length, fits in 64 bits).
@@ -110,6 +120,7 @@ void Run::reg_mr_action() {
   if ((a & 0x10) != 0) access |= IBV_ACCESS_RELAXED_ORDERING;
   if ((a & 0x20) != 0) access |= 1u << (21 + k % 8);  // the optional range: may be ignored
   if ((a & 0x40) != 0) access |= 1u << (4 + k % 16);  // MW_BIND, ZERO_BASED, ON_DEMAND, ...
+  if ((k & 8) != 0) access |= 1u << 30;               // (reg_mr: through the header's macros)
   const uint64_t off = (o & 0x0F) * 64;
   const uint64_t len = (o & 0x10) != 0 ? (o >> 5) * 8 : kRegion - off;
   if ((a & 0x80) != 0 && p >= 0) {
@@ -374,7 +385,7 @@ void Run::async_events(int c) {
       default:
         break;
     }
-    VF_CHECK(live);
+    VF_CHECK(live && ibv_event_type_str(ev.event_type) != nullptr);
     ibv_ack_async_event(&ev);
   }
 }
@@ -398,6 +409,11 @@ void Run::query() {
       } else {
         VF_CHECK(rc == EINVAL);
       }
+      // The exported call old binaries use, with the shorter struct.
+      ibv_port_attr old{};  // (the old struct is its first fields)
+      VF_CHECK((ibv_query_port)(ctx, port, reinterpret_cast<_compat_ibv_port_attr*>(&old)) ==
+               (port == 1 ? 0 : EINVAL));
+      if (port == 1) VF_CHECK(old.state == IBV_PORT_ACTIVE && old.active_mtu == w_.ctx[c].mtu);
       break;
     }
     case 2: {
@@ -405,6 +421,12 @@ void Run::query() {
       VF_CHECK(ibv_query_device(ctx, &da) == 0);
       VF_CHECK(da.phys_port_cnt == 1 && da.max_qp_rd_atom == static_cast<int>(kMaxRdAtomic));
       VF_CHECK(ibv_query_device(ctx, nullptr) == EINVAL);
+      ibv_device_attr_ex ax{};
+      VF_CHECK(ibv_query_device_ex(ctx, nullptr, &ax) == 0);
+      VF_CHECK(ax.orig_attr.max_qp_wr == da.max_qp_wr && ax.orig_attr.node_guid == da.node_guid);
+      VF_CHECK(ibv_get_device_guid(ctx->device) == da.node_guid);
+      VF_CHECK(ibv_get_device_index(ctx->device) == (c == 1 ? 1 : 0));
+      VF_CHECK(ibv_get_device_name(ctx->device) != nullptr);
       break;
     }
     case 3: {
@@ -419,6 +441,20 @@ void Run::query() {
       }
       __be16 pkey = 0;
       VF_CHECK((ibv_query_pkey(ctx, port, index, &pkey) == 0) == (index == 0 && port == 1));
+      // The index of a P_Key, -1 on error (ibv_get_pkey_index(3)).
+      VF_CHECK(ibv_get_pkey_index(ctx, port, htons(0xFFFF)) == (port == 1 ? 0 : -1));
+      VF_CHECK(ibv_get_pkey_index(ctx, port, htons(0x1234)) == -1);
+      ibv_gid_entry e{};
+      const int rx = ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(index), &e, 0);
+      if (index == 0 && port == 1) {
+        VF_CHECK(rx == 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2);
+        VF_CHECK(std::memcmp(&e.gid, &w_.ctx[c].gid, sizeof(gid)) == 0);
+      } else {
+        VF_CHECK(rx == EINVAL || rx == ENODATA);
+      }
+      ibv_gid_entry t[2]{};
+      VF_CHECK(ibv_query_gid_table(ctx, t, 2, 0) == 1);
+      VF_CHECK(ibv_query_gid_table(ctx, t, 0, 0) == -EINVAL);
       break;
     }
     case 4: {
@@ -447,6 +483,11 @@ void Run::query() {
       VF_CHECK(ibv_create_comp_channel(nullptr) == nullptr && errno == EINVAL);
       errno = 0;
       VF_CHECK(ibv_open_device(nullptr) == nullptr && errno == EINVAL);
+      if (const int i = any_qp(b); i >= 0) {
+        errno = 0;
+        VF_CHECK(ibv_qp_to_qp_ex(w_.qp[i].q) == nullptr && errno == EOPNOTSUPP);
+      }
+      VF_CHECK(ibv_fork_init() == 0 && ibv_is_fork_initialized() == IBV_FORK_UNNEEDED);
       break;
     }
     default:

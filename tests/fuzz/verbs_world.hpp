@@ -181,7 +181,7 @@ class World {
     const Wr w = it->second;
     wrs_.erase(it);
     done_.insert(wc.wr_id);
-    VF_CHECK(verbs_rules::wc_status_ok(wc.status));
+    VF_CHECK(verbs_rules::wc_status_ok(wc.status) && ibv_wc_status_str(wc.status) != nullptr);
     const bool ok = wc.status == IBV_WC_SUCCESS;
     ++completions;
     if (ok) ++successes;

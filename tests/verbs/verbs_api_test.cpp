@@ -412,4 +412,16 @@ TEST_F(VerbsTest, DestroyedQpLeavesNoStagedCompletion) {
   EXPECT_EQ(ibv_poll_cq(b_.cq, 4, wc), 0);
 }
 
+// ibv_get_pkey_index(3): the index, or -1 (with errno) for a P_Key the port
+// does not have or a port the device does not have.
+TEST_F(VerbsTest, PkeyIndexOrMinusOne) {
+  EXPECT_EQ(ibv_get_pkey_index(a_.ctx, 1, htons(0xFFFF)), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_get_pkey_index(a_.ctx, 1, htons(0x1234)), -1);
+  EXPECT_EQ(errno, ENOENT);
+  errno = 0;
+  EXPECT_EQ(ibv_get_pkey_index(a_.ctx, 2, htons(0xFFFF)), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 }  // namespace verbs_test
