@@ -16,6 +16,8 @@ namespace {
 
 constexpr unsigned kMrAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+// Not a flag: reg_mr's caller asks for the header's macros with it.
+constexpr unsigned kByMacro = 1u << 31;
 constexpr int kCqeClass[] = {-1, 0, 1, 2, 16, 64, 65536, 65537};
 constexpr uint32_t kSrqWr[] = {0, 1, 4, 16, 65536, 65537};
 constexpr uint32_t kSrqSge[] = {0, 1, 2, 8, 9};
@@ -85,15 +87,16 @@ int Run::reg_mr(int p, unsigned access, uint64_t off, uint64_t len, int iova_kin
   errno = 0;
   // The header's macros pick ibv_reg_mr_iova2 for flags not known when
   // compiled; the exported ibv_reg_mr and ibv_reg_mr_iova are called by name.
+  const bool by_macro = (access & kByMacro) != 0;
+  access &= ~kByMacro;
   ibv_mr* m = nullptr;
   ibv_pd* pd = w_.pd[p].p;
+  const int iaccess = static_cast<int>(access);
   if (iova_kind == 0)
-    m = (access & 1u << 30) != 0 ? ibv_reg_mr(pd, addr, len, static_cast<int>(access))
-                                 : (ibv_reg_mr)(pd, addr, len, static_cast<int>(access));
+    m = by_macro ? ibv_reg_mr(pd, addr, len, iaccess) : (ibv_reg_mr)(pd, addr, len, iaccess);
   else
-    m = (access & 1u << 30) != 0 ? ibv_reg_mr_iova2(pd, addr, len, iova, access)
-                                 : (ibv_reg_mr_iova)(pd, addr, len, iova, static_cast<int>(access));
-  access &= ~(1u << 30);
+    m = by_macro ? ibv_reg_mr_iova2(pd, addr, len, iova, access)
+                 : (ibv_reg_mr_iova)(pd, addr, len, iova, iaccess);
   // Unknown flags (outside the optional range) are refused; remote write
   // and atomic access need local write (ibv_reg_mr(3)); a region must not
   // wrap around the address space (its end, iova + length, fits in 64 bits).
@@ -120,7 +123,7 @@ void Run::reg_mr_action() {
   if ((a & 0x10) != 0) access |= IBV_ACCESS_RELAXED_ORDERING;
   if ((a & 0x20) != 0) access |= 1u << (21 + k % 8);  // the optional range: may be ignored
   if ((a & 0x40) != 0) access |= 1u << (4 + k % 16);  // MW_BIND, ZERO_BASED, ON_DEMAND, ...
-  if ((k & 8) != 0) access |= 1u << 30;               // (reg_mr: through the header's macros)
+  if ((k & 8) != 0) access |= kByMacro;
   const uint64_t off = (o & 0x0F) * 64;
   const uint64_t len = (o & 0x10) != 0 ? (o >> 5) * 8 : kRegion - off;
   if ((a & 0x80) != 0 && p >= 0) {
