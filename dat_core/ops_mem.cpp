@@ -46,6 +46,10 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
     // The 40-byte cookie is opaque binary: copied and compared byte for byte.
     std::memcpy(l->cookie.data(), spec.cookie, kCookieSize);
   if (l->length > f->limits.max_lmr_size) return fail(Type::LENGTH_ERROR);
+  // A region whose end does not fit in 64 bits is a bad address, not a lack
+  // of resources (the memory table refuses it as well).
+  if (l->length != 0 && l->va + l->length < l->va)
+    return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG4);
   // Local read access is always granted, as InfiniBand verbs do (OFED's
   // dtest sends from an LMR registered with DAT_MEM_PRIV_LOCAL_WRITE_FLAG
   // only); the LMR still reports the privileges the consumer asked for.

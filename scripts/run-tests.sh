@@ -19,8 +19,9 @@ ctest --preset ci -j1 --timeout 600
 
 echo "== fuzz smoke (clang + libFuzzer)"
 cmake --preset fuzz >/dev/null
-# Five targets, ~70 s of fuzzing in all (tests/fuzz/README.md: long runs).
-cmake --build --preset fuzz -j "$JOBS" --target parser_fuzz cm_fuzz config_fuzz qp_fuzz live_fuzz
+# Six targets, ~74 s of fuzzing in all (tests/fuzz/README.md: long runs).
+cmake --build --preset fuzz -j "$JOBS" --target parser_fuzz cm_fuzz config_fuzz qp_fuzz live_fuzz \
+  verbs_fuzz
 ctest --test-dir build/fuzz -L fuzz --output-on-failure --timeout 300
 
 if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then

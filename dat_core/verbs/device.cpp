@@ -368,9 +368,15 @@ DPDAT_EXPORT int ibv_query_pkey(ibv_context* c, uint8_t port, int index, __be16*
   return 0;
 }
 
+// The index, or -1 with errno (ibv_get_pkey_index(3)).
 DPDAT_EXPORT int ibv_get_pkey_index(ibv_context* c, uint8_t port, __be16 pkey) {
-  if (c == nullptr || port != 1) return -EINVAL;
-  return (ntohs(pkey) & 0x7FFF) == 0x7FFF ? 0 : -ENOENT;
+  if (c == nullptr || port != 1) {
+    errno = EINVAL;
+    return -1;
+  }
+  if ((ntohs(pkey) & 0x7FFF) == 0x7FFF) return 0;
+  errno = ENOENT;
+  return -1;
 }
 
 // Asynchronous events: queued on the context, counted on its eventfd (which

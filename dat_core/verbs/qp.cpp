@@ -102,6 +102,12 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   if (init->qp_type != IBV_QPT_RC) return fail_qp(EOPNOTSUPP);
   if (init->send_cq == nullptr || (init->recv_cq == nullptr && init->srq == nullptr))
     return fail_qp(EINVAL);
+  // Every object of a QP is of its PD's context: another context's CQ or
+  // SRQ is no object of this one (its IA may even be on another interface).
+  ibv_context* c = pd->context;
+  if (init->send_cq->context != c || (init->recv_cq != nullptr && init->recv_cq->context != c) ||
+      (init->srq != nullptr && init->srq->context != c))
+    return fail_qp(EINVAL);
   ibv_qp_cap& cap = init->cap;
   if (cap.max_send_wr > kMaxWr || cap.max_recv_wr > kMaxWr || cap.max_send_sge > kMaxSge ||
       cap.max_recv_sge > kMaxSge || cap.max_inline_data > kMaxInline)
@@ -183,6 +189,14 @@ DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   const dat::Status st = dat::qp_free(q->ep);
   if (!st.ok()) return to_errno(st);
   async_forget(ctx_of(qp->context), ep, qp);  // no event names it any more
+  // Nor does a completion: dat_core took its events out of the CQs' EVDs;
+  // those a CQ's channel agent already took for solicited-only arming go
+  // as well.  (Compared by address only: the EP is gone.)
+  for (Cq* cq : {q->scq, q->rcq}) {
+    if (cq->channel == nullptr) continue;
+    std::lock_guard<std::recursive_mutex> g(cq->mu);
+    std::erase_if(cq->staged, [ep](const dat::Event& e) { return e.ep == ep; });
+  }
   // After the queue pair: its inline requests read from this region.
   if (q->inline_lmr != nullptr) (void)dat::lmr_free(q->inline_lmr);
   q->scq->qps--;

@@ -143,7 +143,7 @@ DPDAT_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* chan) {
 DPDAT_EXPORT ibv_cq* ibv_create_cq(ibv_context* c, int cqe, void* cq_context,
                                    ibv_comp_channel* chan, int comp_vector) {
   if (c == nullptr || cqe < 1 || cqe > kMaxCqe || comp_vector < 0 ||
-      comp_vector >= c->num_comp_vectors)
+      comp_vector >= c->num_comp_vectors || (chan != nullptr && chan->context != c))
     return set_errno<ibv_cq>(EINVAL);
   Context* ctx = ctx_of(c);
   auto* q = new Cq{};
@@ -235,20 +235,25 @@ DPDAT_EXPORT void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
 
 DPDAT_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
   if (pd == nullptr || init == nullptr) return set_errno<ibv_srq>(EINVAL);
-  const ibv_srq_attr& a = init->attr;
-  if (a.max_wr < 1 || a.max_wr > (1u << 16) || a.max_sge > kMaxSge || a.srq_limit > a.max_wr)
+  ibv_srq_attr& a = init->attr;
+  // srq_limit is no attribute of creation (ibv_create_srq(3)): the SRQ is
+  // armed only by ibv_modify_srq.
+  if (a.max_wr < 1 || a.max_wr > (1u << 16) || a.max_sge > kMaxSge)
     return set_errno<ibv_srq>(EINVAL);
   auto* p = reinterpret_cast<Pd*>(pd);
   auto* s = new Srq{};
   const dat::Status st =
-      dat::srq_create(p->pz->ia, p->pz, a.max_wr, std::max(a.max_sge, 1u), a.srq_limit, &s->s);
+      dat::srq_create(p->pz->ia, p->pz, a.max_wr, std::max(a.max_sge, 1u), 0, &s->s);
   if (!st.ok()) {
     delete s;
     return set_errno<ibv_srq>(to_errno(st));
   }
   s->max_wr = a.max_wr;
   s->max_sge = std::max(a.max_sge, 1u);
-  s->limit = a.srq_limit;
+  s->limit = 0;
+  // What was made, as the caller reads it back.
+  a.max_sge = s->max_sge;
+  a.srq_limit = 0;
   s->srq.context = pd->context;
   s->srq.srq_context = init->srq_context;
   s->srq.pd = pd;
@@ -262,6 +267,10 @@ DPDAT_EXPORT int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
   if (srq == nullptr || attr == nullptr) return EINVAL;
   auto* s = reinterpret_cast<Srq*>(srq);
   if ((mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) != 0) return EINVAL;
+  // If any attribute is invalid, none is modified (ibv_modify_srq(3)): the
+  // limit is checked against the size the SRQ will have before resizing.
+  const uint32_t max_wr = (mask & IBV_SRQ_MAX_WR) != 0 ? attr->max_wr : s->max_wr;
+  if ((mask & IBV_SRQ_LIMIT) != 0 && attr->srq_limit > max_wr) return EINVAL;
   if ((mask & IBV_SRQ_MAX_WR) != 0) {
     if (const dat::Status st = dat::srq_resize(s->s, attr->max_wr); !st.ok()) return to_errno(st);
     s->max_wr = attr->max_wr;

@@ -1,9 +1,10 @@
 // Writes the seed corpus of one fuzz target into a directory:
-//   fuzz_seeds <cm|config|qp|live> <dir>
+//   fuzz_seeds <cm|config|qp|live|verbs> <dir>
 // cm: one MAD per CM message type; config: configuration strings and a
 // DPDAT_CONF file; qp: workloads of every operation with honest, lossy and
 // hostile schedules (see the input layout in qp_fuzz.cpp); live: transfers
-// and CM frames replayed, changed and spliced (live_fuzz.cpp).
+// and CM frames replayed, changed and spliced (live_fuzz.cpp); verbs: verbs
+// call sequences (verbs_fuzz.cpp).
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -157,11 +158,63 @@ bool live_seeds() {
   return true;
 }
 
+bool verbs_seeds() {
+  // Actions (verbs_fuzz.cpp): byte % 24, then its operands.  22 is a small
+  // world (QP 0 on device A and QP 1 on device B, connected; PD, MR and CQ
+  // slots 0 and 1); 16 post send (QP, count-1, then per request: opcode,
+  // flags, SGE count, remote choice, and per SGE: region/key, offset, length
+  // class); 17 post receive (QP, count-1, per request: SGE count, SGEs);
+  // 19 poll (CQ | size class << 2); 14 modify QP (QP, how, state, peer,
+  // [mutations]); 15 connect (QP, QP).
+  const std::vector<uint8_t> poll_all = {19, 24, 19, 25, 19, 26, 19, 27, 19, 24, 19, 25};
+  auto with = [&](std::vector<uint8_t> v) {
+    v.insert(v.end(), poll_all.begin(), poll_all.end());
+    return write(v.data(), v.size());
+  };
+  return
+      // A SEND into a posted receive.
+      with({22, 0, 17, 1, 0, 1, 1, 0, 5, 16, 0, 0, 2, 2, 1, 1, 0, 0, 3}) &&
+      // WRITE, READ, compare-and-swap, fetch-and-add, WRITE with immediate,
+      // an inline SEND (the world's QPs take 64 bytes inline).
+      with({22, 4, 17, 1, 1,  1, 1, 0, 5, 1, 1,  1, 4, 16, 0,  2,  0, 2, 1, 1, 0, 0,
+            6,  4, 2,  1, 33, 0, 7, 3, 5, 2, 1,  1, 0, 0,  2,  16, 0, 1, 6, 2, 1, 33,
+            0,  1, 2,  1, 2,  1, 1, 0, 0, 4, 16, 0, 0, 2,  10, 1,  0, 0, 0, 3}) &&
+      // An SRQ on device B: PDs, MRs with every access, CQs, the SRQ, QP 0
+      // on A and QP 1 on B taking its receives from the SRQ; connected;
+      // two SRQ receives, a SEND, the SRQ armed; B's async events.
+      with({0, 0, 0,  1, 2, 0,  15, 0,  0, 2,  1,  15, 0,  0, 6, 0,  4, 6,  1,  4, 9,
+            1, 9, 12, 0, 0, 17, 17, 12, 1, 73, 17, 17, 15, 0, 1, 18, 0, 1,  1,  1, 0,
+            5, 1, 1,  1, 4, 16, 0,  0,  2, 2,  1,  0,  0,  0, 3, 11, 0, 26, 21, 15}) &&
+      // The state machine: RTS -> SQD, a send refused there, back to RTS,
+      // RTS -> RTS without a state, to RESET (a send refused), INIT with a
+      // required attribute missing, with one too many, a random mask, a
+      // bad port; connected again; to ERR and back to RESET.
+      with({22, 0,  14,   0, 0, 4, 1,  16, 0, 0, 2,  2,  1,  1, 0, 0,  3, 14, 0, 0, 3,
+            1,  14, 0,    5, 3, 1, 14, 0,  0, 0, 1,  16, 0,  0, 2, 2,  1, 1,  0, 0, 3,
+            14, 0,  2,    1, 1, 4, 14, 0,  3, 1, 1,  9,  14, 0, 4, 2,  1, 7,  0, 0, 0,
+            14, 0,  0x84, 1, 1, 0, 2,  15, 0, 1, 14, 0,  0,  6, 1, 14, 0, 0,  0, 1}) &&
+      // Objects of another context (B's PD on the second context of A):
+      // a QP with that context's CQs, a CQ with B's channel; PDs, CQs and
+      // channels destroyed while busy; NULL objects.
+      with({22,   8, 12,   0, 9,    17, 17,   4,  1,    6, 0,    0x14, 6, 1, 0x14,
+            5,    0, 1,    0, 7,    0,  13,   0,  1,    0, 3,    0,    1, 0, 3,
+            0x80, 5, 0x80, 7, 0x80, 10, 0x80, 13, 0x80, 1, 0x80, 21,   5}) &&
+      // Completion channel: B's CQ armed, a SEND from A, the event read.
+      with({22, 2, 17, 1, 0, 1, 1,  0,  5,  20, 1,  16, 0,  0, 2,
+            2,  1, 1,  0, 0, 3, 19, 24, 19, 25, 20, 1,  20, 17}) &&
+      // Unsignalled sends, a CQ resized, polls of -1, 0, 1 and 64 entries.
+      with({22, 16, 16, 0, 2, 2, 0, 1,  1, 0,  0, 3,  2, 0,  1,  1, 0, 0, 3,
+            0,  8,  0,  2, 8, 0, 3, 19, 0, 19, 4, 19, 8, 19, 28, 8, 1, 4}) &&
+      // Every query, then the third context closed and opened again.
+      with({21, 0, 21, 1, 21, 0x21, 21, 2, 21, 3, 21, 0x23, 21, 4, 21, 5, 21, 6, 21, 7,
+            0,  2, 1,  2, 23, 0,    2,  4, 2,  6, 2,  4,    7,  2, 5,  0, 1,  2, 23});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_seeds <cm|config|qp|live> <dir>\n");
+    std::fprintf(stderr, "usage: fuzz_seeds <cm|config|qp|live|verbs> <dir>\n");
     return 2;
   }
   g_dir = argv[2];
@@ -173,6 +226,8 @@ int main(int argc, char** argv) {
     ok = config_seeds();
   } else if (t == "live") {
     ok = live_seeds();
+  } else if (t == "verbs") {
+    ok = verbs_seeds();
   } else if (t == "qp") {
     ok = qp_seeds();
   } else {

@@ -5,7 +5,9 @@
 // numbers as an application would exchange them.  Completions (opcode, byte
 // count, immediate data, status), the error paths (bad lkey, bad rkey,
 // access beyond an MR or without the privilege, invalid state transitions,
-// flush on error), completion channels, and the calls dpdat does not offer.
+// flush on error), completion channels, the calls dpdat does not offer, and
+// the misuse the verbs call-sequence fuzzer (tests/fuzz/verbs_fuzz) found
+// answered wrongly.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -314,6 +316,112 @@ TEST_F(VerbsTest, WhatDpdatDoesNotOfferFailsCleanly) {
   // Busy objects are refused, not freed under their users.
   EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY);
   EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY);
+}
+
+// Another context's objects are no objects of this one: refused, whatever
+// interface that context is on.
+TEST_F(VerbsTest, ObjectsOfAnotherContextAreRefused) {
+  ibv_qp_init_attr ia{};
+  ia.send_cq = b_.cq;
+  ia.recv_cq = b_.cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap = ibv_qp_cap{4, 4, 1, 1, 0};
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &ia), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ia.send_cq = a_.cq;  // the receive CQ still b's
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &ia), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(b_.pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ia.recv_cq = a_.cq;
+  ia.srq = srq;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &ia), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(a_.ctx, 4, nullptr, b_.ch, 0), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+// srq_limit is no attribute of creation (ibv_create_srq(3)): neither
+// checked nor armed; what was made is told back.  A modification with an
+// invalid attribute changes nothing (ibv_modify_srq(3)).
+TEST_F(VerbsTest, SrqAttributesOfCreationAndModification) {
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 16;
+  sa.attr.max_sge = 0;
+  sa.attr.srq_limit = 100;
+  ibv_srq* srq = ibv_create_srq(a_.pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_srq_attr q{};
+  ASSERT_EQ(ibv_query_srq(srq, &q), 0);
+  EXPECT_EQ(q.srq_limit, 0u);
+  EXPECT_EQ(sa.attr.srq_limit, 0u);
+  EXPECT_GE(sa.attr.max_wr, 16u);
+  EXPECT_EQ(sa.attr.max_wr, q.max_wr);
+  EXPECT_EQ(sa.attr.max_sge, q.max_sge);
+  ibv_async_event ev{};
+  EXPECT_FALSE(next_async(a_.ctx, &ev, 50));  // not armed: no SRQ_LIMIT_REACHED
+  ibv_srq_attr m{};
+  m.max_wr = 4;
+  m.srq_limit = 5;  // more than the new size
+  EXPECT_EQ(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT), EINVAL);
+  ASSERT_EQ(ibv_query_srq(srq, &q), 0);
+  EXPECT_EQ(q.max_wr, sa.attr.max_wr);
+  EXPECT_EQ(q.srq_limit, 0u);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+// A region's end (iova + length) must fit in 64 bits: one past it is an
+// invalid argument, not a lack of resources; one ending at 2^64 - 1 is fine.
+TEST_F(VerbsTest, MrWhoseEndPassesTwoToTheSixtyFourIsInvalid) {
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr_iova(a_.pd, a_.buf.data(), 4096, ~uint64_t{0} - 64, IBV_ACCESS_LOCAL_WRITE),
+            nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_mr* mr =
+      ibv_reg_mr_iova(a_.pd, a_.buf.data(), 4096, ~uint64_t{0} - 4096, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+}
+
+// A completion the channel agent staged for solicited-only arming (here a
+// flushed receive, which wakes such an arming) goes with its QP.
+TEST_F(VerbsTest, DestroyedQpLeavesNoStagedCompletion) {
+  connect();
+  ASSERT_EQ(ibv_req_notify_cq(b_.cq, 1), 0);
+  ASSERT_EQ(post_recv(&b_, 0, 64, 7), 0);
+  ibv_qp_attr at{};
+  at.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), 0);
+  pollfd p{b_.ch->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);  // the flushed receive was staged
+  ibv_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(b_.ch, &cq, &cq_ctx), 0);
+  ibv_ack_cq_events(cq, 1);
+  ASSERT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = nullptr;
+  ibv_wc wc[4];
+  EXPECT_EQ(ibv_poll_cq(b_.cq, 4, wc), 0);
+}
+
+// ibv_get_pkey_index(3): the index, or -1 (with errno) for a P_Key the port
+// does not have or a port the device does not have.
+TEST_F(VerbsTest, PkeyIndexOrMinusOne) {
+  EXPECT_EQ(ibv_get_pkey_index(a_.ctx, 1, htons(0xFFFF)), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_get_pkey_index(a_.ctx, 1, htons(0x1234)), -1);
+  EXPECT_EQ(errno, ENOENT);
+  errno = 0;
+  EXPECT_EQ(ibv_get_pkey_index(a_.ctx, 2, htons(0xFFFF)), -1);
+  EXPECT_EQ(errno, EINVAL);
 }
 
 }  // namespace verbs_test
