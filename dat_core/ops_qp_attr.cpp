@@ -101,6 +101,13 @@ Status qp_to_init(Ep* ep) {
   return kOk;
 }
 
+Status qp_set_remote_access(Ep* ep, uint32_t privs) {
+  Lock lk(ep->ia->iface);  // every token: the responder reads it
+  if (ep->qp == nullptr) return fail(Type::INVALID_STATE);
+  rc::qp::set_remote_access(*ep->qp, privs);
+  return kOk;
+}
+
 Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   Iface* f = ep->ia->iface;
   Lock lk(f);

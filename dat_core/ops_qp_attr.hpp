@@ -48,6 +48,10 @@ struct QpRequester {
 
 // RESET -> INIT, INIT -> INIT.
 Status qp_to_init(Ep* ep);
+// The remote operations the queue pair's responder takes (rc::priv::
+// kRemoteRead, kRemoteWrite, kRemoteAtomic; all until set): verbs'
+// qp_access_flags.  INVALID_STATE without a queue pair.
+Status qp_set_remote_access(Ep* ep, uint32_t privs);
 // INIT -> RTR: resolves the peer's MAC through the link's neighbour
 // resolution (progressing the interface meanwhile, at most resolve_us), then
 // the queue pair receives from the peer.  INVALID_ADDRESS/UNREACHABLE when

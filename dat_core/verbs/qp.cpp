@@ -277,6 +277,17 @@ DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     st = dat::qp_to_sqd(q->ep, notify);
   }
   if (!st.ok()) return to_errno(st);
+  if ((mask & IBV_QP_ACCESS_FLAGS) != 0) {
+    // The responder takes only the remote operations the QP allows, as
+    // well as those its memory region allows.
+    const unsigned a = attr->qp_access_flags;
+    uint32_t privs = 0;
+    if ((a & IBV_ACCESS_REMOTE_READ) != 0) privs |= rc::priv::kRemoteRead;
+    if ((a & IBV_ACCESS_REMOTE_WRITE) != 0) privs |= rc::priv::kRemoteWrite;
+    if ((a & IBV_ACCESS_REMOTE_ATOMIC) != 0) privs |= rc::priv::kRemoteAtomic;
+    st = dat::qp_set_remote_access(q->ep, privs);
+    if (!st.ok()) return to_errno(st);
+  }
   // Remember what was set, for ibv_query_qp.
   ibv_qp_attr& s = q->attr;
   if ((mask & IBV_QP_ACCESS_FLAGS) != 0) s.qp_access_flags = attr->qp_access_flags;

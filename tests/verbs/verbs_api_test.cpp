@@ -172,6 +172,49 @@ TEST_F(VerbsTest, ReadWithoutRemoteReadIsRemoteAccessError) {
   EXPECT_EQ(ibv_dereg_mr(local_only), 0);
 }
 
+// The target QP's qp_access_flags limit what its responder takes, whatever
+// the memory region allows (set here on RTS -> RTS).
+TEST_F(VerbsTest, QpAccessFlagsLimitTheResponder) {
+  connect();
+  auto allow = [this](unsigned flags) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_RTS;
+    at.qp_access_flags = flags;
+    return ibv_modify_qp(b_.qp, &at, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS);
+  };
+  ASSERT_EQ(allow(IBV_ACCESS_REMOTE_WRITE), 0);
+  ibv_qp_attr q{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(ibv_query_qp(b_.qp, &q, IBV_QP_ACCESS_FLAGS, &qi), 0);
+  EXPECT_EQ(q.qp_access_flags, static_cast<unsigned>(IBV_ACCESS_REMOTE_WRITE));
+  // A WRITE still lands; a READ does not.
+  std::memset(a_.buf.data(), 0x3C, 64);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 1, IBV_SEND_SIGNALED), 0);
+  auto wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), 64), 0);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_READ, 128, 64, &b_, 0, 2, IBV_SEND_SIGNALED), 0);
+  wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(VerbsTest, WriteToAQpWithoutRemoteWriteIsRemoteAccessError) {
+  connect();
+  ibv_qp_attr at{};
+  at.qp_state = IBV_QPS_RTS;
+  at.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+  ASSERT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS), 0);
+  std::memset(b_.buf.data(), 0, 64);
+  std::memset(a_.buf.data(), 0x77, 64);
+  ASSERT_EQ(post(&a_, IBV_WR_RDMA_WRITE, 0, 64, &b_, 0, 3, IBV_SEND_SIGNALED), 0);
+  auto wa = poll_n(a_.cq, 1);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(b_.buf[0], 0) << "the WRITE landed";
+}
+
 TEST_F(VerbsTest, RegMrChecksAccessFlags) {
   errno = 0;
   EXPECT_EQ(ibv_reg_mr(a_.pd, a_.buf.data(), 4096, IBV_ACCESS_REMOTE_WRITE), nullptr);

@@ -85,6 +85,12 @@ class Qp {
   // the QP was created with).  Only in kReset; false for any other state or a
   // size that is not an IBA MTU.
   bool set_pmtu(uint32_t pmtu);
+  // The remote operations the responder takes (priv::kRemoteRead,
+  // kRemoteWrite, kRemoteAtomic; all by default): verbs' qp_access_flags.
+  // One outside it is refused as a bad key would be (NAK remote access
+  // error), whatever the memory region allows.
+  void set_remote_access(uint32_t privs) { remote_access_ = privs; }
+  uint32_t remote_access() const { return remote_access_; }
   // Reset -> RTS.  sq_psn: first PSN we send; rq_psn: first PSN we expect.
   bool connect(const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn);
   // A queue pair connected by attributes exchanged out of band (verbs: RTR,
@@ -384,6 +390,7 @@ class Qp {
   const uint32_t qpn_;
   const uint32_t pz_;
   QpConfig cfg_;  // only pmtu changes (kReset, set_pmtu) and the retry budgets (set_requester)
+  uint32_t remote_access_ = priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic;
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   Srq* srq_ = nullptr;

@@ -16,6 +16,7 @@ size_t recv_queue_used(const Qp& q) { return q.recv_queue_used(); }
 PostResult post_send(Qp& q, const SendWr& wr) { return q.post_send(wr); }
 PostResult post_recv(Qp& q, const RecvWr& wr) { return q.post_recv(wr); }
 bool set_pmtu(Qp& q, uint32_t pmtu) { return q.set_pmtu(pmtu); }
+void set_remote_access(Qp& q, uint32_t privs) { q.set_remote_access(privs); }
 bool connect(Qp& q, const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn) {
   return q.connect(path, sq_psn, rq_psn);
 }

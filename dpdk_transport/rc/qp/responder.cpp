@@ -290,6 +290,7 @@ RS Qp::check_keys(RespCtx& c) {
   }
   if (c.is_write) {
     if (c.first) {
+      if ((remote_access_ & priv::kRemoteWrite) == 0) return RS::kErrRkey;
       AccessGrant g;
       c.va = v.reth->va.value();
       c.len = v.reth->dma_len.value();
@@ -303,6 +304,7 @@ RS Qp::check_keys(RespCtx& c) {
     return RS::kExecWrite;
   }
   if (v.opcode == Opcode::kReadRequest) {
+    if ((remote_access_ & priv::kRemoteRead) == 0) return RS::kErrRkey;
     c.va = v.reth->va.value();
     c.len = v.reth->dma_len.value();
     c.rkey = v.reth->rkey.value();
@@ -318,6 +320,7 @@ RS Qp::check_keys(RespCtx& c) {
     // A misaligned target is a malformed request (IBA 9.4.5: NAK invalid
     // request) whatever the key: refused before any key is looked at.
     if ((c.va & 7u) != 0) return RS::kErrMisaligned;
+    if ((remote_access_ & priv::kRemoteAtomic) == 0) return RS::kErrRkey;
     AccessGrant g;
     const AccessError e = mr_.check_remote(c.rkey, pz_, c.va, 8, Access::kRemoteAtomic, &g);
     if (e == AccessError::kMisaligned) return RS::kErrMisaligned;
