@@ -63,7 +63,8 @@ bool Iface::drive_shard(Shard& s, uint64_t now, bool consumer) {
 }
 
 bool Iface::drive(uint64_t now, bool consumer, uint64_t mask) {
-  // Shard 0 runs the CM: it is driven too while control work is due, so an
+  // Shard 0 runs the CM: it is driven too while control work is wanted (due,
+  // and no try for every token failed within kControlRetryNs), so an
   // interface without a progress thread connects whatever its consumers
   // wait on.
   if ((mask & 1u) == 0 && control_wanted(now)) mask |= 1u;
