@@ -59,12 +59,14 @@ void Iface::send_rej_rep(const Ep* ep) {
   send_cm(ep->peer_mac, ep->peer_ip, r);
 }
 
-void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
+void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len,
+                       uint32_t rej_reason) {
   if (ep->conn_evd == nullptr) return;
   Event ev;
   ev.num = n;
   ev.evd = ep->conn_evd;
   ev.ep = ep;
+  ev.reason = rej_reason;
   if (len > 0) {
     ev.pdata_buf = std::make_unique<const std::vector<uint8_t>>(pdata, pdata + len);
     ev.pdata_len = len;
@@ -79,13 +81,14 @@ void Iface::conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
 // disconnect, all outstanding and in-progress DTOs and RMR Binds must be
 // completed"), then the EP is DISCONNECTED and the connection event `n`
 // (with the peer's private data, if any) is delivered.
-void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len) {
+void Iface::finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len,
+                              uint32_t rej_reason) {
   if (ep->qp != nullptr && rc::qp::state(*ep->qp) != rc::QpState::kError)
     rc::qp::set_error(*ep->qp, rc::QpError::kDestroyed, now_ns());
   ep->state = EpState::kDisconnected;
   ep->cm = CmState::kDone;
   watched.erase(ep);
-  conn_event(ep, n, pdata, len);
+  conn_event(ep, n, pdata, len, rej_reason);
   // An SRQ EP takes no more receives from its SRQ (what verbs calls "last
   // WQE reached"): consumers wait for this before freeing such an EP.  A
   // verbs QP (qp_cm_attach) gets verbs' reason, kept apart from QP_FATAL.
@@ -163,15 +166,8 @@ Status Iface::accept(Cr* cr, Ep* ep, const uint8_t* pdata, uint32_t pdata_len) {
   const uint32_t path_pmtu = agreed_pmtu(pmtu, cr->req.path_mtu);
   // A CM-only EP has no queue pair: the application connects its own.
   if (ep->qp != nullptr) {
-    rc::PathInfo path;
-    path.local_mac = link->mac();
-    path.peer_mac = cr->peer_mac;
-    path.local_ip = cfg.ip;
-    path.peer_ip = cr->peer_ip;
-    path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
-    path.peer_qpn = cr->req.qpn;
-    if (!rc::qp::set_pmtu(*ep->qp, path_pmtu) ||
-        !rc::qp::connect(*ep->qp, path, wire::Psn(ep->my_psn), wire::Psn(cr->req.start_psn)))
+    if (!connect_qp(ep, cr->peer_mac, cr->peer_ip, cr->req.qpn, path_pmtu, wire::Psn(ep->my_psn),
+                    wire::Psn(cr->req.start_psn)))
       return fail(Type::INVALID_STATE, Sub::INVALID_STATE_EP_NOTREADY);
   }
   ep->peer_ip = cr->peer_ip;

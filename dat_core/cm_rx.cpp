@@ -171,16 +171,9 @@ void Iface::on_rep(const wire::CmMessage& m, uint64_t now) {
     watched.erase(ep);  // the REQ is answered: no CM timer until ep_establish
     conn_event(ep, EventNum::kConnResponse, m.pdata.data(), m.pdata_len);
   } else if (ep->cm == CmState::kReqSent) {
-    rc::PathInfo path;
-    path.local_mac = link->mac();
-    path.peer_mac = ep->peer_mac;
-    path.local_ip = cfg.ip;
-    path.peer_ip = ep->peer_ip;
-    path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
-    path.peer_qpn = m.qpn;
     const uint32_t path_pmtu = agreed_pmtu(pmtu, m.path_mtu);
-    if (!rc::qp::set_pmtu(*ep->qp, path_pmtu) ||
-        !rc::qp::connect(*ep->qp, path, wire::Psn(ep->my_psn), wire::Psn(m.start_psn))) {
+    if (!connect_qp(ep, ep->peer_mac, ep->peer_ip, m.qpn, path_pmtu, wire::Psn(ep->my_psn),
+                    wire::Psn(m.start_psn))) {
       send_rej(ep->peer_mac, ep->peer_ip, m, wire::CmRejReason::kNoQp, nullptr, 0);
       finish_disconnect(ep, EventNum::kNonPeerRejected);
       return;
@@ -224,14 +217,15 @@ void Iface::on_rej(const wire::CmMessage& m) {
   auto it = ep_by_comm.find(m.remote_comm_id);
   if (it == ep_by_comm.end()) return;
   Ep* ep = it->second;
+  const auto reason = static_cast<uint32_t>(m.rej_reason);
   if (ep->cm == CmState::kReqSent) {
     finish_disconnect(ep,
                       m.rej_reason == wire::CmRejReason::kConsumerReject
                           ? EventNum::kPeerRejected
                           : EventNum::kNonPeerRejected,
-                      m.pdata.data(), m.pdata_len);
+                      m.pdata.data(), m.pdata_len, reason);
   } else if (ep->cm == CmState::kRepSent && ep->remote_comm == m.local_comm_id) {
-    finish_disconnect(ep, EventNum::kAcceptCompletionError);
+    finish_disconnect(ep, EventNum::kAcceptCompletionError, m.pdata.data(), m.pdata_len, reason);
   }
 }
 

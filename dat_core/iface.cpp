@@ -1,5 +1,6 @@
 // Interfaces: opening one (link, memory tables, its engines), the process's
-// list of them, and where an EP's queue pair goes (make_qp / destroy_qp).
+// list of them, and where an EP's queue pair goes and what it connects to
+// (make_qp / destroy_qp / connect_qp).
 
 #include <sched.h>
 
@@ -10,6 +11,7 @@
 
 #include "core.hpp"
 #include "link.hpp"
+#include "wire/packet.hpp"
 
 namespace dpdat::dat {
 
@@ -181,6 +183,18 @@ bool Iface::rehome_qp(Ep* ep, Shard& to) {
   from.engine->destroy_qp(old);
   from.eps--;
   return true;
+}
+
+bool Iface::connect_qp(Ep* ep, const wire::MacAddr& peer_mac, uint32_t peer_ip, uint32_t peer_qpn,
+                       uint32_t path_pmtu, wire::Psn sq_psn, wire::Psn rq_psn) {
+  rc::PathInfo path;
+  path.local_mac = link->mac();
+  path.peer_mac = peer_mac;
+  path.local_ip = cfg.ip;
+  path.peer_ip = peer_ip;
+  path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
+  path.peer_qpn = peer_qpn;
+  return rc::qp::set_pmtu(*ep->qp, path_pmtu) && rc::qp::connect(*ep->qp, path, sq_psn, rq_psn);
 }
 
 Shard& Iface::pick_shard(const Ep* ep) const {

@@ -290,6 +290,12 @@ struct Iface {
   // cannot be done: an SRQ EP, a request still in the old engine's hand-off
   // queue, or no resources for the new queue pair.  Every token held.
   bool rehome_qp(Ep* ep, Shard& to);
+  // Connects the EP's queue pair to the peer's (`peer_qpn` at `peer_mac`,
+  // `peer_ip`) with path MTU `path_pmtu`: it sends from `sq_psn` and
+  // expects `rq_psn`.  False when the queue pair refuses (not in RESET, or a
+  // bad MTU).  Every token held.
+  bool connect_qp(Ep* ep, const wire::MacAddr& peer_mac, uint32_t peer_ip, uint32_t peer_qpn,
+                  uint32_t path_pmtu, wire::Psn sq_psn, wire::Psn rq_psn);
   Shard& pick_shard(const Ep* ep) const;
   // The completion queue of `evd` that shard s's queue pairs feed (made on
   // first use: mu and every token held).
@@ -310,8 +316,10 @@ struct Iface {
   // Before the EP's queue pair goes: its completions still queued by QPN.
   void settle_completions(Ep* ep);
   void report_overflow(Evd* evd);
-  void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len);
-  void finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata = nullptr, uint32_t len = 0);
+  // `rej_reason`: the peer's REJ reason (IBA), when a REJ ended the attempt.
+  void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len, uint32_t rej_reason = 0);
+  void finish_disconnect(Ep* ep, EventNum n, const uint8_t* pdata = nullptr, uint32_t len = 0,
+                         uint32_t rej_reason = 0);
   void send_cm(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& m);
   void send_rej(const wire::MacAddr& mac, uint32_t ip, const wire::CmMessage& req,
                 wire::CmRejReason why, const uint8_t* pdata, uint32_t len);

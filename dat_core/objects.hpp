@@ -128,7 +128,8 @@ struct Event {
   const uint8_t* pdata = nullptr;  // into pdata_buf
   std::unique_ptr<const std::vector<uint8_t>> pdata_buf;
   // async and software events: `handle` is the object the event concerns
-  // (nullptr: the IA), `reason` the object's DAT_*_ASYNC_ERROR_REASON value
+  // (nullptr: the IA), `reason` the object's DAT_*_ASYNC_ERROR_REASON value;
+  // a connection event that a REJ caused: `reason` is the REJ's (IBA)
   Ia* ia = nullptr;
   Object* handle = nullptr;
   uint32_t reason = 0;

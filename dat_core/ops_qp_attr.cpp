@@ -123,16 +123,8 @@ Status qp_to_rtr(Ep* ep, const QpPeer& peer, uint64_t resolve_us) {
   // The lock was let go meanwhile: the EP may have moved on.
   if (qp_attr_state(ep) != QpAttrState::kInit || ep->qp == nullptr)
     return fail(Type::INVALID_STATE);
-  rc::PathInfo path;
-  path.local_mac = f->link->mac();
-  path.peer_mac = mac;
-  path.local_ip = f->cfg.ip;
-  path.peer_ip = peer.ip;
-  path.udp_src_port = wire::roce_src_port(rc::qp::number(*ep->qp));
-  path.peer_qpn = peer.qpn;
   // The send PSN comes with RTS (set_requester); until then nothing is sent.
-  if (!rc::qp::set_pmtu(*ep->qp, peer.pmtu) ||
-      !rc::qp::connect(*ep->qp, path, wire::Psn(0), wire::Psn(peer.rq_psn)))
+  if (!f->connect_qp(ep, mac, peer.ip, peer.qpn, peer.pmtu, wire::Psn(0), wire::Psn(peer.rq_psn)))
     return fail(Type::INVALID_STATE);
   ep->peer_ip = peer.ip;
   ep->peer_mac = mac;

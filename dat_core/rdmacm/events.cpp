@@ -126,11 +126,13 @@ void handle(Dev* d, const dat::Event& e) {
       break;
     case N::kPeerRejected:
       id->st = St::kDisconnected;
-      push_event(id, RDMA_CM_EVENT_REJECTED, kRejConsumer, e.pdata, e.pdata_len);
+      push_event(id, RDMA_CM_EVENT_REJECTED, e.reason != 0 ? int(e.reason) : kRejConsumer, e.pdata,
+                 e.pdata_len);
       break;
     case N::kNonPeerRejected:
       id->st = St::kDisconnected;
-      push_event(id, RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId, e.pdata, e.pdata_len);
+      push_event(id, RDMA_CM_EVENT_REJECTED, e.reason != 0 ? int(e.reason) : kRejInvalidServiceId,
+                 e.pdata, e.pdata_len);
       break;
     case N::kUnreachable:
       id->st = St::kDisconnected;
@@ -141,8 +143,13 @@ void handle(Dev* d, const dat::Event& e) {
       push_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, nullptr, 0);
       break;
     case N::kAcceptCompletionError:
+      // The active side refused the REP (a REJ), or never answered it (as
+      // the kernel's CM reports an unanswered REP: unreachable).
       id->st = St::kDisconnected;
-      push_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT, nullptr, 0);
+      if (e.reason != 0)
+        push_event(id, RDMA_CM_EVENT_REJECTED, int(e.reason), e.pdata, e.pdata_len);
+      else
+        push_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, nullptr, 0);
       break;
     case N::kDisconnected:
     case N::kBroken:

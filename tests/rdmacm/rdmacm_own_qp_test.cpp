@@ -10,7 +10,7 @@
 //   - errors: a qp_num naming no QP of the id's device, no conn_param,
 //     responder resources beyond the device's, rdma_establish out of turn;
 //   - rdma_disconnect between CONNECT_RESPONSE and rdma_establish (the peer
-//     gets CONNECT_ERROR at once), and a synchronous client.
+//     gets REJECTED, reason 28, at once), and a synchronous client.
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -100,6 +100,7 @@ ibv_wc poll_one(ibv_cq* cq) {
 struct ConnEv {
   bool ok = false;
   rdma_cm_id* id = nullptr;
+  int status = 0;
   rdma_conn_param conn{};
   std::string pdata;
 };
@@ -113,6 +114,7 @@ ConnEv conn_event(rdma_event_channel* ch, rdma_cm_event_type type) {
   EXPECT_EQ(ev->event, type) << rdma_event_str(ev->event) << " status " << ev->status;
   c.ok = ev->event == type;
   c.id = ev->id;
+  c.status = ev->status;
   c.conn = ev->param.conn;
   if (c.conn.private_data != nullptr)
     c.pdata.assign(static_cast<const char*>(c.conn.private_data), c.conn.private_data_len);
@@ -315,10 +317,13 @@ TEST_F(RdmaCmOwnQpTest, DisconnectBeforeEstablishRejectsTheRep) {
   ASSERT_EQ(rdma_accept(child_, &ap), 0) << "errno " << errno;
   ASSERT_TRUE(conn_event(cch_, RDMA_CM_EVENT_CONNECT_RESPONSE).ok);
   // The client gives up instead of establishing: its REP is rejected, so the
-  // server knows at once (not after its REP's retries).
+  // server knows at once (not after its REP's retries), as the kernel's CM
+  // reports a REJ: REJECTED, with the REJ's reason (consumer reject).
   ASSERT_EQ(rdma_disconnect(cli_), 0);
   EXPECT_TRUE(conn_event(cch_, RDMA_CM_EVENT_DISCONNECTED).ok);
-  EXPECT_TRUE(conn_event(sch_, RDMA_CM_EVENT_CONNECT_ERROR).ok);
+  const ConnEv rej = conn_event(sch_, RDMA_CM_EVENT_REJECTED);
+  EXPECT_TRUE(rej.ok);
+  EXPECT_EQ(rej.status, 28);
   errno = 0;
   EXPECT_EQ(rdma_establish(cli_), -1);
   EXPECT_EQ(errno, EINVAL);
