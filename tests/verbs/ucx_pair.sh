@@ -7,7 +7,7 @@
 # TEST is a ucx_perftest test (put_lat, put_bw, get, am_lat, fadd, ...),
 # OPTIONS more ucx_perftest options for it.  Transport-level (UCT) tests run
 # over rc_verbs on the dpdat device (-d dpdat0:1 -x rc_verbs); protocol-level
-# (UCP) tests with UCX_TLS=$UCX_PAIR_TLS (default rc_verbs,self).  The tests
+# (UCP) tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self).  The tests
 # run one after the other in one server and one client process (a batch
 # file, -b).  Both must exit 0, the client must print each test's final
 # result line, and dpdat's frame counters (printed each time UCX closes the
@@ -52,7 +52,8 @@ CIP=10.79.0.2
 PORT=$((20000 + ID % 20000))
 DEV=dpdat0
 MIN_FRAMES=${MIN_FRAMES:-100}
-TLS=${UCX_PAIR_TLS:-rc_verbs,self}
+TLS=${DPDAT_UCX_TLS:-rc_verbs,self}
+NETDEV=${DPDAT_UCX_DEVICES:-$DEV:1}
 
 mount -t tmpfs -o mode=0755,size=64k dpdat-ib /dev/infiniband || fail "cannot mount a tmpfs on /dev/infiniband"
 lib_on_exit "umount /dev/infiniband 2>/dev/null"
@@ -82,9 +83,9 @@ done
 # exists: dpdat's memif client waits for it.
 pair_run --settle 0.3 --retry "Connection refused" \
   ip netns exec "$NS" timeout 60 taskset -c 0 "$RUN" -s -i $DEV="vdev=$MEMIF_S;ip=$SIP" -- \
-  env UCX_NET_DEVICES=$DEV:1 UCX_TLS=$TLS ucx_perftest -p $PORT -b "$TMP/batch" :: \
+  env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS ucx_perftest -p $PORT -b "$TMP/batch" :: \
   ip netns exec "$NS" timeout 60 taskset -c 1 "$RUN" -s -i $DEV="vdev=$MEMIF_C;ip=$CIP" -- \
-  env UCX_NET_DEVICES=$DEV:1 UCX_TLS=$TLS ucx_perftest $SIP -p $PORT -b "$TMP/batch" ||
+  env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS ucx_perftest $SIP -p $PORT -b "$TMP/batch" ||
   fail "$PAIR_WHY"
 
 # The client's log: each test's "Final:" line, then the counters of the
