@@ -13,6 +13,15 @@
 # result line, and dpdat's frame counters (printed each time UCX closes the
 # device) must have moved at least MIN_FRAMES (default 100) frames each way
 # during each test: the traffic went through dpdat.
+#   ucx_pair.sh PATH/TO/dpdat-run "io_demo [OPTIONS]"
+# UCX's protocol layer (UCP) instead: io_demo (ucx-utils) connects by
+# address through UCX's rdmacm connection manager on dpdat's librdmacm, and
+# moves its data over rc_verbs on the dpdat device (UCX_TLS=rc_verbs,self).
+# OPTIONS go to the client (io_demo's -i, -o, -d, -q ...; the server gets
+# the same -d and -q).  The client must exit 0 with status OK, the server
+# must have taken the connection and still be serving when the client is
+# done (then it is ended: it never exits by itself), and the client's frame
+# counters must show at least MIN_FRAMES frames each way.
 #
 # UCX opens a verbs device only when /dev/infiniband/<device> is a character
 # device it may open.  The script makes one for each dpdat interface (the
@@ -45,6 +54,16 @@ fi
 lib_tmpdir TMP dpdat-ucx
 lib_on_fail 'for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -40 "$f"; }; done'
 
+# A sanitizer build of the library loaded into Debian's (uninstrumented)
+# programs needs the ASan runtime first in the library list (as
+# verbs_pair.sh does it).
+VLIB="$(dirname "$RUN")/../lib/verbs/libibverbs.so.1"
+ASAN_RT=$(ldd "$VLIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
 ID=$$
 NS=dpdat-ux-$ID
 SIP=10.79.0.1
@@ -63,6 +82,31 @@ memif_pair "$TMP"
 netns_add "$NS"
 ip netns exec "$NS" ip addr add $SIP/32 dev lo
 ip netns exec "$NS" ip addr add $CIP/32 dev lo
+
+if [[ "$1" == io_demo* ]]; then
+  read -r _ cargs <<<"$1"
+  sargs=$(grep -oE -- '-d [0-9]+:[0-9]+|-q' <<<"$cargs" | tr '\n' ' ')
+  # io_demo tries once (-c 1); a client that found no listener yet is
+  # started again.
+  # shellcheck disable=SC2086 # cargs, sargs: several arguments
+  pair_run --settle 0.5 --wait 1 --retry "connection retries exceeded" \
+    ip netns exec "$NS" timeout 60 taskset -c 0 "$RUN" -s -i $DEV="vdev=$MEMIF_S;ip=$SIP" -- \
+    env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS UCX_SOCKADDR_TLS_PRIORITY=rdmacm io_demo -p $PORT $sargs :: \
+    ip netns exec "$NS" timeout 60 taskset -c 1 "$RUN" -s -i $DEV="vdev=$MEMIF_C;ip=$CIP" -- \
+    env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS UCX_SOCKADDR_TLS_PRIORITY=rdmacm io_demo $SIP -p $PORT -c 1 $cargs
+  [ "$PAIR_CLIENT_RC" = 0 ] || fail "io_demo client: $PAIR_WHY"
+  [ "$PAIR_SERVER_RC" = 124 ] || fail "io_demo server exited with $PAIR_SERVER_RC while it should serve"
+  grep -q "Client exit with status 'OK'" "$TMP/client.log" || fail "io_demo client did not end with status OK"
+  grep -q "got new connection request" "$TMP/server.log" || fail "io_demo server saw no connection request"
+  grep -E "Connected to server|Client exit" "$TMP/client.log" | cut -d' ' -f2-
+  n=$(sed -n 's/^dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p' "$TMP/client.log" | tail -1)
+  [ -n "$n" ] || fail "no dpdat counters in the client's log: UCX did not use the dpdat device"
+  set -- $n
+  [ "$1" -ge "$MIN_FRAMES" ] && [ "$2" -ge "$MIN_FRAMES" ] ||
+    fail "io_demo: dpdat moved tx $1 rx $2 frames (at least $MIN_FRAMES each expected): UCX did not use the dpdat device"
+  echo "PASS: io_demo $cargs over UCP, rdmacm and rc_verbs on dpdat (client: tx $1 rx $2 frames)"
+  exit 0
+fi
 
 # One batch line per test; UCT tests name the dpdat device and rc_verbs.
 : >"$TMP/batch"
