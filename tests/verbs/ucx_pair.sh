@@ -7,7 +7,8 @@
 # TEST is a ucx_perftest test (put_lat, put_bw, get, am_lat, fadd, ...),
 # OPTIONS more ucx_perftest options for it.  Transport-level (UCT) tests run
 # over rc_verbs on the dpdat device (-d dpdat0:1 -x rc_verbs); protocol-level
-# (UCP) tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self).  The tests
+# (UCP) tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self; they need UD
+# queue pairs for their wire-up, which dpdat does not have: docs/ucx.md).  The tests
 # run one after the other in one server and one client process (a batch
 # file, -b).  Both must exit 0, the client must print each test's final
 # result line, and dpdat's frame counters (printed each time UCX closes the
@@ -24,10 +25,11 @@
 # counters must show at least MIN_FRAMES frames each way.
 #
 # UCX opens a verbs device only when /dev/infiniband/<device> is a character
-# device it may open.  The script makes one for each dpdat interface (the
-# numbers of /dev/null) on a tmpfs over /dev/infiniband in a private mount
-# namespace of its own, so nothing of it is seen outside and all of it goes
-# with the namespace.  Root only.
+# device it may open.  The script makes /dev/infiniband/dpdat0 (the numbers
+# of /dev/null) on a tmpfs over /dev/infiniband in a private mount namespace
+# of its own, so nothing of it is seen outside and all of it goes with the
+# namespace (a /dev/infiniband directory it had to create for the mount
+# point is removed afterwards).  Root only.
 set -uo pipefail
 RUN=$(readlink -f "$1")
 shift
@@ -89,7 +91,7 @@ if [[ "$1" == io_demo* ]]; then
   # io_demo tries once (-c 1); a client that found no listener yet is
   # started again.
   # shellcheck disable=SC2086 # cargs, sargs: several arguments
-  pair_run --settle 0.5 --wait 1 --retry "connection retries exceeded" \
+  pair_run --settle 0.5 --wait 0 --retry "connection retries exceeded" \
     ip netns exec "$NS" timeout 60 taskset -c 0 "$RUN" -s -i $DEV="vdev=$MEMIF_S;ip=$SIP" -- \
     env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS UCX_SOCKADDR_TLS_PRIORITY=rdmacm io_demo -p $PORT $sargs :: \
     ip netns exec "$NS" timeout 60 taskset -c 1 "$RUN" -s -i $DEV="vdev=$MEMIF_C;ip=$CIP" -- \
@@ -146,7 +148,7 @@ while read -r line; do
       set -- $line
       [ $finals -eq $i ] || continue
       tx=$4 rx=$6
-      if [ $i -gt 0 ] && [ "$((tx - ptx))" -lt "$MIN_FRAMES" -o "$((rx - prx))" -lt "$MIN_FRAMES" ]; then
+      if [ $i -gt 0 ] && { [ "$((tx - ptx))" -lt "$MIN_FRAMES" ] || [ "$((rx - prx))" -lt "$MIN_FRAMES" ]; }; then
         fail "test $i ($(sed -n "${i}p" "$TMP/batch")): dpdat moved tx $((tx - ptx)) rx $((rx - prx)) frames (at least $MIN_FRAMES each expected): UCX did not use the dpdat device"
       fi
       ptx=$tx prx=$rx
