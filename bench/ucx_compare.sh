@@ -12,8 +12,8 @@
 # (default 5000); --rounds: default 5; --progress: the dpdat interfaces'
 # progress= (default adaptive, an interface's default).  With inline (no
 # progress thread; ucx_perftest calls UCX's progress, and so ibv_poll_cq, on
-# both sides) the medians are the same but some iterations stall: averages
-# 5-10 times the median (docs/ucx.md).
+# both sides) the medians are the same, but most runs had iterations that
+# stalled about a millisecond (docs/ucx.md).
 # Cases: put_lat 8 B (median of each run; half a round trip) and put_bw
 # 64 KiB (MB/s, the run's average).  Each transport with the data layout it
 # has: put_lat short on rc_verbs and posix, zcopy on tcp (tcp has no
