@@ -50,7 +50,8 @@ if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then
       api_test api_cm_test api_cm_loss_test api_progress_test api_limits_test \
       api_close_test api_pmtu_test api_self_test udat_c_example udat_pair \
       dat rsm rsm_test rsm_map_test rsm_c_example rsm_peer rsm_map_peer \
-      dpdat-hostile dpdat-hostile-victim dpdat_verbs verbs_api_test verbs_errors_test
+      dpdat-hostile dpdat-hostile-victim dpdat_verbs verbs_api_test verbs_errors_test \
+      verbs_ucx_test
     phase "tests (asan build)"
     ctest --preset asan -j1 --timeout 900 -L '^(unit|sim|proto|api|rsm|hostile)$'
     ctest --preset asan -j1 --timeout 900 -R '^(VerbsTest\.|verbs_symbols|verbs_api_links)'

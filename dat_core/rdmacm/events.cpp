@@ -48,6 +48,7 @@ Id* new_child(Id* l, Dev* d, dat::Cr* cr) {
   c->req_rr = cr->req.responder_resources;
   rdma_cm_id& v = c->id;
   v.verbs = d->ctx;
+  v.pd = d->pd;
   v.channel = &c->chan->ch;
   v.context = l->id.context;
   v.ps = l->id.ps;

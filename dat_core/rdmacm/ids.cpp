@@ -63,6 +63,7 @@ void addr_query_done(Id* id, bool resolved) {
 void bind_dev(Id* id, Dev* d) {
   id->dev = d;
   id->id.verbs = d->ctx;
+  id->id.pd = d->pd;
   id->id.port_num = 1;
   if (id->src_ip == 0) id->src_ip = d->ip;
 }
@@ -97,11 +98,18 @@ Dev* open_dev(size_t index) {
     return nullptr;
   }
   d->ia = verbs::ctx_of(d->ctx)->ia;
-  dat::Status st = dat::cno_create(d->ia, d, cm_agent, &d->cno);
+  // The device's PD, every id's on it (id->pd) from when it is bound, as
+  // librdmacm gives one: programs allocate on it (UCX's rdmacm transport
+  // creates a QP on id->pd).
+  d->pd = ibv_alloc_pd(d->ctx);
+  dat::Status st = d->pd == nullptr ? dat::fail(dat::Type::INSUFFICIENT_RESOURCES)
+                                    : dat::cno_create(d->ia, d, cm_agent, &d->cno);
   if (st.ok())
     st = dat::evd_create(d->ia, 4096, d->cno, dat::evd_flag::kCr | dat::evd_flag::kConnection,
                          &d->evd);
   if (!st.ok()) {
+    if (d->cno != nullptr) (void)dat::cno_free(d->cno);
+    if (d->pd != nullptr) (void)ibv_dealloc_pd(d->pd);
     (void)ibv_close_device(d->ctx);
     delete d;
     errno = verbs::to_errno(st);
@@ -112,6 +120,7 @@ Dev* open_dev(size_t index) {
     // Lost the race: the first stays open for the process, this one goes.
     (void)dat::evd_free(d->evd);
     (void)dat::cno_free(d->cno);
+    (void)ibv_dealloc_pd(d->pd);
     (void)ibv_close_device(d->ctx);
     delete d;
     return g().devs[index];

@@ -16,11 +16,7 @@ namespace wire = dpdat::wire;
 
 namespace {
 
-ibv_pd* default_pd(Dev* d) {
-  std::lock_guard<std::mutex> lk(g().mu);
-  if (d->pd == nullptr) d->pd = ibv_alloc_pd(d->ctx);
-  return d->pd;
-}
+ibv_pd* default_pd(Dev* d) { return d->pd; }
 
 // A CQ with a completion channel of its own (what librdmacm gives an id
 // whose QP attributes name no CQ; rdma_verbs.h's rdma_get_*_comp use both).

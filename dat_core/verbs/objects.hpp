@@ -123,6 +123,9 @@ struct Qp {
   Srq* srq = nullptr;
   ibv_qp_cap cap{};
   bool sq_sig_all = false;
+  // A UD QP: a queue pair number only.  It stays in RESET (or goes to ERR);
+  // dpdat carries no datagrams (docs/verbs.md).
+  bool ud = false;
   ibv_qp_attr attr{};  // as last set (ibv_query_qp)
   // IBV_SEND_INLINE: the data is copied into a slot of this registered
   // buffer (more slots than requests can be outstanding).

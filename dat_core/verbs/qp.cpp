@@ -99,7 +99,7 @@ int check_av(const ibv_ah_attr& ah, uint32_t* ip) {
 
 DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   if (pd == nullptr || init == nullptr) return fail_qp(EINVAL);
-  if (init->qp_type != IBV_QPT_RC) return fail_qp(EOPNOTSUPP);
+  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD) return fail_qp(EOPNOTSUPP);
   if (init->send_cq == nullptr || (init->recv_cq == nullptr && init->srq == nullptr))
     return fail_qp(EINVAL);
   // Every object of a QP is of its PD's context: another context's CQ or
@@ -160,6 +160,7 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->cap.max_recv_sge = srq != nullptr ? 0 : a.max_recv_iov;
   cap = q->cap;
   q->sq_sig_all = init->sq_sig_all != 0;
+  q->ud = init->qp_type == IBV_QPT_UD;
   scq->qps++;
   rcq->qps++;
   ibv_qp& v = q->qp;
@@ -172,7 +173,7 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   v.qp_num = dat::qp_number(q->ep);
   v.handle = v.qp_num;
   v.state = IBV_QPS_RESET;
-  v.qp_type = IBV_QPT_RC;
+  v.qp_type = init->qp_type;
   pthread_mutex_init(&v.mutex, nullptr);
   pthread_cond_init(&v.cond, nullptr);
   q->attr.qp_state = IBV_QPS_RESET;
@@ -215,6 +216,8 @@ DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if ((mask & IBV_QP_CUR_STATE) != 0 && static_cast<S>(attr->cur_qp_state) != cur) return EINVAL;
   const S to = (mask & IBV_QP_STATE) != 0 ? static_cast<S>(attr->qp_state) : cur;
   if (static_cast<int>(to) > static_cast<int>(S::kError)) return EINVAL;
+  // A UD QP holds its number and no more: it never leaves RESET but for ERR.
+  if (q->ud && to != S::kReset && to != S::kError) return EOPNOTSUPP;
   if ((mask & IBV_QP_STATE) == 0 && (cur == S::kReset || cur == S::kError)) return EINVAL;
   if (!dat::qp_transition_ok(cur, to)) return EINVAL;
   const Masks m = masks_for(cur, to);
@@ -326,7 +329,7 @@ DPDAT_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_in
   init->recv_cq = qp->recv_cq;
   init->srq = qp->srq;
   init->cap = q->cap;
-  init->qp_type = IBV_QPT_RC;
+  init->qp_type = q->ud ? IBV_QPT_UD : IBV_QPT_RC;
   init->sq_sig_all = q->sq_sig_all ? 1 : 0;
   return 0;
 }

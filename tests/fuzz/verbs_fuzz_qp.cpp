@@ -99,13 +99,26 @@ void Run::create_qp_action() {
   cap.max_inline_data = of(kInlineClass, s >> 6);
   const ibv_qp_type type = of(kTypes, k >> 5);
   if (type != IBV_QPT_RC && p >= 0 && scq >= 0) {
-    // Only RC queue pairs: the others are not supported.
+    // Only RC queue pairs carry traffic.  A UD QP holds a number and stays
+    // in RESET; the other types are not supported.
     ibv_qp_init_attr init{};
     init.send_cq = init.recv_cq = w_.cq[scq].cq;
     init.qp_type = type;
     init.cap = ibv_qp_cap{1, 1, 1, 1, 0};
     errno = 0;
-    VF_CHECK(ibv_create_qp(w_.pd[p].p, &init) == nullptr);
+    ibv_qp* q = ibv_create_qp(w_.pd[p].p, &init);
+    if (type == IBV_QPT_UD) {
+      VF_CHECK(q != nullptr && q->qp_type == IBV_QPT_UD && q->state == IBV_QPS_RESET);
+      if (q == nullptr) return;
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_INIT;
+      a.port_num = 1;
+      VF_CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ==
+               EOPNOTSUPP);
+      VF_CHECK(ibv_destroy_qp(q) == 0);
+      return;
+    }
+    VF_CHECK(q == nullptr);
     VF_CHECK(errno == EOPNOTSUPP || errno == EINVAL);
     return;
   }

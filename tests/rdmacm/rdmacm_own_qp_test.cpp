@@ -10,7 +10,9 @@
 //   - errors: a qp_num naming no QP of the id's device, no conn_param,
 //     responder resources beyond the device's, rdma_establish out of turn;
 //   - rdma_disconnect between CONNECT_RESPONSE and rdma_establish (the peer
-//     gets REJECTED, reason 28, at once), and a synchronous client.
+//     gets REJECTED, reason 28, at once), and a synchronous client;
+//   - UCX's way: the id's PD (id->pd) and a UD QP that only names the
+//     connection.
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -363,6 +365,60 @@ TEST_F(RdmaCmOwnQpTest, SynchronousClient) {
   ASSERT_EQ(rdma_establish(id), 0) << "errno " << errno;
   EXPECT_EQ(id->event, nullptr);  // acked
   EXPECT_TRUE(conn_event(sch_, RDMA_CM_EVENT_ESTABLISHED).ok);
+}
+
+// UCX's rdmacm transport: it names the connection by a UD QP made on the
+// id's PD (id->pd, which librdmacm gives every id bound to a device) only to
+// hold a unique number, and connects its RC QPs by numbers it sends in the
+// private data.  Both ids have the device's PD; the UD QP names the
+// connection on either side, and the CM exchange completes.
+TEST_F(RdmaCmOwnQpTest, IdPdAndAUdQpNamingTheConnection) {
+  listen(7334);
+  ASSERT_NO_FATAL_FAILURE(route_to(kServerIp, 7334));
+  ASSERT_NE(cli_->pd, nullptr);
+  EXPECT_EQ(cli_->pd->context, cli_->verbs);
+  ibv_cq* ccq = ibv_create_cq(cli_->verbs, 1, nullptr, nullptr, 0);
+  ASSERT_NE(ccq, nullptr);
+  ibv_qp_init_attr ua{};
+  ua.send_cq = ccq;
+  ua.recv_cq = ccq;
+  ua.qp_type = IBV_QPT_UD;
+  ua.cap = ibv_qp_cap{2, 2, 1, 1, 0};
+  ibv_qp* cud = ibv_create_qp(cli_->pd, &ua);
+  ASSERT_NE(cud, nullptr) << "errno " << errno;
+  rdma_conn_param p{};
+  p.qp_num = cud->qp_num;
+  ASSERT_EQ(rdma_connect(cli_, &p), 0) << "errno " << errno;
+
+  const ConnEv req = conn_event(sch_, RDMA_CM_EVENT_CONNECT_REQUEST);
+  ASSERT_TRUE(req.ok);
+  EXPECT_EQ(req.conn.qp_num, cud->qp_num);
+  child_ = req.id;
+  ASSERT_NE(child_->pd, nullptr);
+  EXPECT_EQ(child_->pd->context, child_->verbs);
+  ibv_cq* scq = ibv_create_cq(child_->verbs, 1, nullptr, nullptr, 0);
+  ASSERT_NE(scq, nullptr);
+  ua.send_cq = scq;
+  ua.recv_cq = scq;
+  ibv_qp* sud = ibv_create_qp(child_->pd, &ua);
+  ASSERT_NE(sud, nullptr) << "errno " << errno;
+  rdma_conn_param ap{};
+  ap.qp_num = sud->qp_num;
+  ASSERT_EQ(rdma_accept(child_, &ap), 0) << "errno " << errno;
+  const ConnEv resp = conn_event(cch_, RDMA_CM_EVENT_CONNECT_RESPONSE);
+  ASSERT_TRUE(resp.ok);
+  EXPECT_EQ(resp.conn.qp_num, sud->qp_num);
+  ASSERT_EQ(rdma_establish(cli_), 0) << "errno " << errno;
+  const ConnEv est = conn_event(sch_, RDMA_CM_EVENT_ESTABLISHED);
+  ASSERT_TRUE(est.ok);
+  EXPECT_EQ(est.conn.qp_num, cud->qp_num);
+  ASSERT_EQ(rdma_disconnect(cli_), 0);
+  EXPECT_TRUE(conn_event(cch_, RDMA_CM_EVENT_DISCONNECTED).ok);
+  EXPECT_TRUE(conn_event(sch_, RDMA_CM_EVENT_DISCONNECTED).ok);
+  EXPECT_EQ(ibv_destroy_qp(sud), 0);
+  EXPECT_EQ(ibv_destroy_qp(cud), 0);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  EXPECT_EQ(ibv_destroy_cq(ccq), 0);
 }
 
 }  // namespace

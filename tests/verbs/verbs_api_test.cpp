@@ -347,7 +347,7 @@ TEST_F(VerbsTest, WhatDpdatDoesNotOfferFailsCleanly) {
   ibv_qp_init_attr ia{};
   ia.send_cq = a_.cq;
   ia.recv_cq = a_.cq;
-  ia.qp_type = IBV_QPT_UD;
+  ia.qp_type = IBV_QPT_UC;
   ia.cap.max_send_wr = 1;
   ia.cap.max_recv_wr = 1;
   errno = 0;

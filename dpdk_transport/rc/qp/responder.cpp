@@ -294,8 +294,7 @@ RS Qp::check_keys(RespCtx& c) {
       AccessGrant g;
       c.va = v.reth->va.value();
       c.len = v.reth->dma_len.value();
-      if (!remote_ok(
-              mr_.check_remote(v.reth->rkey.value(), pz_, c.va, c.len, Access::kRemoteWrite, &g)))
+      if (!remote_ok(check_rdma(v.reth->rkey.value(), c.va, c.len, Access::kRemoteWrite, &g)))
         return RS::kErrRkey;
       resp_.write_host = g.host;
       resp_.write_len = c.len;
@@ -309,8 +308,7 @@ RS Qp::check_keys(RespCtx& c) {
     c.len = v.reth->dma_len.value();
     c.rkey = v.reth->rkey.value();
     AccessGrant g;
-    if (!remote_ok(mr_.check_remote(c.rkey, pz_, c.va, c.len, Access::kRemoteRead, &g)))
-      return RS::kErrRkey;
+    if (!remote_ok(check_rdma(c.rkey, c.va, c.len, Access::kRemoteRead, &g))) return RS::kErrRkey;
     return RS::kExecRead;
   }
   if (v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd) {

@@ -61,7 +61,7 @@ void Qp::handle_duplicate(const wire::PacketView& v, uint64_t now) {
           (rlen % cfg_.pmtu == 0 || off + rlen == e.len))
         to = std::min(e.npkts, from + pkts_for(rlen, cfg_.pmtu));
       AccessGrant g;
-      if (mr_.check_remote(e.rkey, pz_, e.va, e.len, Access::kRemoteRead, &g) != AccessError::kOk) {
+      if (check_rdma(e.rkey, e.va, e.len, Access::kRemoteRead, &g) != AccessError::kOk) {
         DPDAT_QP_TRACE_POINT(QpRole::kResponder, RespState::kErrRkey, psn, now);
         responder_error(RespState::kErrRkey, psn, now);
         return;
@@ -144,8 +144,7 @@ bool Qp::respond_emit(uint64_t now) {
       // replayed) long after the request, and the region may have been freed
       // or re-bound since; never read memory the key no longer grants.
       AccessGrant g;
-      if (mr_.check_remote(j.rkey, pz_, j.va + off, len, Access::kRemoteRead, &g) !=
-          AccessError::kOk) {
+      if (check_rdma(j.rkey, j.va + off, len, Access::kRemoteRead, &g) != AccessError::kOk) {
         if (j.replay) {
           // A replay for a requester that may already hold every byte (its
           // consumer then freed the region): drop it; if the requester still

@@ -27,8 +27,8 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
   AccessGrant g;
   const uint64_t len = v.reth->dma_len.value();
   if (len != v.payload.size()) return false;  // not self-describing: wait for order
-  if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
-                       &g) != AccessError::kOk)
+  if (check_rdma(v.reth->rkey.value(), v.reth->va.value(), len, Access::kRemoteWrite, &g) !=
+      AccessError::kOk)
     return false;  // judged (and NAKed) when it arrives in order
   if (len != 0) std::memcpy(g.host, v.payload.data(), len);
   return true;
@@ -224,8 +224,8 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
       if (Psn::diff(psn, resp_.epsn) < static_cast<int32_t>(rest)) return false;
     }
     AccessGrant g;
-    if (mr_.check_remote(v.reth->rkey.value(), pz_, v.reth->va.value(), len, Access::kRemoteWrite,
-                         &g) != AccessError::kOk)
+    if (check_rdma(v.reth->rkey.value(), v.reth->va.value(), len, Access::kRemoteWrite, &g) !=
+        AccessError::kOk)
       return false;  // judged (and NAKed) in order
     if (n != 0) std::memcpy(g.host, v.payload.data(), n);
     x.host = g.host;

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# UCX (Debian ucx-utils) on dpdat's libibverbs.so.1, through dpdat-run:
+# ucx_perftest between two processes over net_memif, each with a dpdat
+# interface of its own (both called dpdat0: the client sends the server its
+# options, the device's name with them).
+#   ucx_pair.sh PATH/TO/dpdat-run "TEST [OPTIONS]"...
+# TEST is a ucx_perftest test (put_lat, put_bw, get, am_lat, fadd, ...),
+# OPTIONS more ucx_perftest options for it.  Transport-level (UCT) tests run
+# over rc_verbs on the dpdat device (-d dpdat0:1 -x rc_verbs); protocol-level
+# (UCP) tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self; they need UD
+# queue pairs for their wire-up, which dpdat does not have: docs/ucx.md).  The tests
+# run one after the other in one server and one client process (a batch
+# file, -b).  Both must exit 0, the client must print each test's final
+# result line, and dpdat's frame counters (printed each time UCX closes the
+# device) must have moved at least MIN_FRAMES (default 100) frames each way
+# during each test: the traffic went through dpdat.
+#   ucx_pair.sh PATH/TO/dpdat-run "io_demo [OPTIONS]"
+# UCX's protocol layer (UCP) instead: io_demo (ucx-utils) connects by
+# address through UCX's rdmacm connection manager on dpdat's librdmacm, and
+# moves its data over rc_verbs on the dpdat device (UCX_TLS=rc_verbs,self).
+# OPTIONS go to the client (io_demo's -i, -o, -d, -q ...; the server gets
+# the same -d and -q).  The client must exit 0 with status OK, the server
+# must have taken the connection and still be serving when the client is
+# done (then it is ended: it never exits by itself), and the client's frame
+# counters must show at least MIN_FRAMES frames each way.
+#
+# UCX opens a verbs device only when /dev/infiniband/<device> is a character
+# device it may open.  The script makes /dev/infiniband/dpdat0 (the numbers
+# of /dev/null) on a tmpfs over /dev/infiniband in a private mount namespace
+# of its own, so nothing of it is seen outside and all of it goes with the
+# namespace (a /dev/infiniband directory it had to create for the mount
+# point is removed afterwards).  Root only.
+set -uo pipefail
+RUN=$(readlink -f "$1")
+shift
+SELF=$(readlink -f "$0")
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (mount and network namespaces)"; exit 77; }
+command -v ucx_perftest >/dev/null || { echo "SKIP: ucx_perftest not installed (ucx-utils)"; exit 77; }
+
+# The private mount namespace first: the script runs itself again inside one.
+if [ -z "${DPDAT_UCX_MNTNS:-}" ]; then
+  made_dir=0
+  if [ ! -d /dev/infiniband ]; then
+    mkdir /dev/infiniband || { echo "FAIL: cannot create /dev/infiniband" >&2; exit 1; }
+    made_dir=1
+  fi
+  DPDAT_UCX_MNTNS=1 unshare -m --propagation private -- "$SELF" "$RUN" "$@"
+  rc=$?
+  [ $made_dir -eq 0 ] || rmdir /dev/infiniband 2>/dev/null
+  exit $rc
+fi
+
+. "$(dirname "$SELF")/../../scripts/lib/net.sh"
+. "$LIB_DIR/pair.sh"
+lib_tmpdir TMP dpdat-ucx
+lib_on_fail 'for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -40 "$f"; }; done'
+
+# A sanitizer build of the library loaded into Debian's (uninstrumented)
+# programs needs the ASan runtime first in the library list (as
+# verbs_pair.sh does it).
+VLIB="$(dirname "$RUN")/../lib/verbs/libibverbs.so.1"
+ASAN_RT=$(ldd "$VLIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+if [ -n "$ASAN_RT" ]; then
+  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
+ID=$$
+NS=dpdat-ux-$ID
+SIP=10.79.0.1
+CIP=10.79.0.2
+PORT=$((20000 + ID % 20000))
+DEV=dpdat0
+MIN_FRAMES=${MIN_FRAMES:-100}
+TLS=${DPDAT_UCX_TLS:-rc_verbs,self}
+NETDEV=${DPDAT_UCX_DEVICES:-$DEV:1}
+
+mount -t tmpfs -o mode=0755,size=64k dpdat-ib /dev/infiniband || fail "cannot mount a tmpfs on /dev/infiniband"
+lib_on_exit "umount /dev/infiniband 2>/dev/null"
+mknod -m 0666 /dev/infiniband/$DEV c 1 3 || fail "cannot make /dev/infiniband/$DEV"
+
+memif_pair "$TMP"
+netns_add "$NS"
+ip netns exec "$NS" ip addr add $SIP/32 dev lo
+ip netns exec "$NS" ip addr add $CIP/32 dev lo
+
+if [[ "$1" == io_demo* ]]; then
+  read -r _ cargs <<<"$1"
+  sargs=$(grep -oE -- '-d [0-9]+:[0-9]+|-q' <<<"$cargs" | tr '\n' ' ')
+  # io_demo tries once (-c 1); a client that found no listener yet is
+  # started again.
+  # shellcheck disable=SC2086 # cargs, sargs: several arguments
+  pair_run --settle 0.5 --wait 0 --retry "connection retries exceeded" \
+    ip netns exec "$NS" timeout 60 taskset -c 0 "$RUN" -s -i $DEV="vdev=$MEMIF_S;ip=$SIP" -- \
+    env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS UCX_SOCKADDR_TLS_PRIORITY=rdmacm io_demo -p $PORT $sargs :: \
+    ip netns exec "$NS" timeout 60 taskset -c 1 "$RUN" -s -i $DEV="vdev=$MEMIF_C;ip=$CIP" -- \
+    env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS UCX_SOCKADDR_TLS_PRIORITY=rdmacm io_demo $SIP -p $PORT -c 1 $cargs
+  [ "$PAIR_CLIENT_RC" = 0 ] || fail "io_demo client: $PAIR_WHY"
+  [ "$PAIR_SERVER_RC" = 124 ] || fail "io_demo server exited with $PAIR_SERVER_RC while it should serve"
+  grep -q "Client exit with status 'OK'" "$TMP/client.log" || fail "io_demo client did not end with status OK"
+  grep -q "got new connection request" "$TMP/server.log" || fail "io_demo server saw no connection request"
+  grep -E "Connected to server|Client exit" "$TMP/client.log" | cut -d' ' -f2-
+  n=$(sed -n 's/^dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p' "$TMP/client.log" | tail -1)
+  [ -n "$n" ] || fail "no dpdat counters in the client's log: UCX did not use the dpdat device"
+  set -- $n
+  [ "$1" -ge "$MIN_FRAMES" ] && [ "$2" -ge "$MIN_FRAMES" ] ||
+    fail "io_demo: dpdat moved tx $1 rx $2 frames (at least $MIN_FRAMES each expected): UCX did not use the dpdat device"
+  echo "PASS: io_demo $cargs over UCP, rdmacm and rc_verbs on dpdat (client: tx $1 rx $2 frames)"
+  exit 0
+fi
+
+# One batch line per test; UCT tests name the dpdat device and rc_verbs.
+: >"$TMP/batch"
+n=0
+for spec in "$@"; do
+  read -r test args <<<"$spec"
+  case "$test" in
+    put_* | get | am_* | add_* | fadd | swap | cswap) sel="-d $DEV:1 -x rc_verbs" ;;
+    *) sel="" ;;
+  esac
+  n=$((n + 1))
+  echo "t$n-$test -t $test $sel $args" >>"$TMP/batch"
+done
+[ $n -gt 0 ] || { echo "usage: ucx_pair.sh PATH/TO/dpdat-run \"TEST [OPTIONS]\"..." >&2; exit 2; }
+
+# ucx_perftest opens the device once the client has sent the server its
+# options, so the client's memif may start before the server's socket
+# exists: dpdat's memif client waits for it.
+pair_run --settle 0.3 --retry "Connection refused" \
+  ip netns exec "$NS" timeout 60 taskset -c 0 "$RUN" -s -i $DEV="vdev=$MEMIF_S;ip=$SIP" -- \
+  env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS ucx_perftest -p $PORT -b "$TMP/batch" :: \
+  ip netns exec "$NS" timeout 60 taskset -c 1 "$RUN" -s -i $DEV="vdev=$MEMIF_C;ip=$CIP" -- \
+  env UCX_NET_DEVICES=$NETDEV UCX_TLS=$TLS ucx_perftest $SIP -p $PORT -b "$TMP/batch" ||
+  fail "$PAIR_WHY"
+
+# The client's log: each test's "Final:" line, then the counters of the
+# device UCX closed after it (totals of the process's interface).
+i=0 ptx=0 prx=0 finals=0
+while read -r line; do
+  case "$line" in
+    Final:*)
+      finals=$((finals + 1))
+      i=$((i + 1))
+      echo "$(sed -n "${i}p" "$TMP/batch" | cut -d' ' -f3-): $line"
+      ;;
+    dpdat-verbs:*)
+      set -- $line
+      [ $finals -eq $i ] || continue
+      tx=$4 rx=$6
+      if [ $i -gt 0 ] && { [ "$((tx - ptx))" -lt "$MIN_FRAMES" ] || [ "$((rx - prx))" -lt "$MIN_FRAMES" ]; }; then
+        fail "test $i ($(sed -n "${i}p" "$TMP/batch")): dpdat moved tx $((tx - ptx)) rx $((rx - prx)) frames (at least $MIN_FRAMES each expected): UCX did not use the dpdat device"
+      fi
+      ptx=$tx prx=$rx
+      ;;
+  esac
+done <"$TMP/client.log"
+[ $finals -eq $n ] || fail "$finals final result lines for $n tests"
+[ $ptx -gt 0 ] || fail "no dpdat counters in the client's log: UCX did not use the dpdat device"
+echo "PASS: $n ucx_perftest tests on dpdat ($ptx frames sent, $prx received by the client)"
