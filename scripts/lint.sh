@@ -27,12 +27,20 @@ lint_format() {
 
 lint_tidy() {
   [ -f "$BUILD/compile_commands.json" ] || fail "no $BUILD/compile_commands.json (configure $BUILD first)"
-  local f out bad=0
+  local f i=0 bad=0 out
+  lib_tmpdir out dpdat-tidy
+  # One clang-tidy per CPU at a time (each file takes seconds).
   for f in "${TIDY_SUBSET[@]}"; do
-    out=$(clang-tidy -p "$BUILD" --quiet --warnings-as-errors='*' "$f" 2>/dev/null) || {
-      echo "$out" | grep -A3 -E '(warning|error):'
-      bad=1
-    }
+    [ "$(jobs -rp | wc -l)" -lt "$(nproc)" ] || wait -n || true
+    { clang-tidy -p "$BUILD" --quiet --warnings-as-errors='*' "$f" >"$out/$i.log" 2>/dev/null ||
+        touch "$out/$i.bad"; } &
+    i=$((i + 1))
+  done
+  wait
+  for ((i = 0; i < ${#TIDY_SUBSET[@]}; i++)); do
+    [ -e "$out/$i.bad" ] || continue
+    grep -A3 -E '(warning|error):' "$out/$i.log"
+    bad=1
   done
   [ $bad -eq 0 ] || fail "clang-tidy: findings above"
   echo "ok: clang-tidy, ${#TIDY_SUBSET[@]} files"
