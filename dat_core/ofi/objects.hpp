@@ -237,7 +237,9 @@ int cq_internal(Domain* d, Cq** out);
 void cq_internal_close(Cq* cq);
 
 // A counter (cntr.cpp): completions of the bound EPs' transfers, taken off
-// their CQs' EVDs whenever the counter or a CQ is read.
+// their CQs' EVDs whenever the counter or a CQ is read; and the remote
+// WRITEs and READs they serve (FI_REMOTE_WRITE, FI_REMOTE_READ), which
+// their queue pairs' responders add to `value` themselves.
 struct Cntr {
   fid_cntr cntr{};
   Domain* dom = nullptr;
@@ -325,6 +327,9 @@ struct Ep {
   Cntr* cntr_recv = nullptr;
   Cntr* cntr_read = nullptr;
   Cntr* cntr_write = nullptr;
+  // FI_REMOTE_WRITE / FI_REMOTE_READ: the responder adds to their values.
+  Cntr* cntr_rem_write = nullptr;
+  Cntr* cntr_rem_read = nullptr;
   bool listened = false;  // its FD counters listen to its CQs (cntr_listen_ep)
   uint8_t no_report = 0;
   std::vector<uint8_t> bounce;

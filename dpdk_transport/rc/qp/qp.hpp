@@ -27,6 +27,7 @@
 // pair through qp_api.hpp only.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -91,6 +92,16 @@ class Qp {
   // error), whatever the memory region allows.
   void set_remote_access(uint32_t privs) { remote_access_ = privs; }
   uint32_t remote_access() const { return remote_access_; }
+  // Counters of the remote accesses this responder serves (libfabric's
+  // FI_RMA_EVENT counters): each RDMA WRITE (with or without immediate)
+  // adds one to *writes, each RDMA READ one to *reads, exactly once, when
+  // the expected PSN passes it: a WRITE placed ahead of a hole when the
+  // hole fills, a duplicate or repeated request not again.  nullptr: not
+  // counted.  The counters outlive the queue pair or are unset first.
+  void set_rma_counters(std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads) {
+    rma_writes_ = writes;
+    rma_reads_ = reads;
+  }
   // Reset -> RTS.  sq_psn: first PSN we send; rq_psn: first PSN we expect.
   bool connect(const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn);
   // A queue pair connected by attributes exchanged out of band (verbs: RTR,
@@ -391,6 +402,13 @@ class Qp {
   const uint32_t pz_;
   QpConfig cfg_;  // only pmtu changes (kReset, set_pmtu) and the retry budgets (set_requester)
   uint32_t remote_access_ = priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic;
+  std::atomic<uint64_t>* rma_writes_ = nullptr;  // set_rma_counters
+  std::atomic<uint64_t>* rma_reads_ = nullptr;
+  // A WRITE / READ served (the expected PSN passed it): one more on the
+  // counter set for it, if any.
+  static void count_rma(std::atomic<uint64_t>* c) {
+    if (c != nullptr) c->fetch_add(1, std::memory_order_release);
+  }
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   Srq* srq_ = nullptr;
@@ -572,6 +590,8 @@ class Qp {
     SrBits placed;  // PSNs in (resp_.epsn, resp_.epsn + kSrSpan) already placed
     SrBits msg, next, rd;
     SrBits seen;  // PSNs after the hole kept whole (responder_hold.cpp)
+    // Placed WRITE Only packets that are not their WRITE's last (Bth::kWriteMore).
+    SrBits wr_more;
     // Requester: PSNs after una a SACK showed the responder holds (placed
     // or kept); cleared as una passes them (note_acked).
     SrBits sacked;

@@ -200,6 +200,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_lower_limit(c.psn);
       sr_next_lower_limit(c.psn);
       if (place_out_of_order(v)) {
+        sr_maps().wr_more.set(c.psn, v.bth->write_more());  // counted when taken
         sr_set(c.psn, true);
         ++srr_.count;
         ctr_.sr_placed_ahead++;
@@ -385,6 +386,7 @@ RS Qp::exec_write(const RespCtx& c) {
     (void)push_recv_completion(wc);         // room checked before this packet was taken
     if (retire) retire_recv();
   }
+  if (!v.bth->write_more()) count_rma(rma_writes_);
   resp_.in_msg = InMsg::kNone;
   ++resp_.msn;
   sr_message_ended(resp_.epsn + 1);
@@ -404,6 +406,7 @@ RS Qp::exec_read(const RespCtx& c, uint64_t now) {
   j.rkey = c.rkey;
   resp_push(j);
   remember(ReplayEntry{true, true, c.psn, j.npkts, c.va, c.rkey, c.len, 0});
+  count_rma(rma_reads_);
   resp_.epsn = c.psn + static_cast<int32_t>(j.npkts);
   ++resp_.msn;
   resp_.nak_sent = NakSent::kNone;

@@ -387,6 +387,7 @@ bool Qp::sr_advance_in_message() {
     resp_.recv_in_use = false;
   }
   resp_.msg_offset += srr_.last.len;
+  if (!is_send) count_rma(rma_writes_);
   resp_.in_msg = InMsg::kNone;
   ++resp_.msn;
   return true;
@@ -420,6 +421,8 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
       srm_->seen.set(resp_.epsn, false);
       --srr_.count;
       if (resp_.in_msg != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
+      // A WRITE Only placed ahead: the last packet of its WRITE counts it.
+      if (!srm_->wr_more.test(resp_.epsn)) count_rma(rma_writes_);
       ++resp_.epsn;
       ++resp_.msn;
     }
