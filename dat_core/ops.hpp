@@ -266,6 +266,10 @@ struct LmrSpec {
 };
 Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr** out);
 Status lmr_free(Lmr* l);
+// Counters of the remote WRITEs into and READs out of the LMR (libfabric's
+// fi_mr_bind with FI_RMA_EVENT; rc::MrTable::mr_set_rma_counters); nullptr:
+// not counted.  They must outlive the LMR or be unset first.
+Status lmr_set_rma_counters(Lmr* l, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads);
 // Every segment inside its LMR; then a full fence.
 // seg(i) converts the front's i-th segment (n comes from the consumer: nothing
 // of its size is allocated).

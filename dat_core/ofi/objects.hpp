@@ -140,11 +140,15 @@ struct Domain {
   std::atomic<uint32_t> refs{0};  // CQs, MRs, EPs
 };
 
+struct Cntr;
 struct Mr {
   fid_mr mr{};
   Domain* dom = nullptr;
   dat::Lmr* lmr = nullptr;
   uintptr_t base = 0;  // host address of the registered bytes
+  // fi_mr_bind: counters of the remote WRITEs into / READs out of it.
+  Cntr* cntr_rem_write = nullptr;
+  Cntr* cntr_rem_read = nullptr;
 };
 
 // An EQ entry waiting to be read: a completed event (struct bytes after the

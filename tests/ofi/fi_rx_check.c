@@ -27,11 +27,13 @@
  * MODE rma: remote access counters (FI_RMA_EVENT).  The server asks for
  *   FI_RMA_EVENT, binds one counter with FI_REMOTE_WRITE and another with
  *   FI_REMOTE_READ to its endpoint (an FD counter is refused for them) and
- *   sends the client its buffer's address and key; the client does RDMA
- *   WRITEs (of one packet and of many), WRITEs with remote CQ data and
- *   READs, then a message.  When that message arrives the counters must
- *   hold exactly the WRITEs (with data included) and the READs, still
- *   after a pause, and the bytes must have moved.
+ *   binds a third to its buffer's region (fi_mr_bind, FI_REMOTE_WRITE |
+ *   FI_REMOTE_READ) and sends the client the buffer's address and key; the
+ *   client does RDMA WRITEs (of one packet and of many), WRITEs with
+ *   remote CQ data and READs, then a message.  When that message arrives
+ *   the endpoint's counters must hold exactly the WRITEs (with data
+ *   included) and the READs, the region's their sum, still after a pause,
+ *   and the bytes must have moved.
  * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
  * line naming what did not, and exit 1, otherwise. */
 #include <arpa/inet.h>
@@ -62,6 +64,7 @@ static struct fid_eq* eq;
 static struct fid_cq* cq;
 static struct fid_ep* srx;
 static struct fid_mr* mr;
+static struct fid_cntr* mr_cntr; /* MODE rma: bound to mr, closed after it */
 static char* buf;
 
 /* The messages of the multi-receive exchange: buffer A takes 0..5 (3907
@@ -404,6 +407,10 @@ static void rma_server(void) {
   OK(fi_cntr_open(domain, &na, &wcntr, NULL));
   OK(fi_cntr_open(domain, &na, &rcntr, NULL));
   OK(fi_cntr_open(domain, &fa, &fcntr, NULL));
+  OK(fi_cntr_open(domain, &na, &mr_cntr, NULL));
+  ret = fi_mr_bind(mr, &fcntr->fid, FI_REMOTE_WRITE);
+  CHECK(ret == -FI_ENOSYS, "an FD counter bound to a region: %d", ret);
+  OK(fi_mr_bind(mr, &mr_cntr->fid, FI_REMOTE_WRITE | FI_REMOTE_READ));
   for (size_t i = 0; i < 8192; ++i) buf[i] = (char)pattern(1, i);
 
   struct fi_eq_cm_entry entry;
@@ -458,6 +465,9 @@ static void rma_server(void) {
     const uint64_t w = fi_cntr_read(wcntr), r = fi_cntr_read(rcntr);
     CHECK(w == want_w && r == want_r, "remote writes counted %llu (wanted %zu), reads %llu (%zu)",
           (unsigned long long)w, want_w, (unsigned long long)r, want_r);
+    const uint64_t m = fi_cntr_read(mr_cntr);
+    CHECK(m == want_w + want_r, "the region counted %llu remote accesses (wanted %zu)",
+          (unsigned long long)m, want_w + want_r);
     CHECK(fi_cntr_readerr(wcntr) == 0 && fi_cntr_readerr(rcntr) == 0, "errors counted");
     usleep(100 * 1000); /* nothing counted late, nothing twice */
   }
@@ -472,6 +482,7 @@ static void rma_server(void) {
   OK(fi_close(&wcntr->fid));
   OK(fi_close(&rcntr->fid));
   OK(fi_close(&fcntr->fid));
+  CHECK(fi_close(&mr_cntr->fid) == -FI_EBUSY, "a counter bound to a region closed");
   printf("fi_rx_check server: counted %zu remote writes and %zu remote reads\n", want_w, want_r);
 }
 
@@ -546,6 +557,7 @@ static void close_common(struct fid_ep* ep) {
   int ret;
   if (ep != NULL) OK(fi_close(&ep->fid));
   OK(fi_close(&mr->fid));
+  if (mr_cntr != NULL) OK(fi_close(&mr_cntr->fid));
   OK(fi_close(&cq->fid));
   OK(fi_close(&domain->fid));
   OK(fi_close(&eq->fid));

@@ -1,9 +1,9 @@
-// Remote access counters (Qp::set_rma_counters, libfabric's FI_RMA_EVENT):
-// the responder counts each RDMA WRITE (with or without immediate, of one
-// packet or many) and each READ exactly once, under loss: WRITEs placed
-// ahead of a hole by selective repeat count when the hole fills, requests
-// sent again (a lost ACK or READ response, a go-back-N rewind) and READs
-// repeated for their lost responses do not count again.
+// Remote access counters (Qp::set_rma_counters and a region's,
+// MrTable::mr_set_rma_counters; libfabric's FI_RMA_EVENT): the responder counts each RDMA WRITE
+// (with or without immediate, of one packet or many) and each READ exactly once, under loss: WRITEs
+// placed ahead of a hole by selective repeat count when the hole fills, requests sent again (a lost
+// ACK or READ response, a go-back-N rewind) and READs repeated for their lost responses do not
+// count again.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -53,6 +53,9 @@ TEST_P(SimRmaEvent, EachWriteAndReadCountsOnce) {
   Buffer a = p.reg(0, kOps * kSlot, kLocal);
   Buffer b = p.reg(1, kOps * kSlot, kLocal | priv::kRemoteRead | priv::kRemoteWrite);
   Buffer rb = p.reg(1, 64, kLocal);
+  // The region's own counters too (fi_mr_bind).
+  std::atomic<uint64_t> mr_writes{0}, mr_reads{0};
+  ASSERT_TRUE(p.b().mr->mr_set_rma_counters(b.lmr, &mr_writes, &mr_reads));
   fill_pattern(a.bytes, 1);
   fill_pattern(b.bytes, 2);
   uint64_t want_writes = 0, want_reads = 0;
@@ -78,6 +81,8 @@ TEST_P(SimRmaEvent, EachWriteAndReadCountsOnce) {
   EXPECT_TRUE(p.settle());
   EXPECT_EQ(writes.load(), want_writes);
   EXPECT_EQ(reads.load(), want_reads);
+  EXPECT_EQ(mr_writes.load(), want_writes);
+  EXPECT_EQ(mr_reads.load(), want_reads);
   // Every byte moved: the counts are of transfers that happened.
   for (size_t i = 0; i < kOps; ++i) {
     const Op& o = kRound[i % std::size(kRound)];

@@ -98,6 +98,9 @@ class Qp {
   // the expected PSN passes it: a WRITE placed ahead of a hole when the
   // hole fills, a duplicate or repeated request not again.  nullptr: not
   // counted.  The counters outlive the queue pair or are unset first.
+  // A region's own counters (MrTable::mr_set_rma_counters) count the same
+  // way, but a self-describing WRITE Only placed ahead of a hole counts on
+  // its region's when it is placed.
   void set_rma_counters(std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads) {
     rma_writes_ = writes;
     rma_reads_ = reads;
@@ -319,6 +322,7 @@ class Qp {
     uint8_t* host = nullptr;  // rkey check: where the access lands
     uint64_t va = 0, len = 0;
     uint32_t rkey = 0;
+    std::atomic<uint64_t>* mr_counter = nullptr;  // READ: its region's (AccessGrant)
   };
   void on_request(const wire::PacketView& v, uint64_t now);
   RespState check_psn(RespCtx& c) const;
@@ -499,6 +503,7 @@ class Qp {
     uint64_t msg_offset = 0;
     uint8_t* write_host = nullptr;
     uint64_t write_len = 0;
+    std::atomic<uint64_t>* write_counter = nullptr;  // its region's (AccessGrant)
     bool recv_in_use = false;  // rq(rq_head_) consumed by the message in progress
     uint32_t unacked = 0;
     bool ack_req_seen = false;
@@ -572,8 +577,9 @@ class Qp {
   struct SrNext {
     bool send = false;
     wire::Psn first;
-    uint32_t count = 0;              // packets placed (bits in the next bitmap)
-    uint8_t* host = nullptr;         // WRITE: the target
+    uint32_t count = 0;                        // packets placed (bits in the next bitmap)
+    uint8_t* host = nullptr;                   // WRITE: the target
+    std::atomic<uint64_t>* counter = nullptr;  // WRITE: its region's (AccessGrant)
     uint64_t len = 0;                // WRITE: the RETH length; SEND: the receive's capacity
     uint64_t rq_index = 0;           // SEND: the receive WQE it fills
     std::optional<wire::Psn> limit;  // a later message begins there

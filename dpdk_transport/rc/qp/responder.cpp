@@ -299,6 +299,7 @@ RS Qp::check_keys(RespCtx& c) {
               mr_.check_remote(v.reth->rkey.value(), pz_, c.va, c.len, Access::kRemoteWrite, &g)))
         return RS::kErrRkey;
       resp_.write_host = g.host;
+      resp_.write_counter = g.rma_counter;
       resp_.write_len = c.len;
       resp_.msg_offset = 0;
     }
@@ -312,6 +313,7 @@ RS Qp::check_keys(RespCtx& c) {
     AccessGrant g;
     if (!remote_ok(mr_.check_remote(c.rkey, pz_, c.va, c.len, Access::kRemoteRead, &g)))
       return RS::kErrRkey;
+    c.mr_counter = g.rma_counter;
     return RS::kExecRead;
   }
   if (v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd) {
@@ -386,7 +388,10 @@ RS Qp::exec_write(const RespCtx& c) {
     (void)push_recv_completion(wc);         // room checked before this packet was taken
     if (retire) retire_recv();
   }
-  if (!v.bth->write_more()) count_rma(rma_writes_);
+  if (!v.bth->write_more()) {
+    count_rma(rma_writes_);
+    count_rma(resp_.write_counter);
+  }
   resp_.in_msg = InMsg::kNone;
   ++resp_.msn;
   sr_message_ended(resp_.epsn + 1);
@@ -407,6 +412,7 @@ RS Qp::exec_read(const RespCtx& c, uint64_t now) {
   resp_push(j);
   remember(ReplayEntry{true, true, c.psn, j.npkts, c.va, c.rkey, c.len, 0});
   count_rma(rma_reads_);
+  count_rma(c.mr_counter);
   resp_.epsn = c.psn + static_cast<int32_t>(j.npkts);
   ++resp_.msn;
   resp_.nak_sent = NakSent::kNone;
