@@ -151,6 +151,8 @@ Status Iface::make_qp(Ep* ep, Shard* where) {
   if (ep->qp == nullptr) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
   ep->shard = &s;
   s.eps++;
+  if (ep->rma_writes != nullptr || ep->rma_reads != nullptr)
+    rc::qp::set_rma_counters(*ep->qp, ep->rma_writes, ep->rma_reads);
   if (ep->srq != nullptr) {
     if (ep->srq->shard == nullptr) ep->srq->shard = &s;
     (void)rc::qp::attach_srq(*ep->qp, ep->srq->rq.get());  // new QP: in RESET

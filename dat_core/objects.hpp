@@ -303,6 +303,9 @@ struct Ep : Object {
   std::atomic<EpState> state{EpState::kUnconnected};
   rc::Qp* qp = nullptr;
   Shard* shard = nullptr;  // the engine its queue pair lives on (with qp)
+  // What its queue pairs count remote WRITEs and READs on (ep_set_rma_counters).
+  std::atomic<uint64_t>* rma_writes = nullptr;
+  std::atomic<uint64_t>* rma_reads = nullptr;
   // Work requests accepted for this EP (posting threads) and those retired
   // from its queue pair as of the last completion delivered (token holder):
   // a request handed over while another thread drives the engine is refused

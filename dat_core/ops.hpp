@@ -213,6 +213,12 @@ Status ep_recv_query(Ep* ep, uint32_t* nbufs);
 // set, other negatives INVALID_PARAMETER.  MODEL_NOT_SUPPORTED for an EP
 // without an SRQ.
 Status ep_set_watermark(Ep* ep, int64_t soft_hw, int64_t hard_hw);
+// Counters of the remote accesses the EP's responder serves (libfabric's
+// FI_RMA_EVENT): each RDMA WRITE adds one to *writes, each RDMA READ one to
+// *reads, exactly once (rc::Qp::set_rma_counters); nullptr: not counted.
+// They hold for the queue pairs the EP has now and later, and must outlive
+// the EP or be unset first.
+Status ep_set_rma_counters(Ep* ep, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads);
 
 // ------------------------------------------------------------- SRQ (srq.cpp)
 
@@ -260,6 +266,10 @@ struct LmrSpec {
 };
 Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr** out);
 Status lmr_free(Lmr* l);
+// Counters of the remote WRITEs into and READs out of the LMR (libfabric's
+// fi_mr_bind with FI_RMA_EVENT; rc::MrTable::mr_set_rma_counters); nullptr:
+// not counted.  They must outlive the LMR or be unset first.
+Status lmr_set_rma_counters(Lmr* l, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads);
 // Every segment inside its LMR; then a full fence.
 // seg(i) converts the front's i-th segment (n comes from the consumer: nothing
 // of its size is allocated).

@@ -235,4 +235,12 @@ Status ep_set_watermark(Ep* ep, int64_t soft_hw, int64_t hard_hw) {
   return kOk;
 }
 
+Status ep_set_rma_counters(Ep* ep, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads) {
+  Lock lk(ep->ia->iface);  // every token: the responder counts
+  ep->rma_writes = writes;
+  ep->rma_reads = reads;
+  if (ep->qp != nullptr) rc::qp::set_rma_counters(*ep->qp, writes, reads);
+  return kOk;
+}
+
 }  // namespace dpdat::dat

@@ -73,6 +73,13 @@ Status lmr_free(Lmr* l) {
   return free_lmr(l);
 }
 
+Status lmr_set_rma_counters(Lmr* l, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads) {
+  Lock lk(l->ia->iface);
+  if (!l->ia->iface->mr->mr_set_rma_counters(l->lmr_context, writes, reads))
+    return fail(Type::INVALID_HANDLE, Sub::INVALID_HANDLE_LMR);
+  return kOk;
+}
+
 Status lmr_sync(Ia* ia, uint64_t n, const std::function<rc::Sge(uint64_t)>& seg) {
   Lock lk(ia->iface);
   for (uint64_t i = 0; i < n; ++i) {

@@ -53,11 +53,40 @@ int mr_close(fid* f) {
   auto* m = reinterpret_cast<Mr*>(f);
   dat::Status st = dat::lmr_free(m->lmr);
   if (!st.ok()) return to_fi(st);
+  for (Cntr* c : {m->cntr_rem_write, m->cntr_rem_read})
+    if (c != nullptr) c->refs--;
   m->dom->refs--;
   delete m;
   return 0;
 }
-fi_ops g_mr_fi_ops = {sizeof(fi_ops), mr_close, no_bind,   no_control,
+
+// A counter of the remote WRITEs (FI_REMOTE_WRITE) into or READs
+// (FI_REMOTE_READ) out of the region, counted by the responder of whichever
+// endpoint serves them, as an endpoint's are (ep_bind).  Atomics are not
+// counted.  No FD counters: nothing writes their descriptor.
+int mr_bind(fid* f, fid* bf, uint64_t flags) {
+  auto* m = reinterpret_cast<Mr*>(f);
+  Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR);
+  if (c == nullptr) return -FI_EINVAL;  // no FI_MR_ENDPOINT: regions bind to nothing else
+  if ((flags & ~static_cast<uint64_t>(FI_REMOTE_WRITE | FI_REMOTE_READ)) != 0) return -FI_EBADFLAGS;
+  if (flags == 0 || c->dom->pz->ia->iface != m->dom->pz->ia->iface) return -FI_EINVAL;
+  if (c->wait.fd >= 0) return -FI_ENOSYS;
+  Cntr* w = (flags & FI_REMOTE_WRITE) != 0 ? c : m->cntr_rem_write;
+  Cntr* r = (flags & FI_REMOTE_READ) != 0 ? c : m->cntr_rem_read;
+  dat::Status st = dat::lmr_set_rma_counters(m->lmr, w != nullptr ? &w->value : nullptr,
+                                             r != nullptr ? &r->value : nullptr);
+  if (!st.ok()) return to_fi(st);
+  for (Cntr** slot : {&m->cntr_rem_write, &m->cntr_rem_read}) {
+    Cntr* now = slot == &m->cntr_rem_write ? w : r;
+    if (*slot == now) continue;
+    if (*slot != nullptr) (*slot)->refs--;
+    now->refs++;
+    *slot = now;
+  }
+  return 0;
+}
+
+fi_ops g_mr_fi_ops = {sizeof(fi_ops), mr_close, mr_bind,   no_control,
                       no_ops_open,    no_tostr, no_ops_set};
 
 }  // namespace
@@ -94,8 +123,9 @@ int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offs
            uint64_t /*requested_key*/, uint64_t flags, fid_mr** mr, void* context) {
   auto* d = object_of<Domain>(fid, FI_CLASS_DOMAIN);
   if (d == nullptr || mr == nullptr) return -FI_EINVAL;
-  // Other flags are registration-cache hints (ofi_rxm passes OFI_MR_NOCACHE).
-  if ((flags & FI_RMA_EVENT) != 0) return -FI_EBADFLAGS;
+  // The flags are hints: FI_RMA_EVENT (counters may be bound: mr_bind),
+  // registration-cache ones (ofi_rxm passes OFI_MR_NOCACHE).
+  (void)flags;
   if (buf == nullptr && len > 0) return -FI_EINVAL;
   if (access == 0)
     access = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;

@@ -206,6 +206,13 @@ int enable(Ep* ep) {
     ep->dep->context = reinterpret_cast<uintptr_t>(ep);
     ep->dep->context_set = true;
   }
+  // The responder counts remote WRITEs and READs itself.
+  if (ep->cntr_rem_write != nullptr || ep->cntr_rem_read != nullptr) {
+    st = dat::ep_set_rma_counters(
+        ep->dep, ep->cntr_rem_write != nullptr ? &ep->cntr_rem_write->value : nullptr,
+        ep->cntr_rem_read != nullptr ? &ep->cntr_rem_read->value : nullptr);
+    if (!st.ok()) return to_fi(st);
+  }
   // FD counters hear of the completions on the EP's CQs.
   if (int r = cntr_listen_ep(ep); r != 0) return r;
   ep->listened = true;
@@ -228,7 +235,8 @@ int ep_close(fid* f) {
     if (dat::Status st = dat::lmr_free(ep->bounce_lmr); !st.ok()) return to_fi(st);
   }
   if (ep->listened) cntr_unlisten_ep(ep);
-  for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write})
+  for (Cntr* c : {ep->cntr_send, ep->cntr_recv, ep->cntr_read, ep->cntr_write, ep->cntr_rem_write,
+                  ep->cntr_rem_read})
     if (c != nullptr) cntr_unbind(c, ep);
   for (Cq* cq : {ep->txcq, ep->rxcq}) {
     if (cq == nullptr) continue;
@@ -285,16 +293,24 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     return 0;
   }
   if (Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR); c != nullptr) {
-    constexpr uint64_t kLocal = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
-    // Remote reads and writes raise no event at the target (no FI_RMA_EVENT).
-    if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0) return -FI_ENOSYS;
-    if ((flags & ~kLocal) != 0) return -FI_EBADFLAGS;
-    if ((flags & kLocal) == 0) return -FI_EINVAL;
+    constexpr uint64_t kRemote = FI_REMOTE_READ | FI_REMOTE_WRITE;
+    constexpr uint64_t kKinds = FI_SEND | FI_RECV | FI_READ | FI_WRITE | kRemote;
+    if ((flags & ~kKinds) != 0) return -FI_EBADFLAGS;
+    if ((flags & kKinds) == 0) return -FI_EINVAL;
     if (c->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
+    // The responder adds to the counter without an event that could write
+    // its descriptor: fi_trywait and poll would sleep through remote
+    // accesses.  (fi_cntr_wait on other wait objects sees them.)
+    if ((flags & kRemote) != 0 && c->wait.fd >= 0) {
+      FI_WARN(&g_prov, FI_LOG_EP_CTRL, "remote access counters take no FI_WAIT_FD\n");
+      return -FI_ENOSYS;
+    }
     if ((flags & FI_SEND) != 0) ep->cntr_send = c;
     if ((flags & FI_RECV) != 0) ep->cntr_recv = c;
     if ((flags & FI_READ) != 0) ep->cntr_read = c;
     if ((flags & FI_WRITE) != 0) ep->cntr_write = c;
+    if ((flags & FI_REMOTE_WRITE) != 0) ep->cntr_rem_write = c;
+    if ((flags & FI_REMOTE_READ) != 0) ep->cntr_rem_read = c;
     std::lock_guard lk(c->mu);
     if (std::find(c->eps.begin(), c->eps.end(), ep) == c->eps.end()) {
       c->eps.push_back(ep);

@@ -140,11 +140,15 @@ struct Domain {
   std::atomic<uint32_t> refs{0};  // CQs, MRs, EPs
 };
 
+struct Cntr;
 struct Mr {
   fid_mr mr{};
   Domain* dom = nullptr;
   dat::Lmr* lmr = nullptr;
   uintptr_t base = 0;  // host address of the registered bytes
+  // fi_mr_bind: counters of the remote WRITEs into / READs out of it.
+  Cntr* cntr_rem_write = nullptr;
+  Cntr* cntr_rem_read = nullptr;
 };
 
 // An EQ entry waiting to be read: a completed event (struct bytes after the
@@ -237,7 +241,9 @@ int cq_internal(Domain* d, Cq** out);
 void cq_internal_close(Cq* cq);
 
 // A counter (cntr.cpp): completions of the bound EPs' transfers, taken off
-// their CQs' EVDs whenever the counter or a CQ is read.
+// their CQs' EVDs whenever the counter or a CQ is read; and the remote
+// WRITEs and READs they serve (FI_REMOTE_WRITE, FI_REMOTE_READ), which
+// their queue pairs' responders add to `value` themselves.
 struct Cntr {
   fid_cntr cntr{};
   Domain* dom = nullptr;
@@ -325,6 +331,9 @@ struct Ep {
   Cntr* cntr_recv = nullptr;
   Cntr* cntr_read = nullptr;
   Cntr* cntr_write = nullptr;
+  // FI_REMOTE_WRITE / FI_REMOTE_READ: the responder adds to their values.
+  Cntr* cntr_rem_write = nullptr;
+  Cntr* cntr_rem_read = nullptr;
   bool listened = false;  // its FD counters listen to its CQs (cntr_listen_ep)
   uint8_t no_report = 0;
   std::vector<uint8_t> bounce;

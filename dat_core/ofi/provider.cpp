@@ -18,11 +18,13 @@ constexpr uint64_t kPrimaryCaps = FI_MSG | FI_RMA | FI_ATOMIC;
 constexpr uint64_t kSecondaryCaps = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
                                     FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM |
                                     FI_MULTI_RECV;
-constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
+// Offered when asked (or without hints): FI_RMA_EVENT, counters of the
+// remote WRITEs and READs an endpoint serves.
+constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps | FI_RMA_EVENT;
 // Which capabilities the transmit and the receive attributes hold.
 constexpr uint64_t kTxCaps = kPrimaryCaps | FI_SEND | FI_READ | FI_WRITE;
 constexpr uint64_t kRxCaps =
-    kPrimaryCaps | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV;
+    kPrimaryCaps | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT;
 // What a consumer must accept: local registration, provider keys; offsets
 // (no FI_MR_VIRT_ADDR) and virtual addresses both work.
 constexpr uint64_t kMrRequired = FI_MR_LOCAL | FI_MR_PROV_KEY;

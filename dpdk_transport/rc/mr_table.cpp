@@ -25,6 +25,7 @@ struct MrTable::Mr {
   uint32_t bound_mws = 0;
   uint8_t key = 0;
   uint32_t next_free = 0;
+  std::atomic<std::atomic<uint64_t>*> rma_writes{nullptr}, rma_reads{nullptr};
 };
 
 struct MrTable::Mw {
@@ -199,6 +200,8 @@ bool MrTable::mr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t leng
   e.length = length;
   e.privileges = privileges;
   e.bound_mws = 0;
+  e.rma_writes.store(nullptr, std::memory_order_relaxed);
+  e.rma_reads.store(nullptr, std::memory_order_relaxed);
   e.key = draw_mr_key(i, e.key);
   const uint32_t ctx = make_key(i, e.key, false);
   e.lkey.store(ctx, std::memory_order_release);
@@ -223,6 +226,15 @@ AccessError MrTable::mr_free(uint32_t lkey, bool* in_use) {
   e.lkey.store(0, std::memory_order_release);
   mrs_.give_back(i);
   return AccessError::kOk;
+}
+
+bool MrTable::mr_set_rma_counters(uint32_t lkey, std::atomic<uint64_t>* writes,
+                                  std::atomic<uint64_t>* reads) {
+  Mr* ep = (lkey & kMwBit) != 0 ? nullptr : mr_at(lkey >> 8);
+  if (ep == nullptr || lkey == 0 || ep->lkey.load(std::memory_order_acquire) != lkey) return false;
+  ep->rma_writes.store(writes, std::memory_order_release);
+  ep->rma_reads.store(reads, std::memory_order_release);
+  return true;
 }
 
 bool MrTable::mr_query(uint32_t lkey, MrInfo* out) const {
@@ -418,6 +430,9 @@ AccessError MrTable::check_remote(uint32_t rkey, uint32_t qp_pz, uint64_t va, ui
     base = e.va;
     length = e.length;
     host = e.host;
+    if (access != Access::kRemoteAtomic)
+      grant->rma_counter = (access == Access::kRemoteWrite ? e.rma_writes : e.rma_reads)
+                               .load(std::memory_order_acquire);
   }
   if (pz != qp_pz) return AccessError::kPzMismatch;
   if ((privileges & need) == 0) return AccessError::kNoPrivilege;

@@ -93,6 +93,9 @@ std::string_view bind_error_name(BindError e) noexcept;
 // A successful check: where the bytes are in this process.
 struct AccessGrant {
   uint8_t* host = nullptr;  // host address of va (valid for len bytes)
+  // check_remote through an MR: its counter of the kind of access checked
+  // (remote WRITE / READ; mr_set_rma_counters), nullptr when none.
+  std::atomic<uint64_t>* rma_counter = nullptr;
 };
 
 struct MrInfo {
@@ -139,6 +142,12 @@ class MrTable {
   // refuses (returns false via *in_use = true) while MWs are bound to it.
   AccessError mr_free(uint32_t lkey, bool* in_use);
   bool mr_query(uint32_t lkey, MrInfo* out) const;
+  // Counters of the remote WRITEs / READs into / out of the MR (libfabric's
+  // fi_mr_bind with FI_RMA_EVENT): check_remote hands them to the responder,
+  // which counts each operation once (Qp::set_rma_counters).  nullptr: not
+  // counted.  False for a bad lkey.  They must outlive the MR or be unset.
+  bool mr_set_rma_counters(uint32_t lkey, std::atomic<uint64_t>* writes,
+                           std::atomic<uint64_t>* reads);
 
   // ---- MW (control path) ----
   // Allocates an unbound MW in PZ `pz`; the handle is the MW's table slot

@@ -82,6 +82,12 @@ struct Bth {
   static constexpr uint8_t kPadShift = 4;
   static constexpr uint8_t kTverMask = 0x0F;
   static constexpr uint8_t kAckReq = 0x80;
+  // A bit of the reserved field after AckReq (IBA: sent 0, ignored by a
+  // receiver) that dpdat sets on an RDMA WRITE Only which is not the last
+  // packet of its work request (a WRITE the requester sends self-describing
+  // for selective repeat): a dpdat responder counts the WRITE once, at the
+  // packet without it (FI_RMA_EVENT counters).
+  static constexpr uint8_t kWriteMore = 0x40;
   static constexpr uint8_t kFecn = 0x80;
   static constexpr uint8_t kBecn = 0x40;
   static constexpr uint16_t kDefaultPkey = 0xFFFF;
@@ -91,6 +97,7 @@ struct Bth {
   constexpr uint8_t pad() const { return static_cast<uint8_t>((flags & kPadMask) >> kPadShift); }
   constexpr uint8_t tver() const { return flags & kTverMask; }
   constexpr bool ack_req() const { return (ack_resv & kAckReq) != 0; }
+  constexpr bool write_more() const { return (ack_resv & kWriteMore) != 0; }
   constexpr uint32_t dest_qp() const { return dest_qp_.value(); }
   constexpr Psn psn() const { return Psn(psn_.value()); }
 

@@ -138,7 +138,7 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   bth->pkey = Be16(s.pkey);
   bth->resv8a = 0;
   bth->set_dest_qp(s.dest_qp);
-  bth->ack_resv = 0;
+  bth->ack_resv = s.write_more ? Bth::kWriteMore : 0;
   bth->set_ack_req(s.ack_req);
   bth->set_psn(s.psn);
 

@@ -59,6 +59,7 @@ struct BuildSpec {
   uint32_t dest_qp = 0;
   Psn psn;
   bool ack_req = false;
+  bool write_more = false;  // Bth::kWriteMore
   bool se = false;
   bool mig = true;
   uint16_t pkey = Bth::kDefaultPkey;

@@ -180,9 +180,16 @@ static int client(const char* ip, const char* port) {
   h2->ep_attr->type = FI_EP_MSG;
   h2->caps |= FI_TAGGED;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA, "tagged hints met");
-  h2->caps = hints->caps | FI_RMA_EVENT;
+  h2->caps = hints->caps | FI_TRIGGER;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,
-        "FI_RMA_EVENT hints met");
+        "FI_TRIGGER hints met");
+  /* remote access counters are offered when asked */
+  h2->caps = hints->caps | FI_RMA_EVENT;
+  OK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none));
+  CHECK((none->caps & FI_RMA_EVENT) && (none->rx_attr->caps & FI_RMA_EVENT),
+        "FI_RMA_EVENT asked: caps %#llx", (unsigned long long)none->caps);
+  fi_freeinfo(none);
+  none = NULL;
   h2->caps = hints->caps;
   h2->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
   CHECK(fi_getinfo(FI_VERSION(1, 17), ip, port, 0, h2, &none) == -FI_ENODATA,

@@ -13,7 +13,8 @@
 #       rx    - fi_rx_check (tests/ofi/fi_rx_check.c, path as 3rd argument,
 #               its mode as 4th): multi-receive buffers (multi), a shared
 #               receive context of two endpoints (srx), a counter's FD
-#               wait object in an epoll loop (cntr)
+#               wait object in an epoll loop (cntr), remote access counters
+#               (rma)
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail

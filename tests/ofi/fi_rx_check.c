@@ -24,6 +24,16 @@
  *   fi_trywait said nothing is pending, while the client sends three
  *   messages 100 ms apart; it must be woken, the counter reach 3 and the
  *   descriptor stay quiet once nothing is pending.
+ * MODE rma: remote access counters (FI_RMA_EVENT).  The server asks for
+ *   FI_RMA_EVENT, binds one counter with FI_REMOTE_WRITE and another with
+ *   FI_REMOTE_READ to its endpoint (an FD counter is refused for them) and
+ *   binds a third to its buffer's region (fi_mr_bind, FI_REMOTE_WRITE |
+ *   FI_REMOTE_READ) and sends the client the buffer's address and key; the
+ *   client does RDMA WRITEs (of one packet and of many), WRITEs with
+ *   remote CQ data and READs, then a message.  When that message arrives
+ *   the endpoint's counters must hold exactly the WRITEs (with data
+ *   included) and the READs, the region's their sum, still after a pause,
+ *   and the bytes must have moved.
  * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
  * line naming what did not, and exit 1, otherwise. */
 #include <arpa/inet.h>
@@ -34,6 +44,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +64,7 @@ static struct fid_eq* eq;
 static struct fid_cq* cq;
 static struct fid_ep* srx;
 static struct fid_mr* mr;
+static struct fid_cntr* mr_cntr; /* MODE rma: bound to mr, closed after it */
 static char* buf;
 
 /* The messages of the multi-receive exchange: buffer A takes 0..5 (3907
@@ -82,7 +94,9 @@ static void open_common(struct fi_info* fi) {
   OK(fi_cq_open(domain, &ca, &cq, NULL));
   buf = aligned_alloc(4096, BUF);
   memset(buf, 0, BUF);
-  OK(fi_mr_reg(domain, buf, BUF, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
+  OK(fi_mr_reg(domain, buf, BUF,
+               FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+               &mr, NULL));
 }
 
 /* An endpoint on `q` (the common CQ when NULL), on the shared receive
@@ -369,23 +383,167 @@ static void cntr_client(struct fid_ep* ep) {
   }
 }
 
+/* ------------------------------------------------------------ remote access counters */
+
+/* The client's transfers into and out of the server's buffer: WRITEs (with
+ * remote CQ data when `data`) from the client's bytes at the same offset,
+ * READs of the server's first 8 KiB into the client's. */
+struct Rma {
+  int read, data;
+  size_t off, len;
+};
+static const struct Rma kRma[] = {
+    {0, 0, 8192, 1},   {0, 0, 9216, 4096},   {1, 0, 0, 8},        {0, 1, 14000, 100},
+    {1, 0, 100, 4000}, {0, 0, 16384, 30000}, {0, 1, 48000, 5000}, {1, 0, 0, 8192},
+    {0, 1, 56000, 8},  {1, 0, 1000, 1},      {0, 0, 57000, 2048},
+};
+enum { NRMA = sizeof(kRma) / sizeof(kRma[0]), RMA_MSG = BUF - 512 };
+
+static void rma_server(void) {
+  int ret;
+  struct fi_cntr_attr na = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
+  struct fi_cntr_attr fa = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+  struct fid_cntr *wcntr, *rcntr, *fcntr;
+  OK(fi_cntr_open(domain, &na, &wcntr, NULL));
+  OK(fi_cntr_open(domain, &na, &rcntr, NULL));
+  OK(fi_cntr_open(domain, &fa, &fcntr, NULL));
+  OK(fi_cntr_open(domain, &na, &mr_cntr, NULL));
+  ret = fi_mr_bind(mr, &fcntr->fid, FI_REMOTE_WRITE);
+  CHECK(ret == -FI_ENOSYS, "an FD counter bound to a region: %d", ret);
+  OK(fi_mr_bind(mr, &mr_cntr->fid, FI_REMOTE_WRITE | FI_REMOTE_READ));
+  for (size_t i = 0; i < 8192; ++i) buf[i] = (char)pattern(1, i);
+
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+  CHECK((entry.info->caps & FI_RMA_EVENT) != 0, "the request's info lacks FI_RMA_EVENT");
+  struct fid_ep* ep;
+  OK(fi_endpoint(domain, entry.info, &ep, NULL));
+  OK(fi_ep_bind(ep, &eq->fid, 0));
+  OK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+  ret = fi_ep_bind(ep, &fcntr->fid, FI_REMOTE_WRITE);
+  CHECK(ret == -FI_ENOSYS, "an FD counter bound for remote writes: %d", ret);
+  OK(fi_ep_bind(ep, &wcntr->fid, FI_REMOTE_WRITE));
+  OK(fi_ep_bind(ep, &rcntr->fid, FI_REMOTE_READ));
+  OK(fi_enable(ep));
+  /* one receive per WRITE with data, and the client's closing message */
+  size_t want_w = 0, want_r = 0, datas = 0;
+  for (size_t i = 0; i < NRMA; ++i) {
+    if (kRma[i].read) {
+      ++want_r;
+    } else {
+      ++want_w;
+    }
+    datas += (size_t)kRma[i].data;
+  }
+  for (size_t i = 0; i <= datas; ++i)
+    OK((int)fi_recv(ep, buf + RMA_MSG + i * 64, 64, fi_mr_desc(mr), 0, buf + RMA_MSG + i * 64));
+  OK(fi_accept(ep, NULL, 0));
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  fi_freeinfo(entry.info);
+  uint64_t* key = (uint64_t*)(buf + BUF - 64);
+  key[0] = (uint64_t)(uintptr_t)buf;
+  key[1] = fi_mr_key(mr);
+  OK((int)fi_send(ep, key, 16, fi_mr_desc(mr), 0, key));
+
+  size_t got_data = 0, sent = 0;
+  int done = 0;
+  while (!done) {
+    struct fi_cq_data_entry c;
+    cq_next(&c, "server");
+    if (c.flags & FI_SEND) {
+      ++sent;
+    } else if (c.flags & FI_REMOTE_CQ_DATA) {
+      CHECK(c.data == 0x100 + got_data, "remote CQ data %llu", (unsigned long long)c.data);
+      ++got_data;
+    } else {
+      CHECK(c.flags & FI_RECV, "completion flags %#llx", (unsigned long long)c.flags);
+      done = 1;
+    }
+  }
+  CHECK(sent == 1 && got_data == datas, "%zu sends, %zu WRITEs with data", sent, got_data);
+  for (int round = 0; round < 2; ++round) {
+    const uint64_t w = fi_cntr_read(wcntr), r = fi_cntr_read(rcntr);
+    CHECK(w == want_w && r == want_r, "remote writes counted %llu (wanted %zu), reads %llu (%zu)",
+          (unsigned long long)w, want_w, (unsigned long long)r, want_r);
+    const uint64_t m = fi_cntr_read(mr_cntr);
+    CHECK(m == want_w + want_r, "the region counted %llu remote accesses (wanted %zu)",
+          (unsigned long long)m, want_w + want_r);
+    CHECK(fi_cntr_readerr(wcntr) == 0 && fi_cntr_readerr(rcntr) == 0, "errors counted");
+    usleep(100 * 1000); /* nothing counted late, nothing twice */
+  }
+  for (size_t i = 0; i < NRMA; ++i) {
+    if (kRma[i].read) continue;
+    for (size_t j = 0; j < kRma[i].len; ++j)
+      CHECK((unsigned char)buf[kRma[i].off + j] == pattern(2, kRma[i].off + j),
+            "WRITE %zu: byte %zu", i, j);
+  }
+  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  OK(fi_close(&ep->fid));
+  OK(fi_close(&wcntr->fid));
+  OK(fi_close(&rcntr->fid));
+  OK(fi_close(&fcntr->fid));
+  CHECK(fi_close(&mr_cntr->fid) == -FI_EBUSY, "a counter bound to a region closed");
+  printf("fi_rx_check server: counted %zu remote writes and %zu remote reads\n", want_w, want_r);
+}
+
+static void rma_client(struct fid_ep* ep) {
+  int ret;
+  struct fi_cq_data_entry c;
+  for (size_t i = 8192; i < RMA_MSG; ++i) buf[i] = (char)pattern(2, i);
+  cq_next(&c, "the server's key");
+  CHECK((c.flags & FI_RECV) && c.len == 16, "key message: flags %#llx len %zu",
+        (unsigned long long)c.flags, c.len);
+  const uint64_t* key = (const uint64_t*)(buf + RMA_MSG);
+  const uint64_t addr = key[0], rkey = key[1];
+  uint64_t data = 0x100;
+  for (size_t i = 0; i < NRMA; ++i) {
+    const struct Rma* o = &kRma[i];
+    void* d = fi_mr_desc(mr);
+    if (o->read) {
+      OK((int)fi_read(ep, buf + o->off, o->len, d, 0, addr + o->off, rkey, NULL));
+    } else if (o->data) {
+      OK((int)fi_writedata(ep, buf + o->off, o->len, d, data++, 0, addr + o->off, rkey, NULL));
+    } else {
+      OK((int)fi_write(ep, buf + o->off, o->len, d, 0, addr + o->off, rkey, NULL));
+    }
+  }
+  for (size_t i = 0; i < NRMA; ++i) cq_next(&c, "RMA");
+  for (size_t i = 0; i < NRMA; ++i) {
+    if (!kRma[i].read) continue;
+    for (size_t j = 0; j < kRma[i].len; ++j)
+      CHECK((unsigned char)buf[kRma[i].off + j] == pattern(1, kRma[i].off + j),
+            "READ %zu: byte %zu", i, j);
+  }
+  char* m = buf + BUF - 64;
+  strcpy(m, "done");
+  OK((int)fi_send(ep, m, 5, fi_mr_desc(mr), 0, m));
+  cq_next(&c, "send");
+}
+
 /* ------------------------------------------------------------ roles */
 
 static int mode_of(const char* mode) {
   if (strcmp(mode, "multi") == 0) return 0;
   if (strcmp(mode, "srx") == 0) return 1;
   if (strcmp(mode, "cntr") == 0) return 2;
-  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr)\n", mode);
+  if (strcmp(mode, "rma") == 0) return 3;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr, rma)\n", mode);
   exit(2);
 }
 
 static struct fi_info* mode_hints(int mode) {
-  struct fi_info* h = make_hints(mode == 0 ? FI_MULTI_RECV : 0);
+  struct fi_info* h = make_hints(mode == 0 ? FI_MULTI_RECV : mode == 3 ? FI_RMA | FI_RMA_EVENT : 0);
   if (mode == 1) h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   return h;
 }
 
 static void check_info(const struct fi_info* fi, int mode) {
+  if (mode == 3) {
+    CHECK((fi->caps & FI_RMA_EVENT) && (fi->rx_attr->caps & FI_RMA_EVENT),
+          "entry caps %#llx, rx_attr caps %#llx: no FI_RMA_EVENT", (unsigned long long)fi->caps,
+          (unsigned long long)fi->rx_attr->caps);
+    return;
+  }
   if (mode != 0) return;
   const uint64_t caps = FI_MULTI_RECV;
   CHECK((fi->caps & caps) == caps, "entry caps %#llx lack %#llx", (unsigned long long)fi->caps,
@@ -399,6 +557,7 @@ static void close_common(struct fid_ep* ep) {
   int ret;
   if (ep != NULL) OK(fi_close(&ep->fid));
   OK(fi_close(&mr->fid));
+  if (mr_cntr != NULL) OK(fi_close(&mr_cntr->fid));
   OK(fi_close(&cq->fid));
   OK(fi_close(&domain->fid));
   OK(fi_close(&eq->fid));
@@ -436,8 +595,10 @@ static int server(uint16_t port, const char* mode_name) {
     CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
   } else if (mode == 1) {
     srx_server(pep);
-  } else {
+  } else if (mode == 2) {
     cntr_server();
+  } else {
+    rma_server();
   }
   OK(fi_close(&pep->fid));
   close_common(ep);
@@ -451,7 +612,10 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
   int ret;
   role = "client";
   const int mode = mode_of(mode_name);
-  struct fi_info *hints = make_hints(mode == 0 ? FI_MULTI_RECV : 0), *info = NULL;
+  struct fi_info* hints = make_hints(mode == 0   ? FI_MULTI_RECV
+                                     : mode == 3 ? FI_RMA | FI_RMA_EVENT
+                                                 : 0);
+  struct fi_info* info = NULL;
   char svc[8];
   snprintf(svc, sizeof(svc), "%u", port);
   OK(fi_getinfo(FI_VERSION(1, 17), sip, svc, 0, hints, &info));
@@ -461,13 +625,16 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
     srx_client(info);
   } else {
     ep = open_ep(info);
+    if (mode == 3) OK((int)fi_recv(ep, buf + RMA_MSG, 64, fi_mr_desc(mr), 0, buf + RMA_MSG));
     OK(fi_connect(ep, info->dest_addr, NULL, 0));
     struct fi_eq_cm_entry entry;
     CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
     if (mode == 0) {
       multi_client(ep);
-    } else {
+    } else if (mode == 2) {
       cntr_client(ep);
+    } else {
+      rma_client(ep);
     }
     OK(fi_shutdown(ep, 0));
   }

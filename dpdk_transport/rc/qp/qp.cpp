@@ -172,6 +172,7 @@ wire::BuildSpec& Qp::base_spec(Opcode op, Psn psn) {
   s.opcode = op;
   s.psn = psn;
   s.ack_req = false;
+  s.write_more = false;
   s.se = false;
   s.payload = {};
   s.gather = {};

@@ -27,6 +27,7 @@
 // pair through qp_api.hpp only.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -91,6 +92,19 @@ class Qp {
   // error), whatever the memory region allows.
   void set_remote_access(uint32_t privs) { remote_access_ = privs; }
   uint32_t remote_access() const { return remote_access_; }
+  // Counters of the remote accesses this responder serves (libfabric's
+  // FI_RMA_EVENT counters): each RDMA WRITE (with or without immediate)
+  // adds one to *writes, each RDMA READ one to *reads, exactly once, when
+  // the expected PSN passes it: a WRITE placed ahead of a hole when the
+  // hole fills, a duplicate or repeated request not again.  nullptr: not
+  // counted.  The counters outlive the queue pair or are unset first.
+  // A region's own counters (MrTable::mr_set_rma_counters) count the same
+  // way, but a self-describing WRITE Only placed ahead of a hole counts on
+  // its region's when it is placed.
+  void set_rma_counters(std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads) {
+    rma_writes_ = writes;
+    rma_reads_ = reads;
+  }
   // Reset -> RTS.  sq_psn: first PSN we send; rq_psn: first PSN we expect.
   bool connect(const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn);
   // A queue pair connected by attributes exchanged out of band (verbs: RTR,
@@ -308,6 +322,7 @@ class Qp {
     uint8_t* host = nullptr;  // rkey check: where the access lands
     uint64_t va = 0, len = 0;
     uint32_t rkey = 0;
+    std::atomic<uint64_t>* mr_counter = nullptr;  // READ: its region's (AccessGrant)
   };
   void on_request(const wire::PacketView& v, uint64_t now);
   RespState check_psn(RespCtx& c) const;
@@ -402,6 +417,13 @@ class Qp {
   const uint32_t pz_;
   QpConfig cfg_;  // only pmtu changes (kReset, set_pmtu) and the retry budgets (set_requester)
   uint32_t remote_access_ = priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic;
+  std::atomic<uint64_t>* rma_writes_ = nullptr;  // set_rma_counters
+  std::atomic<uint64_t>* rma_reads_ = nullptr;
+  // A WRITE / READ served (the expected PSN passed it): one more on the
+  // counter set for it, if any.
+  static void count_rma(std::atomic<uint64_t>* c) {
+    if (c != nullptr) c->fetch_add(1, std::memory_order_release);
+  }
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   Srq* srq_ = nullptr;
@@ -492,6 +514,7 @@ class Qp {
     uint64_t msg_offset = 0;
     uint8_t* write_host = nullptr;
     uint64_t write_len = 0;
+    std::atomic<uint64_t>* write_counter = nullptr;  // its region's (AccessGrant)
     bool recv_in_use = false;  // rq(rq_head_) consumed by the message in progress
     uint32_t unacked = 0;
     bool ack_req_seen = false;
@@ -565,8 +588,9 @@ class Qp {
   struct SrNext {
     bool send = false;
     wire::Psn first;
-    uint32_t count = 0;              // packets placed (bits in the next bitmap)
-    uint8_t* host = nullptr;         // WRITE: the target
+    uint32_t count = 0;                        // packets placed (bits in the next bitmap)
+    uint8_t* host = nullptr;                   // WRITE: the target
+    std::atomic<uint64_t>* counter = nullptr;  // WRITE: its region's (AccessGrant)
     uint64_t len = 0;                // WRITE: the RETH length; SEND: the receive's capacity
     uint64_t rq_index = 0;           // SEND: the receive WQE it fills
     std::optional<wire::Psn> limit;  // a later message begins there
@@ -583,6 +607,8 @@ class Qp {
     SrBits placed;  // PSNs in (resp_.epsn, resp_.epsn + kSrSpan) already placed
     SrBits msg, next, rd;
     SrBits seen;  // PSNs after the hole kept whole (responder_hold.cpp)
+    // Placed WRITE Only packets that are not their WRITE's last (Bth::kWriteMore).
+    SrBits wr_more;
     // Requester: PSNs after una a SACK showed the responder holds (placed
     // or kept); cleared as una passes them (note_acked).
     SrBits sacked;

@@ -17,6 +17,9 @@ PostResult post_send(Qp& q, const SendWr& wr) { return q.post_send(wr); }
 PostResult post_recv(Qp& q, const RecvWr& wr) { return q.post_recv(wr); }
 bool set_pmtu(Qp& q, uint32_t pmtu) { return q.set_pmtu(pmtu); }
 void set_remote_access(Qp& q, uint32_t privs) { q.set_remote_access(privs); }
+void set_rma_counters(Qp& q, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads) {
+  q.set_rma_counters(writes, reads);
+}
 bool connect(Qp& q, const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn) {
   return q.connect(path, sq_psn, rq_psn);
 }

@@ -5,6 +5,7 @@
 // state (rc/qp/qp.hpp) is for rc/ and the protocol's tests only; an Engine
 // (rc/engine/engine.hpp) hands out queue pairs as pointers to the opaque Qp.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,10 +36,11 @@ PostResult post_send(Qp& q, const SendWr& wr);
 // kInvalidState with an SRQ attached.
 PostResult post_recv(Qp& q, const RecvWr& wr);
 
-// Connecting; see Qp::set_pmtu, Qp::set_remote_access, Qp::connect,
-// Qp::set_requester.
+// Connecting; see Qp::set_pmtu, Qp::set_remote_access, Qp::set_rma_counters,
+// Qp::connect, Qp::set_requester.
 bool set_pmtu(Qp& q, uint32_t pmtu);
 void set_remote_access(Qp& q, uint32_t privs);
+void set_rma_counters(Qp& q, std::atomic<uint64_t>* writes, std::atomic<uint64_t>* reads);
 bool connect(Qp& q, const PathInfo& path, wire::Psn sq_psn, wire::Psn rq_psn);
 bool set_requester(Qp& q, wire::Psn sq_psn, uint32_t retry_count, uint32_t rnr_retry,
                    uint64_t timeout_ns);

@@ -250,6 +250,7 @@ bool Qp::emit_packet(const SendWqe& w, uint32_t idx, uint64_t now, bool probe, u
         sp = &base_spec(Opcode::kWriteOnly, psn);
         sp->va = w.wr.remote_va + off;
         sp->dma_len = static_cast<uint32_t>(len);
+        sp->write_more = idx + 1 < w.npkts;
       } else {
         sp = &base_spec(is_send ? seg_opcode(Seg::kSend, p, imm) : seg_opcode(Seg::kWrite, p, imm),
                         psn);

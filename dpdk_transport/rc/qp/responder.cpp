@@ -200,6 +200,7 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
       sr_lower_limit(c.psn);
       sr_next_lower_limit(c.psn);
       if (place_out_of_order(v)) {
+        sr_maps().wr_more.set(c.psn, v.bth->write_more());  // counted when taken
         sr_set(c.psn, true);
         ++srr_.count;
         ctr_.sr_placed_ahead++;
@@ -297,6 +298,7 @@ RS Qp::check_keys(RespCtx& c) {
       if (!remote_ok(check_rdma(v.reth->rkey.value(), c.va, c.len, Access::kRemoteWrite, &g)))
         return RS::kErrRkey;
       resp_.write_host = g.host;
+      resp_.write_counter = g.rma_counter;
       resp_.write_len = c.len;
       resp_.msg_offset = 0;
     }
@@ -309,6 +311,7 @@ RS Qp::check_keys(RespCtx& c) {
     c.rkey = v.reth->rkey.value();
     AccessGrant g;
     if (!remote_ok(check_rdma(c.rkey, c.va, c.len, Access::kRemoteRead, &g))) return RS::kErrRkey;
+    c.mr_counter = g.rma_counter;
     return RS::kExecRead;
   }
   if (v.opcode == Opcode::kCompareSwap || v.opcode == Opcode::kFetchAdd) {
@@ -383,6 +386,10 @@ RS Qp::exec_write(const RespCtx& c) {
     (void)push_recv_completion(wc);         // room checked before this packet was taken
     if (retire) retire_recv();
   }
+  if (!v.bth->write_more()) {
+    count_rma(rma_writes_);
+    count_rma(resp_.write_counter);
+  }
   resp_.in_msg = InMsg::kNone;
   ++resp_.msn;
   sr_message_ended(resp_.epsn + 1);
@@ -402,6 +409,8 @@ RS Qp::exec_read(const RespCtx& c, uint64_t now) {
   j.rkey = c.rkey;
   resp_push(j);
   remember(ReplayEntry{true, true, c.psn, j.npkts, c.va, c.rkey, c.len, 0});
+  count_rma(rma_reads_);
+  count_rma(c.mr_counter);
   resp_.epsn = c.psn + static_cast<int32_t>(j.npkts);
   ++resp_.msn;
   resp_.nak_sent = NakSent::kNone;

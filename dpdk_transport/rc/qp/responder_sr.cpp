@@ -31,6 +31,8 @@ bool Qp::place_out_of_order(const wire::PacketView& v) {
       AccessError::kOk)
     return false;  // judged (and NAKed) when it arrives in order
   if (len != 0) std::memcpy(g.host, v.payload.data(), len);
+  // Placed once (a copy sent again finds it placed): its region counts it now.
+  if (!v.bth->write_more()) count_rma(g.rma_counter);
   return true;
 }
 
@@ -229,6 +231,7 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
       return false;  // judged (and NAKed) in order
     if (n != 0) std::memcpy(g.host, v.payload.data(), n);
     x.host = g.host;
+    x.counter = g.rma_counter;
     x.len = len;
     x.limit = psn + static_cast<int32_t>(pkts_for(len, cfg_.pmtu));
   } else {
@@ -337,6 +340,7 @@ bool Qp::sr_take_next() {
   } else {
     resp_.in_msg = InMsg::kWrite;
     resp_.write_host = e.host;
+    resp_.write_counter = e.counter;
     resp_.write_len = e.len;
   }
   resp_.msg_offset = 0;
@@ -387,6 +391,10 @@ bool Qp::sr_advance_in_message() {
     resp_.recv_in_use = false;
   }
   resp_.msg_offset += srr_.last.len;
+  if (!is_send) {
+    count_rma(rma_writes_);
+    count_rma(resp_.write_counter);
+  }
   resp_.in_msg = InMsg::kNone;
   ++resp_.msn;
   return true;
@@ -420,6 +428,8 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
       srm_->seen.set(resp_.epsn, false);
       --srr_.count;
       if (resp_.in_msg != InMsg::kNone) break;  // a WRITE Only inside a message: judged in order
+      // A WRITE Only placed ahead: the last packet of its WRITE counts it.
+      if (!srm_->wr_more.test(resp_.epsn)) count_rma(rma_writes_);
       ++resp_.epsn;
       ++resp_.msn;
     }
