@@ -8,23 +8,24 @@
 # both processes' VmRSS), checks that the resident memory plateaus, and
 # prints every counter of both sides at the end.  Fails on any mismatch,
 # error, or growth of the resident memory.
-#   bench/soak.sh [--minutes N] [--interval S] [--build DIR] [--loss P]
-#                 [--qps N] [--churn N] [--rss-growth-kib K]
-# --minutes: how long (default 60); --interval: seconds between lines
+#   bench/soak.sh [--minutes N | --seconds N] [--interval S] [--build DIR]
+#                 [--loss P] [--qps N] [--churn N] [--rss-growth-kib K]
+# --minutes / --seconds: how long (default 60 minutes); --interval: seconds
+# between lines
 # (default 60); --loss: the share of received frames each side drops
 # (default 0.01); --rss-growth-kib: how far either process's VmRSS may grow
 # past its value at the end of the second interval (default 16384).
 # Environment: CPUS="0 1" (server, client), ITERS (messages per EP and
 # round, default 300).
 set -uo pipefail
-MINUTES=60
+SECS=3600
 INTERVAL=60
 BUILD=build/release
 LOSS=0.01
 QPS=3
 CHURN=2
 GROWTH=16384
-usage="usage: bench/soak.sh [--minutes N] [--interval S] [--build DIR] [--loss P] [--qps N] [--churn N] [--rss-growth-kib K]"
+usage="usage: bench/soak.sh [--minutes N | --seconds N] [--interval S] [--build DIR] [--loss P] [--qps N] [--churn N] [--rss-growth-kib K]"
 bad() {
   echo "soak.sh: $*" >&2
   exit 2
@@ -33,7 +34,8 @@ posint() { [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] || bad "$1: not a positive who
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { [ "$1" = -h ] || [ "$1" = --help ]; } || bad "$1: needs a value ($usage)"
   case $1 in
-    --minutes) posint "$1" "$2"; MINUTES=$2 ;;
+    --minutes) posint "$1" "$2"; SECS=$(($2 * 60)) ;;
+    --seconds) posint "$1" "$2"; SECS=$2 ;;
     --interval) posint "$1" "$2"; INTERVAL=$2 ;;
     --build) BUILD=$2 ;;
     --loss) [[ $2 =~ ^0(\.[0-9]+)?$ ]] || bad "--loss: not a share in [0, 1): '$2'"; LOSS=$2 ;;
@@ -52,7 +54,6 @@ ITERS=${ITERS:-300}
 . "$(dirname "$(readlink -f "$0")")/../scripts/lib/net.sh"
 lib_tmpdir TMP dpdat-soak
 memif_pair "$TMP"
-SECS=$((MINUTES * 60))
 # A host that stalls a process for up to a minute (a shared machine, the
 # soak at low priority) does not break its connections; one that makes no
 # progress for longer still fails the soak.
@@ -61,7 +62,7 @@ KEYS="retry_time_ms=60000"
 PARAMS=(--ia-params "$KEYS")
 common=(--soak "$SECS" --interval "$INTERVAL" -q "$QPS" --churn "$CHURN" -s 65536 -n "$ITERS"
   --oob "$TMP/oob.sock" "${PARAMS[@]}")
-echo "soak.sh: $MINUTES min over net_memif, CPUs $CPU_S/$CPU_C, loss $LOSS, $QPS EPs, $CHURN churned, $(date -u +%FT%TZ)"
+echo "soak.sh: $SECS s over net_memif, CPUs $CPU_S/$CPU_C, loss $LOSS, $QPS EPs, $CHURN churned, $(date -u +%FT%TZ)"
 # The server waits for the client out of band, then opens its interface.
 taskset -c "$CPU_S" timeout $((SECS + 300)) "$PERF" --server --ip 10.78.0.1 --vdev "$MEMIF_S" \
   "${common[@]}" >"$TMP/s.log" 2>&1 &
