@@ -153,6 +153,7 @@ Status Iface::make_qp(Ep* ep, Shard* where) {
   s.eps++;
   if (ep->rma_writes != nullptr || ep->rma_reads != nullptr)
     rc::qp::set_rma_counters(*ep->qp, ep->rma_writes, ep->rma_reads);
+  rc::qp::set_remote_access(*ep->qp, ep->remote_access);
   if (ep->srq != nullptr) {
     if (ep->srq->shard == nullptr) ep->srq->shard = &s;
     (void)rc::qp::attach_srq(*ep->qp, ep->srq->rq.get());  // new QP: in RESET

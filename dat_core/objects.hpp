@@ -306,6 +306,8 @@ struct Ep : Object {
   // What its queue pairs count remote WRITEs and READs on (ep_set_rma_counters).
   std::atomic<uint64_t>* rma_writes = nullptr;
   std::atomic<uint64_t>* rma_reads = nullptr;
+  // The remote operations its queue pairs serve (qp_set_remote_access).
+  uint32_t remote_access = rc::priv::kRemoteRead | rc::priv::kRemoteWrite | rc::priv::kRemoteAtomic;
   // Work requests accepted for this EP (posting threads) and those retired
   // from its queue pair as of the last completion delivered (token holder):
   // a request handed over while another thread drives the engine is refused

@@ -104,6 +104,7 @@ Status qp_to_init(Ep* ep) {
 Status qp_set_remote_access(Ep* ep, uint32_t privs) {
   Lock lk(ep->ia->iface);  // every token: the responder reads it
   if (ep->qp == nullptr) return fail(Type::INVALID_STATE);
+  ep->remote_access = privs;  // and a queue pair made for the EP later (rehome_qp)
   rc::qp::set_remote_access(*ep->qp, privs);
   return kOk;
 }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "ops_qp_attr.hpp"
 #include "proto_fixture.hpp"
 #include "shard.hpp"
 
@@ -202,6 +203,8 @@ TEST_F(ProtoEnginesTest, ThePassiveEpMovesToTheActiveEpsEngineWithItsReceives) {
     const rc::Sge r = rcv[k].sge();
     ASSERT_TRUE(ep_post_recv(y.ep, &r, 1, 100 + k, cflag::kEvdThreshold).ok());
   }
+  // What its queue pair may serve moves with it too: remote READs only.
+  ASSERT_TRUE(qp_set_remote_access(y.ep, rc::priv::kRemoteRead).ok());
   connect_sides(x, y, kQual);
   if (HasFatalFailure()) return;
   EXPECT_EQ(y.ep->shard->index, 0u);
@@ -226,6 +229,18 @@ TEST_F(ProtoEnginesTest, ThePassiveEpMovesToTheActiveEpsEngineWithItsReceives) {
     EXPECT_EQ(ev.length, kLen);
     EXPECT_EQ(rcv[k].buf, src[k].buf) << "SEND " << k;
   }
+  Mem dst;
+  y.reg(dst, kLen);
+  const rc::Sge s = src[0].sge();
+  const RemoteSeg rdst = dst.remote();
+  PostArgs w;
+  w.op = rc::WrOp::kWrite;
+  w.sge = &s;
+  w.nsge = 1;
+  w.remote = &rdst;
+  w.cookie = 9;
+  ASSERT_TRUE(ep_post(x.ep, w).ok());
+  EXPECT_EQ(next_event(x.req).status, DtoStatus::kRemoteAccess) << "a WRITE the QP does not serve";
 }
 
 // An EP goes to the engine of the CPU its creating thread is pinned to; a
