@@ -153,10 +153,13 @@ class Engine {
   void destroy_qp(Qp* qp);
   Qp* find_qp(uint32_t qpn) const;
 
-  // UD queue pairs (rc/ud/ud_qp.hpp).  Their QPNs come from the top of the
-  // engine's 16-bit range (ud_qpn_base()), which RC queue pairs never take:
-  // at most kMaxUdQps per engine.  nullptr when out of numbers.
+  // UD queue pairs (rc/ud/ud_qp.hpp).  Their QPNs (ud_qpn_base()): in a
+  // group, the top of the engine's 16-bit range, which its RC queue pairs
+  // never take; an engine alone, above every RC QPN (its 65,536 and more
+  // RC queue pairs keep their numbers).  At most kMaxUdQps per engine.
+  // nullptr when out of numbers.
   static constexpr uint32_t kUdQpnOffset = 0xF000;
+  static constexpr uint32_t kUdQpnAlone = 0xF00000;
   static constexpr uint32_t kMaxUdQps = 0x0FE0;
   UdQp* create_ud_qp(uint32_t pz, const UdConfig& cfg, CompletionQueue* send_cq,
                      CompletionQueue* recv_cq);
@@ -165,7 +168,9 @@ class Engine {
     const uint32_t i = qpn - ud_qpn_base();
     return i < uds_.size() ? uds_[i].get() : nullptr;
   }
-  uint32_t ud_qpn_base() const { return (cfg_.qpn_base & ~0xFFFFu) | kUdQpnOffset; }
+  uint32_t ud_qpn_base() const {
+    return group_ != nullptr ? (cfg_.qpn_base & ~0xFFFFu) | kUdQpnOffset : kUdQpnAlone;
+  }
 
   // Joins a group as engine `index` (its qpn_base must be
   // EngineGroup::qpn_base(index)); frames for other members' QPNs are handed
