@@ -58,6 +58,11 @@ Event Iface::cq_event(Evd* evd, const rc::Completion& c, Ep* ep) {
   ev.multi = c.multi;
   ev.released = c.released;
   ev.offset = c.multi ? c.offset : 0;
+  ev.qpn = c.qpn;
+  if (c.grh) {
+    ev.grh = true;
+    ev.src_qp = c.src_qp;
+  }
   if (c.op == rc::WcOp::kBind) {
     ev.num = EventNum::kRmrBind;
     ev.rmr_context = c.rkey;

@@ -114,6 +114,12 @@ struct Event {
   bool multi = false;
   bool released = false;
   uint64_t offset = 0;
+  // The queue pair's number (a UD queue pair's completions name no EP); a
+  // UD receive: the sender's QPN, and the 40 GRH bytes that lead the buffer
+  // (counted in `length`).
+  uint32_t qpn = 0;
+  uint32_t src_qp = 0;
+  bool grh = false;
   Rmr* rmr = nullptr;
   uint32_t rmr_context = 0;
   // connection request

@@ -297,12 +297,13 @@ Status qp_cm_path(Ep* ep, QpCmPath* out) {
   return kOk;
 }
 
-Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us) {
+Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us, wire::MacAddr* out) {
   Iface* f = ia->iface;
   Lock lk(f);
   if (ip == 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
   wire::MacAddr mac{};
-  return resolve_mac(f, lk, ip, timeout_us, &mac)
+  wire::MacAddr* where = out != nullptr ? out : &mac;
+  return resolve_mac(f, lk, ip, timeout_us, where)
              ? kOk
              : fail(Type::INVALID_ADDRESS, Sub::INVALID_ADDRESS_UNREACHABLE);
 }

@@ -127,8 +127,9 @@ Status qp_cm_path(Ep* ep, QpCmPath* out);
 
 // Resolves ip's link-layer address on the IA's link (neighbour resolution,
 // progressing the interface meanwhile, at most timeout_us): kOk once it is
-// known, INVALID_ADDRESS/UNREACHABLE when nobody answered in time.
-Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us);
+// known (with the address in *mac when given), INVALID_ADDRESS/UNREACHABLE
+// when nobody answered in time.
+Status ia_resolve(Ia* ia, uint32_t ip, uint64_t timeout_us, wire::MacAddr* mac = nullptr);
 
 // The number of the EP's queue pair (0: none).
 uint32_t qp_number(const Ep* ep);

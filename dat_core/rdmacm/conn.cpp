@@ -16,6 +16,8 @@ bool names_qp(ibv_context* c, uint32_t qpn) {
   std::lock_guard<std::mutex> lk(ctx->async_mu);
   for (const auto& [o, q] : ctx->qps)
     if (q->qp.qp_num == qpn) return true;
+  for (const verbs::Qp* q : ctx->ud_qps)
+    if (q->qp.qp_num == qpn) return true;
   return false;
 }
 

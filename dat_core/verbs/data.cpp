@@ -76,6 +76,14 @@ void to_wc(const dat::Event& ev, ibv_wc* wc) {
     wc->imm_data = htonl(ev.imm);
     wc->wc_flags |= IBV_WC_WITH_IMM;
   }
+  if (ev.ep == nullptr) {  // a UD queue pair's
+    wc->qp_num = ev.qpn;
+    if (ev.grh) {
+      wc->src_qp = ev.src_qp;
+      wc->wc_flags |= IBV_WC_GRH;
+    }
+    return;
+  }
   // The EP may be gone (its QP destroyed): then no numbers.
   if (auto* ep = dat::lookup<dat::Ep>(ev.ep, dat::HandleType::kEp); ep != nullptr) {
     wc->qp_num = dat::qp_number(ep);
@@ -94,22 +102,22 @@ void notify(Cq* q) {
   (void)!write(ch->ch.fd, &one, sizeof(one));
 }
 
-dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
-  dat::PostArgs a;
-  rc::Sge sge[kMaxSge];
+// The work request's gather list into sge[] (*nsge entries): with
+// IBV_SEND_INLINE the data is copied into the QP's next inline slot, under
+// *inline_lk, and one entry names it.
+dat::Status gather(Qp* q, const ibv_send_wr& wr, rc::Sge* sge, uint32_t* nsge, bool* is_inline,
+                   std::unique_lock<std::mutex>* inline_lk) {
   if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > q->cap.max_send_sge)
     return dat::fail(dat::Type::INVALID_PARAMETER);
   const uint32_t n = static_cast<uint32_t>(wr.num_sge);
-  const bool is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.opcode != IBV_WR_RDMA_READ &&
-                         wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-                         wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
-  std::unique_lock<std::mutex> inline_lk;
-  if (is_inline) {
+  *is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.opcode != IBV_WR_RDMA_READ &&
+               wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+  if (*is_inline) {
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; ++i) total += wr.sg_list[i].length;
     if (total > q->cap.max_inline_data || q->inline_lmr == nullptr)
       return dat::fail(dat::Type::INVALID_PARAMETER);
-    inline_lk = std::unique_lock<std::mutex>(q->post_mu);
+    *inline_lk = std::unique_lock<std::mutex>(q->post_mu);
     uint8_t* slot = q->inline_buf.data() + (q->inline_next % q->inline_slots) * kMaxInline;
     uint64_t off = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -118,12 +126,47 @@ dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
       off += wr.sg_list[i].length;
     }
     sge[0] = rc::Sge{q->inline_lmr->lmr_context, reinterpret_cast<uintptr_t>(slot), total};
-    a.nsge = total > 0 ? 1 : 0;
+    *nsge = total > 0 ? 1 : 0;
   } else {
     for (uint32_t i = 0; i < n; ++i)
       sge[i] = rc::Sge{wr.sg_list[i].lkey, wr.sg_list[i].addr, wr.sg_list[i].length};
-    a.nsge = n;
+    *nsge = n;
   }
+  return dat::kOk;
+}
+
+// A UD send: one datagram to the address handle's peer.
+dat::Status post_ud(Qp* q, const ibv_send_wr& wr) {
+  if (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM)
+    return dat::fail(dat::Type::INVALID_PARAMETER);
+  if (wr.wr.ud.ah == nullptr || wr.wr.ud.ah->context != q->qp.context)
+    return dat::fail(dat::Type::INVALID_PARAMETER);
+  rc::SendWr w;
+  bool is_inline = false;
+  std::unique_lock<std::mutex> inline_lk;
+  if (const dat::Status st = gather(q, wr, w.sge, &w.num_sge, &is_inline, &inline_lk); !st.ok())
+    return st;
+  w.cookie = wr.wr_id;
+  w.op = wr.opcode == IBV_WR_SEND_WITH_IMM ? rc::WrOp::kSendImm : rc::WrOp::kSend;
+  w.imm = wr.opcode == IBV_WR_SEND_WITH_IMM ? ntohl(wr.imm_data) : 0;
+  w.flags = (wr.send_flags & IBV_SEND_SIGNALED) != 0 || q->sq_sig_all ? rc::wr_flag::kSignaled : 0;
+  if ((wr.send_flags & IBV_SEND_SOLICITED) != 0) w.flags |= rc::wr_flag::kSolicited;
+  const auto* ah = reinterpret_cast<const Ah*>(wr.wr.ud.ah);
+  const dat::UdAddr to{ah->mac, ah->ip, wr.wr.ud.remote_qpn & 0xFFFFFFu, wr.wr.ud.remote_qkey};
+  const dat::Status st = dat::ud_post_send(q->udq, w, to);
+  if (st.ok() && is_inline) q->inline_next++;
+  return st;
+}
+
+dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
+  if (q->ud) return post_ud(q, wr);
+  dat::PostArgs a;
+  rc::Sge sge[kMaxSge];
+  bool is_inline = false;
+  std::unique_lock<std::mutex> inline_lk;
+  uint32_t nsge = 0;
+  if (const dat::Status st = gather(q, wr, sge, &nsge, &is_inline, &inline_lk); !st.ok()) return st;
+  a.nsge = nsge;
   a.sge = sge;
   a.cookie = wr.wr_id;
   dat::RemoteSeg remote;
@@ -173,14 +216,40 @@ dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
   return st;
 }
 
+// UD receives: into the QP's own queue (INIT, RTR, RTS; the buffer takes
+// the 40 GRH bytes first).
+int post_recv_ud(Qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  for (ibv_recv_wr* w = wr; w != nullptr; w = w->next) {
+    int e = 0;
+    if (w->num_sge < 0 || static_cast<uint32_t>(w->num_sge) > q->cap.max_recv_sge) {
+      e = EINVAL;
+    } else {
+      rc::RecvWr r;
+      r.cookie = w->wr_id;
+      r.num_sge = static_cast<uint32_t>(w->num_sge);
+      for (int i = 0; i < w->num_sge; ++i)
+        r.sge[i] = rc::Sge{w->sg_list[i].lkey, w->sg_list[i].addr, w->sg_list[i].length};
+      const dat::Status st = dat::ud_post_recv(q->udq, r);
+      // A QP in RESET or ERR takes no receive: EINVAL, as for RC.
+      e = st.ok() ? 0 : st.type == dat::Type::INVALID_STATE ? EINVAL : to_errno(st);
+    }
+    if (e != 0) {
+      if (bad != nullptr) *bad = w;
+      return e;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   auto* q = reinterpret_cast<Qp*>(qp);
-  const dat::QpAttrState s = dat::qp_attr_state(q->ep);
+  const bool rts = q->ud ? dat::ud_state(q->udq) == rc::UdState::kRts
+                         : dat::qp_attr_state(q->ep) == dat::QpAttrState::kRts;
   for (ibv_send_wr* w = wr; w != nullptr; w = w->next) {
     int e = 0;
-    if (s != dat::QpAttrState::kRts) {
+    if (!rts) {
       e = EINVAL;
     } else if (const dat::Status st = post_one(q, *w); !st.ok()) {
       e = to_errno(st);
@@ -195,6 +264,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   auto* q = reinterpret_cast<Qp*>(qp);
+  if (q->ud) return post_recv_ud(q, wr, bad);
   const dat::QpAttrState s = dat::qp_attr_state(q->ep);
   for (ibv_recv_wr* w = wr; w != nullptr; w = w->next) {
     int e = 0;

@@ -11,6 +11,8 @@
 //                    also a CNO whose agent raises the channel's eventfd
 //   QP (RC)       -> an EP whose queue pair is connected by attributes
 //                    exchanged out of band (ops_qp_attr.hpp)
+//   QP (UD)       -> a UdEp (ops_ud.hpp)
+//   AH            -> the peer's IPv4 address and MAC (resolved once)
 //   SRQ           -> an SRQ
 //
 // Every verbs struct (ibv_*) is the first member of its object, so the
@@ -30,6 +32,7 @@
 
 #include "ops.hpp"
 #include "ops_qp_attr.hpp"
+#include "ops_ud.hpp"
 
 namespace dpdat::verbs {
 
@@ -66,6 +69,7 @@ struct Context {
   std::unordered_map<const dat::Object*, Qp*> qps;
   std::unordered_map<const dat::Object*, Srq*> srqs;
   std::unordered_map<const dat::Object*, Cq*> cqs;  // by their EVD
+  std::vector<Qp*> ud_qps;                          // UD QPs (no dat_core object)
 };
 
 inline Context* ctx_of(ibv_context* c) {
@@ -123,9 +127,9 @@ struct Qp {
   Srq* srq = nullptr;
   ibv_qp_cap cap{};
   bool sq_sig_all = false;
-  // A UD QP: a queue pair number only.  It stays in RESET (or goes to ERR);
-  // dpdat carries no datagrams (docs/verbs.md).
+  // A UD QP: its datagram queue pair instead of an EP (ep is nullptr).
   bool ud = false;
+  dat::UdEp* udq = nullptr;
   ibv_qp_attr attr{};  // as last set (ibv_query_qp)
   // IBV_SEND_INLINE: the data is copied into a slot of this registered
   // buffer (more slots than requests can be outstanding).
@@ -138,6 +142,12 @@ struct Qp {
   // first, since applications may destroy such a QP with ibv_destroy_qp.
   void (*cm_gone)(Qp*) = nullptr;
   void* cm_id = nullptr;
+};
+
+struct Ah {
+  ibv_ah ah;  // first: the application's pointer
+  wire::MacAddr mac{};
+  uint32_t ip = 0;  // host order
 };
 
 // dat_core status -> errno (positive).

@@ -95,6 +95,78 @@ int check_av(const ibv_ah_attr& ah, uint32_t* ip) {
   return 0;
 }
 
+ibv_qp_state ud_state(Qp* q) {
+  switch (dat::ud_state(q->udq)) {
+    case rc::UdState::kReset:
+      return IBV_QPS_RESET;
+    case rc::UdState::kInit:
+      return IBV_QPS_INIT;
+    case rc::UdState::kRtr:
+      return IBV_QPS_RTR;
+    case rc::UdState::kRts:
+      return IBV_QPS_RTS;
+    case rc::UdState::kError:
+      break;
+  }
+  return IBV_QPS_ERR;
+}
+
+// The UD transitions (ibv_modify_qp(3)'s table for UD): RESET -> INIT with
+// P_Key index, port and Q_Key; INIT -> RTR; RTR -> RTS with the SQ PSN; the
+// Q_Key may change in INIT, RTR and RTS; any state -> RESET or ERR.
+int modify_ud(Qp* q, ibv_qp_attr* attr, int mask) {
+  const ibv_qp_state cur = ud_state(q);
+  if ((mask & IBV_QP_CUR_STATE) != 0 && attr->cur_qp_state != cur) return EINVAL;
+  const ibv_qp_state to = (mask & IBV_QP_STATE) != 0 ? attr->qp_state : cur;
+  if ((mask & IBV_QP_STATE) == 0 && (cur == IBV_QPS_RESET || cur == IBV_QPS_ERR)) return EINVAL;
+  int required = 0, optional = 0;
+  if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) {
+  } else if (cur == IBV_QPS_RESET && to == IBV_QPS_INIT) {
+    required = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+  } else if (cur == IBV_QPS_INIT && to == IBV_QPS_INIT) {
+    optional = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+  } else if (cur == IBV_QPS_INIT && to == IBV_QPS_RTR) {
+    optional = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+  } else if (cur == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+    required = IBV_QP_SQ_PSN;
+    optional = IBV_QP_QKEY;
+  } else if (cur == IBV_QPS_RTS && to == IBV_QPS_RTS) {
+    optional = IBV_QP_QKEY;
+  } else {
+    return EINVAL;
+  }
+  const int always = IBV_QP_STATE | IBV_QP_CUR_STATE;
+  if ((mask & required) != required || (mask & ~(required | optional | always)) != 0) return EINVAL;
+  if ((mask & IBV_QP_PORT) != 0 && attr->port_num != 1) return EINVAL;
+  if ((mask & IBV_QP_PKEY_INDEX) != 0 && attr->pkey_index != 0) return EINVAL;
+  dat::Status st = dat::kOk;
+  if (to == IBV_QPS_RESET) {
+    st = dat::ud_to_reset(q->udq);
+  } else if (to == IBV_QPS_ERR) {
+    st = dat::ud_to_error(q->udq);
+  } else if (cur == IBV_QPS_RESET) {
+    st = dat::ud_to_init(q->udq, attr->qkey);
+  } else {
+    if ((mask & IBV_QP_QKEY) != 0) st = dat::ud_set_qkey(q->udq, attr->qkey);
+    if (st.ok() && cur == IBV_QPS_INIT && to == IBV_QPS_RTR) st = dat::ud_to_rtr(q->udq);
+    if (st.ok() && cur == IBV_QPS_RTR) st = dat::ud_to_rts(q->udq, attr->sq_psn);
+  }
+  if (!st.ok()) return to_errno(st);
+  ibv_qp_attr& s = q->attr;
+  if (to == IBV_QPS_RESET) {
+    const ibv_qp_cap cap = q->cap;
+    s = ibv_qp_attr{};
+    s.cap = cap;
+  }
+  if ((mask & IBV_QP_PKEY_INDEX) != 0) s.pkey_index = attr->pkey_index;
+  if ((mask & IBV_QP_PORT) != 0) s.port_num = attr->port_num;
+  if ((mask & IBV_QP_QKEY) != 0) s.qkey = attr->qkey;
+  if ((mask & IBV_QP_SQ_PSN) != 0) s.sq_psn = attr->sq_psn & 0xFFFFFFu;
+  s.qp_state = to;
+  q->qp.state = to;
+  return 0;
+}
+
 }  // namespace
 
 DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
@@ -130,14 +202,27 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->scq = scq;
   q->rcq = rcq;
   q->srq = srq;
-  dat::Status st = dat::ep_create(p->pz->ia, p->pz, rcq->evd, scq->evd, nullptr, &a, &q->ep,
-                                  srq != nullptr ? srq->s : nullptr);
+  q->ud = init->qp_type == IBV_QPT_UD;
+  dat::Status st = dat::kOk;
+  if (q->ud) {
+    // UD receives come from the QP's own queue (no SRQ for UD here).
+    if (srq != nullptr) {
+      delete q;
+      return fail_qp(EOPNOTSUPP);
+    }
+    st = dat::ud_create(p->pz->ia, p->pz, rcq->evd, scq->evd, a.max_recv_dtos, &q->udq);
+  } else {
+    st = dat::ep_create(p->pz->ia, p->pz, rcq->evd, scq->evd, nullptr, &a, &q->ep,
+                        srq != nullptr ? srq->s : nullptr);
+  }
   if (!st.ok()) {
     delete q;
     return fail_qp(to_errno(st));
   }
-  q->ep->context = reinterpret_cast<uintptr_t>(q);
-  q->ep->context_set = true;
+  if (q->ep != nullptr) {
+    q->ep->context = reinterpret_cast<uintptr_t>(q);
+    q->ep->context_set = true;
+  }
   if (cap.max_inline_data > 0) {
     // One slot per request that can be outstanding, and one more.
     q->inline_slots = a.max_request_dtos + 2;
@@ -148,7 +233,11 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
     spec.length = q->inline_buf.size();
     st = dat::lmr_create(p->pz->ia, p->pz, spec, rc::priv::kLocalRead, &q->inline_lmr);
     if (!st.ok()) {
-      (void)dat::qp_free(q->ep);
+      if (q->udq != nullptr) {
+        (void)dat::ud_free(q->udq);
+      } else {
+        (void)dat::qp_free(q->ep);
+      }
       delete q;
       return fail_qp(to_errno(st));
     }
@@ -160,7 +249,6 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->cap.max_recv_sge = srq != nullptr ? 0 : a.max_recv_iov;
   cap = q->cap;
   q->sq_sig_all = init->sq_sig_all != 0;
-  q->ud = init->qp_type == IBV_QPT_UD;
   scq->qps++;
   rcq->qps++;
   ibv_qp& v = q->qp;
@@ -170,7 +258,7 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   v.send_cq = init->send_cq;
   v.recv_cq = &rcq->cq;
   v.srq = init->srq;
-  v.qp_num = dat::qp_number(q->ep);
+  v.qp_num = q->udq != nullptr ? q->udq->qpn : dat::qp_number(q->ep);
   v.handle = v.qp_num;
   v.state = IBV_QPS_RESET;
   v.qp_type = init->qp_type;
@@ -178,7 +266,13 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   pthread_cond_init(&v.cond, nullptr);
   q->attr.qp_state = IBV_QPS_RESET;
   q->attr.cap = q->cap;
-  async_register(ctx_of(pd->context), q->ep, q, nullptr);
+  if (q->ep != nullptr) {
+    async_register(ctx_of(pd->context), q->ep, q, nullptr);
+  } else {
+    Context* ctx = ctx_of(pd->context);
+    std::lock_guard<std::mutex> g(ctx->async_mu);
+    ctx->ud_qps.push_back(q);
+  }
   return &v;
 }
 
@@ -186,17 +280,25 @@ DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   if (qp == nullptr) return EINVAL;
   auto* q = reinterpret_cast<Qp*>(qp);
   if (q->cm_gone != nullptr) q->cm_gone(q);
-  const dat::Ep* ep = q->ep;
-  const dat::Status st = dat::qp_free(q->ep);
-  if (!st.ok()) return to_errno(st);
-  async_forget(ctx_of(qp->context), ep, qp);  // no event names it any more
-  // Nor does a completion: dat_core took its events out of the CQs' EVDs;
-  // those a CQ's channel agent already took for solicited-only arming go
-  // as well.  (Compared by address only: the EP is gone.)
-  for (Cq* cq : {q->scq, q->rcq}) {
-    if (cq->channel == nullptr) continue;
-    std::lock_guard<std::recursive_mutex> g(cq->mu);
-    std::erase_if(cq->staged, [ep](const dat::Event& e) { return e.ep == ep; });
+  if (q->udq != nullptr) {
+    const dat::Status st = dat::ud_free(q->udq);
+    if (!st.ok()) return to_errno(st);
+    Context* ctx = ctx_of(qp->context);
+    std::lock_guard<std::mutex> g(ctx->async_mu);
+    std::erase(ctx->ud_qps, q);
+  } else {
+    const dat::Ep* ep = q->ep;
+    const dat::Status st = dat::qp_free(q->ep);
+    if (!st.ok()) return to_errno(st);
+    async_forget(ctx_of(qp->context), ep, qp);  // no event names it any more
+    // Nor does a completion: dat_core took its events out of the CQs' EVDs;
+    // those a CQ's channel agent already took for solicited-only arming go
+    // as well.  (Compared by address only: the EP is gone.)
+    for (Cq* cq : {q->scq, q->rcq}) {
+      if (cq->channel == nullptr) continue;
+      std::lock_guard<std::recursive_mutex> g(cq->mu);
+      std::erase_if(cq->staged, [ep](const dat::Event& e) { return e.ep == ep; });
+    }
   }
   // After the queue pair: its inline requests read from this region.
   if (q->inline_lmr != nullptr) (void)dat::lmr_free(q->inline_lmr);
@@ -211,13 +313,12 @@ DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
 DPDAT_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (qp == nullptr || attr == nullptr) return EINVAL;
   auto* q = reinterpret_cast<Qp*>(qp);
+  if (q->ud) return modify_ud(q, attr, mask);
   using S = dat::QpAttrState;
   const S cur = dat::qp_attr_state(q->ep);
   if ((mask & IBV_QP_CUR_STATE) != 0 && static_cast<S>(attr->cur_qp_state) != cur) return EINVAL;
   const S to = (mask & IBV_QP_STATE) != 0 ? static_cast<S>(attr->qp_state) : cur;
   if (static_cast<int>(to) > static_cast<int>(S::kError)) return EINVAL;
-  // A UD QP holds its number and no more: it never leaves RESET but for ERR.
-  if (q->ud && to != S::kReset && to != S::kError) return EOPNOTSUPP;
   if ((mask & IBV_QP_STATE) == 0 && (cur == S::kReset || cur == S::kError)) return EINVAL;
   if (!dat::qp_transition_ok(cur, to)) return EINVAL;
   const Masks m = masks_for(cur, to);
@@ -318,10 +419,10 @@ DPDAT_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_in
   (void)mask;  // everything is known: all of it is reported
   auto* q = reinterpret_cast<Qp*>(qp);
   *attr = q->attr;
-  attr->qp_state = static_cast<ibv_qp_state>(dat::qp_attr_state(q->ep));
+  attr->qp_state = q->ud ? ud_state(q) : static_cast<ibv_qp_state>(dat::qp_attr_state(q->ep));
   attr->cur_qp_state = attr->qp_state;
   attr->cap = q->cap;
-  attr->sq_draining = attr->qp_state == IBV_QPS_SQD && dat::qp_sq_draining(q->ep) ? 1 : 0;
+  attr->sq_draining = !q->ud && attr->qp_state == IBV_QPS_SQD && dat::qp_sq_draining(q->ep) ? 1 : 0;
   qp->state = attr->qp_state;
   *init = ibv_qp_init_attr{};
   init->qp_context = qp->qp_context;

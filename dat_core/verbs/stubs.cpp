@@ -33,9 +33,9 @@
 
 // Public calls without RoCE-RC meaning in dpdat (UD address handles,
 // multicast, imported objects, dma-buf, ECE, kernel struct conversions).
-DPDAT_STUB_PTR(ibv_create_ah)
+
 DPDAT_STUB_PTR(ibv_create_ah_from_wc)
-DPDAT_STUB_ERR(ibv_destroy_ah)
+
 DPDAT_STUB_ERR(ibv_init_ah_from_wc)
 DPDAT_STUB_ERR(ibv_attach_mcast)
 DPDAT_STUB_ERR(ibv_detach_mcast)

@@ -129,6 +129,7 @@ struct Completion {
   union {
     uint32_t rkey = 0;  // kBind: the MW's new rkey
     uint32_t offset;    // a receive of a multi-receive WQE: where in it the message begins
+    uint32_t src_qp;    // a UD receive: the sender's QPN (its DETH)
   };
   WcOp op = WcOp::kSend;
   WcStatus status = WcStatus::kSuccess;
@@ -138,6 +139,10 @@ struct Completion {
   // whether the WQE retired with it.
   bool multi = false;
   bool released = false;
+  // A UD receive: the buffer begins with the 40 bytes of the GRH (RoCEv2
+  // over IPv4: 20 bytes of zeros, then the datagram's IPv4 header), which
+  // byte_len counts.
+  bool grh = false;
 };
 // Two to a cache line in the completion rings.
 static_assert(sizeof(Completion) == 32);

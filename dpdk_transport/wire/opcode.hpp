@@ -1,11 +1,13 @@
 #pragma once
 // The opcode table: the single source of truth for which extension headers
 // follow the BTH, where they sit, what the packet may carry and what it means.
-// It holds the 23 RC opcodes, one UD opcode, SEND Only, which carries the
-// connection-management MADs to and from the GSI (QP1; see cm.hpp), and the
+// It holds the 23 RC opcodes, the two UD opcodes, SEND Only (which also
+// carries the connection-management MADs to and from the GSI, QP1; see
+// cm.hpp) and SEND Only with Immediate, and the
 // RoCEv2 congestion notification packet (CNP, annex A17.9.3), which a
 // receiver that saw ECN CE sends to the sending queue pair.  RC queue pairs
-// never see a UD opcode: the engine routes those (op::kUd) to the GSI.
+// never see a UD opcode: the engine routes those (op::kUd) to the GSI or to
+// a UD queue pair (rc/ud/).
 // Opcode and OpFlags are distinct types: `opcode & kSend` does not compile.
 
 #include <array>
@@ -45,6 +47,7 @@ enum class Opcode : uint8_t {
   kSendOnlyInv = 0x17,
   // IBA table 35, UD transport (upper 3 bits 011).
   kUdSendOnly = 0x64,
+  kUdSendOnlyImm = 0x65,
   // RoCEv2 annex A17.9.3 (upper 3 bits 100: CNP).
   kCnp = 0x81,
   // dpdat's selective acknowledgement, in the manufacturer-specific range
@@ -186,6 +189,8 @@ constexpr std::array<OpInfo, 256> build_table() {
   set(Opcode::kSendOnlyInv,
       make("RC Send Only Invalidate", sreq | kOnly | kConsumesRecv | kInvalidate, V));
   set(Opcode::kUdSendOnly, make("UD Send Only", sreq | kOnly | kConsumesRecv | kUd, D));
+  set(Opcode::kUdSendOnlyImm,
+      make("UD Send Only Immediate", sreq | kOnly | kConsumesRecv | kImm | kUd, D | I));
   set(Opcode::kCnp, make("CNP", kCnp, C));
   set(Opcode::kSack, make("dpdat SACK", kSack | kPayload, 0));
   return t;
@@ -206,8 +211,9 @@ inline constexpr std::array<Opcode, 23> kAllRcOpcodes = {
     Opcode::kReadRespOnly, Opcode::kAck,           Opcode::kAtomicAck,      Opcode::kCompareSwap,
     Opcode::kFetchAdd,     Opcode::kSendLastInv,   Opcode::kSendOnlyInv};
 
-// The UD opcodes the table defines (for the GSI only).
-inline constexpr std::array<Opcode, 1> kAllUdOpcodes = {Opcode::kUdSendOnly};
+// The UD opcodes the table defines.
+inline constexpr std::array<Opcode, 2> kAllUdOpcodes = {Opcode::kUdSendOnly,
+                                                        Opcode::kUdSendOnlyImm};
 
 // The congestion notification packet.
 inline constexpr std::array<Opcode, 1> kAllCnpOpcodes = {Opcode::kCnp};
@@ -241,7 +247,9 @@ static_assert(!op_info(uint8_t{0x15}).valid && !op_info(uint8_t{0x18}).valid);
 static_assert(op_info(Opcode::kUdSendOnly).hdr_len == 12 + 8);
 static_assert(op_info(Opcode::kUdSendOnly).off(Ext::kDeth) == 12);
 static_assert(op_info(Opcode::kUdSendOnly).is(op::kUd) && !op_info(Opcode::kSendOnly).is(op::kUd));
-static_assert(!op_info(uint8_t{0x65}).valid && !op_info(uint8_t{0x20}).valid);
+static_assert(op_info(Opcode::kUdSendOnlyImm).hdr_len == 12 + 8 + 4);
+static_assert(op_info(Opcode::kUdSendOnlyImm).off(Ext::kImmDt) == 20);
+static_assert(!op_info(uint8_t{0x66}).valid && !op_info(uint8_t{0x20}).valid);
 static_assert(op_info(Opcode::kCnp).hdr_len == 12 + 16);
 static_assert(!op_info(Opcode::kCnp).is(op::kRequest) && !op_info(Opcode::kCnp).is(op::kResponse));
 static_assert(!op_info(uint8_t{0x80}).valid && !op_info(uint8_t{0x82}).valid);

@@ -471,15 +471,21 @@ void Run::query() {
       break;
     }
     case 5: {
-      // No address handles on an RC-only device, no objects for NULL.
+      // An address handle for the other context's GID (none without a GRH
+      // or a PD), no objects for NULL.
       const int p = any_pd(b >> 3);
       ibv_ah_attr ah{};
-      ah.is_global = 1;
+      ah.is_global = (b & 0x80) != 0 ? 0 : 1;
       ah.port_num = 1;
       ah.grh.dgid = w_.ctx[1].gid;
       errno = 0;
-      VF_CHECK(ibv_create_ah(p >= 0 ? w_.pd[p].p : nullptr, &ah) == nullptr);
-      VF_CHECK(errno == EOPNOTSUPP);
+      ibv_ah* made = ibv_create_ah(p >= 0 ? w_.pd[p].p : nullptr, &ah);
+      if (p < 0 || ah.is_global == 0) {
+        VF_CHECK(made == nullptr && errno == EINVAL);
+      } else {
+        VF_CHECK(made != nullptr || errno == EHOSTUNREACH);
+        if (made != nullptr) VF_CHECK(ibv_destroy_ah(made) == 0);
+      }
       errno = 0;
       VF_CHECK(ibv_alloc_pd(nullptr) == nullptr && errno == EINVAL);
       errno = 0;

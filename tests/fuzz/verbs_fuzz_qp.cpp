@@ -99,8 +99,8 @@ void Run::create_qp_action() {
   cap.max_inline_data = of(kInlineClass, s >> 6);
   const ibv_qp_type type = of(kTypes, k >> 5);
   if (type != IBV_QPT_RC && p >= 0 && scq >= 0) {
-    // Only RC queue pairs carry traffic.  A UD QP holds a number and stays
-    // in RESET; the other types are not supported.
+    // RC queue pairs are fuzzed below; a UD QP is made, taken to INIT and
+    // refused a skip to RTS; the other types are not supported.
     ibv_qp_init_attr init{};
     init.send_cq = init.recv_cq = w_.cq[scq].cq;
     init.qp_type = type;
@@ -114,7 +114,9 @@ void Run::create_qp_action() {
       a.qp_state = IBV_QPS_INIT;
       a.port_num = 1;
       VF_CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ==
-               EOPNOTSUPP);
+               0);
+      a.qp_state = IBV_QPS_RTS;  // INIT -> RTS skips RTR
+      VF_CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == EINVAL);
       VF_CHECK(ibv_destroy_qp(q) == 0);
       return;
     }

@@ -399,7 +399,7 @@ TEST(WireCoreReject, EveryReason) {
   t[42] = 0x15;  // reserved opcode
   fix_icrc(t);
   EXPECT_EQ(parse(t), Reject::kUnknownOpcode);
-  t[42] = 0x65;  // UD SEND ONLY with immediate: not in the table (only UD SEND ONLY is)
+  t[42] = 0x66;  // UD RDMA: not in the table (UD SEND ONLY and with immediate are)
   fix_icrc(t);
   EXPECT_EQ(parse(t), Reject::kUnknownOpcode);
   t[42] = 0x24;  // UC SEND ONLY: no UC transport

@@ -6,9 +6,10 @@
 #   ucx_pair.sh PATH/TO/dpdat-run "TEST [OPTIONS]"...
 # TEST is a ucx_perftest test (put_lat, put_bw, get, am_lat, fadd, ...),
 # OPTIONS more ucx_perftest options for it.  Transport-level (UCT) tests run
-# over rc_verbs on the dpdat device (-d dpdat0:1 -x rc_verbs); protocol-level
-# (UCP) tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self; they need UD
-# queue pairs for their wire-up, which dpdat does not have: docs/ucx.md).  The tests
+# over rc_verbs on the dpdat device (-d dpdat0:1 -x rc_verbs), or over the
+# transport OPTIONS name with their own -x (ud_verbs); protocol-level (UCP)
+# tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self; their wire-up
+# needs ud_verbs: docs/ucx.md).  The tests
 # run one after the other in one server and one client process (a batch
 # file, -b).  Both must exit 0, the client must print each test's final
 # result line, and dpdat's frame counters (printed each time UCX closes the
@@ -119,6 +120,8 @@ for spec in "$@"; do
     put_* | get | am_* | add_* | fadd | swap | cswap) sel="-d $DEV:1 -x rc_verbs" ;;
     *) sel="" ;;
   esac
+  # OPTIONS with their own -x TRANSPORT (ud_verbs) name it instead.
+  [[ " $args " == *" -x "* ]] && [ -n "$sel" ] && sel="-d $DEV:1"
   n=$((n + 1))
   echo "t$n-$test -t $test $sel $args" >>"$TMP/batch"
 done

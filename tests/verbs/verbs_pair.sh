@@ -5,6 +5,8 @@
 #   devinfo       ibv_devices and ibv_devinfo -v list the device, its port and GID 0
 #   pingpong      ibv_rc_pingpong -g 0 between two processes over net_memif
 #                 (several sizes and iteration counts)
+#   ud-pingpong   ibv_ud_pingpong -g 0 (UD datagrams) between two processes
+#                 over net_memif
 #   pingpong-afp  the same over net_af_packet on a veth pair (one netns per end)
 #   perftest:<ib_xxx>[:args]  a perftest program between two processes over
 #                 net_memif, checked for its result table
@@ -126,6 +128,25 @@ case "$MODE" in
       echo "size $1 iters $2 ${3:-}: $(grep 'iters in' "$TMP/client.log")"
     done
     echo "PASS: ibv_rc_pingpong over net_memif"
+    ;;
+  ud-pingpong)
+    # UD datagrams: each message one datagram (at most the path MTU).
+    command -v ibv_ud_pingpong >/dev/null || { echo "SKIP: ibv_ud_pingpong not installed"; exit 77; }
+    make_ns
+    SCFG=$MEMIF_S
+    CCFG=$MEMIF_C
+    WAIT_SOCK=$MEMIF_SOCK
+    for spec in "1024 500" "1 1000" "512 300 -e"; do
+      set -- $spec
+      MIN_FRAMES=$2
+      run_pair "$NS" "$NS" \
+        ibv_ud_pingpong -d srv -g 0 -s "$1" -n "$2" ${3:-} -- \
+        ibv_ud_pingpong -d cli -g 0 -s "$1" -n "$2" ${3:-} $SIP
+      grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
+      grep -q "$2 iters in" "$TMP/server.log" || fail "server did not report $2 iterations"
+      echo "size $1 iters $2 ${3:-}: $(grep 'iters in' "$TMP/client.log")"
+    done
+    echo "PASS: ibv_ud_pingpong over net_memif"
     ;;
   pingpong-afp)
     # One veth end per namespace: dpdat's frames go through the kernel link

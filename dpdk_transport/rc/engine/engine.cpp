@@ -53,7 +53,8 @@ Qp* Engine::create_qp(uint32_t pz, const QpConfig& cfg, CompletionQueue* send_cq
     i = static_cast<uint32_t>(qps_.size());
     // QPNs are 24 bits; in a group, bits 16..23 name the owning engine.
     const uint32_t qpn = cfg_.qpn_base + i;
-    if (qpn > 0xFFFFFFu || (group_ != nullptr && EngineGroup::owner(qpn) != group_index_))
+    if (qpn > 0xFFFFFFu || (group_ != nullptr && EngineGroup::owner(qpn) != group_index_) ||
+        qpn >= ud_qpn_base())  // UD queue pairs' numbers
       return nullptr;
     qps_.emplace_back();
   }
@@ -81,6 +82,31 @@ void Engine::destroy_qp(Qp* qp) {
 Qp* Engine::find_qp(uint32_t qpn) const {
   const uint32_t i = qpn - cfg_.qpn_base;
   return i < qps_.size() ? qps_[i].get() : nullptr;
+}
+
+UdQp* Engine::create_ud_qp(uint32_t pz, const UdConfig& cfg, CompletionQueue* send_cq,
+                           CompletionQueue* recv_cq) {
+  if (cfg.pmtu > cfg_.pmtu || cfg.pmtu == 0) return nullptr;
+  uint32_t i;
+  if (!free_uds_.empty()) {
+    i = free_uds_.back();
+    free_uds_.pop_back();
+  } else {
+    if (uds_.size() >= kMaxUdQps) return nullptr;
+    i = static_cast<uint32_t>(uds_.size());
+    uds_.emplace_back();
+  }
+  uds_[i] = std::make_unique<UdQp>(*this, mr_, ud_qpn_base() + i, pz, cfg, send_cq, recv_cq);
+  return uds_[i].get();
+}
+
+void Engine::destroy_ud_qp(UdQp* qp) {
+  if (qp == nullptr) return;
+  const uint32_t i = qp->qpn() - ud_qpn_base();
+  if (i < uds_.size() && uds_[i].get() == qp) {
+    uds_[i].reset();
+    free_uds_.push_back(i);
+  }
 }
 
 void Engine::activate(Qp* qp) {
@@ -262,10 +288,20 @@ bool Engine::hand_off(const Frame& f, size_t owner) {
   return false;
 }
 
-// A UD packet: only the GSI takes one (RC queue pairs never see UD opcodes).
-bool Engine::dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t now,
-                          bool icrc_checked) {
-  if (v.bth->dest_qp() != wire::kGsiQpn) {
+// A UD packet: for the GSI or a UD queue pair (RC queue pairs never see UD
+// opcodes).
+bool Engine::dispatch_ud(const Frame& f, const wire::PacketView& v, uint64_t now,
+                         bool icrc_checked) {
+  const uint32_t qpn = v.bth->dest_qp();
+  if (qpn != wire::kGsiQpn) {
+    if (UdQp* ud = find_ud_qp(qpn); ud != nullptr) {
+      ud->on_packet(v);
+      return true;
+    }
+    if (group_ != nullptr && !icrc_checked) {
+      const size_t owner = EngineGroup::owner(qpn);
+      if (owner < group_->size() && owner != group_index_) return !hand_off(f, owner);
+    }
     ctr_.rx_no_qp++;
     return true;
   }
@@ -298,7 +334,7 @@ bool Engine::dispatch(const Frame& f, uint64_t now, bool icrc_checked) {
     ctr_.rx_reject[static_cast<size_t>(r)]++;
     return true;
   }
-  if (v.info->is(wire::op::kUd)) return dispatch_gsi(f, v, now, icrc_checked);
+  if (v.info->is(wire::op::kUd)) return dispatch_ud(f, v, now, icrc_checked);
   const uint32_t qpn = v.bth->dest_qp();
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) {

@@ -2,8 +2,8 @@
 // The run-to-completion protocol engine: owns a set of queue pairs, a packet
 // I/O port and timers, and advances all of them in poll(now):
 //   1. rx_burst, parse (strict, ICRC checked), demultiplex by destination QPN
-//      in software, run the RC state machines; UD SEND Only packets to QP1
-//      (connection-management MADs) go to the GSI handler instead
+//      in software, run the RC state machines; UD packets go to the GSI
+//      handler (QP1: connection-management MADs) or to a UD queue pair
 //   2. run due timers (retransmit, RNR, ACK coalescing) — after RX, so an
 //      ACK already queued is seen before its retransmission timer fires;
 //      retransmission and tail-probe timers wait for a poll that drained the
@@ -25,6 +25,7 @@
 #include "rc/qp/qp_api.hpp"
 #include "rc/qp/qp_ring.hpp"
 #include "rc/types.hpp"
+#include "rc/ud/ud_qp.hpp"
 #include "wire/cm.hpp"
 #include "wire/packet.hpp"
 
@@ -71,7 +72,7 @@ struct EngineConfig {
   X(control_deferred) X(control_wait_ns)                                      \
   /* GSI (QP1): frames given to the handler, dropped for want of one, */      \
   /* sent by send_gsi(), refused by send_gsi() for back-pressure / an */      \
-  /* invalid message.  A UD frame for any other QPN counts in rx_no_qp. */    \
+  /* invalid message.  A UD frame for no queue pair counts in rx_no_qp. */    \
   X(gsi_rx) X(rx_gsi_dropped) X(gsi_tx) X(gsi_tx_backpressure)                \
   X(gsi_tx_invalid)                                                           \
   /* refusals by reason (see below) */                                        \
@@ -151,6 +152,25 @@ class Engine {
                 CompletionQueue* recv_cq);
   void destroy_qp(Qp* qp);
   Qp* find_qp(uint32_t qpn) const;
+
+  // UD queue pairs (rc/ud/ud_qp.hpp).  Their QPNs (ud_qpn_base()): in a
+  // group, the top of the engine's 16-bit range, which its RC queue pairs
+  // never take; an engine alone, above every RC QPN (its 65,536 and more
+  // RC queue pairs keep their numbers).  At most kMaxUdQps per engine.
+  // nullptr when out of numbers.
+  static constexpr uint32_t kUdQpnOffset = 0xF000;
+  static constexpr uint32_t kUdQpnAlone = 0xF00000;
+  static constexpr uint32_t kMaxUdQps = 0x0FE0;
+  UdQp* create_ud_qp(uint32_t pz, const UdConfig& cfg, CompletionQueue* send_cq,
+                     CompletionQueue* recv_cq);
+  void destroy_ud_qp(UdQp* qp);
+  UdQp* find_ud_qp(uint32_t qpn) const {
+    const uint32_t i = qpn - ud_qpn_base();
+    return i < uds_.size() ? uds_[i].get() : nullptr;
+  }
+  uint32_t ud_qpn_base() const {
+    return group_ != nullptr ? (cfg_.qpn_base & ~0xFFFFu) | kUdQpnOffset : kUdQpnAlone;
+  }
 
   // Joins a group as engine `index` (its qpn_base must be
   // EngineGroup::qpn_base(index)); frames for other members' QPNs are handed
@@ -280,7 +300,7 @@ class Engine {
   void heap_down(size_t i);
   void heap_remove(size_t i);
   bool dispatch(const Frame& f, uint64_t now, bool icrc_checked);
-  bool dispatch_gsi(const Frame& f, const wire::PacketView& v, uint64_t now, bool icrc_checked);
+  bool dispatch_ud(const Frame& f, const wire::PacketView& v, uint64_t now, bool icrc_checked);
   bool hand_off(const Frame& f, size_t owner);
   uint32_t flush_tx();
 
@@ -295,6 +315,9 @@ class Engine {
   std::vector<std::unique_ptr<Qp>> qps_;
   std::vector<uint32_t> free_slots_;
   uint32_t live_qps_ = 0;
+  // UD queue pairs: slot i holds QPN ud_qpn_base() + i, reused as qps_.
+  std::vector<std::unique_ptr<UdQp>> uds_;
+  std::vector<uint32_t> free_uds_;
   std::vector<uint32_t> errored_, errored_swap_;  // see note_error()
   std::vector<Qp*> active_;
   std::vector<Qp*> active_next_;
