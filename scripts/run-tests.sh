@@ -25,7 +25,7 @@ ctest --preset ci -j1 --timeout 600
 
 phase "fuzz smoke (clang + libFuzzer)"
 cmake --preset fuzz >/dev/null
-# Six targets, ~74 s of fuzzing in all (tests/fuzz/README.md: long runs).
+# Six targets, ~55 s of fuzzing in all (tests/fuzz/README.md: long runs).
 cmake --build --preset fuzz -j "$JOBS" --target parser_fuzz cm_fuzz config_fuzz qp_fuzz live_fuzz \
   verbs_fuzz
 phase "fuzz smoke runs"
