@@ -93,6 +93,30 @@ run_pair() {
   check_counters
 }
 
+# memif_pingpong PROGRAM "SIZE ITERS [-e]"...: an ibverbs-utils pingpong
+# program between two processes over net_memif, once per spec; both sides
+# must report the iterations, and dpdat must have carried at least that many
+# frames each way.
+memif_pingpong() {
+  local prog=$1 spec
+  shift
+  make_ns
+  SCFG=$MEMIF_S
+  CCFG=$MEMIF_C
+  WAIT_SOCK=$MEMIF_SOCK
+  for spec in "$@"; do
+    set -- $spec
+    MIN_FRAMES=$2
+    run_pair "$NS" "$NS" \
+      "$prog" -d srv -g 0 -s "$1" -n "$2" ${3:-} -- \
+      "$prog" -d cli -g 0 -s "$1" -n "$2" ${3:-} $SIP
+    grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
+    grep -q "$2 iters in" "$TMP/server.log" || fail "server did not report $2 iterations"
+    echo "size $1 iters $2 ${3:-}: $(grep 'iters in' "$TMP/client.log")"
+  done
+  echo "PASS: $prog over net_memif"
+}
+
 case "$MODE" in
   devinfo)
     export DPDAT_IA_VDEV0="ring=0;ip=$SIP"
@@ -112,41 +136,14 @@ case "$MODE" in
     echo "PASS: ibv_devices and ibv_devinfo -v list vdev0, its port and its RoCE v2 GID"
     ;;
   pingpong)
-    make_ns
-    SCFG=$MEMIF_S
-    CCFG=$MEMIF_C
-    WAIT_SOCK=$MEMIF_SOCK
     # size, iterations, and -e: wait for completions on a completion channel
-    for spec in "4096 500" "1 2000" "64 1000" "65536 200" "1048576 20" "4096 300 -e"; do
-      set -- $spec
-      MIN_FRAMES=$2
-      run_pair "$NS" "$NS" \
-        ibv_rc_pingpong -d srv -g 0 -s "$1" -n "$2" ${3:-} -- \
-        ibv_rc_pingpong -d cli -g 0 -s "$1" -n "$2" ${3:-} $SIP
-      grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
-      grep -q "$2 iters in" "$TMP/server.log" || fail "server did not report $2 iterations"
-      echo "size $1 iters $2 ${3:-}: $(grep 'iters in' "$TMP/client.log")"
-    done
-    echo "PASS: ibv_rc_pingpong over net_memif"
+    memif_pingpong ibv_rc_pingpong "4096 500" "1 2000" "64 1000" "65536 200" "1048576 20" \
+      "4096 300 -e"
     ;;
   ud-pingpong)
     # UD datagrams: each message one datagram (at most the path MTU).
     command -v ibv_ud_pingpong >/dev/null || { echo "SKIP: ibv_ud_pingpong not installed"; exit 77; }
-    make_ns
-    SCFG=$MEMIF_S
-    CCFG=$MEMIF_C
-    WAIT_SOCK=$MEMIF_SOCK
-    for spec in "1024 500" "1 1000" "512 300 -e"; do
-      set -- $spec
-      MIN_FRAMES=$2
-      run_pair "$NS" "$NS" \
-        ibv_ud_pingpong -d srv -g 0 -s "$1" -n "$2" ${3:-} -- \
-        ibv_ud_pingpong -d cli -g 0 -s "$1" -n "$2" ${3:-} $SIP
-      grep -q "$2 iters in" "$TMP/client.log" || fail "client did not report $2 iterations"
-      grep -q "$2 iters in" "$TMP/server.log" || fail "server did not report $2 iterations"
-      echo "size $1 iters $2 ${3:-}: $(grep 'iters in' "$TMP/client.log")"
-    done
-    echo "PASS: ibv_ud_pingpong over net_memif"
+    memif_pingpong ibv_ud_pingpong "1024 500" "1 1000" "512 300 -e"
     ;;
   pingpong-afp)
     # One veth end per namespace: dpdat's frames go through the kernel link
