@@ -107,6 +107,10 @@ void Run::create_qp_action() {
     init.cap = ibv_qp_cap{1, 1, 1, 1, 0};
     errno = 0;
     ibv_qp* q = ibv_create_qp(w_.pd[p].p, &init);
+    if (w_.cq[scq].ctx != w_.pd[p].ctx) {  // a CQ of another context, as for RC
+      VF_CHECK(q == nullptr && errno == EINVAL);
+      return;
+    }
     if (type == IBV_QPT_UD) {
       VF_CHECK(q != nullptr && q->qp_type == IBV_QPT_UD && q->state == IBV_QPS_RESET);
       if (q == nullptr) return;
