@@ -23,21 +23,10 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/scripts/lib/compare.sh"
-BW_ITERS=5000
-ROUNDS=5
+BW_ITERS_DEFAULT=5000
 PROGRESS_DEFAULT=adaptive
-compare_opt() {
-  case "$1" in
-    --bw-iters) BW_ITERS=${2-}; COMPARE_TAKEN=2 ;;
-    --rounds) ROUNDS=${2-}; COMPARE_TAKEN=2 ;;
-  esac
-}
-iters_given=0
-for a in "$@"; do [ "$a" != --iters ] || iters_given=1; done
-compare_args ucx_compare.sh 2,20 "$@"
-[ $iters_given -eq 1 ] || ITERS=20000
-[[ "$BW_ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "ucx_compare.sh: --bw-iters: a positive integer" >&2; exit 2; }
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ucx_compare.sh: --rounds: a positive integer" >&2; exit 2; }
+ITERS_DEFAULT=20000
+compare_rounds_args ucx_compare.sh 2,20 "$@"
 command -v ucx_perftest >/dev/null || { echo "ucx_compare.sh: ucx_perftest not installed (ucx-utils)" >&2; exit 1; }
 
 # UCX opens a verbs device only when /dev/infiniband/<name> is a character

@@ -25,18 +25,9 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/scripts/lib/compare.sh"
-BW_ITERS=20000
-ROUNDS=5
+BW_ITERS_DEFAULT=20000
 PROGRESS_DEFAULT=busy
-compare_opt() {
-  case "$1" in
-    --bw-iters) BW_ITERS=${2-}; COMPARE_TAKEN=2 ;;
-    --rounds) ROUNDS=${2-}; COMPARE_TAKEN=2 ;;
-  esac
-}
-compare_args verbs_compare.sh 2,24 "$@"
-[[ "$BW_ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --bw-iters: a positive integer" >&2; exit 2; }
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "verbs_compare.sh: --rounds: a positive integer" >&2; exit 2; }
+compare_rounds_args verbs_compare.sh 2,24 "$@"
 case "$PROGRESS" in
   adaptive | busy) ;;
   *) echo "verbs_compare.sh: --progress: adaptive or busy (a passive target needs a progress thread)" >&2; exit 2 ;;

@@ -92,7 +92,8 @@ bool evd_ok(Ia* ia, const void* h, uint32_t flag, Evd** out);
 void grant_sizes(const Iface* f, EpAttr* a);
 
 // A DAT completion-flags word as RC work-request flags; the status of a
-// post into a queue pair as the DAT status (ops_post.cpp).
+// post into a queue pair as the DAT status (ops_post.cpp; `ep` may be null:
+// a UD queue pair, no EP state to name).
 Status request_flags(const Ep* ep, uint32_t f, uint32_t* wr_flags);
 Status post_result(rc::PostResult r, const Ep* ep);
 

@@ -29,7 +29,7 @@ Status post_result(rc::PostResult r, const Ep* ep) {
     case rc::PostResult::kQueueFull:
       return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
     case rc::PostResult::kInvalidState:
-      return fail(Type::INVALID_STATE, ep_state_sub(ep->state));
+      return fail(Type::INVALID_STATE, ep != nullptr ? ep_state_sub(ep->state) : Sub::NO_SUBTYPE);
     case rc::PostResult::kInvalidWr:
       return fail(Type::INVALID_PARAMETER);
   }

@@ -6,24 +6,6 @@
 
 namespace dpdat::dat {
 
-namespace {
-
-Status post_status(rc::PostResult r) {
-  switch (r) {
-    case rc::PostResult::kOk:
-      return kOk;
-    case rc::PostResult::kQueueFull:
-      return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
-    case rc::PostResult::kInvalidState:
-      return fail(Type::INVALID_STATE);
-    case rc::PostResult::kInvalidWr:
-      return fail(Type::INVALID_PARAMETER);
-  }
-  return fail(Type::INTERNAL_ERROR);
-}
-
-}  // namespace
-
 Status ud_create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* req_evd, uint32_t max_recv, UdEp** out) {
   if (ia == nullptr || pz == nullptr || recv_evd == nullptr || req_evd == nullptr || out == nullptr)
     return fail(Type::INVALID_PARAMETER);
@@ -114,12 +96,12 @@ Status ud_post_send(UdEp* u, const rc::SendWr& wr, const UdAddr& to) {
     u->shard->engine->flush();  // the datagram leaves now
     f->progress(now_ns(), false);
   }
-  return post_status(r);
+  return post_result(r, nullptr);
 }
 
 Status ud_post_recv(UdEp* u, const rc::RecvWr& wr) {
   Lock lk(u->ia->iface);
-  return post_status(u->qp->post_recv(wr));
+  return post_result(u->qp->post_recv(wr), nullptr);
 }
 
 rc::UdCounters ud_counters(const UdEp* u) {

@@ -53,16 +53,9 @@ for p in dtest dtestx dapltest; do
   command -v $p >/dev/null || { echo "FAIL: $p not installed (dapl2-utils)"; exit 1; }
 done
 
-# A sanitizer build of the plug-in (cmake --preset asan) needs its runtime
-# loaded first in the uninstrumented OFED programs; their own leaks are not
-# dpdat's business.
-ASAN_RT=$(ldd "$LIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
-if [ -n "$ASAN_RT" ]; then
-  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
-  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-fi
-
 . "$HERE/lib/net.sh"
+# Sanitizer builds: their ASan runtime first in the uninstrumented programs.
+lib_asan_preload "$LIB"
 lib_tmpdir TMP dpdat-dat2
 [ -n "$LOGS" ] || LOGS="$TMP.logs"
 LOGS="$LOGS/$LINK/$NAME"

@@ -57,17 +57,10 @@ fi
 [ -n "$PROVDIR" ] && [ -f "$PROVDIR/libdpdat-fi.so" ] || {
   echo "mpi-dpdat.sh: no libdpdat-fi.so (build it, or give --provider-dir)" >&2; exit 2; }
 
-# A sanitizer build of the provider (cmake --preset asan) needs its runtime
-# loaded first in the uninstrumented programs that load it; their own leaks
-# are not dpdat's business.
-ASAN_RT=$(ldd "$PROVDIR/libdpdat-fi.so" 2>/dev/null | awk '/libasan/ {print $3; exit}')
-if [ -n "$ASAN_RT" ]; then
-  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
-  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-fi
-
 ID=$$
 . "$(dirname "$(readlink -f "$0")")/lib/net.sh"
+# Sanitizer builds: their ASan runtime first in the uninstrumented programs.
+lib_asan_preload "$PROVDIR/libdpdat-fi.so"
 lib_tmpdir TMP dpdat-mpi
 NS=dpdat-mpi-$ID
 BR=dmbr$ID

@@ -22,6 +22,10 @@
 #                             SURVIVOR to exit: its status (124: still running), and the
 #                             milliseconds it took in TOOK_MS
 #   now_ms                    a monotonic-enough clock in milliseconds
+#   lib_asan_preload LIBRARY  when LIBRARY (a dpdat library loaded into uninstrumented
+#                             programs) is a sanitizer build, put its ASan runtime first in
+#                             LD_PRELOAD and turn leak checks off (the programs' own leaks
+#                             are not dpdat's business)
 #
 # Sourcing installs one EXIT trap (and INT/TERM ones that exit through it); a script
 # adds its own clean-up with lib_on_exit rather than a trap of its own.
@@ -100,6 +104,14 @@ lib_cleanup() {
 trap lib_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+lib_asan_preload() {
+  local rt
+  rt=$(ldd "$1" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+  [ -n "$rt" ] || return 0
+  export LD_PRELOAD="$rt${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+}
 
 wait_for() {
   local cond=$1 secs=$2 end

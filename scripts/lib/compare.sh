@@ -5,13 +5,18 @@
 # other program's side channel goes to the server's address).  Sources net.sh and pair.sh.
 #
 #   compare_args NAME HELP_LINES ARGS...
-#                 parses --build DIR (default build/ci), --iters N (default 5000), --progress
+#                 parses --build DIR (default build/ci), --iters N (default $ITERS_DEFAULT,
+#                 else 5000), --progress
 #                 MODE (default $PROGRESS_DEFAULT, else adaptive) into BUILD, ITERS, PROGRESS; -h/--help prints lines
 #                 HELP_LINES (sed's N,M) of $0 and exits 0.  An option it does not know goes
 #                 to the caller's compare_opt (when defined), which sets COMPARE_TAKEN to the
 #                 arguments it took (0: not its own).  An unknown option, an option without
 #                 its value or an --iters that is not a positive integer: one line
 #                 "NAME: ..." on stderr, exit 2.
+#   compare_rounds_args NAME HELP_LINES ARGS...
+#                 compare_args with two more options: --bw-iters N (BW_ITERS, default
+#                 $BW_ITERS_DEFAULT, else 5000) and --rounds R (ROUNDS, default
+#                 $ROUNDS_DEFAULT, else 5), both positive integers (else one line, exit 2).
 #   compare_setup NAME TMP_PREFIX NS_PREFIX
 #                 PERF and RUN (dpdat-perf, dpdat-run) built, root; then TMP (removed on
 #                 exit), the namespace (deleted on exit) with S_IP and C_IP on its loopback,
@@ -42,7 +47,7 @@ compare_args() {
   local help=$2
   shift 2
   BUILD=$ROOT/build/ci
-  ITERS=5000
+  ITERS=${ITERS_DEFAULT:-5000}
   PROGRESS=${PROGRESS_DEFAULT:-adaptive}
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -64,6 +69,25 @@ compare_args() {
     esac
   done
   [[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "$COMPARE_NAME: --iters: a positive integer" >&2; exit 2; }
+}
+
+compare_rounds_args() {
+  BW_ITERS=${BW_ITERS_DEFAULT:-5000}
+  ROUNDS=${ROUNDS_DEFAULT:-5}
+  compare_opt() {
+    case "$1" in
+      --bw-iters) BW_ITERS=${2-}; COMPARE_TAKEN=2 ;;
+      --rounds) ROUNDS=${2-}; COMPARE_TAKEN=2 ;;
+    esac
+  }
+  compare_args "$@"
+  local v
+  for v in BW_ITERS ROUNDS; do
+    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || {
+      echo "$COMPARE_NAME: --$(tr 'A-Z_' 'a-z-' <<<"$v"): a positive integer" >&2
+      exit 2
+    }
+  done
 }
 
 compare_setup() {

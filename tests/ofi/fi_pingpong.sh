@@ -18,34 +18,24 @@
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail
+# shellcheck source=../../scripts/lib/net.sh
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/net.sh"
 MODE=$1
 PROVDIR=$(readlink -f "$2")
 export FI_PROVIDER_PATH=$PROVDIR
 
-# A sanitizer build of the provider (cmake --preset asan) needs its runtime
-# loaded first in the uninstrumented programs that load it; their own leaks
-# are not dpdat's business.
-ASAN_RT=$(ldd "$PROVDIR/libdpdat-fi.so" 2>/dev/null | awk '/libasan/ {print $3; exit}')
-if [ -n "$ASAN_RT" ]; then
-  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
-  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-fi
-TMP=$(mktemp -d /tmp/dpdat-fipp-XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL ($MODE): $*"
+# Sanitizer builds: their ASan runtime first in the uninstrumented programs.
+lib_asan_preload "$PROVDIR/libdpdat-fi.so"
+lib_tmpdir TMP dpdat-fipp
+show_logs() {
+  echo "mode $MODE" >&2
   for f in "$TMP"/*.log; do [ -f "$f" ] && { echo "--- $f"; grep -v "mp action" "$f" | tail -40; }; done
-  exit 1
 }
+lib_on_fail show_logs
 
-export DPDAT_IA_FISRV="vdev=net_memif0,role=server,socket=$TMP/m.sock,socket-abstract=no;ip=10.79.0.1"
-export DPDAT_IA_FICLI="vdev=net_memif0,role=client,socket=$TMP/m.sock,socket-abstract=no;ip=10.79.0.2"
+memif_pair "$TMP"
+export DPDAT_IA_FISRV="vdev=$MEMIF_S;ip=10.79.0.1"
+export DPDAT_IA_FICLI="vdev=$MEMIF_C;ip=10.79.0.2"
 
 case "$MODE" in
   info)
@@ -79,15 +69,13 @@ case "$MODE" in
     DPDAT_FI_IA=fisrv timeout 120 fi_pingpong -p "$PROV" -e "$MODE" -S all -I 10 -v \
       >"$TMP/server.log" 2>&1 &
     spid=$!
-    PIDS+=($spid)
-    for _ in $(seq 1 100); do
-      [ -S "$TMP/m.sock" ] && break
-      kill -0 "$spid" 2>/dev/null || fail "server exited early"
-      sleep 0.05
-    done
+    lib_track "$spid"
+    wait_for "[ -S '$MEMIF_SOCK' ] || ! kill -0 $spid 2>/dev/null" 5
+    kill -0 "$spid" 2>/dev/null || fail "server exited early"
     DPDAT_FI_IA=ficli timeout 120 fi_pingpong -p "$PROV" -e "$MODE" -S all -I 10 -v 127.0.0.1 \
       >"$TMP/client.log" 2>&1 || fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
+    lib_untrack "$spid"
     grep -q "prov_name: $PROV" "$TMP/client.log" || fail "client did not run on $PROV"
     for sz in 1 64 4k 64k 1m; do
       grep -qE "^$sz +10 +=10 " "$TMP/client.log" || fail "no verified result for $sz bytes"
@@ -103,15 +91,13 @@ case "$MODE" in
     NAME=${NAME#dpdat_}
     DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 "${SUB[@]}" >"$TMP/server.log" 2>&1 &
     spid=$!
-    PIDS+=($spid)
-    for _ in $(seq 1 200); do
-      grep -q listening "$TMP/server.log" 2>/dev/null && break
-      kill -0 "$spid" 2>/dev/null || fail "server exited early"
-      sleep 0.05
-    done
+    lib_track "$spid"
+    wait_for "grep -q listening '$TMP/server.log' 2>/dev/null || ! kill -0 $spid 2>/dev/null" 10
+    kill -0 "$spid" 2>/dev/null || fail "server exited early"
     DPDAT_FI_IA=ficli timeout 60 "$PROG" client 10.79.0.1 7471 "${SUB[@]}" >"$TMP/client.log" 2>&1 ||
       fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
+    lib_untrack "$spid"
     grep -q "$NAME client: ok" "$TMP/client.log" || fail "client not ok"
     grep -q "$NAME server: ok" "$TMP/server.log" || fail "server not ok"
     grep -h "$NAME" "$TMP/client.log" "$TMP/server.log"

@@ -6,6 +6,8 @@
 # for dpdat's librdmacm) is left out of the comparison.
 #   symbols.sh PATH/TO/dpdat/LIB.so.1 [SYSTEM LIB.so.1 [MINIMUM COUNT]]
 set -euo pipefail
+# shellcheck source=../../scripts/lib/common.sh
+. "$(dirname "$(readlink -f "$0")")/../../scripts/lib/common.sh"
 OURS=$1
 SYS=${2:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1}
 MIN=${3:-140}
@@ -24,8 +26,7 @@ versions() {
 }
 soname() { readelf -d "$1" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'; }
 
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+lib_tmpdir TMP dpdat-symbols
 exports "$SYS" >"$TMP/sys"
 exports "$OURS" >"$TMP/ours"
 status=0

@@ -35,15 +35,8 @@ lib_tmpdir TMP dpdat-verbs
 lib_on_fail 'echo "($MODE)"
   for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -40 "$f"; }; done'
 
-# A sanitizer build of the library loaded into Debian's (uninstrumented)
-# programs needs the ASan runtime first in the library list, as the DAT 2.0
-# and libfabric suites do it.
-VLIB="$(dirname "$RUN")/../lib/verbs/libibverbs.so.1"
-ASAN_RT=$(ldd "$VLIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
-if [ -n "$ASAN_RT" ]; then
-  export LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}"
-  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-fi
+# Sanitizer builds: their ASan runtime first in the uninstrumented programs.
+lib_asan_preload "$(dirname "$RUN")/../lib/verbs/libibverbs.so.1"
 
 memif_pair "$TMP"
 MEMIF_S="vdev=$MEMIF_S;ip=$SIP${IA_EXTRA:+;$IA_EXTRA}"
