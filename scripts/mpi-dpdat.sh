@@ -92,7 +92,7 @@ YIELD=0
 ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
 [ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
 [ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
-[ -n "$ASAN_RT" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
+[ -n "${LIB_ASAN_RT:-}" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
 "${RUN[@]}" mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${ENVS[@]}" \
   --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "dpdat;ofi_rxm" \
   --mca btl self --mca osc pt2pt --mca mpi_yield_when_idle "$YIELD" "$@"

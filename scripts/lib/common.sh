@@ -25,7 +25,7 @@
 #   lib_asan_preload LIBRARY  when LIBRARY (a dpdat library loaded into uninstrumented
 #                             programs) is a sanitizer build, put its ASan runtime first in
 #                             LD_PRELOAD and turn leak checks off (the programs' own leaks
-#                             are not dpdat's business)
+#                             are not dpdat's business); LIB_ASAN_RT names that runtime
 #
 # Sourcing installs one EXIT trap (and INT/TERM ones that exit through it); a script
 # adds its own clean-up with lib_on_exit rather than a trap of its own.
@@ -109,6 +109,7 @@ lib_asan_preload() {
   local rt
   rt=$(ldd "$1" 2>/dev/null | awk '/libasan/ {print $3; exit}')
   [ -n "$rt" ] || return 0
+  LIB_ASAN_RT=$rt
   export LD_PRELOAD="$rt${LD_PRELOAD:+:$LD_PRELOAD}"
   export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 }
