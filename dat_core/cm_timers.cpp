@@ -72,7 +72,10 @@ void Iface::cm_timers(uint64_t now) {
           continue;
         }
         if (now < ep->next_retx) break;
-        if (++ep->retries > kCmMaxRetries) {
+        // A connect with a timeout keeps asking until that timeout: a peer
+        // whose host gives it no CPU for seconds answers late, not never.
+        // Without one, the REQ gives up after the IBA's retries.
+        if (++ep->retries > kCmMaxRetries && ep->deadline == 0) {
           finish_disconnect(ep, EventNum::kTimedOut);
           continue;
         }

@@ -1,6 +1,10 @@
 // Connection management of dat_core over the simulated link: connect,
 // accept, reject, disconnect, unreachable peers, and CM messages lost on
-// the wire (REQ, REP, RTU, DREQ dropped by a filter on the link).
+// the wire (REQ, REP, RTU, DREQ dropped by a filter on the link), and how
+// long a connect asks (its timeout against the CM's retries).
+
+#include <atomic>
+#include <memory>
 
 #include "proto_fixture.hpp"
 #include "wire/cm.hpp"
@@ -68,6 +72,63 @@ TEST_F(ProtoTest, UnresolvedPeerIsUnreachable) {
   open_both();
   ASSERT_TRUE(ep_connect(a_.ep, 0x0A0900FE, kQual, 100'000, nullptr, 0).ok());
   EXPECT_EQ(next_event(a_.conn).num, EventNum::kUnreachable);
+}
+
+// A connect's timeout governs, not the CM's retry count: a peer that
+// answers only after the IBA's 15 REQ retries (about 12.5 s, as when its
+// host gives it no CPU that long) is still connected to within the timeout
+// the consumer gave.  Here every REQ is lost for 20 s of the interfaces'
+// clock.
+TEST_F(ProtoTest, ConnectTimeoutOutlastsTheCmRetries) {
+  open_both();
+  ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());
+  auto reqs = std::make_shared<std::atomic<int>>(0);
+  auto drop = std::make_shared<std::atomic<bool>>(true);
+  wire_->with_link([reqs, drop](rc::SimLink& l) {
+    l.set_filter([reqs, drop](int, const uint8_t* d, uint32_t len) {
+      if (static_cast<wire::CmMsg>(cm_kind(d, len)) != wire::CmMsg::kReq) return true;
+      ++*reqs;
+      return !drop->load();
+    });
+  });
+  ASSERT_TRUE(ep_connect(a_.ep, kIpB, kQual, 60'000'000, nullptr, 0).ok());
+  for (int ms = 250; ms <= 20'000; ms += 250) {
+    wire_->advance_clock(250'000'000);
+    Event ev;
+    const Status st = evd_wait(a_.conn, 2'000, 1, &ev, nullptr);  // drives the CM's timers
+    ASSERT_FALSE(st.ok()) << "event " << static_cast<int>(ev.num) << " at " << ms << " ms";
+  }
+  EXPECT_GT(reqs->load(), 16);  // the first REQ and more than 15 retries
+  drop->store(false);
+  wire_->advance_clock(1'000'000'000);  // the next REQ goes through
+  const Event req = next_event(b_.cr);
+  ASSERT_EQ(req.num, EventNum::kConnRequest);
+  ASSERT_TRUE(cr_accept(req.cr, b_.ep, nullptr, 0).ok());
+  EXPECT_EQ(next_event(a_.conn).num, EventNum::kEstablished);
+  EXPECT_EQ(next_event(b_.conn).num, EventNum::kEstablished);
+}
+
+// Without a timeout the REQ gives up after those retries: TIMED_OUT.
+TEST_F(ProtoTest, ConnectWithoutTimeoutEndsAfterTheCmRetries) {
+  open_both();
+  ASSERT_TRUE(psp_create(b_.ia, kQual, b_.cr, 0, &b_.psp).ok());
+  wire_->with_link([](rc::SimLink& l) {
+    l.set_filter([](int, const uint8_t* d, uint32_t len) {
+      return static_cast<wire::CmMsg>(cm_kind(d, len)) != wire::CmMsg::kReq;
+    });
+  });
+  ASSERT_TRUE(ep_connect(a_.ep, kIpB, kQual, UINT64_MAX, nullptr, 0).ok());
+  Event ev;
+  Status st;
+  int ms = 0;
+  for (; ms <= 20'000; ms += 250) {
+    wire_->advance_clock(250'000'000);
+    st = evd_wait(a_.conn, 2'000, 1, &ev, nullptr);
+    if (st.ok()) break;
+  }
+  ASSERT_TRUE(st.ok()) << "no event after 20 s";
+  EXPECT_EQ(ev.num, EventNum::kTimedOut);
+  EXPECT_GE(ms, 11'000);  // 50 ms doubling to 1 s, 15 times: about 12.5 s
 }
 
 // The first REQ, REP, RTU and DREQ are lost on the wire: retransmissions

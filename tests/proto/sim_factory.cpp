@@ -1,6 +1,7 @@
 #include "sim_factory.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -22,6 +23,11 @@ struct EndState {
   bool up = true;  // the link's state as this end reports it (SimWire::set_link_up)
 };
 
+std::atomic<uint64_t> g_skew{0};  // SimWire::advance_clock
+
+// The interfaces' clock: steady time, plus what tests moved it on.
+uint64_t sim_now_ns() { return dat::steady_now_ns() + g_skew.load(std::memory_order_relaxed); }
+
 struct Wire {
   explicit Wire(uint64_t seed) : link(seed) {}
   std::mutex mu;
@@ -37,7 +43,7 @@ struct Wire {
   void step_clock() {
     // Monotonic under mu: the link's clock only decides when delayed frames
     // become receivable.
-    link.set_now(std::max(link.now(), dat::steady_now_ns()));
+    link.set_now(std::max(link.now(), sim_now_ns()));
   }
 };
 
@@ -212,7 +218,7 @@ std::unique_ptr<dat::Link> open_sim(const dat::IfaceConfig& cfg, dat::LinkError*
   return std::make_unique<SimEndLink>(*g_wire, end, cfg.mtu, cfg.engines);
 }
 
-constexpr dat::LinkFactory kSimFactory{"sim", &open_sim, &dat::steady_now_ns};
+constexpr dat::LinkFactory kSimFactory{"sim", &open_sim, &sim_now_ns};
 
 SimWire g_handle;
 
@@ -232,6 +238,8 @@ void SimWire::reset() {
   g_wire->apply_loss(1);
   g_wire->ends[0].up = g_wire->ends[1].up = true;
 }
+
+void SimWire::advance_clock(uint64_t ns) { g_skew.fetch_add(ns, std::memory_order_relaxed); }
 
 void SimWire::set_link_up(int end, bool up) {
   std::lock_guard<std::mutex> lk(g_wire->mu);

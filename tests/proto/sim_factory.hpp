@@ -36,6 +36,9 @@ class SimWire {
   // What end 0 or 1 reports as its link's state (Link::link_up); frames
   // still flow either way.
   void set_link_up(int end, bool up);
+  // Moves the interfaces' clock (the factory's now_ns) on by `ns`, for good:
+  // timers far away fire without the test waiting for them.
+  void advance_clock(uint64_t ns);
 };
 
 // Installs the simulated-link factory (dat::set_link_factory) with a wire
