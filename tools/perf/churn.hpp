@@ -45,6 +45,7 @@ class ClientChurn {
     uint8_t salt = 0;
   };
   bool step_one(size_t j, Slot& sl, std::string* err);
+  bool advance(size_t j, Slot& sl, std::string* err);  // step_one's state machine
   Side& s_;
   Layout L_;
   sockaddr_in peer_;
