@@ -14,6 +14,15 @@ namespace dpdat::verbs {
 
 namespace {
 
+// A UD receive over RoCE: `sl` holds the type of the datagram's L3 header
+// (the low three bits: 0 a RoCEv1 GRH, 1 IPv6, 2 IPv4), as RoCE devices
+// report it in the completion's SL field, and tells how the 40 bytes of GRH
+// space are to be read (an IPv4 header sits in their second half).  UCX's
+// ud_verbs reads it so to find the destination address it filters on;
+// ibv_wc has no network_hdr_type (only extended CQs do).  dpdat carries
+// RoCEv2 over IPv4 only.
+constexpr uint8_t kSlRoceL3Ipv4 = 2;
+
 ibv_wc_status wc_status(rc::WcStatus s) {
   switch (s) {
     case rc::WcStatus::kSuccess:
@@ -81,6 +90,7 @@ void to_wc(const dat::Event& ev, ibv_wc* wc) {
     if (ev.grh) {
       wc->src_qp = ev.src_qp;
       wc->wc_flags |= IBV_WC_GRH;
+      wc->sl = kSlRoceL3Ipv4;
     }
     return;
   }

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include <cstring>
 
@@ -243,6 +244,67 @@ TEST_F(VerbsTest, UdQpCarriesDatagrams) {
   wa = poll_n(a_.cq, 1);
   ASSERT_EQ(wa.size(), 1u);
   EXPECT_EQ(wa[0].status, IBV_WC_SUCCESS);
+}
+
+// A UD receive tells how its 40 bytes of GRH space are laid out: over
+// RoCEv2 on IPv4 the completion's sl holds the L3 header type 2 (IPv4), and
+// the IPv4 header fills the second half, so that its destination address
+// is the buffer's last four bytes.  UCX's ud_verbs reads the destination
+// GID so (ud_iface.h, uct_ud_iface_check_grh) and drops every datagram
+// whose address is not one of its device's GIDs: with sl 0 it took the
+// last 16 bytes as an IPv6 GID and dropped them all.
+TEST_F(VerbsTest, UdReceiveTellsItsIpv4Header) {
+  ibv_qp* u = make_ud(a_.pd, a_.cq);
+  ASSERT_NE(u, nullptr) << "errno " << errno;
+  ibv_qp* v = make_ud(b_.pd, b_.cq);
+  ASSERT_NE(v, nullptr) << "errno " << errno;
+  ASSERT_EQ(ud_to_rts(u, 0x1ee7a330), 0);
+  ASSERT_EQ(ud_to_rts(v, 0x1ee7a330), 0);
+  std::memset(b_.buf.data(), 0xEE, 40);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(b_.buf.data()), 40 + 64, b_.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 31;
+  rwr.sg_list = &sge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(ibv_post_recv(v, &rwr, &rbad), 0);
+  ibv_ah_attr aa{};
+  aa.is_global = 1;
+  aa.port_num = 1;
+  aa.grh.dgid = b_.gid;
+  ibv_ah* ah = ibv_create_ah(a_.pd, &aa);
+  ASSERT_NE(ah, nullptr) << "errno " << errno;
+  ibv_sge ssge{reinterpret_cast<uintptr_t>(a_.buf.data()), 8, a_.mr->lkey};
+  ibv_send_wr swr{};
+  swr.wr_id = 32;
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  swr.wr.ud.ah = ah;
+  swr.wr.ud.remote_qpn = v->qp_num;
+  swr.wr.ud.remote_qkey = 0x1ee7a330;
+  ibv_send_wr* sbad = nullptr;
+  ASSERT_EQ(ibv_post_send(u, &swr, &sbad), 0);
+  ASSERT_EQ(poll_n(a_.cq, 1).size(), 1u);
+  auto wb = poll_n(b_.cq, 1);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wb[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wb[0].byte_len, 40u + 8u);
+  EXPECT_NE(wb[0].wc_flags & IBV_WC_GRH, 0u);
+  EXPECT_EQ(wb[0].sl & 0x7, 2) << "the L3 header type: IPv4";
+  // The IPv4 header at 20: version 4, UDP, from a's address to b's (the
+  // last four bytes of each one's IPv4-mapped GID); the first 20 bytes are
+  // written (zeros), not left as they were.
+  const uint8_t* grh = b_.buf.data();
+  EXPECT_EQ(grh[20], 0x45);
+  EXPECT_EQ(grh[20 + 9], IPPROTO_UDP);
+  EXPECT_EQ(std::memcmp(grh + 32, a_.gid.raw + 12, 4), 0) << "source address";
+  EXPECT_EQ(std::memcmp(grh + 36, b_.gid.raw + 12, 4), 0) << "destination address";
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(grh[i], 0) << "byte " << i;
+  EXPECT_EQ(ibv_destroy_ah(ah), 0);
+  EXPECT_EQ(ibv_destroy_qp(v), 0);
+  EXPECT_EQ(ibv_destroy_qp(u), 0);
 }
 
 }  // namespace verbs_test
