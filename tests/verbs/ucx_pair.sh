@@ -8,8 +8,9 @@
 # OPTIONS more ucx_perftest options for it.  Transport-level (UCT) tests run
 # over rc_verbs on the dpdat device (-d dpdat0:1 -x rc_verbs), or over the
 # transport OPTIONS name with their own -x (ud_verbs); protocol-level (UCP)
-# tests with UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,self; their wire-up
-# needs ud_verbs: docs/ucx.md).  The tests
+# tests (tag_lat, ucp_am_lat, ...: UCP connects by worker address) with
+# UCX_TLS=$DPDAT_UCX_TLS (default rc_verbs,ud_verbs,self: the data goes over
+# rc_verbs, the wire-up messages over ud_verbs, docs/ucx.md).  The tests
 # run one after the other in one server and one client process (a batch
 # file, -b).  Both must exit 0, the client must print each test's final
 # result line, and dpdat's frame counters (printed each time UCX closes the
@@ -18,12 +19,21 @@
 #   ucx_pair.sh PATH/TO/dpdat-run "io_demo [OPTIONS]"
 # UCX's protocol layer (UCP) instead: io_demo (ucx-utils) connects by
 # address through UCX's rdmacm connection manager on dpdat's librdmacm, and
-# moves its data over rc_verbs on the dpdat device (UCX_TLS=rc_verbs,self).
+# moves its data over rc_verbs on the dpdat device (UCX_TLS as above).
 # OPTIONS go to the client (io_demo's -i, -o, -d, -q ...; the server gets
 # the same -d and -q).  The client must exit 0 with status OK, the server
 # must have taken the connection and still be serving when the client is
 # done (then it is ended: it never exits by itself), and the client's frame
 # counters must show at least MIN_FRAMES frames each way.
+#   ucx_pair.sh PATH/TO/dpdat-run "mpi PROGRAM"
+# Open MPI over UCX instead: mpirun runs PROGRAM (tests/ofi/mpi_check.c,
+# which checks the data it moves) as 2 ranks with pml ucx (and osc ucx,
+# btl self only: no TCP or shared-memory path), each rank through dpdat-run
+# with its own end of the net_memif link as dpdat0 (rank 0 the server end,
+# on CPU 0).  UCP connects by the ranks' worker addresses: wire-up over
+# ud_verbs, data over rc_verbs.  mpirun must exit 0, PROGRAM must print
+# "mpi_check: ok (2 ranks)", and each rank's frame counters must show at
+# least MIN_FRAMES frames each way.
 #
 # UCX opens a verbs device only when /dev/infiniband/<device> is a character
 # device it may open.  The script makes /dev/infiniband/dpdat0 (the numbers
@@ -55,7 +65,7 @@ fi
 . "$(dirname "$SELF")/../../scripts/lib/net.sh"
 . "$LIB_DIR/pair.sh"
 lib_tmpdir TMP dpdat-ucx
-lib_on_fail 'for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -40 "$f"; }; done'
+lib_on_fail 'for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f")"; grep -v "mp action" "$f" | tail -40; }; done'
 
 # Sanitizer builds: their ASan runtime first in the uninstrumented programs.
 lib_asan_preload "$(dirname "$RUN")/../lib/verbs/libibverbs.so.1"
@@ -67,7 +77,7 @@ CIP=10.79.0.2
 PORT=$((20000 + ID % 20000))
 DEV=dpdat0
 MIN_FRAMES=${MIN_FRAMES:-100}
-TLS=${DPDAT_UCX_TLS:-rc_verbs,self}
+TLS=${DPDAT_UCX_TLS:-rc_verbs,ud_verbs,self}
 NETDEV=${DPDAT_UCX_DEVICES:-$DEV:1}
 
 mount -t tmpfs -o mode=0755,size=64k dpdat-ib /dev/infiniband || fail "cannot mount a tmpfs on /dev/infiniband"
@@ -101,6 +111,41 @@ if [[ "$1" == io_demo* ]]; then
   [ "$1" -ge "$MIN_FRAMES" ] && [ "$2" -ge "$MIN_FRAMES" ] ||
     fail "io_demo: dpdat moved tx $1 rx $2 frames (at least $MIN_FRAMES each expected): UCX did not use the dpdat device"
   echo "PASS: io_demo $cargs over UCP, rdmacm and rc_verbs on dpdat (client: tx $1 rx $2 frames)"
+  exit 0
+fi
+
+if [[ "$1" == mpi\ * ]]; then
+  command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)"; exit 77; }
+  prog=$(readlink -f "${1#mpi }")
+  [ -x "$prog" ] || fail "no program $prog"
+  # Each rank finds its end of the link by its rank (mpirun starts both).
+  cat >"$TMP/rank.sh" <<EOF
+#!/bin/sh
+case "\$OMPI_COMM_WORLD_RANK" in
+  0) exec taskset -c 0 "$RUN" -s -i $DEV="vdev=$MEMIF_S;ip=$SIP" -- "\$@" ;;
+  1) exec taskset -c 1 "$RUN" -s -i $DEV="vdev=$MEMIF_C;ip=$CIP" -- "\$@" ;;
+esac
+echo "rank.sh: rank \$OMPI_COMM_WORLD_RANK has no interface" >&2
+exit 2
+EOF
+  chmod +x "$TMP/rank.sh"
+  envs=(-x "UCX_NET_DEVICES=$NETDEV" -x "UCX_TLS=$TLS")
+  [ -n "$ASAN_RT" ] && envs+=(-x LD_PRELOAD -x ASAN_OPTIONS)
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --tag-output "${envs[@]}" \
+    --mca pml ucx --mca osc ucx --mca btl self "$TMP/rank.sh" "$prog" >"$TMP/mpi.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || fail "mpirun exited with $rc"
+  grep -q "mpi_check: ok (2 ranks)" "$TMP/mpi.log" || fail "no \"mpi_check: ok (2 ranks)\""
+  for r in 0 1; do
+    n=$(sed -n "s/^\[1,$r\]<std[a-z]*>:dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p" \
+      "$TMP/mpi.log" | tail -1)
+    [ -n "$n" ] || fail "no dpdat counters from rank $r: UCX did not use the dpdat device"
+    set -- $n
+    [ "$1" -ge "$MIN_FRAMES" ] && [ "$2" -ge "$MIN_FRAMES" ] ||
+      fail "rank $r: dpdat moved tx $1 rx $2 frames (at least $MIN_FRAMES each expected)"
+    echo "rank $r: tx $1 rx $2 frames"
+  done
+  echo "PASS: $(basename "$prog") over Open MPI's pml ucx, UCP by worker address (ud_verbs wire-up, rc_verbs data) on dpdat"
   exit 0
 fi
 
