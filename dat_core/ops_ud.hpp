@@ -32,7 +32,8 @@ struct UdAddr {
   uint32_t qkey = 0;
 };
 
-Status ud_create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* req_evd, uint32_t max_recv, UdEp** out);
+Status ud_create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* req_evd, uint32_t max_recv, uint32_t max_send,
+                 UdEp** out);
 // Its completions still in the EVDs' queues stay there (they name its QPN).
 Status ud_free(UdEp* u);
 // RESET -> INIT (Q_Key), INIT -> RTR, RTR -> RTS (first PSN); INVALID_STATE

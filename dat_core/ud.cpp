@@ -6,7 +6,8 @@
 
 namespace dpdat::dat {
 
-Status ud_create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* req_evd, uint32_t max_recv, UdEp** out) {
+Status ud_create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* req_evd, uint32_t max_recv, uint32_t max_send,
+                 UdEp** out) {
   if (ia == nullptr || pz == nullptr || recv_evd == nullptr || req_evd == nullptr || out == nullptr)
     return fail(Type::INVALID_PARAMETER);
   Iface* f = ia->iface;
@@ -14,6 +15,7 @@ Status ud_create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* req_evd, uint32_t max_recv,
   Shard& s = *f->shards[0];
   rc::UdConfig cfg;
   cfg.rq_depth = std::max(max_recv, 1u);
+  cfg.sq_depth = std::max(max_send, 1u);
   cfg.pmtu = f->pmtu;
   rc::UdQp* q = s.engine->create_ud_qp(pz->id, cfg, f->cq_for(req_evd, s), f->cq_for(recv_evd, s));
   if (q == nullptr) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);

@@ -3,7 +3,8 @@
 // with the sender's QPN and immediate data; a wrong Q_Key, no posted
 // receive, a too-small receive and a datagram over the path MTU are handled
 // as IBA says (dropped and counted, or a local length error), and UD packets
-// for a number no queue pair holds count as rx_no_qp.
+// for a number no queue pair holds count as rx_no_qp; sends that find no TX
+// buffer wait in the send queue.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -24,13 +25,16 @@ struct UdSides {
   std::unique_ptr<CompletionQueue> scq[2], rcq[2];
   UdQp* qp[2] = {};
 
-  explicit UdSides(uint32_t pmtu = 1024, uint32_t qkey_b = kQkey) {
+  explicit UdSides(uint32_t pmtu = 1024, uint32_t qkey_b = kQkey, const Pair::IoWrap& io = {},
+                   uint32_t sq_depth = 256)
+      : p(7, QpConfig{}, 4096, io) {
     for (int i = 0; i < 2; ++i) {
       scq[i] = std::make_unique<CompletionQueue>(64);
       rcq[i] = std::make_unique<CompletionQueue>(64);
       UdConfig cfg;
       cfg.pmtu = pmtu;
       cfg.rq_depth = 16;
+      cfg.sq_depth = sq_depth;
       qp[i] = p.side(i).engine->create_ud_qp(p.side(i).pz, cfg, scq[i].get(), rcq[i].get());
       EXPECT_NE(qp[i], nullptr);
       EXPECT_TRUE(qp[i]->to_init(i == 1 ? qkey_b : kQkey));
@@ -170,6 +174,117 @@ TEST(SimUd, ReceiveWithoutRoomForGrhAndDataIsALocalLengthError) {
   ASSERT_EQ(rc.size(), 1u);
   EXPECT_EQ(rc[0].status, WcStatus::kLocalLengthError);
   EXPECT_EQ(u.qp[1]->counters().rx_too_long, 1u);
+}
+
+// A port whose TX buffers can be withheld (a full TX ring).
+class TxGate final : public PacketIo {
+ public:
+  explicit TxGate(PacketIo& link) : link_(link) {}
+  uint16_t rx_burst(Frame* out, uint16_t max) override { return link_.rx_burst(out, max); }
+  void rx_release(Frame* f, uint16_t n) override { link_.rx_release(f, n); }
+  uint16_t tx_alloc(Frame* out, uint16_t n, uint32_t size) override {
+    return closed ? 0 : link_.tx_alloc(out, n, size);
+  }
+  uint16_t tx_burst(Frame* f, uint16_t n) override { return link_.tx_burst(f, n); }
+  void tx_free(Frame* f, uint16_t n) override { link_.tx_free(f, n); }
+  bool closed = false;
+
+ private:
+  PacketIo& link_;
+};
+
+// A send posted while the port has no TX buffer is taken, not refused
+// (a device queues it in its send queue; UCX's ud_verbs aborts on a
+// refused post): it waits with its data copied at the post, and leaves in
+// order once buffers are free, each completion reported then.  Only a
+// full send queue refuses a post.
+TEST(SimUd, SendsWaitForTxBuffersInTheSendQueue) {
+  std::unique_ptr<TxGate> gate;
+  UdSides u(
+      1024, kQkey,
+      [&](int i, PacketIo& end) -> PacketIo& {
+        if (i != 0) return end;
+        gate = std::make_unique<TxGate>(end);
+        return *gate;
+      },
+      /*sq_depth=*/3);
+  Buffer src = u.p.reg(0, 64, priv::kLocalRead | priv::kLocalWrite);
+  Buffer dst = u.p.reg(1, 3 * (kGrhBytes + 64), priv::kLocalWrite);
+  for (uint64_t i = 0; i < 3; ++i) {
+    RecvWr r = u.recv(dst, kGrhBytes + 64, 10 + i);
+    r.sge[0].va += i * (kGrhBytes + 64);
+    ASSERT_EQ(u.qp[1]->post_recv(r), PostResult::kOk);
+  }
+  gate->closed = true;
+  for (uint64_t i = 0; i < 3; ++i) {
+    std::memset(src.data(), static_cast<int>(0xA0 + i), 64);
+    SendWr w = u.send(src, 64, i);
+    if (i == 1) w.flags = 0;  // unsignalled
+    ASSERT_EQ(u.qp[0]->post_send(w, u.to(1)), PostResult::kOk) << i;
+  }
+  std::memset(src.data(), 0xFF, 64);  // the buffer is free again: the data was taken
+  EXPECT_EQ(u.qp[0]->post_send(u.send(src, 64, 3), u.to(1)), PostResult::kQueueFull);
+  EXPECT_EQ(u.qp[0]->send_queue_used(), 3u);
+  u.run();
+  EXPECT_TRUE(drain(*u.scq[0]).empty());
+  EXPECT_TRUE(drain(*u.rcq[1]).empty());
+  EXPECT_FALSE(u.p.a().engine->idle());
+  EXPECT_EQ(u.qp[0]->counters().tx_datagrams, 0u);
+
+  gate->closed = false;
+  u.run();
+  auto sc = drain(*u.scq[0]);
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].cookie, 0u);
+  EXPECT_EQ(sc[1].cookie, 2u);
+  for (const auto& c : sc) {
+    EXPECT_EQ(c.status, WcStatus::kSuccess);
+    EXPECT_EQ(c.byte_len, 64u);
+  }
+  auto rc = drain(*u.rcq[1]);
+  ASSERT_EQ(rc.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(rc[i].cookie, 10 + i);
+    EXPECT_EQ(rc[i].status, WcStatus::kSuccess);
+    const uint8_t* d = dst.data() + i * (kGrhBytes + 64) + kGrhBytes;
+    EXPECT_EQ(d[0], 0xA0 + i);
+    EXPECT_EQ(d[63], 0xA0 + i);
+  }
+  EXPECT_EQ(u.qp[0]->counters().tx_datagrams, 3u);
+  EXPECT_EQ(u.qp[0]->counters().tx_waited, 3u);
+  EXPECT_EQ(u.qp[0]->send_queue_used(), 0u);
+  EXPECT_TRUE(u.p.a().engine->idle());
+}
+
+// Sends waiting in the send queue of a queue pair put in ERROR complete as
+// flushed, unsignalled ones too, and leave nothing for the engine to do.
+TEST(SimUd, WaitingSendsOfAnErrorQpAreFlushed) {
+  std::unique_ptr<TxGate> gate;
+  UdSides u(1024, kQkey, [&](int i, PacketIo& end) -> PacketIo& {
+    if (i != 0) return end;
+    gate = std::make_unique<TxGate>(end);
+    return *gate;
+  });
+  Buffer src = u.p.reg(0, 64, priv::kLocalRead);
+  gate->closed = true;
+  SendWr w = u.send(src, 64, 20);
+  ASSERT_EQ(u.qp[0]->post_send(w, u.to(1)), PostResult::kOk);
+  w.cookie = 21;
+  w.flags = 0;
+  ASSERT_EQ(u.qp[0]->post_send(w, u.to(1)), PostResult::kOk);
+  EXPECT_EQ(u.qp[0]->send_queue_used(), 2u);
+  u.qp[0]->set_error();
+  auto sc = drain(*u.scq[0]);
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].cookie, 20u);
+  EXPECT_EQ(sc[1].cookie, 21u);
+  EXPECT_EQ(sc[0].status, WcStatus::kFlushed);
+  EXPECT_EQ(sc[1].status, WcStatus::kFlushed);
+  EXPECT_EQ(u.qp[0]->send_queue_used(), 0u);
+  gate->closed = false;
+  u.run();
+  EXPECT_TRUE(u.p.a().engine->idle());
+  EXPECT_EQ(u.qp[0]->counters().tx_datagrams, 0u);
 }
 
 TEST(SimUd, StatesUnknownQpnAndBadLkey) {

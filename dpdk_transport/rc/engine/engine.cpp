@@ -102,11 +102,17 @@ UdQp* Engine::create_ud_qp(uint32_t pz, const UdConfig& cfg, CompletionQueue* se
 
 void Engine::destroy_ud_qp(UdQp* qp) {
   if (qp == nullptr) return;
+  std::erase(ud_waiting_, qp);
   const uint32_t i = qp->qpn() - ud_qpn_base();
   if (i < uds_.size() && uds_[i].get() == qp) {
     uds_[i].reset();
     free_uds_.push_back(i);
   }
+}
+
+void Engine::ud_sends_wait(UdQp* qp) {
+  if (std::find(ud_waiting_.begin(), ud_waiting_.end(), qp) == ud_waiting_.end())
+    ud_waiting_.push_back(qp);
 }
 
 void Engine::activate(Qp* qp) {
@@ -398,12 +404,13 @@ uint32_t Engine::poll(uint64_t now) {
     qp->on_active_list_ = false;
     if (qp->progress(now)) activate(qp);
   }
+  std::erase_if(ud_waiting_, [](UdQp* ud) { return !ud->drain_sends(); });
   const uint32_t sent = flush_tx();
   return n + moved + sent;
 }
 
 bool Engine::idle() const {
-  if (!active_.empty() || !tx_ready_.empty()) return false;
+  if (!active_.empty() || !tx_ready_.empty() || !ud_waiting_.empty()) return false;
   for (const auto& qp : qps_)
     if (qp != nullptr && qp->has_pending_work()) return false;
   return true;

@@ -171,6 +171,9 @@ class Engine {
   uint32_t ud_qpn_base() const {
     return group_ != nullptr ? (cfg_.qpn_base & ~0xFFFFu) | kUdQpnOffset : kUdQpnAlone;
   }
+  // A UD queue pair has sends waiting for TX buffers: poll() sends them as
+  // buffers free up (UdQp::drain_sends).
+  void ud_sends_wait(UdQp* qp);
 
   // Joins a group as engine `index` (its qpn_base must be
   // EngineGroup::qpn_base(index)); frames for other members' QPNs are handed
@@ -208,7 +211,9 @@ class Engine {
   bool idle() const;
   // True when nothing can progress before new input or a timer: no active
   // queue pair and no frame waiting for TX.  O(1), for idle back-off.
-  bool idle_now() const { return active_.empty() && tx_ready_.empty() && !has_handed_in(); }
+  bool idle_now() const {
+    return active_.empty() && tx_ready_.empty() && ud_waiting_.empty() && !has_handed_in();
+  }
   // Whether another engine of the group has handed frames over to this one
   // that it has not processed yet.  Any thread (a sleeping loop checks it).
   bool has_handed_in() const {
@@ -318,6 +323,7 @@ class Engine {
   // UD queue pairs: slot i holds QPN ud_qpn_base() + i, reused as qps_.
   std::vector<std::unique_ptr<UdQp>> uds_;
   std::vector<uint32_t> free_uds_;
+  std::vector<UdQp*> ud_waiting_;                 // UD queue pairs with sends waiting
   std::vector<uint32_t> errored_, errored_swap_;  // see note_error()
   std::vector<Qp*> active_;
   std::vector<Qp*> active_next_;

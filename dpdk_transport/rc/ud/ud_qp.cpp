@@ -18,7 +18,8 @@ UdQp::UdQp(Engine& engine, MrTable& mr, uint32_t qpn, uint32_t pz, const UdConfi
       cfg_(cfg),
       send_cq_(send_cq),
       recv_cq_(recv_cq),
-      rq_(std::max<uint32_t>(cfg.rq_depth, 1)) {}
+      rq_(std::max<uint32_t>(cfg.rq_depth, 1)),
+      sq_(std::max<uint32_t>(cfg.sq_depth, 1)) {}
 
 bool UdQp::to_init(uint32_t qkey) {
   if (state_ != UdState::kReset) return false;
@@ -43,6 +44,16 @@ bool UdQp::to_rts(const UdLocal& local, wire::Psn sq_psn) {
 
 void UdQp::set_error() {
   state_ = UdState::kError;
+  while (sq_count_ > 0) {
+    Completion c;
+    c.cookie = sq_[sq_head_].cookie;
+    c.qpn = qpn_;
+    c.op = WcOp::kSend;
+    c.status = WcStatus::kFlushed;
+    if (!complete(send_cq_, c)) break;  // the rest wait; flushed by the next call
+    sq_head_ = (sq_head_ + 1) % sq_.size();
+    --sq_count_;
+  }
   while (rq_count_ > 0) {
     Completion c;
     c.cookie = rq_[rq_head_].cookie;
@@ -59,18 +70,49 @@ void UdQp::reset() {
   state_ = UdState::kReset;
   rq_head_ = 0;
   rq_count_ = 0;
+  sq_head_ = 0;
+  sq_count_ = 0;
 }
 
 bool UdQp::complete(CompletionQueue* cq, const Completion& c) {
   return cq == nullptr || cq->push(c);
 }
 
+UdQp::Tx UdQp::transmit(WrOp op, uint32_t flags, uint32_t imm, const UdDest& to,
+                        std::span<const std::span<const uint8_t>> pieces) {
+  Frame* f = engine_.tx_frame();
+  if (f == nullptr) return Tx::kNoBuffer;
+  wire::BuildSpec s;
+  s.src_mac = local_.mac;
+  s.dst_mac = to.mac;
+  s.src_ip = local_.ip;
+  s.dst_ip = to.ip;
+  s.src_port = local_.udp_src_port;
+  s.ip_csum_offload = engine_.tx_ip_csum_offload();
+  s.opcode = op == WrOp::kSendImm ? wire::Opcode::kUdSendOnlyImm : wire::Opcode::kUdSendOnly;
+  s.dest_qp = to.qpn;
+  s.psn = sq_psn_;
+  s.se = (flags & wr_flag::kSolicited) != 0;
+  s.qkey = (to.qkey & kQkeyUseOwn) != 0 ? qkey_ : to.qkey;
+  s.src_qp = qpn_;
+  s.imm = imm;
+  s.gather = pieces;
+  const auto r = wire::build_packet(std::span<uint8_t>(f->data, f->cap), s, cfg_.pmtu);
+  if (!r.ok()) {  // cannot happen for a checked length; refused whole, never cut
+    engine_.tx_abort(f);
+    return Tx::kRefused;
+  }
+  engine_.tx_commit(f, static_cast<uint32_t>(r.len), s.ip_csum_offload ? kFrameTxIpCsum : 0);
+  sq_psn_ = sq_psn_ + 1;
+  ctr_.tx_datagrams++;
+  return Tx::kSent;
+}
+
 PostResult UdQp::post_send(const SendWr& wr, const UdDest& to) {
   if (state_ != UdState::kRts) return PostResult::kInvalidState;
   if ((wr.op != WrOp::kSend && wr.op != WrOp::kSendImm) || wr.num_sge > kMaxSge)
     return PostResult::kInvalidWr;
-  // Every outcome but a silent success needs room for its completion.
-  if (send_cq_ != nullptr && send_cq_->full()) return PostResult::kQueueFull;
+  if (sq_count_ >= sq_.size()) return PostResult::kQueueFull;
   Completion c;
   c.cookie = wr.cookie;
   c.qpn = qpn_;
@@ -92,38 +134,65 @@ PostResult UdQp::post_send(const SendWr& wr, const UdDest& to) {
       pieces[i] = std::span<const uint8_t>(grant.host, g.length);
     }
   }
-  if (c.status == WcStatus::kSuccess) {
-    Frame* f = engine_.tx_frame();
-    if (f == nullptr) return PostResult::kQueueFull;
-    wire::BuildSpec s;
-    s.src_mac = local_.mac;
-    s.dst_mac = to.mac;
-    s.src_ip = local_.ip;
-    s.dst_ip = to.ip;
-    s.src_port = local_.udp_src_port;
-    s.ip_csum_offload = engine_.tx_ip_csum_offload();
-    s.opcode = wr.op == WrOp::kSendImm ? wire::Opcode::kUdSendOnlyImm : wire::Opcode::kUdSendOnly;
-    s.dest_qp = to.qpn;
-    s.psn = sq_psn_;
-    s.se = (wr.flags & wr_flag::kSolicited) != 0;
-    s.qkey = (to.qkey & kQkeyUseOwn) != 0 ? qkey_ : to.qkey;
-    s.src_qp = qpn_;
-    s.imm = wr.imm;
-    s.gather = std::span<const std::span<const uint8_t>>(pieces.data(), wr.num_sge);
-    const auto r = wire::build_packet(std::span<uint8_t>(f->data, f->cap), s, cfg_.pmtu);
-    if (!r.ok()) {  // cannot happen for a checked length; refused whole, never cut
-      engine_.tx_abort(f);
-      c.status = WcStatus::kLocalLengthError;
-    } else {
-      engine_.tx_commit(f, static_cast<uint32_t>(r.len), s.ip_csum_offload ? kFrameTxIpCsum : 0);
-      sq_psn_ = sq_psn_ + 1;
-      ctr_.tx_datagrams++;
-      c.byte_len = static_cast<uint32_t>(total);
-      if ((wr.flags & wr_flag::kSignaled) == 0) return PostResult::kOk;
+  const auto gather = std::span<const std::span<const uint8_t>>(pieces.data(), wr.num_sge);
+  const bool report = c.status != WcStatus::kSuccess || (wr.flags & wr_flag::kSignaled) != 0;
+  // At once, when nothing waits before it and its completion has room.
+  if (sq_count_ == 0 && !(report && send_cq_ != nullptr && send_cq_->full())) {
+    Tx t = Tx::kSent;
+    if (c.status == WcStatus::kSuccess) t = transmit(wr.op, wr.flags, wr.imm, to, gather);
+    if (t != Tx::kNoBuffer) {
+      if (t == Tx::kRefused) c.status = WcStatus::kLocalLengthError;
+      if (c.status == WcStatus::kSuccess) c.byte_len = static_cast<uint32_t>(total);
+      if (report || t == Tx::kRefused) complete(send_cq_, c);
+      return PostResult::kOk;
     }
   }
-  complete(send_cq_, c);  // room was checked above
+  // Else it waits, its data copied now (an inline send's buffer is reused).
+  WaitingSend& w = sq_[(sq_head_ + sq_count_) % sq_.size()];
+  w.cookie = wr.cookie;
+  w.op = wr.op;
+  w.flags = wr.flags;
+  w.imm = wr.imm;
+  w.to = to;
+  w.status = c.status;
+  w.data.clear();
+  if (c.status == WcStatus::kSuccess)
+    for (const auto& piece : gather) w.data.insert(w.data.end(), piece.begin(), piece.end());
+  ++sq_count_;
+  ctr_.tx_waited++;
+  engine_.ud_sends_wait(this);
   return PostResult::kOk;
+}
+
+bool UdQp::drain_sends() {
+  while (sq_count_ > 0) {
+    if (state_ != UdState::kRts) return false;  // set_error() flushes them, reset() drops them
+    // Room for a completion first, whether or not it will be reported.
+    if (send_cq_ != nullptr && send_cq_->full()) return true;
+    WaitingSend& w = sq_[sq_head_];
+    Completion c;
+    c.cookie = w.cookie;
+    c.qpn = qpn_;
+    c.op = WcOp::kSend;
+    c.status = w.status;
+    bool report = w.status != WcStatus::kSuccess || (w.flags & wr_flag::kSignaled) != 0;
+    if (w.status == WcStatus::kSuccess) {
+      const std::span<const uint8_t> piece(w.data);
+      const Tx t = transmit(w.op, w.flags, w.imm, w.to,
+                            std::span<const std::span<const uint8_t>>(&piece, 1));
+      if (t == Tx::kNoBuffer) return true;
+      if (t == Tx::kRefused) {
+        c.status = WcStatus::kLocalLengthError;
+        report = true;
+      } else {
+        c.byte_len = static_cast<uint32_t>(w.data.size());
+      }
+    }
+    sq_head_ = (sq_head_ + 1) % sq_.size();
+    --sq_count_;
+    if (report) complete(send_cq_, c);  // room was checked above
+  }
+  return false;
 }
 
 PostResult UdQp::post_recv(const RecvWr& wr) {
