@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "objects.hpp"
@@ -210,7 +211,8 @@ DPDAT_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
       delete q;
       return fail_qp(EOPNOTSUPP);
     }
-    st = dat::ud_create(p->pz->ia, p->pz, rcq->evd, scq->evd, a.max_recv_dtos, &q->udq);
+    st = dat::ud_create(p->pz->ia, p->pz, rcq->evd, scq->evd, a.max_recv_dtos, a.max_request_dtos,
+                        &q->udq);
   } else {
     st = dat::ep_create(p->pz->ia, p->pz, rcq->evd, scq->evd, nullptr, &a, &q->ep,
                         srq != nullptr ? srq->s : nullptr);
@@ -281,6 +283,21 @@ DPDAT_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   auto* q = reinterpret_cast<Qp*>(qp);
   if (q->cm_gone != nullptr) q->cm_gone(q);
   if (q->udq != nullptr) {
+    if (stats_wanted()) {
+      const rc::UdCounters c = dat::ud_counters(q->udq);
+      std::fprintf(
+          stderr,
+          "dpdat-verbs-ud: QP 0x%x tx %llu (waited %llu) rx %llu dropped: no receive %llu, "
+          "Q_Key %llu, state %llu, CQ full %llu; too long %llu\n",
+          qp->qp_num, static_cast<unsigned long long>(c.tx_datagrams),
+          static_cast<unsigned long long>(c.tx_waited),
+          static_cast<unsigned long long>(c.rx_datagrams),
+          static_cast<unsigned long long>(c.rx_no_recv_dropped),
+          static_cast<unsigned long long>(c.rx_qkey_dropped),
+          static_cast<unsigned long long>(c.rx_state_dropped),
+          static_cast<unsigned long long>(c.rx_cq_full_dropped),
+          static_cast<unsigned long long>(c.rx_too_long));
+    }
     const dat::Status st = dat::ud_free(q->udq);
     if (!st.ok()) return to_errno(st);
     Context* ctx = ctx_of(qp->context);
