@@ -145,7 +145,7 @@ EOF
       fail "rank $r: dpdat moved tx $1 rx $2 frames (at least $MIN_FRAMES each expected)"
     echo "rank $r: tx $1 rx $2 frames"
   done
-  echo "PASS: $(basename "$prog") over Open MPI's pml ucx, UCP by worker address (ud_verbs wire-up, rc_verbs data) on dpdat"
+  echo "PASS: $(basename "$prog") over Open MPI's pml ucx, UCP by worker address on dpdat (UCX_TLS=$TLS)"
   exit 0
 fi
 
