@@ -137,7 +137,7 @@ EOF
   [ $rc -eq 0 ] || fail "mpirun exited with $rc"
   grep -q "mpi_check: ok (2 ranks)" "$TMP/mpi.log" || fail "no \"mpi_check: ok (2 ranks)\""
   for r in 0 1; do
-    n=$(sed -n "s/^\[1,$r\]<std[a-z]*>:dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p" \
+    n=$(sed -n "s/^\[[0-9]*,$r\]<std[a-z]*>:dpdat-verbs: [^ ]* tx_frames \([0-9]*\) rx_frames \([0-9]*\).*/\1 \2/p" \
       "$TMP/mpi.log" | tail -1)
     [ -n "$n" ] || fail "no dpdat counters from rank $r: UCX did not use the dpdat device"
     set -- $n
