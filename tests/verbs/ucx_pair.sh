@@ -130,7 +130,7 @@ exit 2
 EOF
   chmod +x "$TMP/rank.sh"
   envs=(-x "UCX_NET_DEVICES=$NETDEV" -x "UCX_TLS=$TLS")
-  [ -n "$ASAN_RT" ] && envs+=(-x LD_PRELOAD -x ASAN_OPTIONS)
+  [ -n "${LIB_ASAN_RT:-}" ] && envs+=(-x LD_PRELOAD -x ASAN_OPTIONS)
   timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --tag-output "${envs[@]}" \
     --mca pml ucx --mca osc ucx --mca btl self "$TMP/rank.sh" "$prog" >"$TMP/mpi.log" 2>&1
   rc=$?
