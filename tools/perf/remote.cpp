@@ -252,7 +252,9 @@ int run_remote(const Options& o) {
   setenv("DPDAT_IA_PERF", ia_config(o).c_str(), 1);
   std::string err;
   tools::Oob oob;
-  if (o.server ? !oob.serve(o.oob, 120'000, &err) : !oob.connect(o.oob, 30'000, &err))
+  // Each side waits as long for the other: on a loaded host the server may
+  // take tens of seconds to reach its socket.
+  if (o.server ? !oob.serve(o.oob, 120'000, &err) : !oob.connect(o.oob, 120'000, &err))
     return fail(err);
   Layout L = layout_for(o);
   const Hello me{
