@@ -28,12 +28,11 @@ done
 [[ "$RUNS" =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 1 ] || { echo "mpi_loop.sh: --runs must be a positive number" >&2; exit 2; }
 [[ "$HOGS" =~ ^[0-9]+$ ]] || { echo "mpi_loop.sh: --hogs must be a number" >&2; exit 2; }
 HERE=$(dirname "$(readlink -f "$0")")
-HOG_PIDS=()
-stop_hogs() { for p in "${HOG_PIDS[@]}"; do kill "$p" 2>/dev/null; done; }
-trap stop_hogs EXIT
+# shellcheck source=../../scripts/lib/common.sh
+. "$HERE/../../scripts/lib/common.sh"
 for _ in $(seq 1 "$HOGS"); do
   bash -c 'while :; do :; done' >/dev/null 2>&1 &
-  HOG_PIDS+=($!)
+  lib_track $!  # ended on exit
 done
 pass=0
 for i in $(seq 1 "$RUNS"); do

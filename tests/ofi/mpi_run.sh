@@ -15,14 +15,15 @@ MODE=$1
 PROVDIR=$(readlink -f "$2")
 HERE=$(dirname "$(readlink -f "$0")")
 RUN="$HERE/../../scripts/mpi-dpdat.sh"
-TMP=$(mktemp -d /tmp/dpdat-mpirun-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=../../scripts/lib/common.sh
+. "$HERE/../../scripts/lib/common.sh"
+lib_tmpdir TMP dpdat-mpirun
 # A failed job's whole output (and, for a hang, every process's dpdat
 # counters and stacks) is printed and kept in $DPDAT_KEEP_DIR (default: the
 # working directory, ctest's build/.../tests/ofi).
-fail() {
-  echo "FAIL ($MODE): $*"
+keep_job() {
   local keep
+  echo "($MODE)"
   keep="${DPDAT_KEEP_DIR:-$PWD}/mpi_run-$MODE-$(date +%Y%m%d-%H%M%S)-$$"
   if mkdir -p "$keep" 2>/dev/null; then
     cp "$TMP"/*.log "$keep/" 2>/dev/null
@@ -31,37 +32,34 @@ fail() {
   echo "---- job output"
   grep -v "mp action" "$TMP/out.log"
   [ -f "$TMP/hang.log" ] && { echo "---- the hung job's processes"; cat "$TMP/hang.log"; }
-  exit 1
 }
+lib_on_fail keep_job
 # job LIMIT_S CMD...: runs CMD in $TMP (output: $TMP/out.log) in a session
 # of its own for at most LIMIT_S seconds; its exit status, or 124 when it
 # ran out of time.  Before a job that ran out of time is killed, every
 # process of it has its dpdat counters and thread stacks written to
 # $TMP/hang.log (dump_ranks.py).
 job() {
-  local limit=$1 start=$SECONDS pid py
+  local limit=$1 pid py pids
   shift
   (cd "$TMP" && exec setsid "$@") >"$TMP/out.log" 2>&1 &
   pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ $((SECONDS - start)) -ge "$limit" ]; then
-      local pids
-      pids=$(ps -o pid= -s "$pid" | tr -s ' \n' ' ')
-      echo "job ran past ${limit} s; its processes: $pids" >"$TMP/hang.log"
-      # The system's python when there is one: a version manager's shim can
-      # take minutes to start on a loaded machine.
-      py=$(command -v /usr/bin/python3 || command -v python3)
-      # shellcheck disable=SC2086
-      timeout 120 "$py" -u "$HERE/dump_ranks.py" $pids >>"$TMP/hang.log" 2>&1
-      for p in $(ps -o pid= -s "$pid"); do kill -TERM "$p" 2>/dev/null; done
-      sleep 2
-      for p in $(ps -o pid= -s "$pid"); do kill -KILL "$p" 2>/dev/null; done
-      wait "$pid"
-      return 124
-    fi
-    sleep 1
-  done
+  if wait_for "! kill -0 $pid 2>/dev/null" "$limit"; then
+    wait "$pid"
+    return
+  fi
+  pids=$(ps -o pid= -s "$pid" | tr -s ' \n' ' ')
+  echo "job ran past ${limit} s; its processes: $pids" >"$TMP/hang.log"
+  # The system's python when there is one: a version manager's shim can
+  # take minutes to start on a loaded machine.
+  py=$(command -v /usr/bin/python3 || command -v python3)
+  # shellcheck disable=SC2086
+  timeout 120 "$py" -u "$HERE/dump_ranks.py" $pids >>"$TMP/hang.log" 2>&1
+  for p in $(ps -o pid= -s "$pid"); do kill -TERM "$p" 2>/dev/null; done
+  sleep 2
+  for p in $(ps -o pid= -s "$pid"); do kill -KILL "$p" 2>/dev/null; done
   wait "$pid"
+  return 124
 }
 # every rank printed its counters, with at least $2 frames each way (and at
 # least $3 of them looped back to itself, when given)
