@@ -4,9 +4,11 @@
 # removes afterwards:
 #
 #   mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR]
-#                [--stats] -- PROGRAM [ARGS...]
+#                [--pmtu N] [--stats] -- PROGRAM [ARGS...]
 #
-#   memif      2 ranks, a net_memif pair (rank 0 the server end)
+#   memif      2 ranks, a net_memif pair (rank 0 the server end), PMTU
+#              4096 by default (memif packet buffers of 4352 bytes, bsize=,
+#              so that a 4170-byte frame fits one buffer; MTU 9000)
 #   af_packet  N ranks, N veth pairs on a Linux bridge inside a network
 #              namespace the script creates; rank k runs net_af_packet on
 #              its own veth end (10.80.0.k+1); mpirun runs in that namespace
@@ -19,6 +21,8 @@
 # A rank that finds nothing to do yields its CPU (mpi_yield_when_idle) only
 # when there are more ranks than CPUs: a sched_yield per idle poll costs a
 # ping-pong about 0.3 us, but busy ranks sharing a CPU starve each other.
+# --pmtu N: the RoCE path MTU (256..4096; memif only, where the default is
+# 4096; af_packet keeps what its 2048-byte ring frames allow, 1024).
 # Exit status: the job's; 2 for bad arguments.
 set -uo pipefail
 
@@ -26,8 +30,9 @@ RANKS=2
 LINK=memif
 PROVDIR=""
 STATS=0
+PMTU=""
 usage() {
-  echo "usage: mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR] [--stats] -- PROGRAM [ARGS...]" >&2
+  echo "usage: mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR] [--pmtu N] [--stats] -- PROGRAM [ARGS...]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -35,6 +40,7 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=${2:-}; shift 2 || usage ;;
     --link) LINK=${2:-}; shift 2 || usage ;;
     --provider-dir) PROVDIR=${2:-}; shift 2 || usage ;;
+    --pmtu) PMTU=${2:-}; shift 2 || usage ;;
     --stats) STATS=1; shift ;;
     --) shift; break ;;
     *) usage ;;
@@ -47,6 +53,12 @@ case "$LINK" in
   memif) [ "$RANKS" -eq 2 ] || { echo "mpi-dpdat.sh: memif takes exactly 2 ranks" >&2; exit 2; } ;;
   af_packet) ;;
   *) echo "mpi-dpdat.sh: --link memif|af_packet" >&2; exit 2 ;;
+esac
+case "$PMTU" in
+  "") [ "$LINK" = memif ] && PMTU=4096 ;;
+  256 | 512 | 1024 | 2048 | 4096)
+    [ "$LINK" = memif ] || { echo "mpi-dpdat.sh: --pmtu is for --link memif" >&2; exit 2; } ;;
+  *) echo "mpi-dpdat.sh: --pmtu 256|512|1024|2048|4096" >&2; exit 2 ;;
 esac
 if [ -z "$PROVDIR" ]; then
   here=$(dirname "$(readlink -f "$0")")
@@ -69,8 +81,15 @@ CONF=$TMP/dpdat.conf
 RUN=()
 if [ "$LINK" = memif ]; then
   M="net_memif0,socket=$TMP/m.sock,socket-abstract=no"
-  echo "fi0 vdev=$M,role=server;ip=10.80.0.1" >"$CONF"
-  echo "fi1 vdev=$M,role=client;ip=10.80.0.2" >>"$CONF"
+  # memif copies a frame into one packet buffer when it fits (frames
+  # chained over several buffers are not safe in DPDK 22.11's memif): the
+  # buffers hold the PMTU and 256 bytes of headers, and dpdat takes the
+  # MTU asked for up to a buffer.
+  X=""
+  [ "$PMTU" -gt 1024 ] && { M="$M,bsize=$((PMTU + 256))"; X=";mtu=9000"; }
+  X="$X;pmtu=$PMTU"
+  echo "fi0 vdev=$M,role=server;ip=10.80.0.1$X" >"$CONF"
+  echo "fi1 vdev=$M,role=client;ip=10.80.0.2$X" >>"$CONF"
 else
   netns_add "$NS"
   bridge_add "$BR" "$NS"

@@ -169,24 +169,30 @@ Cntr* counter_of(const Ep* ep, rc::WcOp op) {
   }
 }
 
-// Resolves an event taken off the EVD: an inject slot's completion frees
-// the slot now, and the EP's counter counts it.
+// Resolves the event in s->ev, just taken off the EVD: an inject slot's
+// completion frees the slot now, and the EP's counter counts it.
+void resolve_in_place(const Cq* cq, CqEvent* s) {
+  s->slotted = false;
+  s->unreported = false;
+  if (s->ev.num != dat::EventNum::kDto) return;
+  // Only a send-side completion can be an inject slot's (and only those,
+  // or all where counters are bound, pay for the handle lookup).
+  const bool inbound = s->ev.op == rc::WcOp::kRecv || s->ev.op == rc::WcOp::kRecvWriteImm;
+  if (inbound && !cq->counting.load(std::memory_order_relaxed)) return;
+  Ep* ep = ep_of(s->ev.ep);
+  if (ep == nullptr) return;
+  if (!inbound) {
+    s->slotted = slot_of(ep, s->ev.cookie, &s->slot);
+    s->unreported = s->ev.cookie == reinterpret_cast<uintptr_t>(&ep->no_report);
+  }
+  if (Cntr* c = counter_of(ep, s->ev.op); c != nullptr)
+    cntr_bump(c, s->ev.status == DtoStatus::kSuccess);
+}
+
 CqEvent resolve(const Cq* cq, dat::Event&& ev) {
   CqEvent s;
   s.ev = std::move(ev);
-  if (s.ev.num != dat::EventNum::kDto) return s;
-  // Only a send-side completion can be an inject slot's (and only those,
-  // or all where counters are bound, pay for the handle lookup).
-  const bool inbound = s.ev.op == rc::WcOp::kRecv || s.ev.op == rc::WcOp::kRecvWriteImm;
-  if (inbound && !cq->counting.load(std::memory_order_relaxed)) return s;
-  Ep* ep = ep_of(s.ev.ep);
-  if (ep == nullptr) return s;
-  if (!inbound) {
-    s.slotted = slot_of(ep, s.ev.cookie, &s.slot);
-    s.unreported = s.ev.cookie == reinterpret_cast<uintptr_t>(&ep->no_report);
-  }
-  if (Cntr* c = counter_of(ep, s.ev.op); c != nullptr)
-    cntr_bump(c, s.ev.status == DtoStatus::kSuccess);
+  resolve_in_place(cq, &s);
   return s;
 }
 
@@ -199,15 +205,17 @@ ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
   const size_t esize = entry_size(cq->format);
   size_t n = 0;
   auto* out = static_cast<uint8_t*>(buf);
+  // The events go through the CQ's scratch entry (under mu): a poll that
+  // finds nothing, the usual case of a consumer spinning on its CQ,
+  // constructs no event.
+  CqEvent& s = cq->scratch;
   while (n < count) {
-    CqEvent s;
     if (!stash.empty()) {
       s = std::move(stash.front());
       stash.pop_front();
     } else {
-      dat::Event ev;
-      if (!dat::evd_dequeue(cq->evd, &ev).ok()) break;
-      s = resolve(cq, std::move(ev));
+      if (!dat::evd_dequeue(cq->evd, &s.ev).ok()) break;
+      resolve_in_place(cq, &s);
     }
     fi_cq_err_entry err;
     const Kind k = convert(cq, s, out + n * esize, &err);

@@ -213,6 +213,7 @@ struct Cq {
   dat::Evd* evd = nullptr;
   dat::SpinLock mu;           // held for one read (the data path: no futex)
   std::deque<CqEvent> stash;  // taken off the EVD while reclaiming inject slots
+  CqEvent scratch;            // the event a read converts (under mu)
   std::optional<fi_cq_err_entry> err;
   std::atomic<uint32_t> refs{0};  // bound EPs
   fi_wait_obj wait_obj = FI_WAIT_NONE;

@@ -291,11 +291,11 @@ void print_stats(dat::Iface* iface) {
   dat::Lock lk(iface);
   const dat::Iface::Frames fr = iface->frames();
   // looped_frames: of rx_frames, those the link looped back (sends to the
-  // interface's own address).
-  std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu looped_frames %llu\n",
+  // interface's own address); pmtu: the path MTU its connections use.
+  std::fprintf(stderr, "dpdat-fi: %s tx_frames %llu rx_frames %llu looped_frames %llu pmtu %u\n",
                iface->cfg.name.c_str(), static_cast<unsigned long long>(fr.tx),
                static_cast<unsigned long long>(fr.rx),
-               static_cast<unsigned long long>(iface->link->looped_frames()));
+               static_cast<unsigned long long>(iface->link->looped_frames()), iface->pmtu);
 }
 
 int fabric_close(fid* f) {
