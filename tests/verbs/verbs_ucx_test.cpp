@@ -89,6 +89,14 @@ int ud_to_rts(ibv_qp* q, uint32_t qkey) {
   at.sq_psn = 0x123;
   return ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
+// An address handle to the port whose GID is `dgid` (RoCE: always global).
+ibv_ah_attr ah_attr_to(const ibv_gid& dgid) {
+  ibv_ah_attr aa{};
+  aa.is_global = 1;
+  aa.port_num = 1;
+  aa.grh.dgid = dgid;
+  return aa;
+}
 }  // namespace
 
 TEST_F(VerbsTest, UdQpCarriesDatagrams) {
@@ -125,10 +133,7 @@ TEST_F(VerbsTest, UdQpCarriesDatagrams) {
   rwr.wr_id = 22;
   ASSERT_EQ(ibv_post_recv(v, &rwr, &rbad), 0);
 
-  ibv_ah_attr aa{};
-  aa.is_global = 1;
-  aa.port_num = 1;
-  aa.grh.dgid = b_.gid;
+  ibv_ah_attr aa = ah_attr_to(b_.gid);
   ibv_ah* ah = ibv_create_ah(a_.pd, &aa);
   ASSERT_NE(ah, nullptr) << "errno " << errno;
   ibv_ah_attr bad_aa = aa;
@@ -268,10 +273,7 @@ TEST_F(VerbsTest, UdReceiveTellsItsIpv4Header) {
   rwr.num_sge = 1;
   ibv_recv_wr* rbad = nullptr;
   ASSERT_EQ(ibv_post_recv(v, &rwr, &rbad), 0);
-  ibv_ah_attr aa{};
-  aa.is_global = 1;
-  aa.port_num = 1;
-  aa.grh.dgid = b_.gid;
+  ibv_ah_attr aa = ah_attr_to(b_.gid);
   ibv_ah* ah = ibv_create_ah(a_.pd, &aa);
   ASSERT_NE(ah, nullptr) << "errno " << errno;
   ibv_sge ssge{reinterpret_cast<uintptr_t>(a_.buf.data()), 8, a_.mr->lkey};
