@@ -200,6 +200,13 @@ Status ep_post(Ep* ep, const PostArgs& a);
 // `multi`, the message's `offset` in it, and `released` on the last.
 Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags,
                     uint64_t multi_min = 0);
+// A request posted to a queue pair in error completes at once as flushed
+// (verbs: a work request posted in ERR gets IBV_WC_WR_FLUSH_ERR), on the
+// EP's request EVD (`op` a send-queue opcode) or receive EVD (kRecv), after
+// every completion of the queue pair before it.  INVALID_STATE when the
+// queue pair is not in error; INSUFFICIENT_RESOURCES when its EVD's queue
+// is full or requests handed over before it cannot be ordered yet.
+Status ep_post_flushed(Ep* ep, rc::WcOp op, uint64_t cookie);
 
 struct EpStatus {
   EpState state = EpState::kUnconnected;

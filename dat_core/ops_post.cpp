@@ -180,6 +180,29 @@ Status ep_post(Ep* ep, const PostArgs& a) {
   return submit(f, ep, true, &wr, nullptr);
 }
 
+Status ep_post_flushed(Ep* ep, rc::WcOp op, uint64_t cookie) {
+  Iface* f = ep->ia->iface;
+  Lock lk(f);
+  if (ep->qp == nullptr || ep->shard == nullptr || rc::qp::state(*ep->qp) != rc::QpState::kError)
+    return fail(Type::INVALID_STATE);
+  Shard& s = *ep->shard;
+  // Behind the requests handed over before it: they complete flushed too.
+  f->drain_handoff(s);
+  if (s.handoff.pending()) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  const bool recv = op == rc::WcOp::kRecv;
+  Evd* evd = recv ? ep->recv_evd : ep->req_evd;
+  rc::CompletionQueue* cq = evd != nullptr ? evd->cqs[s.index].get() : &s.sink_cq;
+  rc::Completion c;
+  c.cookie = cookie;
+  c.qpn = rc::qp::number(*ep->qp);
+  c.op = op;
+  c.status = rc::WcStatus::kFlushed;
+  if (cq == nullptr || !cq->push(c)) return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_TEP);
+  // Into the EVD, waking its waiters and channel, as the engine's do.
+  f->progress(now_ns(), false);
+  return kOk;
+}
+
 Status ep_post_recv(Ep* ep, const rc::Sge* sge, uint32_t nsge, uint64_t cookie, uint32_t cflags,
                     uint64_t multi_min) {
   if ((cflags & ~0x1Fu) != 0) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG5);

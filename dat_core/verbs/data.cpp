@@ -251,15 +251,54 @@ int post_recv_ud(Qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return 0;
 }
 
+// An RC work request posted in ERR: checked as any post is (its SGE count,
+// opcode and inline size), then completed as flushed, as a device does.
+int flush_send(Qp* q, const ibv_send_wr& wr) {
+  rc::WrOp op;
+  switch (wr.opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+      op = rc::WrOp::kSend;
+      break;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      op = rc::WrOp::kWrite;
+      break;
+    case IBV_WR_RDMA_READ:
+      op = rc::WrOp::kRead;
+      break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+      op = rc::WrOp::kCompareSwap;
+      break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      op = rc::WrOp::kFetchAdd;
+      break;
+    default:  // as post_one refuses it
+      return EOPNOTSUPP;
+  }
+  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > q->cap.max_send_sge) return EINVAL;
+  if ((wr.send_flags & IBV_SEND_INLINE) != 0 && op != rc::WrOp::kRead &&
+      op != rc::WrOp::kCompareSwap && op != rc::WrOp::kFetchAdd) {
+    uint64_t total = 0;
+    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+    if (total > q->cap.max_inline_data) return EINVAL;
+  }
+  return to_errno(dat::ep_post_flushed(q->ep, rc::wc_op_of(op), wr.wr_id));
+}
+
 }  // namespace
 
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   auto* q = reinterpret_cast<Qp*>(qp);
   const bool rts = q->ud ? dat::ud_state(q->udq) == rc::UdState::kRts
                          : dat::qp_attr_state(q->ep) == dat::QpAttrState::kRts;
+  // RC in ERR: each request completes flushed (UD keeps refusing: EINVAL).
+  const bool err = !rts && !q->ud && dat::qp_attr_state(q->ep) == dat::QpAttrState::kError;
   for (ibv_send_wr* w = wr; w != nullptr; w = w->next) {
     int e = 0;
-    if (!rts) {
+    if (err) {
+      e = flush_send(q, *w);
+    } else if (!rts) {
       e = EINVAL;
     } else if (const dat::Status st = post_one(q, *w); !st.ok()) {
       e = to_errno(st);
@@ -282,6 +321,8 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
       e = EINVAL;
     } else if (w->num_sge < 0 || static_cast<uint32_t>(w->num_sge) > q->cap.max_recv_sge) {
       e = EINVAL;
+    } else if (s == dat::QpAttrState::kError) {  // completes flushed, as a device does
+      e = to_errno(dat::ep_post_flushed(q->ep, rc::WcOp::kRecv, w->wr_id));
     } else {
       rc::Sge sge[kMaxSge];
       for (int i = 0; i < w->num_sge; ++i)

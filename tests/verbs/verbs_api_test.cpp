@@ -291,6 +291,44 @@ TEST_F(VerbsTest, ErrorStateFlushesEveryReceive) {
   EXPECT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), EINVAL);
 }
 
+// Work requests posted in ERR are taken and complete flushed, signalled or
+// not, in the order posted (as devices do, and as UCX and MPI expect when
+// they clean up a broken connection); a malformed one is still refused.
+TEST_F(VerbsTest, PostsInErrorCompleteFlushed) {
+  connect();
+  ASSERT_EQ(post_recv(&b_, 0, 64, 300), 0);
+  ibv_qp_attr at{};
+  at.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(b_.qp, &at, IBV_QP_STATE), 0);
+  ASSERT_EQ(post_recv(&b_, 64, 64, 301), 0);
+  ASSERT_EQ(post(&b_, IBV_WR_SEND, 0, 8, nullptr, 0, 302), 0);
+  ASSERT_EQ(post(&b_, IBV_WR_RDMA_WRITE, 0, 8, &a_, 0, 303, 0), 0);  // unsignalled
+  ASSERT_EQ(post(&b_, IBV_WR_RDMA_READ, 0, 8, &a_, 0, 304), 0);
+  ASSERT_EQ(post_recv(&b_, 128, 64, 305), 0);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(b_.buf.data()), 8, b_.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 306;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_TSO;  // no RC opcode: refused as in RTS
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(b_.qp, &wr, &bad), EOPNOTSUPP);
+  EXPECT_EQ(bad, &wr);
+  wr.opcode = IBV_WR_SEND;
+  wr.num_sge = 99;  // more than the QP's max_send_sge
+  EXPECT_EQ(ibv_post_send(b_.qp, &wr, &bad), EINVAL);
+  auto wb = poll_n(b_.cq, 6);  // b's one CQ takes sends and receives
+  ASSERT_EQ(wb.size(), 6u);
+  const uint64_t order[] = {300, 301, 302, 303, 304, 305};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(wb[i].wr_id, order[i]) << i;
+    EXPECT_EQ(wb[i].status, IBV_WC_WR_FLUSH_ERR) << i;
+    EXPECT_EQ(wb[i].qp_num, b_.qp->qp_num) << i;
+  }
+  ibv_wc more{};
+  EXPECT_EQ(ibv_poll_cq(b_.cq, 1, &more), 0);  // nothing for the refused ones
+}
+
 // ibv_destroy_qp takes the pair's completions out of its CQs (as hardware
 // providers clean their CQs of a destroyed QP's entries): none refers to a
 // QP that no longer exists, whether it completed before the destroy or was
