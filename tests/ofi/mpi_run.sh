@@ -67,14 +67,18 @@ job() {
 counters() {
   local ranks=$1 min=$2
   local n
-  n=$(grep "^dpdat-fi: fi" "$TMP/out.log" | awk '{print $2}' | sort -u | wc -l)
+  # Each rank's line, wherever it starts: a rank's stderr may land after
+  # another's stdout that has no newline yet (NetPIPE prints in pieces).
+  grep -oE "dpdat-fi: fi[0-9]+ tx_frames [0-9]+ rx_frames [0-9]+ looped_frames [0-9]+ pmtu [0-9]+" \
+    "$TMP/out.log" >"$TMP/counters"
+  n=$(awk '{print $2}' "$TMP/counters" | sort -u | wc -l)
   [ "$n" -eq "$ranks" ] || fail "$n of $ranks ranks reported dpdat counters"
   while read -r _ name _ tx _ rx _ looped _ pmtu; do
     [ "$tx" -ge "$min" ] && [ "$rx" -ge "$min" ] || fail "$name moved too few frames ($tx/$rx)"
     [ "${3:-0}" -eq 0 ] || [ "$looped" -ge "$3" ] || fail "$name looped too few frames ($looped)"
     [ -z "${4:-}" ] || [ "$pmtu" = "$4" ] || fail "$name ran at PMTU $pmtu, not $4"
-  done < <(grep "^dpdat-fi: fi" "$TMP/out.log")
-  grep "^dpdat-fi: fi" "$TMP/out.log"
+  done <"$TMP/counters"
+  cat "$TMP/counters"
 }
 
 case "$MODE" in
