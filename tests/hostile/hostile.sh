@@ -77,8 +77,12 @@ snap() {
 start=$(date +%s%N)
 snap start
 for a in $ATTACKS; do
-  # The attacks that have keys refused start in a second of their own.
-  case $a in rkey-guess | rkey-flood) sleep 1.1 ;; esac
+  # The attacks that have keys refused start in a second of their own, and
+  # so does the one after them: the victim refuses an address's connections
+  # for the rest of the second in which it refused that address its cap of
+  # keys (rkey-flood reaches it), and a fast host starts the next attack
+  # within that second.
+  case $a in rkey-guess | rkey-flood | forged-dreq) sleep 1.5 ;; esac
   ip netns exec "$NSA" timeout 60 "$HOSTILE" --vdev "net_af_packet0,iface=hp${ID}a,$AF" \
     --ip $AIP --victim $VIP --honest $HIP --guesses 16 --flood 64 --attacks "$a" \
     >>"$TMP/hostile.log" 2>&1 || fail "dpdat-hostile $a exited with $?"
