@@ -6,7 +6,6 @@
 // is what the counters and frame counts check.
 #include <gtest/gtest.h>
 
-
 #include <algorithm>
 
 #include "harness.hpp"

@@ -447,12 +447,12 @@ class Qp {
 
   // Requester (requester.cpp): where emission stands.
   struct Requester {
-    uint64_t emit = 0;        // sq index of the WR the emitter works on
-    wire::Psn next_psn;       // PSN of the next WR that has never been started
-    wire::Psn max_sent_psn;   // newest request PSN ever sent
-    bool tlp_sent = false;    // the probe for the current tail went out
+    uint64_t emit = 0;          // sq index of the WR the emitter works on
+    wire::Psn next_psn;         // PSN of the next WR that has never been started
+    wire::Psn max_sent_psn;     // newest request PSN ever sent
+    bool tlp_sent = false;      // the probe for the current tail went out
     bool span_stalled = false;  // stopped a kHeldSpan past una (counted once per stop)
-    bool rtt_timing = false;  // a sample is running for rtt_psn, sent at rtt_t0
+    bool rtt_timing = false;    // a sample is running for rtt_psn, sent at rtt_t0
     wire::Psn rtt_psn;
     uint64_t rtt_t0 = 0;
     bool rnr_waiting = false;  // an RNR NAK for rnr_psn stopped emission until the RNR timer
@@ -509,9 +509,9 @@ class Qp {
     // says the same again.
     uint64_t nak_repair_ns = 0;  // 0: no sample yet
     uint64_t nak_repair_dev_ns = 0;
-    uint32_t nak_repeats = 0;    // NAKs repeated for the hole nak_timed_psn
-    uint64_t nak_sent_ns = 0;    // the newest sequence NAK
-    bool nak_timed = false;      // timing the first NAK for nak_timed_psn
+    uint32_t nak_repeats = 0;  // NAKs repeated for the hole nak_timed_psn
+    uint64_t nak_sent_ns = 0;  // the newest sequence NAK
+    bool nak_timed = false;    // timing the first NAK for nak_timed_psn
     bool nak_timed_once = false;
     wire::Psn nak_timed_psn;
     uint64_t nak_timed_ns = 0;

@@ -152,7 +152,8 @@ RS Qp::take_in_sequence(const RespCtx& c, uint64_t now) {
         resp_.nak_repair_ns = t;
         resp_.nak_repair_dev_ns = 0;
       } else {
-        const uint64_t err = t > resp_.nak_repair_ns ? t - resp_.nak_repair_ns : resp_.nak_repair_ns - t;
+        const uint64_t err =
+            t > resp_.nak_repair_ns ? t - resp_.nak_repair_ns : resp_.nak_repair_ns - t;
         resp_.nak_repair_dev_ns = (3 * resp_.nak_repair_dev_ns + err) / 4;
         resp_.nak_repair_ns = (7 * resp_.nak_repair_ns + t) / 8;
       }
