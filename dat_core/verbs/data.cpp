@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "objects.hpp"
 
@@ -112,21 +113,61 @@ void notify(Cq* q) {
   (void)!write(ch->ch.fd, &one, sizeof(one));
 }
 
+// The engine's operation for a work request's opcode (nullopt: one dpdat
+// does not implement).
+std::optional<rc::WrOp> wr_op_of(ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_SEND:
+      return rc::WrOp::kSend;
+    case IBV_WR_SEND_WITH_IMM:
+      return rc::WrOp::kSendImm;
+    case IBV_WR_RDMA_WRITE:
+      return rc::WrOp::kWrite;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return rc::WrOp::kWriteImm;
+    case IBV_WR_RDMA_READ:
+      return rc::WrOp::kRead;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+      return rc::WrOp::kCompareSwap;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      return rc::WrOp::kFetchAdd;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether the request carries its data inline (IBV_SEND_INLINE; ignored for
+// READ and atomics, which carry none).
+bool wants_inline(const ibv_send_wr& wr) {
+  return (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.opcode != IBV_WR_RDMA_READ &&
+         wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// A gather list the QP takes: at most max_send_sge entries, inline data no
+// longer than max_inline_data (and a QP that has inline slots).
+dat::Status check_gather(const Qp* q, const ibv_send_wr& wr) {
+  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > q->cap.max_send_sge)
+    return dat::fail(dat::Type::INVALID_PARAMETER);
+  if (wants_inline(wr)) {
+    uint64_t total = 0;
+    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+    if (total > q->cap.max_inline_data || q->inline_lmr == nullptr)
+      return dat::fail(dat::Type::INVALID_PARAMETER);
+  }
+  return dat::kOk;
+}
+
 // The work request's gather list into sge[] (*nsge entries): with
 // IBV_SEND_INLINE the data is copied into the QP's next inline slot, under
 // *inline_lk, and one entry names it.
 dat::Status gather(Qp* q, const ibv_send_wr& wr, rc::Sge* sge, uint32_t* nsge, bool* is_inline,
                    std::unique_lock<std::mutex>* inline_lk) {
-  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > q->cap.max_send_sge)
-    return dat::fail(dat::Type::INVALID_PARAMETER);
+  if (const dat::Status st = check_gather(q, wr); !st.ok()) return st;
   const uint32_t n = static_cast<uint32_t>(wr.num_sge);
-  *is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.opcode != IBV_WR_RDMA_READ &&
-               wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+  *is_inline = wants_inline(wr);
   if (*is_inline) {
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; ++i) total += wr.sg_list[i].length;
-    if (total > q->cap.max_inline_data || q->inline_lmr == nullptr)
-      return dat::fail(dat::Type::INVALID_PARAMETER);
     *inline_lk = std::unique_lock<std::mutex>(q->post_mu);
     uint8_t* slot = q->inline_buf.data() + (q->inline_next % q->inline_slots) * kMaxInline;
     uint64_t off = 0;
@@ -182,40 +223,38 @@ dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
   dat::RemoteSeg remote;
   uint64_t total = 0;
   for (uint32_t i = 0; i < a.nsge; ++i) total += sge[i].length;
-  switch (wr.opcode) {
-    case IBV_WR_SEND:
-      a.op = rc::WrOp::kSend;
-      break;
-    case IBV_WR_SEND_WITH_IMM:
-      a.op = rc::WrOp::kSendImm;
+  const std::optional<rc::WrOp> op = wr_op_of(wr.opcode);
+  if (!op) return dat::fail(dat::Type::NOT_IMPLEMENTED);
+  a.op = *op;
+  switch (*op) {
+    case rc::WrOp::kSendImm:
+    case rc::WrOp::kWriteImm:
       a.imm = ntohl(wr.imm_data);
       break;
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-    case IBV_WR_RDMA_READ:
-      a.op = wr.opcode == IBV_WR_RDMA_WRITE            ? rc::WrOp::kWrite
-             : wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? rc::WrOp::kWriteImm
-                                                       : rc::WrOp::kRead;
-      if (wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) a.imm = ntohl(wr.imm_data);
+    default:
+      break;
+  }
+  switch (*op) {
+    case rc::WrOp::kWrite:
+    case rc::WrOp::kWriteImm:
+    case rc::WrOp::kRead:
       remote.rkey = wr.wr.rdma.rkey;
       remote.va = wr.wr.rdma.remote_addr;
       remote.length = total;
       a.remote = &remote;
       break;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-      a.op = wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? rc::WrOp::kCompareSwap : rc::WrOp::kFetchAdd;
+    case rc::WrOp::kCompareSwap:
+    case rc::WrOp::kFetchAdd:
       if ((wr.wr.atomic.remote_addr & 7) != 0) return dat::fail(dat::Type::INVALID_PARAMETER);
       remote.rkey = wr.wr.atomic.rkey;
       remote.va = wr.wr.atomic.remote_addr;
       remote.length = 8;
       a.remote = &remote;
       a.compare = wr.wr.atomic.compare_add;
-      a.swap_add =
-          wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr.wr.atomic.swap : wr.wr.atomic.compare_add;
+      a.swap_add = *op == rc::WrOp::kCompareSwap ? wr.wr.atomic.swap : wr.wr.atomic.compare_add;
       break;
     default:
-      return dat::fail(dat::Type::NOT_IMPLEMENTED);
+      break;
   }
   a.cflags = 0;
   if ((wr.send_flags & IBV_SEND_SIGNALED) == 0 && !q->sq_sig_all) a.cflags |= dat::cflag::kSuppress;
@@ -251,39 +290,13 @@ int post_recv_ud(Qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return 0;
 }
 
-// An RC work request posted in ERR: checked as any post is (its SGE count,
-// opcode and inline size), then completed as flushed, as a device does.
+// An RC work request posted in ERR: checked as any post is (its opcode,
+// SGE count and inline size), then completed as flushed, as a device does.
 int flush_send(Qp* q, const ibv_send_wr& wr) {
-  rc::WrOp op;
-  switch (wr.opcode) {
-    case IBV_WR_SEND:
-    case IBV_WR_SEND_WITH_IMM:
-      op = rc::WrOp::kSend;
-      break;
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-      op = rc::WrOp::kWrite;
-      break;
-    case IBV_WR_RDMA_READ:
-      op = rc::WrOp::kRead;
-      break;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-      op = rc::WrOp::kCompareSwap;
-      break;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-      op = rc::WrOp::kFetchAdd;
-      break;
-    default:  // as post_one refuses it
-      return EOPNOTSUPP;
-  }
-  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > q->cap.max_send_sge) return EINVAL;
-  if ((wr.send_flags & IBV_SEND_INLINE) != 0 && op != rc::WrOp::kRead &&
-      op != rc::WrOp::kCompareSwap && op != rc::WrOp::kFetchAdd) {
-    uint64_t total = 0;
-    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-    if (total > q->cap.max_inline_data) return EINVAL;
-  }
-  return to_errno(dat::ep_post_flushed(q->ep, rc::wc_op_of(op), wr.wr_id));
+  const std::optional<rc::WrOp> op = wr_op_of(wr.opcode);
+  if (!op) return to_errno(dat::fail(dat::Type::NOT_IMPLEMENTED));
+  if (const dat::Status st = check_gather(q, wr); !st.ok()) return to_errno(st);
+  return to_errno(dat::ep_post_flushed(q->ep, rc::wc_op_of(*op), wr.wr_id));
 }
 
 }  // namespace

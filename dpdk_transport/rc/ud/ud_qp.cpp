@@ -44,25 +44,24 @@ bool UdQp::to_rts(const UdLocal& local, wire::Psn sq_psn) {
 
 void UdQp::set_error() {
   state_ = UdState::kError;
-  while (sq_count_ > 0) {
+  flush_ring(sq_, &sq_head_, &sq_count_, WcOp::kSend, send_cq_);
+  flush_ring(rq_, &rq_head_, &rq_count_, WcOp::kRecv, recv_cq_);
+}
+
+// Completes a ring's entries from its head as flushed while `cq` has room
+// (the rest wait: flushed by the next set_error).
+template <typename Entry>
+void UdQp::flush_ring(const std::vector<Entry>& ring, size_t* head, size_t* count, WcOp op,
+                      CompletionQueue* cq) {
+  while (*count > 0) {
     Completion c;
-    c.cookie = sq_[sq_head_].cookie;
+    c.cookie = ring[*head].cookie;
     c.qpn = qpn_;
-    c.op = WcOp::kSend;
+    c.op = op;
     c.status = WcStatus::kFlushed;
-    if (!complete(send_cq_, c)) break;  // the rest wait; flushed by the next call
-    sq_head_ = (sq_head_ + 1) % sq_.size();
-    --sq_count_;
-  }
-  while (rq_count_ > 0) {
-    Completion c;
-    c.cookie = rq_[rq_head_].cookie;
-    c.qpn = qpn_;
-    c.op = WcOp::kRecv;
-    c.status = WcStatus::kFlushed;
-    if (!complete(recv_cq_, c)) break;  // the rest stay posted; flushed by the next call
-    rq_head_ = (rq_head_ + 1) % rq_.size();
-    --rq_count_;
+    if (!complete(cq, c)) break;
+    *head = (*head + 1) % ring.size();
+    --*count;
   }
 }
 

@@ -138,6 +138,9 @@ class UdQp {
   enum class Tx : uint8_t { kSent, kNoBuffer, kRefused };
 
   bool complete(CompletionQueue* cq, const Completion& c);
+  template <typename Entry>
+  void flush_ring(const std::vector<Entry>& ring, size_t* head, size_t* count, WcOp op,
+                  CompletionQueue* cq);
   // One datagram into a TX buffer: kNoBuffer (nothing built) when none is
   // free now, kRefused when the packet cannot be built.
   Tx transmit(WrOp op, uint32_t flags, uint32_t imm, const UdDest& to,
