@@ -278,6 +278,19 @@ struct LmrSpec {
   const uint8_t* cookie = nullptr;
 };
 Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr** out);
+// The part of the address space a local-only LMR covers: every address a
+// Linux process can map (5-level paging: below 2^56) but the first page.
+inline constexpr uint64_t kLocalOnlyBase = 4096;
+inline constexpr uint64_t kLocalOnlyEnd = uint64_t{1} << 56;
+// A local-only LMR over [kLocalOnlyBase, kLocalOnlyEnd) of pz, by host
+// address (rc::MrTable::mr_register_local_only): its lmr_context is the lkey
+// of any of the process's own bytes, as a NIC's reserved local DMA key is.
+// No rmr_context, no RMR binds to it: the wire never reaches its bytes.
+// For a front whose consumer may name unregistered buffers (libfabric
+// without FI_MR_LOCAL); DAT and verbs consumers never get one.  Not bound
+// by max_lmr_size.  An address in it that is not mapped faults in the
+// thread that copies it (the engine's), as the consumer's own access would.
+Status lmr_create_local_only(Ia* ia, Pz* pz, Lmr** out);
 Status lmr_free(Lmr* l);
 // Counters of the remote WRITEs into and READs out of the LMR (libfabric's
 // fi_mr_bind with FI_RMA_EVENT; rc::MrTable::mr_set_rma_counters); nullptr:

@@ -68,6 +68,27 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
   return kOk;
 }
 
+Status lmr_create_local_only(Ia* ia, Pz* pz, Lmr** out) {
+  Iface* f = ia->iface;
+  Lock lk(f);
+  auto l = std::make_unique<Lmr>(ia);
+  l->pz = pz;
+  l->privileges = rc::priv::kLocalRead | rc::priv::kLocalWrite;
+  l->mem_type = MemType::kVirtual;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the host address of va, by construction
+  l->host = reinterpret_cast<uint8_t*>(kLocalOnlyBase);
+  l->va = kLocalOnlyBase;
+  l->length = kLocalOnlyEnd - kLocalOnlyBase;
+  if (!f->mr->mr_register_local_only(pz->id, l->host, l->va, l->length, &l->lmr_context))
+    return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
+  pz->refs++;
+  f->lmr_by_ctx[l->lmr_context] = l.get();
+  Lmr* raw = l.release();
+  adopt(ia, raw);
+  *out = raw;
+  return kOk;
+}
+
 Status lmr_free(Lmr* l) {
   Lock lk(l->ia->iface);
   return free_lmr(l);

@@ -23,19 +23,33 @@ bool slot_of(Ep* ep, uint64_t cookie, Slot* out) {
   return true;
 }
 
-int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, uint64_t* total) {
+int iov_sges(const Domain* d, const iovec* iov, void* const* desc, size_t count, rc::Sge* sge,
+             uint64_t* total) {
   *total = 0;
   for (size_t i = 0; i < count; ++i) {
     const Mr* m = desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
+    const auto addr = reinterpret_cast<uintptr_t>(iov[i].iov_base);
+    const uint64_t len = iov[i].iov_len;
+    if (m == nullptr) {
+      // No descriptor (no FI_MR_LOCAL): the domain's local-only key names
+      // the bytes by their address.  What no process can map is refused
+      // here; an address that is merely not mapped now faults where the
+      // engine copies it, as the consumer's own access would.
+      if (len != 0 && (addr < dat::kLocalOnlyBase || addr > dat::kLocalOnlyEnd ||
+                       len > dat::kLocalOnlyEnd - addr))
+        return -FI_EINVAL;
+      sge[i] = rc::Sge{d->any_lkey, addr, len};
+      *total += len;
+      continue;
+    }
     // No object lives in the first page: such a value is no descriptor (a
     // consumer that passes fi_mr_desc() itself as the array gives the MR's
     // class number here).
     if (reinterpret_cast<uintptr_t>(m) < 4096 || m->mr.fid.fclass != FI_CLASS_MR) return -FI_EINVAL;
-    const auto addr = reinterpret_cast<uintptr_t>(iov[i].iov_base);
     sge[i].lkey = m->lmr->lmr_context;
     sge[i].va = addr - m->base + m->lmr->va;
-    sge[i].length = iov[i].iov_len;
-    *total += iov[i].iov_len;
+    sge[i].length = len;
+    *total += len;
   }
   return 0;
 }
@@ -73,9 +87,9 @@ const Cntr* counter_of(const Ep* ep, rc::WrOp op) {
   }
 }
 
-// Local segments of the consumer's descriptors (FI_MR_LOCAL).
-int to_sges(const Request& r, rc::Sge* sge, uint64_t* total) {
-  return iov_sges(r.iov, r.desc, r.count, sge, total);
+// Local segments of the consumer's buffers, with or without descriptors.
+int to_sges(const Ep* ep, const Request& r, rc::Sge* sge, uint64_t* total) {
+  return iov_sges(ep->dom, r.iov, r.desc, r.count, sge, total);
 }
 
 // Copies an inject request into the ring's next slot and posts it from
@@ -139,7 +153,7 @@ ssize_t post(Ep* ep, const Request& r) {
     return -FI_EAGAIN;
   }
   uint64_t total = 0;
-  if (int e = to_sges(r, sge, &total); e != 0) return e;
+  if (int e = to_sges(ep, r, sge, &total); e != 0) return e;
   a.cookie = reinterpret_cast<uintptr_t>(r.context);
   if (!want && counter != nullptr) {
     a.cookie = reinterpret_cast<uintptr_t>(&ep->no_report);  // counted, no CQ entry
@@ -167,7 +181,7 @@ ssize_t recv_common(Ep* ep, const iovec* iov, void** desc, size_t count, void* c
   r.count = count;
   rc::Sge sge[rc::kMaxSge];
   uint64_t total = 0;
-  if (int rc = to_sges(r, sge, &total); rc != 0) return rc;
+  if (int rc = to_sges(ep, r, sge, &total); rc != 0) return rc;
   if (multi) return multi_recv_post(ep, iov, sge, count, context);
   return to_fi(dat::ep_post_recv(ep->dep, sge, static_cast<uint32_t>(count),
                                  reinterpret_cast<uintptr_t>(context), 0));

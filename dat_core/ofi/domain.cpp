@@ -11,6 +11,10 @@ namespace {
 int domain_close(fid* f) {
   auto* d = reinterpret_cast<Domain*>(f);
   if (d->refs > 0) return -FI_EBUSY;
+  if (d->any_lmr != nullptr) {
+    if (dat::Status st = dat::lmr_free(d->any_lmr); !st.ok()) return to_fi(st);
+    d->any_lmr = nullptr;
+  }
   if (d->pz != nullptr && !dat::pz_free(d->pz).ok()) return -FI_EBUSY;
   {
     std::lock_guard lk(d->fab->mu);
@@ -101,10 +105,17 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
     delete d;
     return to_fi(st);
   }
+  // Buffers without descriptors (no FI_MR_LOCAL) go through this key.
+  if (dat::Status st = dat::lmr_create_local_only(ia, d->pz, &d->any_lmr); !st.ok()) {
+    (void)dat::pz_free(d->pz);
+    delete d;
+    return to_fi(st);
+  }
+  d->any_lkey = d->any_lmr->lmr_context;
   d->fab = fab;
   d->mr_mode = info->domain_attr != nullptr ? static_cast<uint64_t>(info->domain_attr->mr_mode)
-                                            : FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
-  if (d->mr_mode == FI_MR_BASIC) d->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+                                            : FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+  if (d->mr_mode == FI_MR_BASIC) d->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
   d->domain.fid.fclass = FI_CLASS_DOMAIN;
   d->domain.fid.context = context;
   d->domain.fid.ops = &g_domain_fi_ops;

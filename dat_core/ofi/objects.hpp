@@ -136,6 +136,10 @@ struct Domain {
   fid_domain domain{};
   Fabric* fab = nullptr;
   dat::Pz* pz = nullptr;
+  // The lkey of a buffer without a descriptor: a local-only LMR over the
+  // process's address space (dat::lmr_create_local_only).
+  dat::Lmr* any_lmr = nullptr;
+  uint32_t any_lkey = 0;
   uint64_t mr_mode = 0;
   std::atomic<uint32_t> refs{0};  // CQs, MRs, EPs
 };
@@ -361,8 +365,12 @@ struct MultiHit {
 bool multi_recv_event(Ep* ep, const dat::Event& ev, MultiHit* out);
 
 // The local segments of the consumer's iovecs and descriptors (0, or
-// -FI_EINVAL for a missing descriptor).
-int iov_sges(const iovec* iov, void* const* desc, size_t count, rc::Sge* sge, uint64_t* total);
+// -FI_EINVAL for a value that is no descriptor, or a buffer without one
+// that no process can map: in the first page, wrapping around, past the
+// address space).  A buffer without a descriptor (desc or desc[i] NULL)
+// goes through the domain's local-only key.
+int iov_sges(const Domain* d, const iovec* iov, void* const* desc, size_t count, rc::Sge* sge,
+             uint64_t* total);
 
 // Whether `cookie` names one of ep's inject slots; frees it (and the slots
 // taken before it, which completed first) and reports what the consumer

@@ -25,9 +25,13 @@ constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps | FI_RMA_EVENT;
 constexpr uint64_t kTxCaps = kPrimaryCaps | FI_SEND | FI_READ | FI_WRITE;
 constexpr uint64_t kRxCaps =
     kPrimaryCaps | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT;
-// What a consumer must accept: local registration, provider keys; offsets
-// (no FI_MR_VIRT_ADDR) and virtual addresses both work.
-constexpr uint64_t kMrRequired = FI_MR_LOCAL | FI_MR_PROV_KEY;
+// What a consumer must accept: provider keys; offsets (no FI_MR_VIRT_ADDR)
+// and virtual addresses both work.  No FI_MR_LOCAL: a buffer without a
+// descriptor goes through the domain's local-only key (iov_sges), so the
+// bit is never reported, even to a consumer that offers it (ofi_rxm always
+// does, and copies every eager message through its own registered buffers
+// when the core provider keeps it).  Descriptors are honoured when given.
+constexpr uint64_t kMrRequired = FI_MR_PROV_KEY;
 constexpr uint64_t kMrOptional = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
 constexpr uint64_t kMsgOrder = FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAR |
                                FI_ORDER_WAW | FI_ORDER_WAS | FI_ORDER_SAR | FI_ORDER_SAW |
@@ -70,12 +74,11 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
       return no("domain capabilities");
     // mr_mode 0 from a consumer of API 1.5+ means it takes no MR mode bit;
     // FI_MR_BASIC (and FI_MR_UNSPEC of older consumers) is the basic mode,
-    // with local registration asked through the FI_LOCAL_MR mode bit.
+    // which has provider keys.
     const uint64_t mr = static_cast<uint64_t>(d->mr_mode);
     const bool basic =
         mr == FI_MR_BASIC || (mr == FI_MR_UNSPEC && FI_VERSION_LT(version, FI_VERSION(1, 5)));
-    const bool local = (h->mode & FI_LOCAL_MR) != 0 || (!basic && (mr & FI_MR_LOCAL) != 0);
-    if (!local || (!basic && (mr & FI_MR_PROV_KEY) == 0)) return no("memory registration mode");
+    if (!basic && (mr & FI_MR_PROV_KEY) == 0) return no("memory registration mode");
   }
   if (h->tx_attr != nullptr) {
     if ((h->tx_attr->caps & ~kCaps) != 0) return no("transmit capabilities");
@@ -172,7 +175,6 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
   // that accept FI_RX_CQ_DATA.
   const bool rx_cq_data = hints == nullptr || (hints->mode & FI_RX_CQ_DATA) != 0;
   fi->mode = rx_cq_data ? FI_RX_CQ_DATA : 0;
-  if (hints != nullptr && (hints->mode & FI_LOCAL_MR) != 0) fi->mode |= FI_LOCAL_MR;
   fi->addr_format = FI_SOCKADDR_IN;
   fi->src_addrlen = sizeof(sockaddr_in);
   fi->src_addr = dup_sin(src_ip, src_port);
@@ -226,7 +228,7 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
       hd != nullptr && hd->data_progress != FI_PROGRESS_UNSPEC ? hd->data_progress : cfg_progress;
   d->resource_mgmt = FI_RM_ENABLED;
   d->av_type = FI_AV_UNSPEC;
-  uint64_t mr = FI_MR_LOCAL | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+  uint64_t mr = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
   if (hd != nullptr && hd->mr_mode != FI_MR_BASIC && hd->mr_mode != FI_MR_UNSPEC)
     mr = static_cast<uint64_t>(hd->mr_mode) & (kMrRequired | kMrOptional);
   // FI_MR_BASIC, and FI_MR_UNSPEC of a consumer older than API 1.5 (the

@@ -23,6 +23,7 @@ struct MrTable::Mr {
   uint64_t length = 0;
   uint32_t privileges = 0;
   uint32_t bound_mws = 0;
+  bool local_only = false;
   uint8_t key = 0;
   uint32_t next_free = 0;
   std::atomic<std::atomic<uint64_t>*> rma_writes{nullptr}, rma_reads{nullptr};
@@ -190,10 +191,21 @@ MrTable::Mw* MrTable::mw_at(uint32_t i) const { return mws_.at(i); }
 bool MrTable::mr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
                           uint32_t privileges, uint32_t* lkey) {
   if ((privileges & ~priv::kValidMask) != 0) return false;
+  return register_entry(pz, host, va, length, privileges, false, lkey);
+}
+
+bool MrTable::mr_register_local_only(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
+                                     uint32_t* lkey) {
+  return register_entry(pz, host, va, length, priv::kLocalRead | priv::kLocalWrite, true, lkey);
+}
+
+bool MrTable::register_entry(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
+                             uint32_t privileges, bool local_only, uint32_t* lkey) {
   if (length != 0 && va + length < va) return false;
   const uint32_t i = mrs_.take();
   if (i == mrs_.kNone) return false;
   Mr& e = *mr_at(i);
+  e.local_only = local_only;
   e.pz = pz;
   e.va = va;
   e.host = host;
@@ -242,7 +254,7 @@ bool MrTable::mr_query(uint32_t lkey, MrInfo* out) const {
   if (ep == nullptr) return false;
   const Mr& e = *ep;
   if (e.lkey.load(std::memory_order_acquire) != lkey || lkey == 0) return false;
-  *out = MrInfo{e.pz, e.va, e.host, e.length, e.privileges, lkey, e.bound_mws};
+  *out = MrInfo{e.pz, e.va, e.host, e.length, e.privileges, lkey, e.bound_mws, e.local_only};
   return true;
 }
 
@@ -304,7 +316,7 @@ BindError MrTable::check_bind(uint32_t mw_handle, uint32_t lkey, uint64_t va, ui
   if ((privileges & ~(priv::kRemoteRead | priv::kRemoteWrite | priv::kRemoteAtomic)) != 0)
     return BindError::kInvalidPrivileges;
   MrInfo l;
-  if (!mr_query(lkey, &l)) return BindError::kInvalidMr;
+  if (!mr_query(lkey, &l) || l.local_only) return BindError::kInvalidMr;
   if (l.pz != qp_pz) return BindError::kPzMismatch;
   if ((privileges & priv::kRemoteRead) && !(l.privileges & priv::kLocalRead))
     return BindError::kPrivilegeNotCovered;

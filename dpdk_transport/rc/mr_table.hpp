@@ -104,8 +104,9 @@ struct MrInfo {
   uint8_t* host = nullptr;
   uint64_t length = 0;
   uint32_t privileges = 0;
-  uint32_t lkey = 0;       // also its rkey when registered with remote privileges
-  uint32_t bound_mws = 0;  // MWs currently bound to this MR
+  uint32_t lkey = 0;        // also its rkey when registered with remote privileges
+  uint32_t bound_mws = 0;   // MWs currently bound to this MR
+  bool local_only = false;  // mr_register_local_only: no MW binds to it
 };
 
 struct MwInfo {
@@ -138,6 +139,13 @@ class MrTable {
   // length 0 is allowed (a zero-length MR matches only zero-length accesses).
   bool mr_register(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length, uint32_t privileges,
                    uint32_t* lkey);
+  // A local-only MR (a NIC's reserved local DMA key): local read and write,
+  // never an rkey (no remote privilege) and never the MR of an MW bind
+  // (check_bind: kInvalidMr), so no peer reaches its bytes.  A front makes
+  // one over the whole user address space to serve buffers its consumer did
+  // not register.  False when the table is full.
+  bool mr_register_local_only(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length,
+                              uint32_t* lkey);
   // Frees an MR.  Returns kInvalidContext/kStaleContext for a bad lkey;
   // refuses (returns false via *in_use = true) while MWs are bound to it.
   AccessError mr_free(uint32_t lkey, bool* in_use);
@@ -202,6 +210,8 @@ class MrTable {
   struct Mw;
   Mr* mr_at(uint32_t i) const;
   Mw* mw_at(uint32_t i) const;
+  bool register_entry(uint32_t pz, uint8_t* host, uint64_t va, uint64_t length, uint32_t privileges,
+                      bool local_only, uint32_t* lkey);
   ChunkedSlots<Mr, kChunkEntries> mrs_;
   ChunkedSlots<Mw, kChunkEntries> mws_;
   // Key bytes (see the top of this file).

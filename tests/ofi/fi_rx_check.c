@@ -34,6 +34,16 @@
  *   the endpoint's counters must hold exactly the WRITEs (with data
  *   included) and the READs, the region's their sum, still after a pause,
  *   and the bytes must have moved.
+ * MODE nodesc: buffers without descriptors.  Both ends ask for no
+ *   FI_MR_LOCAL (every mode checks that fi_getinfo never reports it, even
+ *   to hints that offer it).  The server posts receives into unregistered
+ *   heap and stack memory with NULL descriptors (one iovec, two iovecs, a
+ *   descriptor array mixing NULL and a registered region's); the client
+ *   sends from unregistered memory (one and two iovecs, zero bytes from
+ *   NULL), WRITEs from and READs into it, and fetches an atomic into it,
+ *   all without descriptors; every byte must land.  Buffers no process can
+ *   map (the first page, wrapping around, past the address space) are
+ *   refused with -FI_EINVAL at post, on both the send and receive side.
  * MODE close: completions that precede fi_close.  The server accepts, sends
  *   one message and, without reading its CQ, waits for the client's
  *   disconnect (the client shuts down as soon as the message arrived) and
@@ -47,6 +57,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -87,7 +98,7 @@ static struct fi_info* make_hints(uint64_t caps) {
   h->fabric_attr->prov_name = strdup("dpdat");
   h->ep_attr->type = FI_EP_MSG;
   h->caps = FI_MSG | caps;
-  h->mode = FI_RX_CQ_DATA;
+  h->mode = FI_RX_CQ_DATA | FI_LOCAL_MR;
   h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   return h;
 }
@@ -528,6 +539,119 @@ static void rma_client(struct fid_ep* ep) {
   cq_next(&c, "send");
 }
 
+/* ------------------------------------------------------------ nodesc */
+
+enum { PLAIN = 1 << 16, ND_A = 3000, ND_B1 = 100, ND_B2 = 2000, ND_RMA = 8192, ND_KEY = BUF - 64 };
+
+/* Buffers no process can map: refused at post, whichever side. */
+static void nodesc_refusals(struct fid_ep* ep) {
+  void* bad[] = {(void*)(uintptr_t)16, (void*)(uintptr_t)(UINT64_MAX - 31),
+                 (void*)(uintptr_t)(1ull << 60)};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+    ssize_t r = fi_recv(ep, bad[i], 64, NULL, 0, NULL);
+    CHECK(r == -FI_EINVAL, "fi_recv into %p without a descriptor: %zd", bad[i], r);
+    r = fi_send(ep, bad[i], 64, NULL, 0, NULL);
+    CHECK(r == -FI_EINVAL, "fi_send from %p without a descriptor: %zd", bad[i], r);
+  }
+}
+
+static void nodesc_server(void) {
+  int ret;
+  unsigned char* plain = malloc(PLAIN);
+  unsigned char stack_part[ND_B1 + 64];
+  memset(plain, 0, PLAIN);
+  memset(stack_part, 0, sizeof(stack_part));
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+  struct fid_ep* ep = open_ep(entry.info);
+  /* 1: one iovec, NULL descriptor; 2: two iovecs, no descriptor array; 3:
+   * zero bytes; 4: a descriptor array of NULL and a region's descriptor */
+  OK((int)fi_recv(ep, plain, 4000, NULL, 0, plain));
+  struct iovec iv2[2] = {{stack_part, ND_B1}, {plain + 8192, 4000}};
+  OK((int)fi_recvv(ep, iv2, NULL, 2, 0, stack_part));
+  OK((int)fi_recv(ep, plain + 16384, 64, NULL, 0, plain + 16384));
+  struct iovec iv4[2] = {{plain + 20000, 2}, {buf + ND_KEY - 512, 64}};
+  void* d4[2] = {NULL, fi_mr_desc(mr)};
+  struct fi_msg m4 = {iv4, d4, 2, 0, plain + 20000, 0};
+  OK((int)fi_recvmsg(ep, &m4, 0));
+  OK(fi_accept(ep, NULL, 0));
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  fi_freeinfo(entry.info);
+  nodesc_refusals(ep);
+  for (size_t i = 0; i < ND_RMA; ++i) buf[i] = (char)pattern(3, i);
+  uint64_t* key = (uint64_t*)(buf + ND_KEY);
+  key[0] = (uint64_t)(uintptr_t)buf;
+  key[1] = fi_mr_key(mr);
+  uint64_t init = 40;
+  memcpy(buf + ND_RMA, &init, 8);
+  OK((int)fi_send(ep, key, 16, fi_mr_desc(mr), 0, key));
+  struct fi_cq_data_entry c;
+  cq_next(&c, "key send");
+  CHECK(c.flags & FI_SEND, "key send flags %#llx", (unsigned long long)c.flags);
+  void* ctx[4] = {plain, stack_part, plain + 16384, plain + 20000};
+  size_t len[4] = {ND_A, ND_B1 + ND_B2, 0, 7};
+  for (int i = 0; i < 4; ++i) {
+    cq_next(&c, "receive");
+    CHECK((c.flags & FI_RECV) && c.op_context == ctx[i] && c.len == len[i],
+          "receive %d: flags %#llx context %p len %zu", i + 1, (unsigned long long)c.flags,
+          c.op_context, c.len);
+  }
+  for (size_t i = 0; i < ND_A; ++i) CHECK(plain[i] == pattern(4, i), "message 1 byte %zu", i);
+  for (size_t i = 0; i < ND_B1; ++i) CHECK(stack_part[i] == pattern(5, i), "message 2 byte %zu", i);
+  for (size_t i = ND_B1; i < ND_B1 + ND_B2; ++i)
+    CHECK(plain[8192 + i - ND_B1] == pattern(5, i), "message 2 byte %zu", i);
+  CHECK(plain[20000] == 'd' && plain[20001] == 'o' && memcmp(buf + ND_KEY - 512, "ne!!!", 5) == 0,
+        "message 4 split wrong");
+  /* the client's WRITE from unregistered memory landed */
+  for (size_t i = 0; i < 4096; ++i)
+    CHECK((unsigned char)buf[16384 + i] == pattern(6, i), "WRITE byte %zu", i);
+  uint64_t sum = 0;
+  memcpy(&sum, buf + ND_RMA, 8);
+  CHECK(sum == 42, "atomic target holds %llu, want 42", (unsigned long long)sum);
+  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  OK(fi_close(&ep->fid));
+  free(plain);
+  printf("fi_rx_check server: received into unregistered memory without descriptors\n");
+}
+
+static void nodesc_client(struct fid_ep* ep) {
+  int ret;
+  struct fi_cq_data_entry c;
+  unsigned char* plain = malloc(PLAIN);
+  unsigned char stack_part[ND_B1];
+  nodesc_refusals(ep);
+  cq_next(&c, "the server's key");
+  CHECK((c.flags & FI_RECV) && c.len == 16, "key message: flags %#llx len %zu",
+        (unsigned long long)c.flags, c.len);
+  const uint64_t* key = (const uint64_t*)(buf + RMA_MSG);
+  const uint64_t addr = key[0], rkey = key[1];
+  for (size_t i = 0; i < ND_A; ++i) plain[i] = pattern(4, i);
+  OK((int)fi_send(ep, plain, ND_A, NULL, 0, plain));
+  for (size_t i = 0; i < ND_B1; ++i) stack_part[i] = pattern(5, i);
+  for (size_t i = ND_B1; i < ND_B1 + ND_B2; ++i) plain[8192 + i - ND_B1] = pattern(5, i);
+  struct iovec iv2[2] = {{stack_part, ND_B1}, {plain + 8192, ND_B2}};
+  OK((int)fi_sendv(ep, iv2, NULL, 2, 0, stack_part));
+  OK((int)fi_send(ep, NULL, 0, NULL, 0, NULL));
+  for (int i = 0; i < 3; ++i) cq_next(&c, "send");
+  /* WRITE from and READ into unregistered memory; an atomic's old value
+   * into it */
+  for (size_t i = 0; i < 4096; ++i) plain[16384 + i] = pattern(6, i);
+  OK((int)fi_write(ep, plain + 16384, 4096, NULL, 0, addr + 16384, rkey, plain + 16384));
+  memset(plain + 32768, 0, ND_RMA);
+  OK((int)fi_read(ep, plain + 32768, ND_RMA, NULL, 0, addr, rkey, plain + 32768));
+  uint64_t add = 2, old = 0;
+  OK((int)fi_fetch_atomic(ep, &add, 1, NULL, &old, NULL, 0, addr + ND_RMA, rkey, FI_UINT64, FI_SUM,
+                          &old));
+  for (int i = 0; i < 3; ++i) cq_next(&c, "RMA");
+  for (size_t i = 0; i < ND_RMA; ++i)
+    CHECK(plain[32768 + i] == pattern(3, i), "READ into unregistered memory: byte %zu", i);
+  CHECK(old == 40, "fetch-add into unregistered memory returned %llu", (unsigned long long)old);
+  char done[8] = "done!!!";
+  OK((int)fi_send(ep, done, 7, NULL, 0, done));
+  cq_next(&c, "last send");
+  free(plain);
+}
+
 /* ------------------------------------------------------------ completions before close */
 
 static void close_server(struct fid_pep* pep) {
@@ -564,18 +688,32 @@ static int mode_of(const char* mode) {
   if (strcmp(mode, "srx") == 0) return 1;
   if (strcmp(mode, "cntr") == 0) return 2;
   if (strcmp(mode, "rma") == 0) return 3;
-  if (strcmp(mode, "close") == 0) return 4;
-  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr, rma, close)\n", mode);
+  if (strcmp(mode, "nodesc") == 0) return 4;
+  if (strcmp(mode, "close") == 0) return 5;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr, rma, nodesc, close)\n", mode);
   exit(2);
 }
 
 static struct fi_info* mode_hints(int mode) {
-  struct fi_info* h = make_hints(mode == 0 ? FI_MULTI_RECV : mode == 3 ? FI_RMA | FI_RMA_EVENT : 0);
+  struct fi_info* h = make_hints(mode == 0   ? FI_MULTI_RECV
+                                 : mode == 3 ? FI_RMA | FI_RMA_EVENT
+                                 : mode == 4 ? FI_RMA | FI_ATOMIC
+                                             : 0);
   if (mode == 1) h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  if (mode == 4) {
+    h->mode = FI_RX_CQ_DATA;
+    h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  }
   return h;
 }
 
 static void check_info(const struct fi_info* fi, int mode) {
+  /* Local registration is never required, even of hints that offer it. */
+  CHECK((fi->domain_attr->mr_mode & FI_MR_LOCAL) == 0 && (fi->mode & FI_LOCAL_MR) == 0,
+        "mr_mode %#x mode %#llx: local registration required", fi->domain_attr->mr_mode,
+        (unsigned long long)fi->mode);
+  CHECK((fi->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0, "mr_mode %#x without FI_MR_PROV_KEY",
+        fi->domain_attr->mr_mode);
   if (mode == 3) {
     CHECK((fi->caps & FI_RMA_EVENT) && (fi->rx_attr->caps & FI_RMA_EVENT),
           "entry caps %#llx, rx_attr caps %#llx: no FI_RMA_EVENT", (unsigned long long)fi->caps,
@@ -635,10 +773,12 @@ static int server(uint16_t port, const char* mode_name) {
     srx_server(pep);
   } else if (mode == 2) {
     cntr_server();
-  } else if (mode == 4) {
+  } else if (mode == 5) {
     close_server(pep);
-  } else {
+  } else if (mode == 3) {
     rma_server();
+  } else {
+    nodesc_server();
   }
   OK(fi_close(&pep->fid));
   close_common(ep);
@@ -652,21 +792,22 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
   int ret;
   role = "client";
   const int mode = mode_of(mode_name);
-  struct fi_info* hints = make_hints(mode == 0   ? FI_MULTI_RECV
-                                     : mode == 3 ? FI_RMA | FI_RMA_EVENT
-                                                 : 0);
+  struct fi_info* hints = mode_hints(mode);
+  hints->ep_attr->rx_ctx_cnt = 0; /* srx: the client's endpoints are plain */
   struct fi_info* info = NULL;
   char svc[8];
   snprintf(svc, sizeof(svc), "%u", port);
   OK(fi_getinfo(FI_VERSION(1, 17), sip, svc, 0, hints, &info));
+  check_info(info, mode);
   open_common(info);
   struct fid_ep* ep = NULL;
   if (mode == 1) {
     srx_client(info);
   } else {
     ep = open_ep(info);
-    if (mode == 3) OK((int)fi_recv(ep, buf + RMA_MSG, 64, fi_mr_desc(mr), 0, buf + RMA_MSG));
-    if (mode == 4) OK((int)fi_recv(ep, buf + 8192, 4096, fi_mr_desc(mr), 0, buf + 8192));
+    if (mode == 3 || mode == 4)
+      OK((int)fi_recv(ep, buf + RMA_MSG, 64, fi_mr_desc(mr), 0, buf + RMA_MSG));
+    if (mode == 5) OK((int)fi_recv(ep, buf + 8192, 4096, fi_mr_desc(mr), 0, buf + 8192));
     OK(fi_connect(ep, info->dest_addr, NULL, 0));
     struct fi_eq_cm_entry entry;
     CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
@@ -674,10 +815,12 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
       multi_client(ep);
     } else if (mode == 2) {
       cntr_client(ep);
-    } else if (mode == 4) {
+    } else if (mode == 5) {
       close_client(ep);
-    } else {
+    } else if (mode == 3) {
       rma_client(ep);
+    } else {
+      nodesc_client(ep);
     }
     OK(fi_shutdown(ep, 0));
   }

@@ -149,6 +149,67 @@ TEST(SelectiveRepeatHeld, SendsAfterALostBoundaryKeptNotResent) {
   EXPECT_EQ(f.b_held_peak, 7 * held_block(wire::Opcode::kSendMiddle, kPmtu));
 }
 
+// `n` SENDs of 8 packets each into receive buffers twice their size, the
+// frames in `lost` lost once: every message byte-exact, in order, with its
+// length and nothing written past it.
+void sends_losing(Rig& f, uint32_t n, std::vector<uint32_t> lost) {
+  Buffer src = f.p.reg(0, n * kMsg, kLocal);
+  Buffer dst = f.p.reg(1, n * kRecvLen, kLocal | priv::kRemoteWrite, 0xA5);
+  fill_pattern(src.bytes, 5);
+  for (uint32_t i = 0; i < n; ++i) f.post_recv(dst, i * kRecvLen, kRecvLen, 1 + i);
+  f.arm(std::move(lost));
+  for (uint32_t i = 0; i < n; ++i) f.post_send(WrOp::kSend, src, i * kMsg, kMsg, 11 + i);
+  ASSERT_TRUE(f.p.run_until([&] { return f.p.a().scq->size() == n && f.p.b().rcq->size() == n; }));
+  ASSERT_TRUE(f.p.settle());
+  const auto sc = drain(*f.p.a().scq);
+  const auto rc = drain(*f.p.b().rcq);
+  ASSERT_EQ(sc.size(), n);
+  ASSERT_EQ(rc.size(), n);
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(sc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].cookie, 1u + i);
+    EXPECT_EQ(rc[i].byte_len, kMsg);
+    const auto from = src.bytes.begin() + static_cast<std::ptrdiff_t>(i * kMsg);
+    const auto at = dst.bytes.begin() + static_cast<std::ptrdiff_t>(i * kRecvLen);
+    EXPECT_TRUE(std::equal(from, from + kMsg, at)) << "message " << i;
+    EXPECT_TRUE(std::all_of(at + kMsg, at + kRecvLen, [](uint8_t b) { return b == 0xA5; }))
+        << "receive buffer " << i << " written past the message's end";
+  }
+  EXPECT_EQ(f.p.a().qp->state(), QpState::kRts);
+  EXPECT_EQ(f.p.b().qp->state(), QpState::kRts);
+  EXPECT_EQ(f.p.b().engine->held_bytes(), 0u);
+}
+
+// Only the LAST of a SEND is lost: the FIRST after it shows that the one
+// packet between is that LAST (a MIDDLE came before it), so the next SEND
+// is placed into the receive after this one's, not kept.
+TEST(SelectiveRepeatHeld, SendAfterALostLastPlacedNotKept) {
+  Rig f;
+  sends_losing(f, 2, {8});
+  EXPECT_EQ(f.cb().sr_placed_ahead, 8u);  // the second SEND whole
+  EXPECT_EQ(f.cb().sr_kept, 0u);
+  EXPECT_EQ(f.ca().sr_resends, 1u);
+  EXPECT_EQ(f.ca().retransmits, 0u);
+  EXPECT_EQ(f.ca().timeouts, 0u);
+  EXPECT_EQ(f.sent_a, 16u + 1u);
+}
+
+// The same behind an earlier hole: the first SEND loses a MIDDLE (frame
+// 3), the second, placed as the next message, its LAST (frame 16); the
+// third begins after that LAST, the second's packet before it placed.
+// Then a SEND whose LAST is lost right after its FIRST was placed ahead
+// (frames 18 and 26: the fourth's packets but one follow the third's FIRST).
+TEST(SelectiveRepeatHeld, SendsAfterLostLastsBehindAHolePlacedNotKept) {
+  Rig f;
+  sends_losing(f, 4, {3, 16, 26});
+  EXPECT_EQ(f.cb().sr_kept, 0u);
+  EXPECT_EQ(f.ca().sr_resends, 3u);
+  EXPECT_EQ(f.ca().retransmits, 0u);
+  EXPECT_EQ(f.ca().timeouts, 0u);
+  EXPECT_EQ(f.sent_a, 32u + 3u);
+}
+
 // A kMsg WRITE with immediate from src to dst whose FIRST is lost once
 // (`none`: B's 1-byte buffer for the immediate's receive): the receive
 // completes with the immediate and the whole message, and dst equals src.

@@ -87,6 +87,41 @@ TEST_F(MrCore, RemoteChecksThroughTheLmrContext) {
   EXPECT_EQ(remote(at, va, 8, Access::kLocalRead), AccessError::kNoPrivilege);
 }
 
+// A local-only MR over the whole user address space (libfabric's buffers
+// without a descriptor): any local access inside, no remote access through
+// its key, no MW bound to it, freed like any other.
+TEST_F(MrCore, LocalOnlyServesLocalAccessesAndNothingRemote) {
+  constexpr uint64_t kBase = 4096, kEnd = uint64_t{1} << 56;
+  uint32_t l = 0;
+  ASSERT_TRUE(
+      t.mr_register_local_only(1, reinterpret_cast<uint8_t*>(kBase), kBase, kEnd - kBase, &l));
+  AccessGrant g;
+  const auto a = reinterpret_cast<uintptr_t>(host);
+  ASSERT_EQ(t.check_local(l, 1, a, 4096, Access::kLocalRead, &g), AccessError::kOk);
+  EXPECT_EQ(g.host, host);
+  EXPECT_EQ(local(l, a, 4096, Access::kLocalWrite), AccessError::kOk);
+  EXPECT_EQ(local(l, 0, 1, Access::kLocalRead), AccessError::kOutOfBounds);
+  EXPECT_EQ(local(l, kEnd - 1, 2, Access::kLocalRead), AccessError::kOutOfBounds);
+  EXPECT_EQ(local(l, a, 1, Access::kLocalRead, 2), AccessError::kPzMismatch);
+  for (Access acc : {Access::kRemoteRead, Access::kRemoteWrite, Access::kRemoteAtomic})
+    EXPECT_EQ(remote(l, a, 8, acc), AccessError::kNoPrivilege);
+  MrInfo info;
+  ASSERT_TRUE(t.mr_query(l, &info));
+  EXPECT_TRUE(info.local_only);
+  uint32_t r = 0;
+  ASSERT_TRUE(t.mw_alloc(1, &r));
+  EXPECT_EQ(t.check_bind(r, l, a, 8, priv::kRemoteRead, 1), BindError::kInvalidMr);
+  // An ordinary MR of the same table still binds.
+  const uint32_t m = reg(kL);
+  ASSERT_TRUE(t.mr_query(m, &info));
+  EXPECT_FALSE(info.local_only);
+  EXPECT_EQ(t.check_bind(r, m, va, 8, priv::kRemoteRead, 1), BindError::kOk);
+  bool in_use = true;
+  EXPECT_EQ(t.mr_free(l, &in_use), AccessError::kOk);
+  EXPECT_FALSE(in_use);
+  EXPECT_EQ(local(l, a, 1, Access::kLocalRead), AccessError::kInvalidContext);
+}
+
 TEST_F(MrCore, StaleAfterFreeAndSlotReuse) {
   const uint32_t l = reg(priv::kAll);
   bool in_use = true;

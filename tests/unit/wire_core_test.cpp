@@ -188,6 +188,28 @@ TEST(WireCoreRoundTrip, GatherEqualsSingleSpan) {
   three.payload = {};
   three.gather = pieces;
   EXPECT_EQ(build(one, 1024), build(three, 1024));
+  // The shapes of ofi_rxm's direct send (a 64-byte header, then the data)
+  // and the edges of the fused copy: a short, an empty and a long last piece,
+  // a first piece longer than a CRC block, payload lengths not multiples of 16.
+  std::vector<uint8_t> big(4096 + 77);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 13 + 5);
+  const std::span<const uint8_t> b(big);
+  const std::vector<std::vector<size_t>> cuts = {{64, 4032}, {64, 4000},    {64, 0},   {64, 100},
+                                                 {300, 3},   {1, 1, 4090},  {64, 127}, {64, 128},
+                                                 {0, 64},    {4000, 4, 61}, {48, 4048}};
+  for (const auto& cut : cuts) {
+    std::vector<std::span<const uint8_t>> ps;
+    size_t off = 0;
+    for (size_t n : cut) {
+      ps.push_back(b.subspan(off, n));
+      off += n;
+    }
+    const BuildSpec whole = spec_for(Opcode::kSendOnly, b.first(off));
+    BuildSpec g = whole;
+    g.payload = {};
+    g.gather = ps;
+    EXPECT_EQ(build(whole, 4096), build(g, 4096)) << "pieces of " << cut[0] << ", " << cut[1];
+  }
 }
 
 TEST(WireCoreBuild, BufferTooSmallAndBadPmtu) {

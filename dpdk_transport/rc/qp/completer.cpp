@@ -326,6 +326,7 @@ void Qp::note_acked(Psn psn, uint64_t now) {
     cc_on_rtt(now - req_.rtt_t0, now);
   }
   req_.tlp_sent = false;  // progress: a new tail may be probed
+  req_.span_stalled = false;
   if (srs_.hole && Psn::diff(*srs_.hole, psn) <= 0) srs_.hole.reset();
   comp_.retries_left = cfg_.retry_count;
   comp_.first_timeout_ns = 0;

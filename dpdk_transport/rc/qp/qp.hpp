@@ -447,11 +447,12 @@ class Qp {
 
   // Requester (requester.cpp): where emission stands.
   struct Requester {
-    uint64_t emit = 0;        // sq index of the WR the emitter works on
-    wire::Psn next_psn;       // PSN of the next WR that has never been started
-    wire::Psn max_sent_psn;   // newest request PSN ever sent
-    bool tlp_sent = false;    // the probe for the current tail went out
-    bool rtt_timing = false;  // a sample is running for rtt_psn, sent at rtt_t0
+    uint64_t emit = 0;          // sq index of the WR the emitter works on
+    wire::Psn next_psn;         // PSN of the next WR that has never been started
+    wire::Psn max_sent_psn;     // newest request PSN ever sent
+    bool tlp_sent = false;      // the probe for the current tail went out
+    bool span_stalled = false;  // stopped a kHeldSpan past una (counted once per stop)
+    bool rtt_timing = false;    // a sample is running for rtt_psn, sent at rtt_t0
     wire::Psn rtt_psn;
     uint64_t rtt_t0 = 0;
     bool rnr_waiting = false;  // an RNR NAK for rnr_psn stopped emission until the RNR timer
@@ -501,11 +502,16 @@ class Qp {
     NakSent nak_sent = NakSent::kNone;
     // How long the requester takes to fill a hole once told (the first
     // sequence NAK for a PSN to its arrival, when that NAK was not repeated),
-    // smoothed: a NAK repeated sooner would only find the resend on its way,
-    // so the responder waits that long before it says the same again.
+    // smoothed, and its mean deviation: a NAK repeated sooner than the mean
+    // plus two deviations (as a retransmission timer judges a round trip)
+    // would mostly find the resend on its way, the repair time varying with
+    // the queue in front of it; the responder waits that long before it
+    // says the same again.
     uint64_t nak_repair_ns = 0;  // 0: no sample yet
-    uint64_t nak_sent_ns = 0;    // the newest sequence NAK
-    bool nak_timed = false;      // timing the first NAK for nak_timed_psn
+    uint64_t nak_repair_dev_ns = 0;
+    uint32_t nak_repeats = 0;  // NAKs repeated for the hole nak_timed_psn
+    uint64_t nak_sent_ns = 0;  // the newest sequence NAK
+    bool nak_timed = false;    // timing the first NAK for nak_timed_psn
     bool nak_timed_once = false;
     wire::Psn nak_timed_psn;
     uint64_t nak_timed_ns = 0;
@@ -526,7 +532,12 @@ class Qp {
     uint32_t replay_next = 0;
   };
   Responder resp_;
-  bool nak_repeat_due(uint64_t now) const { return now - resp_.nak_sent_ns >= resp_.nak_repair_ns; }
+  // Each repeat for the same hole doubles the wait (a receiver descheduled
+  // for a while finds every resend overdue at once).
+  bool nak_repeat_due(uint64_t now) const {
+    const uint64_t wait = resp_.nak_repair_ns + 2 * resp_.nak_repair_dev_ns;
+    return now - resp_.nak_sent_ns >= wait << std::min<uint32_t>(resp_.nak_repeats, 6);
+  }
 
   // Selective repeat: PSNs in (resp_.epsn, resp_.epsn + kSrSpan) already placed.
   using SrBits = PsnBitmap<32>;
@@ -651,6 +662,7 @@ class Qp {
   // srr_.next_n.
   uint32_t sr_next_of(wire::Psn psn) const;
   bool sr_open_next(const wire::PacketView& v, wire::Psn psn);
+  bool sr_send_ends_before(wire::Psn psn, const SrNext* prev) const;
   bool sr_place_next(const wire::PacketView& v, wire::Psn psn);
   void sr_next_lower_limit(wire::Psn psn);
   // Takes back every next-message packet at or after `psn`; entries that

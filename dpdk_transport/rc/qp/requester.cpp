@@ -418,7 +418,13 @@ Qp::ReqState Qp::req_emit(SendWqe& w, uint64_t now) {
   if (w.done) return ReqState::kNextWqe;
   while (w.sent < w.npkts) {
     const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
-    if (!window_room(psn)) return ReqState::kBlocked;
+    if (!window_room(psn)) {
+      if (!req_.span_stalled && Psn::diff(psn, una_psn()) >= kHeldSpan) {
+        req_.span_stalled = true;
+        ctr_.sr_span_stalls++;
+      }
+      return ReqState::kBlocked;
+    }
     if (!cc_may_send(now)) return ReqState::kBlocked;  // the pace timer resumes it
     if (!emit_one(w, now)) return ReqState::kBackpressure;
   }

@@ -148,7 +148,15 @@ RS Qp::take_in_sequence(const RespCtx& c, uint64_t now) {
     if (resp_.nak_timed_once) {
       // (A stalled requester's sample would silence the repeats: capped.)
       const uint64_t t = std::min(now - resp_.nak_timed_ns, cfg_.retransmit_timeout_ns);
-      resp_.nak_repair_ns = resp_.nak_repair_ns == 0 ? t : (7 * resp_.nak_repair_ns + t) / 8;
+      if (resp_.nak_repair_ns == 0) {
+        resp_.nak_repair_ns = t;
+        resp_.nak_repair_dev_ns = 0;
+      } else {
+        const uint64_t err =
+            t > resp_.nak_repair_ns ? t - resp_.nak_repair_ns : resp_.nak_repair_ns - t;
+        resp_.nak_repair_dev_ns = (3 * resp_.nak_repair_dev_ns + err) / 4;
+        resp_.nak_repair_ns = (7 * resp_.nak_repair_ns + t) / 8;
+      }
     }
   }
   if (srm_ != nullptr) srm_->seen.set(resp_.epsn, false);
@@ -236,7 +244,13 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
     // answer about every ack_every packets): the NAK or the resend may be
     // lost.  Say it again once the resend is overdue (resp_.nak_repair_ns); the
     // requester ignores a NAK for a packet it resent within a round trip.
-    if (v.bth->ack_req() && resp_.nak_sent == NakSent::kSeq && nak_repeat_due(now)) again = true;
+    if (v.bth->ack_req() && resp_.nak_sent == NakSent::kSeq && nak_repeat_due(now)) {
+      if (!again) {
+        ctr_.seq_nak_repeats++;
+        ++resp_.nak_repeats;
+      }
+      again = true;
+    }
   }
   if (resp_.nak_sent == NakSent::kNone || again) {
     // One sequence-error NAK per gap (IBA C9-110), repeated only when the

@@ -199,12 +199,18 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     // receive WQE after that one's (the own queue's; an SRQ hands out
     // receives in arrival order).  (The SEND in progress may be one whose
     // FIRST is still missing: it takes the queue's head all the same.)
+    // Or right after a SEND whose LAST is missing but whose packet before
+    // that is known (sr_send_ends_before): that LAST is the only packet
+    // between.
     if (info.is(wire::op::kInvalidate) || srq_ != nullptr) return false;
     if (prev != nullptr) {
-      if (!prev->send || !prev->last.valid || !(prev->last.psn + 1 == psn)) return false;
+      if (!prev->send) return false;
+      if (prev->last.valid ? !(prev->last.psn + 1 == psn) : !sr_send_ends_before(psn, prev))
+        return false;
       x.rq_index = prev->rq_index + 1;
     } else {
-      if (resp_.in_msg == InMsg::kWrite || !srr_.last.valid || !(srr_.last.psn + 1 == psn))
+      if (resp_.in_msg == InMsg::kWrite) return false;
+      if (srr_.last.valid ? !(srr_.last.psn + 1 == psn) : !sr_send_ends_before(psn, nullptr))
         return false;
       x.rq_index = rq_head_ + 1;
     }
@@ -243,6 +249,28 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
   }
   sr_maps().nexts[srr_.next_n++] = x;
   return true;
+}
+
+// A FIRST at `psn` follows a SEND (the message in progress, or next entry
+// `prev`) whose LAST is not here: that LAST is `psn` - 1 when `psn` - 2 is
+// known to be one of that SEND's packets other than its LAST (taken in
+// order, or placed as its FIRST or a MIDDLE): a MIDDLE is followed by a
+// MIDDLE or the LAST, and a FIRST only follows a LAST.
+bool Qp::sr_send_ends_before(Psn psn, const SrNext* prev) const {
+  const Psn before = psn - 2;
+  if (sr_bit(psn - 1)) return false;
+  if (prev == nullptr && resp_.in_msg == InMsg::kSend && psn - 1 == resp_.epsn)
+    return true;  // the hole itself
+  if (srm_ == nullptr) return false;
+  if (prev != nullptr) {
+    return Psn::diff(before, prev->first) >= 0 && srm_->next.test(before) &&
+           sr_next_of(before) == srr_.next_n - 1;
+  }
+  // The SEND in progress, taken in order (kSend) or placed from its missing
+  // FIRST on (kNone with packets placed).
+  const bool send_in_progress =
+      resp_.in_msg == InMsg::kSend || (resp_.in_msg == InMsg::kNone && srr_.msg_count > 0);
+  return send_in_progress && Psn::diff(before, resp_.epsn) > 0 && srm_->msg.test(before);
 }
 
 // A MIDDLE / LAST packet of a next message, placed by its offset from the
@@ -469,6 +497,7 @@ void Qp::send_seq_nak(uint64_t now) {
     resp_.nak_timed_once = true;
     resp_.nak_timed_psn = resp_.epsn;
     resp_.nak_timed_ns = now;
+    resp_.nak_repeats = 0;
   } else {
     resp_.nak_timed_once = false;  // said again: which one the resend answers is unknown
   }
