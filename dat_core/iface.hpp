@@ -308,13 +308,16 @@ struct Iface {
   void stop_threads_if_unused();
   std::mutex threads_mu;  // start / stop of the progress threads
 
+  // The EP's completions still queued by QPN in the engine go to its EVDs
+  // (dropped when the EP is being freed); every token held.  Before its
+  // queue pair goes, and for ep_settle.
+  void settle_completions(Ep* ep);
+
  private:
   bool drain_cq(Shard& s, Evd* evd);
   // The event for RC completion `c` of `ep` on `evd` (a bind's also moves
   // its RMR's FIFO of pending binds on).
   Event cq_event(Evd* evd, const rc::Completion& c, Ep* ep);
-  // Before the EP's queue pair goes: its completions still queued by QPN.
-  void settle_completions(Ep* ep);
   void report_overflow(Evd* evd);
   // `rej_reason`: the peer's REJ reason (IBA), when a REJ ended the attempt.
   void conn_event(Ep* ep, EventNum n, const uint8_t* pdata, uint32_t len, uint32_t rej_reason = 0);

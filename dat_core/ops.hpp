@@ -215,6 +215,11 @@ struct EpStatus {
 Status ep_get_status(Ep* ep, EpStatus* out);
 Status ep_reset(Ep* ep);
 Status ep_free(Ep* ep);
+// Moves the completions of the EP's queue pair still in the engine onto its
+// EVDs (ep_free drops every completion of the EP, those already on its EVDs
+// too): a consumer that must report what completed before it freed the EP
+// settles it, takes the events off, then frees it.
+Status ep_settle(Ep* ep);
 Status ep_recv_query(Ep* ep, uint32_t* nbufs);
 // Receives in progress from the EP's SRQ at which the soft mark notifies
 // and the hard mark breaks the connection; -1 (DAT_WATERMARK_INFINITE): not

@@ -217,6 +217,12 @@ Status ep_free(Ep* ep) {
   return kOk;
 }
 
+Status ep_settle(Ep* ep) {
+  Lock lk(ep->ia->iface);
+  if (ep->qp != nullptr) ep->ia->iface->settle_completions(ep);
+  return kOk;
+}
+
 Status ep_recv_query(Ep* ep, uint32_t* nbufs) {
   Lock lk(ep->ia->iface);
   *nbufs = ep->qp == nullptr ? 0 : static_cast<uint32_t>(rc::qp::recv_queue_used(*ep->qp));

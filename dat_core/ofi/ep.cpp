@@ -222,6 +222,17 @@ int enable(Ep* ep) {
 int ep_close(fid* f) {
   auto* ep = reinterpret_cast<Ep*>(f);
   if (ep->dep != nullptr) {
+    // What completed before the close (a send the peer acknowledged just
+    // before its disconnect, a receive flushed by that disconnect) is
+    // reported: ep_free drops the EP's completions, so they go into the CQs'
+    // stashes first, resolved while the EP still exists.  ofi_rxm closes a
+    // connection's endpoint when the peer disconnects and then reads the CQ
+    // for what that endpoint completed; a send's completion lost here left
+    // its consumer waiting for ever.  What the close itself flushes is
+    // discarded (fi_endpoint(3)).
+    (void)dat::ep_settle(ep->dep);
+    for (Cq* cq : {ep->txcq, ep->rxcq})
+      if (cq != nullptr) cq_progress(cq);
     dat::EpStatus es;
     if (dat::ep_get_status(ep->dep, &es).ok() && es.state != dat::EpState::kUnconnected &&
         es.state != dat::EpState::kDisconnected)

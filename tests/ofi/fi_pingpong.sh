@@ -14,7 +14,7 @@
 #               its mode as 4th): multi-receive buffers (multi), a shared
 #               receive context of two endpoints (srx), a counter's FD
 #               wait object in an epoll loop (cntr), remote access counters
-#               (rma)
+#               (rma), a completion that precedes fi_close (close)
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail

@@ -44,6 +44,14 @@
  *   all without descriptors; every byte must land.  Buffers no process can
  *   map (the first page, wrapping around, past the address space) are
  *   refused with -FI_EINVAL at post, on both the send and receive side.
+ * MODE close: completions that precede fi_close.  The server accepts, sends
+ *   one message and, without reading its CQ, waits for the client's
+ *   disconnect (the client shuts down as soon as the message arrived) and
+ *   closes its endpoint; the send's completion (acknowledged before the
+ *   disconnect) must then still be on the CQ, successful and naming the
+ *   send's context.  ofi_rxm closes a connection's endpoint when its peer
+ *   disconnects and reads the CQ afterwards; fabtests' fi_rdm_multi_client
+ *   waited for ever for such a send.
  * Prints "fi_rx_check <role>: ok" and exits 0 when everything matched; a
  * line naming what did not, and exit 1, otherwise. */
 #include <arpa/inet.h>
@@ -644,6 +652,35 @@ static void nodesc_client(struct fid_ep* ep) {
   free(plain);
 }
 
+/* ------------------------------------------------------------ completions before close */
+
+static void close_server(struct fid_pep* pep) {
+  int ret;
+  (void)pep;
+  struct fi_eq_cm_entry entry;
+  CHECK(eq_event(&entry) == FI_CONNREQ, "no connection request");
+  struct fid_ep* ep = open_ep(entry.info);
+  OK(fi_accept(ep, NULL, 0));
+  CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
+  fi_freeinfo(entry.info);
+  strcpy(buf, "completed before the close");
+  OK((int)fi_send(ep, buf, strlen(buf) + 1, fi_mr_desc(mr), 0, buf + 1));
+  CHECK(eq_event(&entry) == FI_SHUTDOWN, "no shutdown");
+  OK(fi_close(&ep->fid));
+  struct fi_cq_data_entry c;
+  cq_next(&c, "send completed before fi_close");
+  CHECK(c.op_context == buf + 1 && (c.flags & FI_SEND), "completion context %p flags %#llx",
+        c.op_context, (unsigned long long)c.flags);
+  CHECK(fi_cq_read(cq, &c, 1) == -FI_EAGAIN, "a second completion");
+}
+
+static void close_client(struct fid_ep* ep) {
+  struct fi_cq_data_entry c;
+  (void)ep;
+  cq_next(&c, "receive");
+  CHECK(strcmp(buf + 8192, "completed before the close") == 0, "received '%.40s'", buf + 8192);
+}
+
 /* ------------------------------------------------------------ roles */
 
 static int mode_of(const char* mode) {
@@ -652,7 +689,8 @@ static int mode_of(const char* mode) {
   if (strcmp(mode, "cntr") == 0) return 2;
   if (strcmp(mode, "rma") == 0) return 3;
   if (strcmp(mode, "nodesc") == 0) return 4;
-  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr, rma, nodesc)\n", mode);
+  if (strcmp(mode, "close") == 0) return 5;
+  fprintf(stderr, "fi_rx_check: unknown mode '%s' (multi, srx, cntr, rma, nodesc, close)\n", mode);
   exit(2);
 }
 
@@ -735,6 +773,8 @@ static int server(uint16_t port, const char* mode_name) {
     srx_server(pep);
   } else if (mode == 2) {
     cntr_server();
+  } else if (mode == 5) {
+    close_server(pep);
   } else if (mode == 3) {
     rma_server();
   } else {
@@ -765,7 +805,9 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
     srx_client(info);
   } else {
     ep = open_ep(info);
-    if (mode >= 3) OK((int)fi_recv(ep, buf + RMA_MSG, 64, fi_mr_desc(mr), 0, buf + RMA_MSG));
+    if (mode == 3 || mode == 4)
+      OK((int)fi_recv(ep, buf + RMA_MSG, 64, fi_mr_desc(mr), 0, buf + RMA_MSG));
+    if (mode == 5) OK((int)fi_recv(ep, buf + 8192, 4096, fi_mr_desc(mr), 0, buf + 8192));
     OK(fi_connect(ep, info->dest_addr, NULL, 0));
     struct fi_eq_cm_entry entry;
     CHECK(eq_event(&entry) == FI_CONNECTED, "not connected");
@@ -773,6 +815,8 @@ static int client(const char* sip, uint16_t port, const char* mode_name) {
       multi_client(ep);
     } else if (mode == 2) {
       cntr_client(ep);
+    } else if (mode == 5) {
+      close_client(ep);
     } else if (mode == 3) {
       rma_client(ep);
     } else {
