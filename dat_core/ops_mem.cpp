@@ -26,6 +26,19 @@ void free_rmr(Rmr* r) {
   destroy(r);
 }
 
+namespace {
+
+// A registered LMR joins its PZ, the interface's map by context and its IA.
+Lmr* install_lmr(Iface* f, std::unique_ptr<Lmr> l) {
+  l->pz->refs++;
+  f->lmr_by_ctx[l->lmr_context] = l.get();
+  Lmr* raw = l.release();
+  adopt(raw->ia, raw);
+  return raw;
+}
+
+}  // namespace
+
 Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr** out) {
   Iface* f = ia->iface;
   Lock lk(f);
@@ -60,11 +73,7 @@ Status lmr_create(Ia* ia, Pz* pz, const LmrSpec& spec, uint32_t privileges, Lmr*
       0)
     l->rmr_context = l->lmr_context;  // the LMR's own key doubles as its remote key
   if (l->parent != nullptr) l->parent->children++;
-  pz->refs++;
-  f->lmr_by_ctx[l->lmr_context] = l.get();
-  Lmr* raw = l.release();
-  adopt(ia, raw);
-  *out = raw;
+  *out = install_lmr(f, std::move(l));
   return kOk;
 }
 
@@ -81,11 +90,7 @@ Status lmr_create_local_only(Ia* ia, Pz* pz, Lmr** out) {
   l->length = kLocalOnlyEnd - kLocalOnlyBase;
   if (!f->mr->mr_register_local_only(pz->id, l->host, l->va, l->length, &l->lmr_context))
     return fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_MEMORY_REGION);
-  pz->refs++;
-  f->lmr_by_ctx[l->lmr_context] = l.get();
-  Lmr* raw = l.release();
-  adopt(ia, raw);
-  *out = raw;
+  *out = install_lmr(f, std::move(l));
   return kOk;
 }
 

@@ -38,7 +38,7 @@ int iov_sges(const Domain* d, const iovec* iov, void* const* desc, size_t count,
       if (len != 0 && (addr < dat::kLocalOnlyBase || addr > dat::kLocalOnlyEnd ||
                        len > dat::kLocalOnlyEnd - addr))
         return -FI_EINVAL;
-      sge[i] = rc::Sge{d->any_lkey, addr, len};
+      sge[i] = rc::Sge{d->any_lmr->lmr_context, addr, len};
       *total += len;
       continue;
     }

@@ -111,7 +111,6 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
     delete d;
     return to_fi(st);
   }
-  d->any_lkey = d->any_lmr->lmr_context;
   d->fab = fab;
   d->mr_mode = info->domain_attr != nullptr ? static_cast<uint64_t>(info->domain_attr->mr_mode)
                                             : FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;

@@ -136,10 +136,10 @@ struct Domain {
   fid_domain domain{};
   Fabric* fab = nullptr;
   dat::Pz* pz = nullptr;
-  // The lkey of a buffer without a descriptor: a local-only LMR over the
-  // process's address space (dat::lmr_create_local_only).
+  // Its lmr_context is the lkey of a buffer without a descriptor: a
+  // local-only LMR over the process's address space
+  // (dat::lmr_create_local_only).
   dat::Lmr* any_lmr = nullptr;
-  uint32_t any_lkey = 0;
   uint64_t mr_mode = 0;
   std::atomic<uint32_t> refs{0};  // CQs, MRs, EPs
 };

@@ -144,14 +144,15 @@ bool wants_inline(const ibv_send_wr& wr) {
 }
 
 // A gather list the QP takes: at most max_send_sge entries, inline data no
-// longer than max_inline_data (and a QP that has inline slots).
-dat::Status check_gather(const Qp* q, const ibv_send_wr& wr) {
+// longer than max_inline_data (and a QP that has inline slots).  *inline_len:
+// the inline data's length (0 when not inline).
+dat::Status check_gather(const Qp* q, const ibv_send_wr& wr, uint64_t* inline_len) {
+  *inline_len = 0;
   if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > q->cap.max_send_sge)
     return dat::fail(dat::Type::INVALID_PARAMETER);
   if (wants_inline(wr)) {
-    uint64_t total = 0;
-    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-    if (total > q->cap.max_inline_data || q->inline_lmr == nullptr)
+    for (int i = 0; i < wr.num_sge; ++i) *inline_len += wr.sg_list[i].length;
+    if (*inline_len > q->cap.max_inline_data || q->inline_lmr == nullptr)
       return dat::fail(dat::Type::INVALID_PARAMETER);
   }
   return dat::kOk;
@@ -162,12 +163,11 @@ dat::Status check_gather(const Qp* q, const ibv_send_wr& wr) {
 // *inline_lk, and one entry names it.
 dat::Status gather(Qp* q, const ibv_send_wr& wr, rc::Sge* sge, uint32_t* nsge, bool* is_inline,
                    std::unique_lock<std::mutex>* inline_lk) {
-  if (const dat::Status st = check_gather(q, wr); !st.ok()) return st;
+  uint64_t total = 0;
+  if (const dat::Status st = check_gather(q, wr, &total); !st.ok()) return st;
   const uint32_t n = static_cast<uint32_t>(wr.num_sge);
   *is_inline = wants_inline(wr);
   if (*is_inline) {
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < n; ++i) total += wr.sg_list[i].length;
     *inline_lk = std::unique_lock<std::mutex>(q->post_mu);
     uint8_t* slot = q->inline_buf.data() + (q->inline_next % q->inline_slots) * kMaxInline;
     uint64_t off = 0;
@@ -226,14 +226,7 @@ dat::Status post_one(Qp* q, const ibv_send_wr& wr) {
   const std::optional<rc::WrOp> op = wr_op_of(wr.opcode);
   if (!op) return dat::fail(dat::Type::NOT_IMPLEMENTED);
   a.op = *op;
-  switch (*op) {
-    case rc::WrOp::kSendImm:
-    case rc::WrOp::kWriteImm:
-      a.imm = ntohl(wr.imm_data);
-      break;
-    default:
-      break;
-  }
+  if (*op == rc::WrOp::kSendImm || *op == rc::WrOp::kWriteImm) a.imm = ntohl(wr.imm_data);
   switch (*op) {
     case rc::WrOp::kWrite:
     case rc::WrOp::kWriteImm:
@@ -295,7 +288,8 @@ int post_recv_ud(Qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 int flush_send(Qp* q, const ibv_send_wr& wr) {
   const std::optional<rc::WrOp> op = wr_op_of(wr.opcode);
   if (!op) return to_errno(dat::fail(dat::Type::NOT_IMPLEMENTED));
-  if (const dat::Status st = check_gather(q, wr); !st.ok()) return to_errno(st);
+  uint64_t inline_len = 0;
+  if (const dat::Status st = check_gather(q, wr, &inline_len); !st.ok()) return to_errno(st);
   return to_errno(dat::ep_post_flushed(q->ep, rc::wc_op_of(*op), wr.wr_id));
 }
 

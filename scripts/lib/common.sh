@@ -72,6 +72,16 @@ lib_untrack() {
 
 lib_on_exit() { LIB_EXIT_CMDS+=("$*"); }
 
+# Starts N busy-looping CPU hogs, ended on exit (a loaded host, for loops
+# that look for races).
+lib_cpu_hogs() {
+  local _
+  for _ in $(seq 1 "$1"); do
+    bash -c 'while :; do :; done' >/dev/null 2>&1 &
+    lib_track $!
+  done
+}
+
 # Ends the tracked processes: TERM, up to 2 s for them to go, then KILL; reaps them.
 lib_end_tracked() {
   local p alive i

@@ -136,10 +136,7 @@ one_run() {
   return $rc
 }
 if [ "$LOOP" -gt 0 ]; then
-  for _ in $(seq 1 "$HOGS"); do
-    bash -c 'while :; do :; done' >/dev/null 2>&1 &
-    lib_track $!  # ended on exit
-  done
+  lib_cpu_hogs "$HOGS"
   echo "fabtests $FT, provider '$PROV', $* $LOOP times beside $HOGS CPU hogs"
   pass=0
   for i in $(seq 1 "$LOOP"); do

@@ -30,10 +30,7 @@ done
 HERE=$(dirname "$(readlink -f "$0")")
 # shellcheck source=../../scripts/lib/common.sh
 . "$HERE/../../scripts/lib/common.sh"
-for _ in $(seq 1 "$HOGS"); do
-  bash -c 'while :; do :; done' >/dev/null 2>&1 &
-  lib_track $!  # ended on exit
-done
+lib_cpu_hogs "$HOGS"
 pass=0
 for i in $(seq 1 "$RUNS"); do
   start=$SECONDS

@@ -418,8 +418,10 @@ Qp::ReqState Qp::req_emit(SendWqe& w, uint64_t now) {
   if (w.done) return ReqState::kNextWqe;
   while (w.sent < w.npkts) {
     const Psn psn = w.first_psn + static_cast<int32_t>(w.sent);
-    if (!window_room(psn)) {
-      if (!req_.span_stalled && Psn::diff(psn, una_psn()) >= kHeldSpan) {
+    if (const int32_t in_flight = in_flight_at(psn);
+        in_flight >= static_cast<int32_t>(cc_window())) {
+      // INT32_MAX: a kHeldSpan past una, beyond what the responder keeps.
+      if (in_flight == INT32_MAX && !req_.span_stalled) {
         req_.span_stalled = true;
         ctr_.sr_span_stalls++;
       }
