@@ -102,7 +102,8 @@ BENCHMARK(BM_WriteLoss)
 // simulated clock makes the figure independent of host load; rto_min_ns is
 // the default 50 us.  Counters (per 64 KiB message): timeouts, go-back-N
 // rewinds (retransmits), selective resends and re-requests (sr_resends),
-// and vgoodput_gbps, the payload rate in virtual time.
+// sequence NAKs the requester took (seq_naks) and the responder's repeats of
+// them (nak_repeats), and vgoodput_gbps, the payload rate in virtual time.
 void BM_Loss(benchmark::State& state) {
   static constexpr const char* kOps[] = {"write", "read", "send"};
   const auto op = static_cast<size_t>(state.range(0));
@@ -176,6 +177,8 @@ void BM_Loss(benchmark::State& state) {
   state.counters["sr_resends"] = per_msg(c1.sr_resends - c0.sr_resends);
   state.counters["tlp"] = per_msg(c1.tlp_probes - c0.tlp_probes);
   state.counters["seq_naks"] = per_msg(c1.seq_naks_rx - c0.seq_naks_rx);
+  state.counters["nak_repeats"] =
+      per_msg(p.b().qp->counters().seq_nak_repeats - b0.seq_nak_repeats);
   state.counters["dup_rx"] = per_msg(p.b().qp->counters().duplicates_rx - b0.duplicates_rx +
                                      c1.duplicates_rx - c0.duplicates_rx);
   state.counters["tx_pkts"] = per_msg(c1.tx_packets - c0.tx_packets);

@@ -150,7 +150,9 @@ void Qp::sr_lower_limit(Psn psn) {
 // In-message packets placed at or after `psn` belong to a later message:
 // take them back (they are asked for again when resp_.epsn reaches them).
 void Qp::sr_unplace_msg_from(Psn psn) {
-  if (srm_ == nullptr) return;
+  // Nothing of the message in progress is placed (a stream of selective-
+  // repeat WRITE Only packets, say): no bitmap to scan.
+  if (srm_ == nullptr || srr_.msg_count == 0) return;
   for (int32_t d = srm_->msg.next_set(resp_.epsn, std::max(Psn::diff(psn, resp_.epsn), 0), kSrSpan);
        srr_.msg_count > 0 && d < kSrSpan; d = srm_->msg.next_set(resp_.epsn, d + 1, kSrSpan)) {
     const Psn p = resp_.epsn + d;
