@@ -445,7 +445,13 @@ uint32_t crc32_copy_masked_vpclmul512(uint32_t crc, uint8_t* head, size_t h, con
                                       const uint8_t* src, size_t n) noexcept {
   uint8_t* const dst = head + h;
   const size_t total = h + n;
-  if (h > 64 || total < 128) {  // headers longer than a block, or too short to gain
+  if (h > 64 && n >= 128) {
+    // Headers longer than a block (a gather piece copied behind them): their
+    // CRC first, then the payload's in the copying pass from there.
+    return crc32_copy_masked_vpclmul512(crc32_masked_vpclmul512(crc, head, h, mask), dst, 0,
+                                        nullptr, src, n);
+  }
+  if (h > 64 || total < 128) {  // too short to gain
     if (n != 0) std::memcpy(dst, src, n);
     return crc32_masked_vpclmul512(crc, head, total, mask);
   }

@@ -176,7 +176,10 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
 
   // The payload goes in behind the headers and the ICRC is computed in the
   // same pass where the CRC path can (crc32_copy_masked: each payload byte
-  // loaded once, folded and stored); several gather pieces are copied first.
+  // loaded once, folded and stored).  Of several gather pieces the largest
+  // takes that pass (ofi_rxm's direct send: a 64-byte header, then the
+  // data): the pieces before it are copied first and folded with the
+  // headers, the ones after it copied and folded behind it.
   uint8_t* pay = t + info.hdr_len;
   uint8_t* const from = p + kIcrcFrom;
   const auto hlen = static_cast<size_t>(pay - from);
@@ -185,12 +188,24 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
     const std::span<const uint8_t> src = s.gather.empty() ? s.payload : s.gather[0];
     icrc = crc32_copy_masked(0, from, hlen, kIcrcMask.data(), src.data(), plen);
   } else {
+    size_t big = 0, before = 0;
+    for (size_t i = 1; i < s.gather.size(); ++i)
+      if (s.gather[i].size() > s.gather[big].size()) big = i;
     uint8_t* w = pay;
-    for (const auto& g : s.gather) {
-      if (!g.empty()) std::memcpy(w, g.data(), g.size());
-      w += g.size();
+    for (size_t i = 0; i < big; ++i) {
+      if (!s.gather[i].empty()) std::memcpy(w, s.gather[i].data(), s.gather[i].size());
+      w += s.gather[i].size();
+      before += s.gather[i].size();
     }
-    icrc = crc32_update_masked(0, from, hlen + plen, kIcrcMask.data());
+    const std::span<const uint8_t> b = s.gather[big];
+    icrc = crc32_copy_masked(0, from, hlen + before, kIcrcMask.data(), b.data(), b.size());
+    w += b.size();
+    for (size_t i = big + 1; i < s.gather.size(); ++i) {
+      if (s.gather[i].empty()) continue;
+      std::memcpy(w, s.gather[i].data(), s.gather[i].size());
+      icrc = crc32_update(icrc, w, s.gather[i].size());
+      w += s.gather[i].size();
+    }
   }
   if (pad != 0) {
     std::memset(pay + plen, 0, pad);

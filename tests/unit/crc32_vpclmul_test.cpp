@@ -158,7 +158,7 @@ TEST_P(Crc32PathTest, CopyMaskedCopiesAndMatchesZlib) {
   const auto& rnd = random_bytes();
   constexpr size_t kGuard = 64;
   for (size_t h : {size_t{0}, size_t{1}, size_t{17}, size_t{40}, size_t{48}, size_t{52}, size_t{63},
-                   size_t{64}, size_t{65}, size_t{76}}) {
+                   size_t{64}, size_t{65}, size_t{76}, size_t{104}, size_t{120}, size_t{200}}) {
     for (size_t n : ns) {
       const size_t src_off = 1 + (n % 13), head_off = 3 + (h % 5);
       std::vector<uint8_t> frame(head_off + h + n + kGuard, 0xA5);
