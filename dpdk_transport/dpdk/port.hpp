@@ -76,7 +76,11 @@ struct PortConfig {
   /* and bursts cut short because the queue's loop ring was full */          \
   /* (back-pressure: the frames stayed the caller's).  Not in tx_/ */        \
   /* rx_packets, which are the wire. */                                      \
-  X(tx_looped) X(rx_looped) X(loop_full)
+  X(tx_looped) X(rx_looped) X(loop_full)                                    \
+  /* Device bursts that moved at least one frame: rx_packets / rx_bursts */  \
+  /* is the mean receive burst (1 when the poller keeps pace with single */  \
+  /* frames, up to the burst size when frames wait for it). */               \
+  X(rx_bursts) X(tx_bursts)
 // clang-format on
 
 struct PortCounters {

@@ -36,6 +36,7 @@ uint16_t Port::rx_burst_q(uint16_t qi, rc::Frame* out, uint16_t max) {
     memif_guard::Burst in(qs.guard);
     n = rte_eth_rx_burst(port_id_, qi, rx_tmp_.data(), static_cast<uint16_t>(max - kept));
   }
+  if (n != 0) ctr_.rx_bursts++;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_tmp_[i];
     ctr_.rx_packets++;
@@ -218,6 +219,7 @@ uint16_t Port::wire_tx(uint16_t qi, rc::Frame* frames, uint16_t n) {
     if ((frames[i].flags & rc::kFrameTxIpCsum) != 0) ctr_.tx_ip_csum_offloaded++;
   }
   ctr_.tx_packets += sent;
+  if (sent != 0) ctr_.tx_bursts++;
   if (sent < n) ctr_.tx_full++;
   return sent;
 }
