@@ -47,7 +47,9 @@ run() {
     "${common[@]}" >"$TMP/s.log" 2>&1 &
   local spid=$!
   lib_track "$spid"
-  wait_memif_socket
+  # No wait for the memif socket: dpdat-perf's server opens its interface
+  # (and with it the socket) only after the client's hello on --oob, and
+  # the client waits for --oob to appear.
   taskset -c "$CPU_C" timeout 120 "$PERF" --client 10.79.0.1 --ip 10.79.0.2 \
     --vdev "$MEMIF_C" \
     --json "$out" "${common[@]}" >"$TMP/c.log" 2>&1

@@ -62,7 +62,8 @@ double one_round(Line& line, int a, int b, uint64_t trips, bool* pinned) {
   const auto t1 = std::chrono::steady_clock::now();
   peer.join();
   *pinned = pinned_a && pinned_b;
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
+  return static_cast<double>(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
          static_cast<double>(trips);
 }
 
