@@ -289,6 +289,7 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
       // Held there: no longer in flight (in_flight_at), room for a new packet.
       if (!sacked.test(psn)) {
         sacked.set(psn, true);
+        ++srs_.sacked_n;
         any = true;
       }
       continue;
@@ -312,10 +313,13 @@ void Qp::note_acked(Psn psn, uint64_t now) {
     const int32_t n = Psn::diff(psn, comp_.acked_psn);
     if (n >= kSrSpan) {
       srm_->sacked = SrBits{};
+      srs_.sacked_n = 0;
     } else {
-      for (int32_t d = srm_->sacked.next_set(comp_.acked_psn + 1, 0, n); d < n;
-           d = srm_->sacked.next_set(comp_.acked_psn + 1, d + 1, n))
+      for (int32_t d = srm_->sacked.next_set(comp_.acked_psn + 1, 0, n); srs_.sacked_n > 0 && d < n;
+           d = srm_->sacked.next_set(comp_.acked_psn + 1, d + 1, n)) {
         srm_->sacked.set(comp_.acked_psn + 1 + d, false);
+        --srs_.sacked_n;
+      }
     }
   }
   comp_.acked_psn = psn;

@@ -707,7 +707,15 @@ class Qp {
   // by PSN in (una, una + kSrSpan).
   bool rd_bit(wire::Psn p) const { return srm_ != nullptr && srm_->rd.test(p); }
   void rd_set(wire::Psn p, bool on) {
-    if (on || srm_ != nullptr) sr_maps().rd.set(p, on);
+    if (!on && srm_ == nullptr) return;
+    SrBits& rd = sr_maps().rd;
+    if (rd.test(p) == on) return;
+    rd.set(p, on);
+    if (on) {
+      ++srs_.rd_n;
+    } else {
+      --srs_.rd_n;
+    }
   }
   bool rd_placed(const SendWqe& w, uint32_t idx) const {
     return idx >= w.resp_pkts && idx - w.resp_pkts < static_cast<uint32_t>(kSrSpan) &&
@@ -761,6 +769,8 @@ class Qp {
     std::vector<std::pair<wire::Psn, uint64_t>> resent_at;
     // Transmission numbers (see kSentSeqSize), once the peer sent a SACK.
     bool sack_seen = false;
+    // Bits set in SrMaps::sacked and SrMaps::rd (in_flight_at).
+    uint32_t sacked_n = 0, rd_n = 0;
     std::vector<std::pair<wire::Psn, uint64_t>> sent_seq;
     uint64_t tx_seq = 0, delivered_seq = 0;
     // READ requests in the order sent (see RdReq); at most kRdReqMax.
