@@ -611,6 +611,9 @@ class Qp {
   static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
   void send_seq_nak(uint64_t now);
   void send_sack(uint64_t now);
+  // advance_epsn: whether the newest SACK reported the hole at resp_.epsn
+  // (then recorded as NAKed when that SACK left).
+  bool sack_reported_hole();
   // Enough for a window of 16-packet messages; a message beyond waits for
   // its turn (it is resent).
   static constexpr uint32_t kSrNextMax = 8;
@@ -789,6 +792,10 @@ class Qp {
     std::optional<wire::Psn> seen_top;
     // The newest packet after a hole that could not be placed.
     std::optional<wire::Psn> drop_top;
+    // How far the newest SACK reached (its last PSN) and when it left: a
+    // hole it showed missing was reported then (advance_epsn).
+    std::optional<wire::Psn> sack_top;
+    uint64_t sack_ns = 0;
     uint32_t next_n = 0;  // entries in use (in SrMaps::nexts)
     std::unique_ptr<HeldRing> held;
     uint32_t held_n = 0;  // entries in use

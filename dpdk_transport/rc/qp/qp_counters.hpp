@@ -30,8 +30,9 @@
   X(sr_placed_ahead) X(sr_resends) X(sr_kept) X(sr_kept_taken)                \
   X(sacks_tx) X(sacks_rx)                                                     \
   /* selective repeat: stops of the requester a kHeldSpan past una (the */    \
-  /* hole not repaired in time), NAKs repeated for an overdue resend */      \
-  X(sr_span_stalls) X(seq_nak_repeats)                                        \
+  /* hole not repaired in time), NAKs repeated for an overdue resend, */     \
+  /* NAKs not sent for a hole a SACK had already shown missing */             \
+  X(sr_span_stalls) X(seq_nak_repeats) X(seq_naks_spared)                    \
   /* congestion control: CE-marked packets received, CNPs sent / received, */ \
   /* DCQCN rate cuts, delay-window decreases, sends held by the pacer */      \
   X(ce_rx) X(cnp_tx) X(cnp_rx) X(cc_rate_cuts) X(cc_window_cuts) X(cc_paced)  \

@@ -163,6 +163,7 @@ RS Qp::take_in_sequence(const RespCtx& c, uint64_t now) {
   // Sent again though kept (the requester went back N): this copy is the one.
   if (held_at(resp_.epsn) != nullptr) held_release(resp_.epsn.value() % kHeldSpan);
   if (srr_.seen_top && Psn::diff(*srr_.seen_top, resp_.epsn) <= 0) srr_.seen_top.reset();
+  if (srr_.sack_top && Psn::diff(*srr_.sack_top, resp_.epsn) <= 0) srr_.sack_top.reset();
   // Packets were placed for a SEND whose FIRST was missing (sr_in_message):
   // anything but that FIRST here means they were not what they seemed.
   if (resp_.in_msg == InMsg::kNone && srr_.msg_count > 0 && !(c.is_send && c.first && !c.last))

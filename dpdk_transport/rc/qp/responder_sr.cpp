@@ -477,7 +477,8 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
   // the requester goes back N it knows these NAKs for what they are.)
   // (A frame kept for resp_.epsn is no hole: on_request takes it next.)
   if ((srr_.count > 0 || srr_.held_n > 0 || ((moved || ack_req) && srr_.drop_top)) &&
-      resp_.nak_sent == NakSent::kNone && held_at(resp_.epsn) == nullptr) {
+      resp_.nak_sent == NakSent::kNone && held_at(resp_.epsn) == nullptr &&
+      !(moved && sack_reported_hole())) {
     send_seq_nak(now);
   }
 }
@@ -538,7 +539,28 @@ void Qp::send_sack(uint64_t now) {
   }
   wire::BuildSpec& s = base_spec(Opcode::kSack, resp_.epsn);
   s.payload = std::span<const uint8_t>(b.data(), 4 + 4 * size_t{words});
-  if (transmit(s, now)) ctr_.sacks_tx++;
+  if (transmit(s, now)) {
+    ctr_.sacks_tx++;
+    srr_.sack_top = resp_.epsn + static_cast<int32_t>(span - 1);
+    srr_.sack_ns = now;
+  }
+}
+
+// The hole at resp_.epsn is one the newest SACK showed missing (it reached
+// past it, and every PSN it showed neither placed nor kept the requester
+// sends again): reported then, as a NAK would have been.  Timed and repeated
+// from then on like one.
+bool Qp::sack_reported_hole() {
+  if (!srr_.sack_top || Psn::diff(*srr_.sack_top, resp_.epsn) <= 0) return false;
+  resp_.nak_sent = NakSent::kSeq;
+  resp_.nak_sent_ns = srr_.sack_ns;
+  resp_.nak_timed = true;
+  resp_.nak_timed_once = true;
+  resp_.nak_timed_psn = resp_.epsn;
+  resp_.nak_timed_ns = srr_.sack_ns;
+  resp_.nak_repeats = 0;
+  ctr_.seq_naks_spared++;
+  return true;
 }
 
 }  // namespace dpdat::rc
