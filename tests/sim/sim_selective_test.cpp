@@ -408,18 +408,28 @@ namespace {
 // The responder repeats a NAK (on a packet asking for an answer) only once
 // the resend is overdue by that time's spread, not merely past its mean:
 // repeats stay a small share of the NAKs, and the data is exact.
-TEST(SelectiveRepeatNaks, RepeatedOnlyWhenTheResendIsOverdue) {
+// Selective repeat at PMTU 1024 with room for a batch of 64 KiB messages,
+// over a 25 Gb/s link with 2 us each way and 1 % random loss.
+QpConfig nak_test_config() {
   QpConfig c;
   c.pmtu = 1024;
   c.selective_repeat = true;
   c.sq_depth = 512;
   c.rq_depth = 512;
   c.retry_count = 30;
-  Pair p(43, c, 8192);
+  return c;
+}
+LinkImpairment nak_test_link() {
   LinkImpairment imp;
   imp.loss = 0.01;
   imp.delay_ns = 2'000;
   imp.rate_bps = 25'000'000'000ull;
+  return imp;
+}
+
+TEST(SelectiveRepeatNaks, RepeatedOnlyWhenTheResendIsOverdue) {
+  Pair p(43, nak_test_config(), 8192);
+  LinkImpairment imp = nak_test_link();
   p.link().set_impairment(0, imp);
   imp.stall_period_ns = 97'000;
   imp.stall_ns = 23'000;
@@ -461,18 +471,9 @@ TEST(SelectiveRepeatNaks, RepeatedOnlyWhenTheResendIsOverdue) {
 // NAK.  Without that this run sent 1.6 first NAKs (repeats aside) per loss,
 // with it under one.
 TEST(SelectiveRepeatNaks, HoleShownBySackIsNotNakedAgain) {
-  QpConfig c;
-  c.pmtu = 1024;
-  c.selective_repeat = true;
-  c.sq_depth = 512;
-  c.retry_count = 30;
-  Pair p(44, c, 8192);
-  LinkImpairment imp;
-  imp.loss = 0.01;
-  imp.delay_ns = 2'000;
-  imp.rate_bps = 25'000'000'000ull;
-  p.link().set_impairment(0, imp);
-  p.link().set_impairment(1, imp);
+  Pair p(44, nak_test_config(), 8192);
+  p.link().set_impairment(0, nak_test_link());
+  p.link().set_impairment(1, nak_test_link());
   constexpr size_t kMsg = 65536, kBatch = 64, kRounds = 8;
   Buffer a = p.reg(0, kMsg * kBatch, priv::kLocalRead | priv::kLocalWrite);
   Buffer b = p.reg(1, kMsg * kBatch, priv::kLocalRead | priv::kLocalWrite | priv::kRemoteWrite);
