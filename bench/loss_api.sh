@@ -16,6 +16,8 @@
 # between runs; the far placement slows net_memif's copies into the shared
 # ring several times over, lossless or not.  So a second table repeats the
 # first over the runs whose round trip was under FAR_NS (default 200 ns).
+# Other work on those CPUs lengthens the round trip too: measure on a quiet
+# machine.
 set -uo pipefail
 BUILD=$(readlink -f "${1:-build/release}")
 shift || true
