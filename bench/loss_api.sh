@@ -94,8 +94,7 @@ for op in ops:
                           'resends': resends(d['counters']), 'pingpong_ns': ns})
 
 def table(title, keep):
-    if title:
-        print(title)
+    print(title)
     print(f"{'op':6} {'loss':7} {'MB/s (median)':>14} {'% base':>7} {'MB/s (best)':>12} {'% best':>7} {'rounds':>7} {'resends/run':>12}")
     rows = []
     for op in ops:
@@ -120,12 +119,14 @@ def table(title, keep):
                          'best_mbs': best, 'best_pct_of_lossless': pct_best, 'rounds': len(runs)})
     return rows
 
+def near(e):
+    return e['pingpong_ns'] is not None and e['pingpong_ns'] < far_ns
+
 failed = rounds * len(ops) * len(losses) - len(every)
 all_rows = table(f"every run ({failed} failed):", lambda e: True)
-far = [e for e in every if e['pingpong_ns'] is None or e['pingpong_ns'] >= far_ns]
-print(f"\nruns whose CPUs passed a cache line back and forth in under {far_ns:.0f} ns "
-      f"({len(far)} of {len(every)} runs left out):")
-near_rows = table("", lambda e: e['pingpong_ns'] is not None and e['pingpong_ns'] < far_ns)
+left_out = sum(1 for e in every if not near(e))
+near_rows = table(f"\nruns whose CPUs passed a cache line back and forth in under {far_ns:.0f} ns "
+                  f"({left_out} of {len(every)} runs left out):", near)
 if out:
     for e in every:
         e['loss'] = float(e['loss'])

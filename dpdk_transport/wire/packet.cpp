@@ -1,5 +1,6 @@
 #include "packet.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -179,7 +180,7 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
   // loaded once, folded and stored).  Of several gather pieces the largest
   // takes that pass (ofi_rxm's direct send: a 64-byte header, then the
   // data): the pieces before it are copied first and folded with the
-  // headers, the ones after it copied and folded behind it.
+  // headers, the ones after it copied and then folded behind it.
   uint8_t* pay = t + info.hdr_len;
   uint8_t* const from = p + kIcrcFrom;
   const auto hlen = static_cast<size_t>(pay - from);
@@ -188,24 +189,25 @@ BuildResult build_packet(std::span<uint8_t> out, const BuildSpec& s, uint32_t pm
     const std::span<const uint8_t> src = s.gather.empty() ? s.payload : s.gather[0];
     icrc = crc32_copy_masked(0, from, hlen, kIcrcMask.data(), src.data(), plen);
   } else {
-    size_t big = 0, before = 0;
-    for (size_t i = 1; i < s.gather.size(); ++i)
-      if (s.gather[i].size() > s.gather[big].size()) big = i;
+    const auto big = static_cast<size_t>(
+        std::max_element(s.gather.begin(), s.gather.end(),
+                         [](const auto& x, const auto& y) { return x.size() < y.size(); }) -
+        s.gather.begin());
     uint8_t* w = pay;
-    for (size_t i = 0; i < big; ++i) {
-      if (!s.gather[i].empty()) std::memcpy(w, s.gather[i].data(), s.gather[i].size());
-      w += s.gather[i].size();
-      before += s.gather[i].size();
-    }
+    const auto copy = [&](size_t from_i, size_t to_i) {
+      for (size_t i = from_i; i < to_i; ++i) {
+        if (!s.gather[i].empty()) std::memcpy(w, s.gather[i].data(), s.gather[i].size());
+        w += s.gather[i].size();
+      }
+    };
+    copy(0, big);
     const std::span<const uint8_t> b = s.gather[big];
-    icrc = crc32_copy_masked(0, from, hlen + before, kIcrcMask.data(), b.data(), b.size());
+    icrc = crc32_copy_masked(0, from, hlen + static_cast<size_t>(w - pay), kIcrcMask.data(),
+                             b.data(), b.size());
     w += b.size();
-    for (size_t i = big + 1; i < s.gather.size(); ++i) {
-      if (s.gather[i].empty()) continue;
-      std::memcpy(w, s.gather[i].data(), s.gather[i].size());
-      icrc = crc32_update(icrc, w, s.gather[i].size());
-      w += s.gather[i].size();
-    }
+    uint8_t* const after = w;
+    copy(big + 1, s.gather.size());
+    if (w != after) icrc = crc32_update(icrc, after, static_cast<size_t>(w - after));
   }
   if (pad != 0) {
     std::memset(pay + plen, 0, pad);

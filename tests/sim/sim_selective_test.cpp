@@ -402,12 +402,6 @@ TEST(SelectiveRepeat, SeveralReadsWithHolesAndALostReRequest) {
 namespace dpdat::rc::test {
 namespace {
 
-// A stream of 64 KiB SENDs at 1 % random loss each way into a receiving host
-// that is descheduled now and then (LinkImpairment::stall_ns), so the time
-// from a NAK to the resend it asks for varies with the queue in front of it.
-// The responder repeats a NAK (on a packet asking for an answer) only once
-// the resend is overdue by that time's spread, not merely past its mean:
-// repeats stay a small share of the NAKs, and the data is exact.
 // Selective repeat at PMTU 1024 with room for a batch of 64 KiB messages,
 // over a 25 Gb/s link with 2 us each way and 1 % random loss.
 QpConfig nak_test_config() {
@@ -427,6 +421,12 @@ LinkImpairment nak_test_link() {
   return imp;
 }
 
+// A stream of 64 KiB SENDs at 1 % random loss each way into a receiving host
+// that is descheduled now and then (LinkImpairment::stall_ns), so the time
+// from a NAK to the resend it asks for varies with the queue in front of it.
+// The responder repeats a NAK (on a packet asking for an answer) only once
+// the resend is overdue by that time's spread, not merely past its mean:
+// repeats stay a small share of the NAKs, and the data is exact.
 TEST(SelectiveRepeatNaks, RepeatedOnlyWhenTheResendIsOverdue) {
   Pair p(43, nak_test_config(), 8192);
   LinkImpairment imp = nak_test_link();
@@ -468,7 +468,7 @@ TEST(SelectiveRepeatNaks, RepeatedOnlyWhenTheResendIsOverdue) {
 // A loss seen while an earlier hole is open is reported at once (a NAK with
 // its SACK); when the earlier hole is repaired and the later one becomes
 // the next expected PSN, the SACK that showed it missing stands for the
-// NAK.  Without that this run sent 1.6 first NAKs (repeats aside) per loss,
+// NAK.  Without that this run sent 1.7 first NAKs (repeats aside) per loss,
 // with it under one.
 TEST(SelectiveRepeatNaks, HoleShownBySackIsNotNakedAgain) {
   Pair p(44, nak_test_config(), 8192);

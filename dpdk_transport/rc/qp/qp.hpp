@@ -610,6 +610,7 @@ class Qp {
   static constexpr int32_t kSackMaxSpan = 1024;
   static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
   void send_seq_nak(uint64_t now);
+  void note_seq_nak(uint64_t at);
   void send_sack(uint64_t now);
   // advance_epsn: whether the newest SACK reported the hole at resp_.epsn
   // (then recorded as NAKed when that SACK left).

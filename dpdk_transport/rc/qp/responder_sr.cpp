@@ -492,23 +492,30 @@ void Qp::advance_epsn(uint64_t now, bool ack_req) {
 // every clear bit below it is a packet to be sent again (lost on the way,
 // or one that arrived and could be neither placed nor kept).
 void Qp::send_seq_nak(uint64_t now) {
-  resp_.nak_sent = NakSent::kSeq;
   ctr_.seq_naks_tx++;
-  resp_.nak_sent_ns = now;
-  if (!resp_.nak_timed || !(resp_.nak_timed_psn == resp_.epsn)) {
-    resp_.nak_timed = true;
-    resp_.nak_timed_once = true;
-    resp_.nak_timed_psn = resp_.epsn;
-    resp_.nak_timed_ns = now;
-    resp_.nak_repeats = 0;
-  } else {
-    resp_.nak_timed_once = false;  // said again: which one the resend answers is unknown
-  }
+  note_seq_nak(now);
   // The SACK goes first: a requester that takes it learns that this peer
   // keeps what follows a hole before the NAK asks it to act (its first hole
   // is then resent alone too, whatever the operation).
   send_sack(now);
   send_ack(aeth::make(aeth::kNak, aeth::kNakPsnSeqError), resp_.epsn, now);
+}
+
+// The hole at resp_.epsn was reported at `at` (a NAK, or a SACK standing for
+// one): the repeat waits from then, and the repair is timed from the first
+// report of this hole.
+void Qp::note_seq_nak(uint64_t at) {
+  resp_.nak_sent = NakSent::kSeq;
+  resp_.nak_sent_ns = at;
+  if (!resp_.nak_timed || !(resp_.nak_timed_psn == resp_.epsn)) {
+    resp_.nak_timed = true;
+    resp_.nak_timed_once = true;
+    resp_.nak_timed_psn = resp_.epsn;
+    resp_.nak_timed_ns = at;
+    resp_.nak_repeats = 0;
+  } else {
+    resp_.nak_timed_once = false;  // said again: which one the resend answers is unknown
+  }
 }
 
 void Qp::send_sack(uint64_t now) {
@@ -552,13 +559,7 @@ void Qp::send_sack(uint64_t now) {
 // from then on like one.
 bool Qp::sack_reported_hole() {
   if (!srr_.sack_top || Psn::diff(*srr_.sack_top, resp_.epsn) <= 0) return false;
-  resp_.nak_sent = NakSent::kSeq;
-  resp_.nak_sent_ns = srr_.sack_ns;
-  resp_.nak_timed = true;
-  resp_.nak_timed_once = true;
-  resp_.nak_timed_psn = resp_.epsn;
-  resp_.nak_timed_ns = srr_.sack_ns;
-  resp_.nak_repeats = 0;
+  note_seq_nak(srr_.sack_ns);
   ctr_.seq_naks_spared++;
   return true;
 }
