@@ -476,7 +476,10 @@ void Qp::rd_judge(uint64_t wi, uint32_t idx, uint64_t now) {
   srs_.rd_lost.clear();
   for (size_t r = 0; r <= k; ++r) {
     RdReq& x = srs_.rd_reqs[r];
-    if (!rd_req_live(x)) continue;  // dropped below
+    if (!rd_req_live(x)) {
+      x.to = x.from;  // dropped below
+      continue;
+    }
     const SendWqe& w = sq(x.wqe);
     // Requests before k: every response they asked for is judged; a READ
     // with no response yet waits (see RdReq).  Request k: those before idx.
@@ -495,7 +498,13 @@ void Qp::rd_judge(uint64_t wi, uint32_t idx, uint64_t now) {
     else
       x.from = idx + 1;
   }
-  std::erase_if(srs_.rd_reqs, [&](const RdReq& x) { return x.from >= x.to || !rd_req_live(x); });
+  // Only requests up to k changed: those judged whole, or gone, leave.
+  // (A request after k whose READ has gone leaves when a later response
+  // reaches it; rd_req_live() keeps it from being judged before.)
+  const auto upto = srs_.rd_reqs.begin() + static_cast<std::ptrdiff_t>(k) + 1;
+  srs_.rd_reqs.erase(
+      std::remove_if(srs_.rd_reqs.begin(), upto, [](const RdReq& x) { return x.from >= x.to; }),
+      upto);
   // Every hole at once, one READ request per run, back to back.  A run
   // that finds no TX room is judged again at the next response (as if asked
   // for before every request out).
