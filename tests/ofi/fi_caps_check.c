@@ -84,6 +84,35 @@ static void check_caps(void) {
   fi_freeinfo(all);
 }
 
+/* Queue sizes: those the hints ask for, ours without; beyond the limit
+ * (4096 work requests per endpoint) no entry. */
+static void check_sizes(void) {
+  int ret;
+  struct fi_info* h = make_hints();
+  struct fi_info* info = NULL;
+  h->tx_attr->size = 100;
+  h->rx_attr->size = 60;
+  OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
+  CHECK(info->tx_attr->size == 100 && info->rx_attr->size == 60, "hinted sizes 100/60: got %zu/%zu",
+        info->tx_attr->size, info->rx_attr->size);
+  fi_freeinfo(info);
+  h->tx_attr->size = 0;
+  h->rx_attr->size = 0;
+  OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
+  CHECK(info->tx_attr->size >= 64 && info->rx_attr->size >= 64, "default sizes %zu/%zu",
+        info->tx_attr->size, info->rx_attr->size);
+  fi_freeinfo(info);
+  info = NULL;
+  h->rx_attr->size = 4097;
+  ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+  CHECK(ret == -FI_ENODATA && info == NULL, "receive size 4097: fi_getinfo = %d", ret);
+  h->rx_attr->size = 0;
+  h->tx_attr->size = 4097;
+  ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+  CHECK(ret == -FI_ENODATA && info == NULL, "transmit size 4097: fi_getinfo = %d", ret);
+  fi_freeinfo(h);
+}
+
 static void check_name(fid_t f, uint32_t ip, uint16_t port, const char* what) {
   int ret;
   struct sockaddr_in s;
@@ -235,6 +264,7 @@ static int server(uint16_t port) {
   int ret;
   role = "server";
   check_caps();
+  check_sizes();
   struct fi_info *hints = make_hints(), *info = NULL;
   OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_SOURCE, hints, &info));
   const uint32_t ip = ntohl(((struct sockaddr_in*)info->src_addr)->sin_addr.s_addr);
@@ -279,6 +309,7 @@ static int client(const char* sip, uint16_t port) {
   int ret;
   role = "client";
   check_caps();
+  check_sizes();
   struct fi_info *hints = make_hints(), *src = NULL, *info = NULL;
   OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_SOURCE, hints, &src));
   const uint32_t ip = ntohl(((struct sockaddr_in*)src->src_addr)->sin_addr.s_addr);
