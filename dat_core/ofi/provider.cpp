@@ -94,8 +94,7 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
     if (h->rx_attr->total_buffered_recv > 0) return no("buffered receive");
     // A shared receive context is as deep as an SRQ may be.
     const bool shared = h->ep_attr != nullptr && h->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
-    if (h->rx_attr->size >
-        (shared ? dat::Limits{}.max_recv_per_srq : dat::Limits{}.max_dto_per_ep))
+    if (h->rx_attr->size > (shared ? dat::Limits{}.max_recv_per_srq : dat::Limits{}.max_dto_per_ep))
       return no("receive queue size");
     if ((h->rx_attr->msg_order & ~kMsgOrder) != 0) return no("message order");
   }
@@ -200,8 +199,8 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
   // else ours.  ofi_rxm posts a receive buffer per receive slot it is given
   // (16 KiB each by default), so a larger size than asked costs it memory.
   const auto hinted = [](size_t asked, size_t ours) { return asked != 0 ? asked : ours; };
-  fi->tx_attr->size = hinted(hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->size : 0,
-                             kTxSize);
+  fi->tx_attr->size =
+      hinted(hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->size : 0, kTxSize);
   fi->tx_attr->iov_limit = rc::kMaxSge;
   fi->tx_attr->rma_iov_limit = 1;
   fi->rx_attr->caps = fi->caps & kRxCaps;
@@ -210,8 +209,8 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
       hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
   fi->rx_attr->msg_order = kMsgOrder;
   fi->rx_attr->comp_order = FI_ORDER_STRICT;
-  fi->rx_attr->size = hinted(hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->size : 0,
-                             kRxSize);
+  fi->rx_attr->size =
+      hinted(hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->size : 0, kRxSize);
   fi->rx_attr->iov_limit = rc::kMaxSge;
 
   fi->ep_attr->type = FI_EP_MSG;
