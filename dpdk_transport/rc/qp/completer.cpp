@@ -282,25 +282,31 @@ void Qp::on_sack(const wire::PacketView& v, uint64_t now) {
   if (span > 0) note_delivered(from + static_cast<int32_t>(span - 1));
   bool any = false;
   SrBits& sacked = sr_maps().sacked;
-  for (uint32_t i = 0; i < span; ++i) {
-    const Psn psn = from + static_cast<int32_t>(i);
-    if (Psn::diff(psn, req_.max_sent_psn) > 0) break;
-    if (((uint32_t{b[4 + i / 8]} >> (i % 8)) & 1u) != 0) {
-      // Held there: no longer in flight (in_flight_at), room for a new packet.
-      if (!sacked.test(psn)) {
-        sacked.set(psn, true);
-        ++srs_.sacked_n;
-        any = true;
-      }
-      continue;
+  // Up to the newest packet sent, 64 PSNs at a time (bit i of the map,
+  // least significant first in each byte, is PSN from + i).
+  const int32_t n = std::min(static_cast<int32_t>(span), Psn::diff(req_.max_sent_psn, from) + 1);
+  for (int32_t d = 0; d < n; d += 64) {
+    uint64_t map = 0;
+    const size_t at = 4 + static_cast<size_t>(d) / 8;
+    for (size_t j = 0; j < 8 && at + j < b.size(); ++j) map |= uint64_t{b[at + j]} << (8 * j);
+    const uint64_t valid = SrBits::first_bits(n - d);
+    const Psn base = from + d;
+    // Held there: no longer in flight (in_flight_at), room for a new packet.
+    if (const uint64_t fresh = map & valid & ~sacked.chunk(base); fresh != 0) {
+      sacked.set_chunk(base, fresh);
+      srs_.sacked_n += static_cast<uint32_t>(std::popcount(fresh));
+      any = true;
     }
-    const uint64_t k = wqe_from(psn);
-    if (!wqe_holds(k, psn)) continue;
-    const SendWqe& w = sq(k);
-    const auto idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
-    if (idx >= w.sent || !sr_resendable(w, idx) || sr_recently_resent(psn, now)) continue;
-    sr_queue_resend(psn);
-    any = true;
+    for (uint64_t holes = ~map & valid; holes != 0; holes &= holes - 1) {
+      const Psn psn = base + std::countr_zero(holes);
+      const uint64_t k = wqe_from(psn);
+      if (!wqe_holds(k, psn)) continue;
+      const SendWqe& w = sq(k);
+      const auto idx = static_cast<uint32_t>(Psn::diff(psn, w.first_psn));
+      if (idx >= w.sent || !sr_resendable(w, idx) || sr_recently_resent(psn, now)) continue;
+      sr_queue_resend(psn);
+      any = true;
+    }
   }
   if (any) engine_.activate(this);
 }
