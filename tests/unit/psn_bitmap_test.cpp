@@ -54,9 +54,9 @@ TEST(PsnBitmap, NextSetOnEmptyAndFullRanges) {
   EXPECT_EQ(Bits::first_bits(3), uint64_t{7});
 }
 
-// set_chunk sets exactly the bits given, at any offset within a word and
-// across the window's wrap, and leaves the others as they were.
-TEST(PsnBitmap, SetChunkMatchesBitBySet) {
+// set_chunk / clear_chunk set / clear exactly the bits given, at any offset
+// within a word and across the window's wrap, and leave the others.
+TEST(PsnBitmap, SetAndClearChunkMatchBitBySet) {
   std::mt19937_64 rng(7);
   for (const uint32_t start : {0u, 37u, 0xFFFFC0u, 0xFFFFFFu}) {
     Bits got, want;
@@ -64,9 +64,13 @@ TEST(PsnBitmap, SetChunkMatchesBitBySet) {
     for (int round = 0; round < 200; ++round) {
       const auto d = static_cast<int32_t>(rng() % Bits::kSpan);
       const uint64_t bits = rng() & rng();
-      got.set_chunk(base + d, bits);
+      const bool clear = round % 3 == 2;
+      if (clear)
+        got.clear_chunk(base + d, bits);
+      else
+        got.set_chunk(base + d, bits);
       for (int j = 0; j < 64; ++j)
-        if ((bits >> j) & 1u) want.set(base + d + j, true);
+        if ((bits >> j) & 1u) want.set(base + d + j, !clear);
       for (int32_t e = 0; e < Bits::kSpan; e += 64)
         ASSERT_EQ(got.chunk(base + e), want.chunk(base + e)) << start << " round " << round;
     }

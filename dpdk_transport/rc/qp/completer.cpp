@@ -321,10 +321,12 @@ void Qp::note_acked(Psn psn, uint64_t now) {
       srm_->sacked = SrBits{};
       srs_.sacked_n = 0;
     } else {
-      for (int32_t d = srm_->sacked.next_set(comp_.acked_psn + 1, 0, n); srs_.sacked_n > 0 && d < n;
-           d = srm_->sacked.next_set(comp_.acked_psn + 1, d + 1, n)) {
-        srm_->sacked.set(comp_.acked_psn + 1 + d, false);
-        --srs_.sacked_n;
+      for (int32_t d = 0; srs_.sacked_n > 0 && d < n; d += 64) {
+        const Psn base = comp_.acked_psn + 1 + d;
+        const uint64_t c = srm_->sacked.chunk(base) & SrBits::first_bits(n - d);
+        if (c == 0) continue;
+        srm_->sacked.clear_chunk(base, c);
+        srs_.sacked_n -= static_cast<uint32_t>(std::popcount(c));
       }
     }
   }

@@ -39,6 +39,13 @@ class PsnBitmap {
     w_[w] |= bits << s;
     if (s != 0) w_[(w + 1) % Words] |= bits >> (64 - s);
   }
+  // Clears the bits of PSNs p .. p + 63 that are set in `bits`.
+  void clear_chunk(wire::Psn p, uint64_t bits) {
+    const uint32_t b = p.value() % static_cast<uint32_t>(kSpan);
+    const size_t w = b / 64, s = b % 64;
+    w_[w] &= ~(bits << s);
+    if (s != 0) w_[(w + 1) % Words] &= ~(bits >> (64 - s));
+  }
   // Mask of the first n (1..64) bits of a chunk.
   static uint64_t first_bits(int32_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
   // The smallest d in [d, end) with base + d set, else end (end - d <= kSpan):
