@@ -8,7 +8,10 @@
 //           engine to it while it runs (Shard::served): their posts are
 //           handed over, their waits watch the EVD.
 // adaptive  steps aside while a consumer drives the engine (it polled,
-//           posted or waited within the last idle_us), spins while traffic
+//           posted or waited within the last idle_us), looking again after
+//           idle_us and then after doubling intervals up to 5 * idle_us
+//           while the consumer keeps driving (or at once when it says it
+//           stopped: a blocking wait), spins while traffic
 //           moved within the last spin_us, and otherwise sleeps with a
 //           doubling back-off (rc::Backoff) capped at idle_us (5 * idle_us
 //           after 100 ms without traffic) and never past the engine's next
@@ -58,13 +61,23 @@ class ProgressDriver final : public rc::EngineLoop::Driver {
         rx_wait_(f->link->rx_wakeups() && f->shards.size() == 1) {}
 
   // Adaptive: a consumer drives; out of its way until it has not for
-  // idle_us, or says it stopped (Iface::consumer_stopped).
+  // idle_us, or says it stopped (Iface::consumer_stopped).  Each look is a
+  // wake-up on the CPU the consumer may share (on a virtual machine it costs
+  // that consumer 15-20 us), so while the consumer keeps driving the looks
+  // come at doubling intervals, up to the longest sleep of an idle thread
+  // (5 * idle_us).  A pause of the consumer shorter than the stand-by it
+  // had reached (a time slice lost to the host) keeps that length; a longer
+  // one starts over from idle_us.
   bool stand_by(uint64_t now) override {
-    if (busy_ || now - s_->last_consumer_progress.load(std::memory_order_relaxed) >= grace_ns_)
+    const uint64_t quiet = now - s_->last_consumer_progress.load(std::memory_order_relaxed);
+    if (busy_ || quiet >= grace_ns_) {
+      if (quiet >= standby_ns_) standby_ns_ = grace_ns_;
       return false;
-    s_->loop.wait_for(grace_ns_, [this] {
+    }
+    s_->loop.wait_for(standby_ns_, [this] {
       return now_ns() - s_->last_consumer_progress.load(std::memory_order_relaxed) >= grace_ns_;
     });
+    standby_ns_ = std::min(standby_ns_ * 2, kStandbyMax * grace_ns_);
     return true;
   }
 
@@ -114,6 +127,9 @@ class ProgressDriver final : public rc::EngineLoop::Driver {
   const bool busy_;
   const uint64_t grace_ns_, spin_ns_;
   const bool rx_wait_;
+  // The longest stand-by, in idle_us: the longest sleep of rc::Backoff.
+  static constexpr uint64_t kStandbyMax = rc::BackoffConfig{}.deep_factor;
+  uint64_t standby_ns_ = grace_ns_;
 };
 
 void progress_main(Iface* f, Shard* s) {
