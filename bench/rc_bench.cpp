@@ -36,14 +36,8 @@ void run_writes(benchmark::State& state, size_t msg, uint32_t pmtu, double loss,
   const uint64_t tx0 = p.a().qp->counters().tx_packets;
   for (auto _ : state) {
     for (size_t i = 0; i < batch; ++i) {
-      SendWr wr;
-      wr.op = WrOp::kWrite;
-      wr.cookie = i;
+      SendWr wr = rdma_wr(WrOp::kWrite, src, dst, msg, i);
       wr.flags = i + 1 == batch ? wr_flag::kSignaled : 0u;
-      wr.num_sge = 1;
-      wr.sge[0] = Sge{src.lmr, src.va(), msg};
-      wr.remote_va = dst.va();
-      wr.rkey = dst.lmr;
       if (p.a().qp->post_send(wr) != Qp::PostResult::kOk) state.SkipWithError("post failed");
     }
     if (!p.run_until([&] { return p.a().scq->size() == 1; })) {

@@ -143,15 +143,15 @@ inline void fill_pattern(std::vector<uint8_t>& v, uint64_t seed) {
 }
 
 // A one-segment RDMA WRITE / READ of `len` bytes between `local` and
-// `remote` (offset 0 in both).
+// `remote`, at `local_off` and `remote_off` in them.
 inline SendWr rdma_wr(WrOp op, const Buffer& local, const Buffer& remote, uint64_t len,
-                      uint64_t cookie = 0) {
+                      uint64_t cookie = 0, uint64_t local_off = 0, uint64_t remote_off = 0) {
   SendWr w;
   w.op = op;
   w.cookie = cookie;
   w.num_sge = 1;
-  w.sge[0] = Sge{local.lmr, local.va(), len};
-  w.remote_va = remote.va();
+  w.sge[0] = Sge{local.lmr, local.va() + local_off, len};
+  w.remote_va = remote.va() + remote_off;
   w.rkey = remote.lmr;
   return w;
 }

@@ -480,14 +480,8 @@ TEST(SelectiveRepeatNaks, HoleShownBySackIsNotNakedAgain) {
   for (size_t round = 0; round < kRounds; ++round) {
     fill_pattern(a.bytes, static_cast<uint32_t>(round + 7));
     for (size_t i = 0; i < kBatch; ++i) {
-      SendWr w;
-      w.op = WrOp::kWrite;
-      w.cookie = i;
+      SendWr w = rdma_wr(WrOp::kWrite, a, b, kMsg, i, i * kMsg, i * kMsg);
       w.flags = i + 1 == kBatch ? wr_flag::kSignaled : 0u;
-      w.num_sge = 1;
-      w.sge[0] = Sge{a.lmr, a.va() + i * kMsg, kMsg};
-      w.remote_va = b.va() + i * kMsg;
-      w.rkey = b.lmr;
       ASSERT_EQ(p.a().qp->post_send(w), Qp::PostResult::kOk);
     }
     ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1; }));
