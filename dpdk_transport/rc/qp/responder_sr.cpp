@@ -10,6 +10,7 @@
 // Completions and ACKs stay in order (advance_epsn); anything refused is
 // judged by the in-order path when the requester resends it.
 
+#include <bit>
 #include <cstring>
 
 #include "rc/engine/engine.hpp"
@@ -64,10 +65,15 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   if (srr_.msg_limit && Psn::diff(*srr_.msg_limit, resp_.epsn) > 0 &&
       Psn::diff(psn, *srr_.msg_limit) >= 0)
     return false;
-  // A self-describing WRITE placed between: a message of its own ends this one.
-  if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, resp_.epsn + 1, psn)) return false;
-  if (resp_.in_msg != InMsg::kWrite && !sr_send_contiguous(resp_.epsn, psn, /*next=*/false))
-    return false;
+  // A self-describing WRITE placed between: a message of its own ends this
+  // one.  Both scans passed for the packet before when it was placed, and
+  // whatever is placed outside the message since took it back (sr_lower_limit).
+  if (!sr_msg_bit(psn - 1)) {
+    if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, resp_.epsn + 1, psn))
+      return false;
+    if (resp_.in_msg != InMsg::kWrite && !sr_send_contiguous(resp_.epsn, psn, /*next=*/false))
+      return false;
+  }
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
   const uint64_t off = (headless ? 0 : resp_.msg_offset) +
@@ -288,8 +294,13 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
   if (!(e.send ? info.is(wire::op::kSend) : info.is(wire::op::kWrite)) ||
       info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst))
     return false;
-  if (sr_placed_outside(&srm_->next, e.first + 1, psn)) return false;
-  if (e.send && !sr_send_contiguous(e.first, psn, /*next=*/true)) return false;
+  // As in sr_in_message: the packet before, placed in this entry, passed both
+  // scans, and a message placed since inside the entry took it back
+  // (sr_next_lower_limit).
+  if (!(Psn::diff(psn - 1, e.first) > 0 && srm_->next.test(psn - 1))) {
+    if (sr_placed_outside(&srm_->next, e.first + 1, psn)) return false;
+    if (e.send && !sr_send_contiguous(e.first, psn, /*next=*/true)) return false;
+  }
   const bool last = info.is(wire::op::kLast);
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
@@ -374,16 +385,17 @@ bool Qp::sr_take_next() {
     resp_.write_len = e.len;
   }
   resp_.msg_offset = 0;
-  // Its packets move from the next bitmap to the message's.
+  // Its packets move from the next bitmap to the message's, 64 PSNs at a time.
   const Psn end = srr_.next_n > 1 ? sr_nexts()[1].first : resp_.epsn + kSrSpan;
   uint32_t moved = 0;
   const int32_t span = Psn::diff(end, e.first);
-  for (int32_t d = srm_->next.next_set(e.first, 0, span); moved < e.count && d < span;
-       d = srm_->next.next_set(e.first, d + 1, span)) {
-    const Psn p = e.first + d;
-    sr_next_set(p, false);
-    sr_msg_set(p, true);
-    ++moved;
+  for (int32_t d = 0; moved < e.count && d < span; d += 64) {
+    const Psn base = e.first + d;
+    const uint64_t bits = srm_->next.chunk(base) & SrBits::first_bits(span - d);
+    if (bits == 0) continue;
+    srm_->next.clear_chunk(base, bits);
+    srm_->msg.set_chunk(base, bits);
+    moved += static_cast<uint32_t>(std::popcount(bits));
   }
   srr_.msg_count += moved;
   srr_.last = e.last;
