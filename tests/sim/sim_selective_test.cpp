@@ -497,5 +497,82 @@ TEST(SelectiveRepeatNaks, HoleShownBySackIsNotNakedAgain) {
       << " spared) for " << lost << " losses";
 }
 
+// A link that delivers a whole window at once (as net_memif does between
+// two polling processes): the requester is always a window ahead.  While the
+// hole it lost is repaired, the responder SACKs again every
+// Qp::kSackRefresh packets that arrive after it, so the requester counts
+// them out of its window and goes on sending up to 256 PSNs past the hole.
+// With only the SACK that came with the NAK it would stop a window (128)
+// past the hole until the repair is acknowledged.  (A first SEND, alone,
+// loses its first packet: that repair teaches the responder how long one
+// takes, so it does not repeat its NAK, with a SACK, while the second hole
+// is repaired.)
+TEST(SelectiveRepeat, SackRefreshKeepsTheRequesterSendingWhileAHoleIsRepaired) {
+  Pair p(35, cfg(true));
+  LinkImpairment imp;
+  imp.delay_ns = 2'000;
+  p.link().set_impairment(0, imp);
+  p.link().set_impairment(1, imp);
+  constexpr uint32_t kMsgs = 12;
+  constexpr uint64_t kLen = 65536;
+  Buffer src = p.reg(0, kMsgs * kLen, kLocal);
+  Buffer dst = p.reg(1, (kMsgs + 1) * kLen, kLocal | priv::kRemoteWrite);
+  fill_pattern(src.bytes, 35);
+  for (uint32_t i = 0; i <= kMsgs; ++i) post_recv(p, dst, i * kLen, kLen, 100 + i);
+  constexpr uint32_t first = 0xFFFF00;  // the harness's first request PSN of A
+  // PSN offsets of the packets lost: the first SEND's first (it has two),
+  // and one in the stream after it.
+  constexpr uint32_t kFirstHole = 0, kHole = 2 + 300;
+  uint32_t a_frames = 0;          // request frames A sent so far
+  uint32_t frames_at_ack = 0;     // ... when B first acknowledged the hole
+  std::vector<uint32_t> offsets;  // PSN offset of each request frame A sent
+  bool dropped = false, dropped_first = false;
+  p.link().set_filter([&](int from_end, const uint8_t* data, uint32_t len) {
+    const wire::PacketView v = parse(data, len);
+    const uint32_t off = (v.bth->psn().value() - first) & 0xFFFFFF;
+    if (from_end == 0) {
+      ++a_frames;
+      offsets.push_back(off);
+      if (off == kFirstHole && !dropped_first) {
+        dropped_first = true;
+        return false;
+      }
+      if (off == kHole && !dropped) {
+        dropped = true;
+        return false;
+      }
+    } else if (frames_at_ack == 0 && v.opcode == wire::Opcode::kAck && v.aeth != nullptr &&
+               wire::aeth::type(v.aeth->syndrome) == wire::aeth::kAck && off >= kHole &&
+               off < (1u << 23)) {
+      frames_at_ack = a_frames;
+    }
+    return true;
+  });
+  ASSERT_EQ(p.a().qp->post_send(send_wr(WrOp::kSend, src, 0, 2 * kPmtu, 100)), Qp::PostResult::kOk);
+  ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 1 && p.b().rcq->size() == 1; }));
+  ASSERT_TRUE(p.settle());
+  EXPECT_EQ(p.b().qp->counters().seq_nak_repeats, 0u);
+  for (uint32_t i = 0; i < kMsgs; ++i)
+    ASSERT_EQ(p.a().qp->post_send(send_wr(WrOp::kSend, src, i * kLen, kLen, 1 + i)),
+              Qp::PostResult::kOk);
+  ASSERT_TRUE(p.run_until(
+      [&] { return p.a().scq->size() == kMsgs + 1 && p.b().rcq->size() == kMsgs + 1; }));
+  ASSERT_TRUE(p.settle());
+  const auto rc = drain(*p.b().rcq);
+  for (const Completion& wc : rc) EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  for (const Completion& wc : drain(*p.a().scq)) EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.begin() + 2 * kPmtu, dst.bytes.begin()));
+  EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.end(), dst.bytes.begin() + kLen));
+  ASSERT_TRUE(dropped);
+  ASSERT_GT(frames_at_ack, 0u);
+  const uint32_t reach =
+      *std::max_element(offsets.begin(), offsets.begin() + frames_at_ack) - kHole;
+  EXPECT_GT(reach, 128u + 32u) << "the requester stopped " << reach << " PSNs past the hole";
+  EXPECT_LT(reach, 256u);
+  EXPECT_GT(p.b().qp->counters().sack_refreshes, 0u);
+  EXPECT_EQ(p.a().qp->counters().sr_resends, 2u);
+  EXPECT_EQ(p.a().qp->counters().timeouts, 0u);
+}
+
 }  // namespace
 }  // namespace dpdat::rc::test

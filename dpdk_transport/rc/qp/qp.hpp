@@ -609,6 +609,11 @@ class Qp {
   };
   static constexpr int32_t kSackMaxSpan = 1024;
   static constexpr size_t kSackBytes = 4 + kSackMaxSpan / 8;
+  // While a reported hole is open, a SACK again once packets arrived this
+  // far past the newest one the last SACK showed: the requester counts what
+  // is held here out of its window (in_flight_at) and keeps sending while
+  // the hole is repaired, instead of stopping a window past it.
+  static constexpr int32_t kSackRefresh = 48;
   void send_seq_nak(uint64_t now);
   void note_seq_nak(uint64_t at);
   void send_sack(uint64_t now);

@@ -26,9 +26,10 @@
   X(rtt_samples)                                                              \
   /* selective repeat: request packets placed ahead of a hole, packets */     \
   /* resent one by one, frames kept after a hole and later taken in order, */ \
-  /* selective acknowledgements sent / received */                            \
+  /* selective acknowledgements sent / received, and those of them sent */  \
+  /* again while a hole stayed open (Qp::kSackRefresh) */                     \
   X(sr_placed_ahead) X(sr_resends) X(sr_kept) X(sr_kept_taken)                \
-  X(sacks_tx) X(sacks_rx)                                                     \
+  X(sacks_tx) X(sacks_rx) X(sack_refreshes)                                   \
   /* selective repeat: stops of the requester a kHeldSpan past una (the */    \
   /* hole not repaired in time), NAKs repeated for an overdue resend, */     \
   /* NAKs not sent for a hole a SACK had already shown missing */             \

@@ -251,6 +251,10 @@ void Qp::on_out_of_sequence(const RespCtx& c, uint64_t now) {
         ++resp_.nak_repeats;
       }
       again = true;
+    } else if (!again && resp_.nak_sent == NakSent::kSeq && srr_.sack_top &&
+               Psn::diff(c.psn, *srr_.sack_top) >= kSackRefresh) {
+      ctr_.sack_refreshes++;
+      send_sack(now);
     }
   }
   if (resp_.nak_sent == NakSent::kNone || again) {
