@@ -8,8 +8,9 @@
 # Environment: LOSSES="0.001 0.01 0.05", OPS="write read send", ITERS=3000,
 #   ROUNDS=3, CPUS="0 1" (server, client), JSON=FILE (every run's figures).
 # Prints, per op and loss, the median goodput over the rounds and its ratio
-# to the median lossless goodput of the same op, the best round against the
-# best lossless round, then the resends counted.
+# to the median lossless goodput of the same op, the median over the rounds
+# of each run's ratio to the lossless run of its own round (paired), the best
+# round against the best lossless round, then the resends counted.
 # After every run, dpdat-cpu-pingpong times a cache line's round trip between
 # the two CPUs.  On a VM the host may place the two virtual CPUs on cores
 # that share a last-level cache or on cores that do not, and change that
@@ -95,7 +96,7 @@ for op in ops:
 
 def table(title, keep):
     print(title)
-    print(f"{'op':6} {'loss':7} {'MB/s (median)':>14} {'% base':>7} {'MB/s (best)':>12} {'% best':>7} {'rounds':>7} {'resends/run':>12}")
+    print(f"{'op':6} {'loss':7} {'MB/s (median)':>14} {'% base':>7} {'% paired':>9} {'MB/s (best)':>12} {'% best':>7} {'rounds':>7} {'resends/run':>12}")
     rows = []
     for op in ops:
         base = best_base = None
@@ -113,9 +114,18 @@ def table(title, keep):
             # slows some rounds of every loss alike, the median then compares
             # unlike rounds.
             pct_best = 100 * best / best_base if best_base else float('nan')
+            # Each run against the lossless run of the same op and round
+            # (minutes apart at most): the host's slow phases then cancel
+            # instead of landing in one median or the other.
+            lossless = {e['round']: e for e in every
+                        if e['op'] == op and e['loss'] == '0' and keep(e)}
+            pairs = [e['avg_mbs'] / lossless[e['round']]['avg_mbs'] for e in runs
+                     if e['round'] in lossless]
+            paired = 100 * statistics.median(pairs) if pairs else float('nan')
             rs = statistics.median(e['resends'] for e in runs)
-            print(f"{op:6} {loss:7} {med:14.0f} {pct:7.0f} {best:12.0f} {pct_best:7.0f} {len(runs):>7} {rs:12.0f}")
+            print(f"{op:6} {loss:7} {med:14.0f} {pct:7.0f} {paired:9.0f} {best:12.0f} {pct_best:7.0f} {len(runs):>7} {rs:12.0f}")
             rows.append({'op': op, 'loss': float(loss), 'median_mbs': med, 'pct_of_lossless': pct,
+                         'paired_pct_of_lossless': paired, 'pairs': len(pairs),
                          'best_mbs': best, 'best_pct_of_lossless': pct_best, 'rounds': len(runs)})
     return rows
 
