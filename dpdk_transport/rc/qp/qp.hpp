@@ -579,6 +579,7 @@ class Qp {
     }
   };
   bool sr_in_message(const wire::PacketView& v, wire::Psn psn);
+  bool sr_continues(const SrBits* mine, wire::Psn from, wire::Psn psn, bool send, bool next) const;
   bool sr_placed_outside(const SrBits* mine, wire::Psn from, wire::Psn to) const;
   bool sr_send_contiguous(wire::Psn from, wire::Psn psn, bool next) const;
   bool grant_recv_hosts(RecvWqe& r);

@@ -65,15 +65,9 @@ bool Qp::sr_in_message(const wire::PacketView& v, Psn psn) {
   if (srr_.msg_limit && Psn::diff(*srr_.msg_limit, resp_.epsn) > 0 &&
       Psn::diff(psn, *srr_.msg_limit) >= 0)
     return false;
-  // A self-describing WRITE placed between: a message of its own ends this
-  // one.  Both scans passed for the packet before when it was placed, and
-  // whatever is placed outside the message since took it back (sr_lower_limit).
-  if (!sr_msg_bit(psn - 1)) {
-    if (sr_placed_outside(srm_ == nullptr ? nullptr : &srm_->msg, resp_.epsn + 1, psn))
-      return false;
-    if (resp_.in_msg != InMsg::kWrite && !sr_send_contiguous(resp_.epsn, psn, /*next=*/false))
-      return false;
-  }
+  if (!sr_continues(srm_ == nullptr ? nullptr : &srm_->msg, resp_.epsn, psn,
+                    /*send=*/resp_.in_msg != InMsg::kWrite, /*next=*/false))
+    return false;
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
   const uint64_t off = (headless ? 0 : resp_.msg_offset) +
@@ -116,6 +110,18 @@ bool Qp::sr_send_contiguous(Psn from, Psn psn, bool next) const {
     carry = ((u >> (len - 1)) & 1) != 0;
   }
   return true;
+}
+
+// Whether a packet at `psn` can belong to the message whose packets after
+// `from` are marked in `mine` (the message in progress from the hole; a next
+// message from its FIRST): no message of its own (a self-describing WRITE)
+// placed between, and for a SEND no boundary that can hide before it.  A
+// packet right after one of its own passed both when that one was placed, and
+// anything placed outside since took that one back (sr_lower_limit,
+// sr_next_lower_limit): no scan then.
+bool Qp::sr_continues(const SrBits* mine, Psn from, Psn psn, bool send, bool next) const {
+  if (mine != nullptr && Psn::diff(psn - 1, from) > 0 && mine->test(psn - 1)) return true;
+  return !sr_placed_outside(mine, from + 1, psn) && (!send || sr_send_contiguous(from, psn, next));
 }
 
 // Whether a packet in [from, to) was placed but is not in `mine` (nullptr:
@@ -294,13 +300,7 @@ bool Qp::sr_place_next(const wire::PacketView& v, Psn psn) {
   if (!(e.send ? info.is(wire::op::kSend) : info.is(wire::op::kWrite)) ||
       info.is(wire::op::kInvalidate) || info.is(wire::op::kFirst))
     return false;
-  // As in sr_in_message: the packet before, placed in this entry, passed both
-  // scans, and a message placed since inside the entry took it back
-  // (sr_next_lower_limit).
-  if (!(Psn::diff(psn - 1, e.first) > 0 && srm_->next.test(psn - 1))) {
-    if (sr_placed_outside(&srm_->next, e.first + 1, psn)) return false;
-    if (e.send && !sr_send_contiguous(e.first, psn, /*next=*/true)) return false;
-  }
+  if (!sr_continues(&srm_->next, e.first, psn, e.send, /*next=*/true)) return false;
   const bool last = info.is(wire::op::kLast);
   const size_t n = v.payload.size();
   if (n > cfg_.pmtu || (!last && n != cfg_.pmtu)) return false;
