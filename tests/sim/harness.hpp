@@ -33,6 +33,11 @@ struct Buffer {
   uint8_t* data() { return bytes.data(); }
 };
 
+// The first request PSN of each side of a Pair: near the 24-bit wrap, so
+// every long test crosses it.
+inline constexpr uint32_t kFirstPsnA = 0xFFFF00;
+inline constexpr uint32_t kFirstPsnB = 0xFFFE00;
+
 class Pair {
  public:
   static constexpr uint64_t kStepNs = 1'000;
@@ -67,9 +72,8 @@ class Pair {
     p1.peer_ip = p0.local_ip;
     p1.peer_qpn = side_[0].qp->qpn();
     p1.udp_src_port = 0xC001;
-    // Start near the 24-bit wrap so every long test crosses it.
-    side_[0].qp->connect(p0, wire::Psn(0xFFFF00), wire::Psn(0xFFFE00));
-    side_[1].qp->connect(p1, wire::Psn(0xFFFE00), wire::Psn(0xFFFF00));
+    side_[0].qp->connect(p0, wire::Psn(kFirstPsnA), wire::Psn(kFirstPsnB));
+    side_[1].qp->connect(p1, wire::Psn(kFirstPsnB), wire::Psn(kFirstPsnA));
   }
 
   Side& a() { return side_[0]; }

@@ -682,7 +682,7 @@ TEST(Link, InjectedFramesAreJudgedByTheParser) {
   s.dst_ip = 0x0A000002;
   s.opcode = wire::Opcode::kSendOnly;
   s.dest_qp = p.b().qp->qpn();
-  s.psn = wire::Psn(0xFFFF00);  // what B expects first
+  s.psn = wire::Psn(kFirstPsnA);  // what B expects first
   s.ack_req = true;
   s.payload = payload;
   std::vector<uint8_t> frame(256);

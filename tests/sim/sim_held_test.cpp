@@ -19,7 +19,6 @@ namespace {
 
 constexpr uint32_t kLocal = priv::kLocalRead | priv::kLocalWrite;
 constexpr uint32_t kPmtu = 1024;
-constexpr uint32_t kFirstPsn = 0xFFFF00;  // the harness's first request PSN of A
 
 QpConfig cfg(bool sr = true) {
   QpConfig c;
@@ -41,7 +40,7 @@ struct Rig {
   struct Sent {
     int from;
     wire::Opcode op;
-    uint32_t psn_off;  // PSN minus kFirstPsn (24-bit): A's request PSNs count from 0
+    uint32_t psn_off;  // PSN minus kFirstPsnA (24-bit): A's request PSNs count from 0
     uint8_t syndrome;  // ACK / NAK from B
   };
   Pair p;
@@ -57,7 +56,7 @@ struct Rig {
       const wire::PacketView v = parse(data, len);
       if (v.bth == nullptr) return true;
       b_held_peak = std::max(b_held_peak, p.b().engine->held_bytes());
-      log.push_back({from_end, v.opcode, (v.bth->psn().value() - kFirstPsn) & 0xFFFFFF,
+      log.push_back({from_end, v.opcode, (v.bth->psn().value() - kFirstPsnA) & 0xFFFFFF,
                      v.aeth != nullptr ? v.aeth->syndrome : uint8_t{0}});
       if (from_end != 0) return true;
       ++sent_a;
