@@ -100,6 +100,9 @@ def table(title, keep):
     rows = []
     for op in ops:
         base = best_base = None
+        # The op's lossless run of each round: the paired ratios' reference.
+        lossless = {e['round']: e for e in every
+                    if e['op'] == op and e['loss'] == '0' and keep(e)}
         for loss in losses:
             runs = [e for e in every if e['op'] == op and e['loss'] == loss and keep(e)]
             if not runs:
@@ -117,8 +120,6 @@ def table(title, keep):
             # Each run against the lossless run of the same op and round
             # (minutes apart at most): the host's slow phases then cancel
             # instead of landing in one median or the other.
-            lossless = {e['round']: e for e in every
-                        if e['op'] == op and e['loss'] == '0' and keep(e)}
             pairs = [e['avg_mbs'] / lossless[e['round']]['avg_mbs'] for e in runs
                      if e['round'] in lossless]
             paired = 100 * statistics.median(pairs) if pairs else float('nan')
