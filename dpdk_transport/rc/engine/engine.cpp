@@ -123,6 +123,7 @@ void Engine::activate(Qp* qp) {
 
 void Engine::heap_place(size_t i, const TimerEntry& e) {
   timers_[i] = e;
+  if (i == 0) next_deadline_.store(e.deadline, std::memory_order_relaxed);
   e.qp->timer_slot_[static_cast<size_t>(e.kind)] = static_cast<uint32_t>(i);
 }
 
@@ -156,6 +157,7 @@ void Engine::heap_remove(size_t i) {
   gone.qp->timer_slot_[static_cast<size_t>(gone.kind)] = Qp::kNoTimerSlot;
   const TimerEntry last = timers_.back();
   timers_.pop_back();
+  if (timers_.empty()) next_deadline_.store(0, std::memory_order_relaxed);
   if (i == timers_.size()) return;
   heap_place(i, last);
   heap_up(i);
@@ -210,10 +212,6 @@ void Engine::run_timers(uint64_t now, bool rx_drained) {
     e.qp->on_timer(e.kind, now);
     activate(e.qp);
   }
-}
-
-uint64_t Engine::next_timer_deadline() const {
-  return timers_.empty() ? 0 : timers_.front().deadline;
 }
 
 Frame* Engine::tx_frame() {

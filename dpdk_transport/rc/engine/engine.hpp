@@ -14,6 +14,7 @@
 // Time is a parameter; the engine never reads a clock itself.  No locks, no
 // allocation on the datapath after set-up.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -222,7 +223,9 @@ class Engine {
       if (from != group_index_ && !group_->ring(from, group_index_).empty()) return true;
     return false;
   }
-  uint64_t next_timer_deadline() const;
+  // The earliest timer's deadline (0: none).  Any thread: a sleeping loop
+  // reads it while a consumer thread may be arming or running timers.
+  uint64_t next_timer_deadline() const { return next_deadline_.load(std::memory_order_relaxed); }
 
   const EngineCounters& counters() const { return ctr_; }
   // For the queue pairs' and the CM's refusal counts (engine thread, or
@@ -328,6 +331,9 @@ class Engine {
   std::vector<Qp*> active_;
   std::vector<Qp*> active_next_;
   std::vector<TimerEntry> timers_;  // heap; capacity reserved, see TimerEntry
+  // timers_.front().deadline (0: empty), kept by heap_place / heap_remove
+  // for readers outside the engine's thread (next_timer_deadline).
+  std::atomic<uint64_t> next_deadline_{0};
   std::vector<Frame> rx_;
   wire::PacketView rx_view_;     // dispatch()'s parse result, reused
   std::vector<Frame> tx_ready_;  // built frames waiting for tx_burst
