@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include <rte_lcore.h>
 
 #include "common.hpp"
+#include "dpdk/eal.hpp"
 #include "oob.hpp"
 #include "rc/engine/engine_group.hpp"
 
@@ -86,9 +86,7 @@ struct Multi {
     if (engines.size() < 2) return;
     rc::RunnerConfig rcfg;
     rcfg.policy = rc::IdlePolicy::kBackoff;
-    rcfg.on_start = [] {
-      if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();
-    };
+    rcfg.on_start = [] { (void)dpdk::register_thread(); };
     for (auto& e : engines) {
       runners.push_back(std::make_unique<rc::EngineRunner>(*e, rcfg, &dpdk::steady_now_ns));
       runners.back()->start();

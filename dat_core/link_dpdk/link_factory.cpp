@@ -120,9 +120,7 @@ class DpdkLink final : public dat::Link {
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof one);
   }
-  void register_thread() override {
-    if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();  // no lcore left: no cache
-  }
+  void register_thread() override { (void)dpdk::register_thread(); }  // none left: no cache
   void engine_created(const rc::Engine& engine, uint32_t index) override {
     telemetry_add_engine(engine_name(index), &engine);
     engines_listed_ = std::max(engines_listed_, index + 1);

@@ -5,6 +5,8 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -127,6 +129,40 @@ bool probe_vdev(const std::string& devargs, uint16_t* port_id, std::string* err)
     *err = "device " + name + " probed but has no ethdev port";
     return false;
   }
+  return true;
+}
+
+namespace {
+
+// Armed on a thread register_thread() gave an lcore id; its destructor runs
+// when that thread ends.
+struct LcoreRelease {
+  bool armed = false;
+  LcoreRelease() = default;
+  LcoreRelease(const LcoreRelease&) = delete;
+  LcoreRelease& operator=(const LcoreRelease&) = delete;
+  ~LcoreRelease() {
+    if (!armed || rte_lcore_id() == LCORE_ID_ANY) return;
+    // Every pool of the process: a thread frees the frames of whichever
+    // port they came from (net_ring, net_memif hand them across).
+    rte_mempool_walk(
+        [](rte_mempool* mp, void*) {
+          if (rte_mempool_cache* c = rte_mempool_default_cache(mp, rte_lcore_id()); c != nullptr)
+            rte_mempool_cache_flush(c, mp);
+        },
+        nullptr);
+    rte_thread_unregister();
+  }
+};
+
+thread_local LcoreRelease t_lcore_release;
+
+}  // namespace
+
+bool register_thread() {
+  if (rte_lcore_id() != LCORE_ID_ANY) return true;  // an EAL lcore, or registered before
+  if (rte_thread_register() != 0) return false;
+  t_lcore_release.armed = true;
   return true;
 }
 

@@ -42,6 +42,15 @@ bool probe_vdev(const std::string& devargs, uint16_t* port_id, std::string* err)
 // them, so a process started under taskset stays where it was put.
 std::string affinity_cpu_list();
 
+// Gives the calling thread an lcore id (rte_thread_register) when it has
+// none, so its frame allocations and frees go through the mempools'
+// per-lcore caches.  When the thread ends, the frames in its caches go back
+// to their pools and its lcore id is released: otherwise each ended thread
+// would keep up to a cache and a half of every pool it freed frames into,
+// and its lcore id, for as long as the process lives.  False when the thread
+// has no lcore id after the call (none left: it works without caches).
+bool register_thread();
+
 // The arguments eal_init() would use (for logging and tests).
 std::vector<std::string> eal_default_args(bool* hugepages);
 
