@@ -9,7 +9,6 @@
 #include <thread>
 #include <vector>
 
-
 #include "common.hpp"
 #include "dpdk/eal.hpp"
 #include "oob.hpp"

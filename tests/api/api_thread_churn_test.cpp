@@ -68,7 +68,8 @@ TEST_F(api_thread_churn, EndedThreadsGiveTheirFramesBack) {
   for (int t = 0; t < kThreads; ++t) {
     // The passive buffer changes before each thread: every READ must bring
     // this thread's bytes, not an earlier one's.
-    for (size_t i = 0; i < kLen; ++i) pas_.buf[i] = static_cast<uint8_t>(i * 13 + static_cast<size_t>(t));
+    for (size_t i = 0; i < kLen; ++i)
+      pas_.buf[i] = static_cast<uint8_t>(i * 13 + static_cast<size_t>(t));
     std::string failure;
     std::thread worker([&] {
       for (int r = 0; r < kReadsPerThread && failure.empty(); ++r) {
