@@ -3,6 +3,8 @@
 // signalling, completion-queue back-pressure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness.hpp"
 
 namespace dpdat::rc::test {
@@ -245,6 +247,47 @@ TEST(Errors, ReceiveTooSmallIsInvalidRequest) {
   EXPECT_EQ(drain(*p.a().scq)[0].status, WcStatus::kRemoteInvalidRequest);
   EXPECT_EQ(drain(*p.b().rcq)[0].status, WcStatus::kLocalLengthError);
   EXPECT_TRUE(saw_nak(p, 1, wire::aeth::kNakInvalidRequest));
+}
+
+// A receive's lkeys are judged for the bytes a message writes into it: a
+// one-packet SEND that stops before a bad SGE (a 0-byte one, a short one)
+// completes; one that reaches the bad SGE is a local protection error at the
+// receiver (and a remote operational error at the sender).
+TEST(Errors, ReceiveKeysAreJudgedForTheBytesAMessageWrites) {
+  Pair p(11, cfg());
+  Buffer src = p.reg(0, 200, kLocal);
+  fill_pattern(src.bytes, 11);
+  Buffer dst = p.reg(1, 256, kLocal);
+  auto post_bad_tail = [&](uint64_t cookie) {
+    RecvWr rw;
+    rw.cookie = cookie;
+    rw.num_sge = 2;
+    rw.sge[0] = Sge{dst.lmr, dst.va(), 100};
+    rw.sge[1] = Sge{dst.lmr + 1, 0, 64};  // no region: no byte may land here
+    ASSERT_EQ(p.b().qp->post_recv(rw), Qp::PostResult::kOk);
+  };
+  post_bad_tail(1);
+  post_bad_tail(2);
+  post_bad_tail(3);
+  for (uint32_t len : {0u, 100u, 101u}) {
+    SendWr wr;
+    wr.cookie = len;
+    wr.num_sge = 1;
+    wr.sge[0] = Sge{src.lmr, src.va(), len};
+    ASSERT_EQ(p.a().qp->post_send(wr), Qp::PostResult::kOk);
+  }
+  ASSERT_TRUE(p.run_until([&] { return p.a().scq->size() == 3 && p.b().rcq->size() == 3; }));
+  auto s = drain(*p.a().scq);
+  auto r = drain(*p.b().rcq);
+  EXPECT_EQ(s[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(s[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(s[2].status, WcStatus::kRemoteOperationalError);
+  EXPECT_EQ(r[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(r[0].byte_len, 0u);
+  EXPECT_EQ(r[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(r[1].byte_len, 100u);
+  EXPECT_EQ(r[2].status, WcStatus::kLocalProtectionError);
+  EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.begin() + 100, dst.bytes.begin()));
 }
 
 TEST(Rnr, SendWaitsForReceiveThenSucceeds) {

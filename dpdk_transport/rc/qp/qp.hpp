@@ -582,7 +582,10 @@ class Qp {
   bool sr_continues(const SrBits* mine, wire::Psn from, wire::Psn psn, bool send, bool next) const;
   bool sr_placed_outside(const SrBits* mine, wire::Psn from, wire::Psn to) const;
   bool sr_send_contiguous(wire::Psn from, wire::Psn psn, bool next) const;
-  bool grant_recv_hosts(RecvWqe& r);
+  // `end`: the receive's bytes [0, end) the message fills, when its one
+  // packet says so; SGEs past it are not checked (as a receive's lkeys are
+  // judged for the bytes a message writes).
+  bool grant_recv_hosts(RecvWqe& r, uint64_t end = UINT64_MAX);
   void sr_mark_placed(wire::Psn psn, bool next);
   void sr_lower_limit(wire::Psn psn);
   void sr_unplace_msg_from(wire::Psn psn);

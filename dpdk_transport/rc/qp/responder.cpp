@@ -302,7 +302,9 @@ RS Qp::check_keys(RespCtx& c) {
   const wire::PacketView& v = c.v;
   if (c.is_send) {
     if (c.first) {
-      if (!grant_recv_hosts(rq(rq_head_))) return RS::kErrRecvProtection;
+      RecvWqe& r = rq(rq_head_);
+      if (!grant_recv_hosts(r, c.last ? r.used + v.payload.size() : UINT64_MAX))
+        return RS::kErrRecvProtection;
       resp_.msg_offset = 0;
       resp_.recv_in_use = true;
     }

@@ -137,10 +137,15 @@ bool Qp::sr_placed_outside(const SrBits* mine, Psn from, Psn to) const {
 
 // Checks receive `r`'s lkeys for local write and fills in their host
 // addresses: when a SEND's FIRST takes it in order (check_keys), or for
-// placement ahead of the in-order path (which checks them again then).
-bool Qp::grant_recv_hosts(RecvWqe& r) {
-  for (uint32_t i = 0; i < r.wr.num_sge; ++i) {
+// placement ahead of the in-order path (which checks them again then).  Only
+// the SGEs that bytes [0, end) reach: a message of one packet knows its end
+// (a 0-byte SEND into a receive whose buffer is no memory at all completes);
+// one of several packets does not yet, and has every SGE checked.
+bool Qp::grant_recv_hosts(RecvWqe& r, uint64_t end) {
+  uint64_t at = 0;
+  for (uint32_t i = 0; i < r.wr.num_sge && at < end; ++i) {
     const Sge& g = r.wr.sge[i];
+    at += g.length;
     if (g.length == 0) continue;
     AccessGrant grant;
     if (mr_.check_local(g.lkey, pz_, g.va, g.length, Access::kLocalWrite, &grant) !=
@@ -233,7 +238,8 @@ bool Qp::sr_open_next(const wire::PacketView& v, Psn psn) {
     // the one before: only the in-order path places into one.
     if (rq(x.rq_index).wr.multi_min != 0 || rq(x.rq_index - 1).wr.multi_min != 0) return false;
     RecvWqe& r = rq(x.rq_index);
-    if (n > r.capacity || !grant_recv_hosts(r)) return false;  // judged in order
+    if (n > r.capacity || !grant_recv_hosts(r, last ? n : UINT64_MAX))
+      return false;  // judged in order
     scatter(r.host, r.wr.sge, r.wr.num_sge, 0, v.payload);
     x.send = true;
     x.len = r.capacity;
