@@ -24,7 +24,7 @@ bool slot_of(Ep* ep, uint64_t cookie, Slot* out) {
 }
 
 int iov_sges(const Domain* d, const iovec* iov, void* const* desc, size_t count, rc::Sge* sge,
-             uint64_t* total) {
+             uint64_t* total, bool recv) {
   *total = 0;
   for (size_t i = 0; i < count; ++i) {
     const Mr* m = desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
@@ -32,11 +32,15 @@ int iov_sges(const Domain* d, const iovec* iov, void* const* desc, size_t count,
     const uint64_t len = iov[i].iov_len;
     if (m == nullptr) {
       // No descriptor (no FI_MR_LOCAL): the domain's local-only key names
-      // the bytes by their address.  What no process can map is refused
-      // here; an address that is merely not mapped now faults where the
-      // engine copies it, as the consumer's own access would.
-      if (len != 0 && (addr < dat::kLocalOnlyBase || addr > dat::kLocalOnlyEnd ||
-                       len > dat::kLocalOnlyEnd - addr))
+      // the bytes by their address.  A source no process can map is
+      // refused here; a receive buffer is judged for the bytes a message
+      // writes into it (the engine's key check: a message that reaches
+      // them completes in error, an empty one completes).  An address that
+      // is merely not mapped now faults where the engine copies it, as the
+      // consumer's own access would.
+      if (!recv && len != 0 &&
+          (addr < dat::kLocalOnlyBase || addr > dat::kLocalOnlyEnd ||
+           len > dat::kLocalOnlyEnd - addr))
         return -FI_EINVAL;
       sge[i] = rc::Sge{d->any_lmr->lmr_context, addr, len};
       *total += len;
@@ -88,8 +92,8 @@ const Cntr* counter_of(const Ep* ep, rc::WrOp op) {
 }
 
 // Local segments of the consumer's buffers, with or without descriptors.
-int to_sges(const Ep* ep, const Request& r, rc::Sge* sge, uint64_t* total) {
-  return iov_sges(ep->dom, r.iov, r.desc, r.count, sge, total);
+int to_sges(const Ep* ep, const Request& r, rc::Sge* sge, uint64_t* total, bool recv = false) {
+  return iov_sges(ep->dom, r.iov, r.desc, r.count, sge, total, recv);
 }
 
 // Copies an inject request into the ring's next slot and posts it from
@@ -181,7 +185,7 @@ ssize_t recv_common(Ep* ep, const iovec* iov, void** desc, size_t count, void* c
   r.count = count;
   rc::Sge sge[rc::kMaxSge];
   uint64_t total = 0;
-  if (int rc = to_sges(ep, r, sge, &total); rc != 0) return rc;
+  if (int rc = to_sges(ep, r, sge, &total, /*recv=*/true); rc != 0) return rc;
   if (multi) return multi_recv_post(ep, iov, sge, count, context);
   return to_fi(dat::ep_post_recv(ep->dep, sge, static_cast<uint32_t>(count),
                                  reinterpret_cast<uintptr_t>(context), 0));

@@ -365,12 +365,14 @@ struct MultiHit {
 bool multi_recv_event(Ep* ep, const dat::Event& ev, MultiHit* out);
 
 // The local segments of the consumer's iovecs and descriptors (0, or
-// -FI_EINVAL for a value that is no descriptor, or a buffer without one
-// that no process can map: in the first page, wrapping around, past the
+// -FI_EINVAL for a value that is no descriptor, or a source buffer without
+// one that no process can map: in the first page, wrapping around, past the
 // address space).  A buffer without a descriptor (desc or desc[i] NULL)
-// goes through the domain's local-only key.
+// goes through the domain's local-only key; a receive buffer (`recv`) is
+// judged by the engine for the bytes a message writes, so a receive at NULL
+// takes empty messages (as fabtests' fi_shared_ctx posts them).
 int iov_sges(const Domain* d, const iovec* iov, void* const* desc, size_t count, rc::Sge* sge,
-             uint64_t* total);
+             uint64_t* total, bool recv);
 
 // Whether `cookie` names one of ep's inject slots; frees it (and the slots
 // taken before it, which completed first) and reports what the consumer

@@ -20,7 +20,7 @@ ssize_t srx_recvv(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_add
   if (count > rc::kMaxSge || (count > 0 && iov == nullptr)) return -FI_EINVAL;
   rc::Sge sge[rc::kMaxSge];
   uint64_t total = 0;
-  if (int r = iov_sges(s->dom, iov, desc, count, sge, &total); r != 0) return r;
+  if (int r = iov_sges(s->dom, iov, desc, count, sge, &total, /*recv=*/true); r != 0) return r;
   return to_fi(dat::srq_post_recv(s->srq, sge, static_cast<uint32_t>(count),
                                   reinterpret_cast<uintptr_t>(context)));
 }
