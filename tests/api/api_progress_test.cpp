@@ -99,15 +99,8 @@ class api_progress : public ::testing::TestWithParam<std::string> {
         "ring=1;ip=192.168.77.2;progress=" + passive_mode() + ";spin_us=1000;idle_us=200";
     ASSERT_EQ(setenv("DPDAT_IA_PROG_ACTIVE", active.c_str(), 1), 0);
     ASSERT_EQ(setenv("DPDAT_IA_PROG_PASSIVE", passive.c_str(), 1), 0);
-    ASSERT_NO_FATAL_FAILURE(dpdat_test::open_conn_side(&act_, "prog-active"));
-    ASSERT_NO_FATAL_FAILURE(dpdat_test::open_conn_side(&pas_, "prog-passive"));
-    ASSERT_NO_FATAL_FAILURE(
-        dpdat_test::connect_and_accept(&act_, &pas_, "192.168.77.2", kQual, kWaitUs));
-    DAT_EVENT ev;
-    ASSERT_EQ(wait(act_.conn, &ev), DAT_SUCCESS);
-    ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
-    ASSERT_EQ(wait(pas_.conn, &ev), DAT_SUCCESS);
-    ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    ASSERT_NO_FATAL_FAILURE(dpdat_test::open_connected(&act_, "prog-active", &pas_, "prog-passive",
+                                                       "192.168.77.2", kQual, kWaitUs));
     for (size_t i = 0; i < kLen; ++i) pas_.buf[i] = static_cast<uint8_t>(i * 7 + 3);
   }
   void TearDown() override {

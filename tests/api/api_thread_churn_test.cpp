@@ -45,15 +45,8 @@ class api_thread_churn : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(setenv("DPDAT_IA_CHURN_ACTIVE", "ring=0;ip=192.168.77.1;progress=inline", 1), 0);
     ASSERT_EQ(setenv("DPDAT_IA_CHURN_PASSIVE", "ring=1;ip=192.168.77.2;progress=busy", 1), 0);
-    ASSERT_NO_FATAL_FAILURE(dpdat_test::open_conn_side(&act_, "churn-active"));
-    ASSERT_NO_FATAL_FAILURE(dpdat_test::open_conn_side(&pas_, "churn-passive"));
-    ASSERT_NO_FATAL_FAILURE(
-        dpdat_test::connect_and_accept(&act_, &pas_, "192.168.77.2", kQual, kWaitUs));
-    DAT_EVENT ev;
-    ASSERT_EQ(wait(act_.conn, &ev), DAT_SUCCESS);
-    ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
-    ASSERT_EQ(wait(pas_.conn, &ev), DAT_SUCCESS);
-    ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    ASSERT_NO_FATAL_FAILURE(dpdat_test::open_connected(
+        &act_, "churn-active", &pas_, "churn-passive", "192.168.77.2", kQual, kWaitUs));
   }
   void TearDown() override {
     dpdat_test::close_conn_side(&act_);

@@ -69,6 +69,22 @@ inline void connect_and_accept(ConnSide* act, ConnSide* pas, const char* pas_ip,
             DAT_SUCCESS);
 }
 
+// Opens both sides (IA names act_name, pas_name), connects act to pas at
+// pas_ip and takes each side's ESTABLISHED event (ASSERTs).
+inline void open_connected(ConnSide* act, const char* act_name, ConnSide* pas, const char* pas_name,
+                           const char* pas_ip, DAT_CONN_QUAL qual, DAT_TIMEOUT wait_us) {
+  ASSERT_NO_FATAL_FAILURE(open_conn_side(act, act_name));
+  ASSERT_NO_FATAL_FAILURE(open_conn_side(pas, pas_name));
+  ASSERT_NO_FATAL_FAILURE(connect_and_accept(act, pas, pas_ip, qual, wait_us));
+  for (ConnSide* s : {act, pas}) {
+    DAT_EVENT ev;
+    std::memset(&ev, 0, sizeof(ev));
+    DAT_COUNT nmore = 0;
+    ASSERT_EQ(dat_evd_wait(s->conn, wait_us, 1, &ev, &nmore), DAT_SUCCESS);
+    ASSERT_EQ(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+  }
+}
+
 inline DAT_DTO_COOKIE cookie_of(uint64_t v) {
   DAT_DTO_COOKIE c;
   c.as_64 = v;
