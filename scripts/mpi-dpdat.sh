@@ -21,6 +21,8 @@
 # A rank that finds nothing to do yields its CPU (mpi_yield_when_idle) only
 # when there are more ranks than CPUs: a sched_yield per idle poll costs a
 # ping-pong about 0.3 us, but busy ranks sharing a CPU starve each other.
+# FI_OFI_RXM_* and FI_LOG_* variables of the caller's environment reach the
+# ranks (ofi_rxm's protocol limits, libfabric's log).
 # --pmtu N: the RoCE path MTU (256..4096; memif only, where the default is
 # 4096; af_packet keeps what its 2048-byte ring frames allow, 1024).
 # Exit status: the job's; 2 for bad arguments.
@@ -111,6 +113,8 @@ YIELD=0
 ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
 [ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
 [ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
+# ofi_rxm's settings and libfabric's logging, when the caller sets them.
+for v in $(compgen -e | grep -E '^(FI_OFI_RXM_|FI_LOG_)'); do ENVS+=(-x "$v"); done
 [ -n "${LIB_ASAN_RT:-}" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
 "${RUN[@]}" mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${ENVS[@]}" \
   --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "dpdat;ofi_rxm" \
