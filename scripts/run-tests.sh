@@ -48,7 +48,7 @@ if [ "${DPDAT_SKIP_ASAN:-0}" != "1" ]; then
     cmake --build --preset asan -j "$JOBS" --target \
       dat_headers_layout_test dpdat_unit_tests dpdat_sim_tests dpdat_proto_tests \
       api_test api_cm_test api_cm_loss_test api_progress_test api_limits_test \
-      api_close_test api_pmtu_test api_self_test udat_c_example udat_pair \
+      api_close_test api_pmtu_test api_self_test api_thread_churn_test udat_c_example udat_pair \
       dat rsm rsm_test rsm_map_test rsm_c_example rsm_peer rsm_map_peer \
       dpdat-hostile dpdat-hostile-victim dpdat_verbs verbs_api_test verbs_errors_test \
       verbs_ucx_test
