@@ -138,19 +138,18 @@ namespace {
 // when that thread ends.
 struct LcoreRelease {
   bool armed = false;
-  LcoreRelease() = default;
-  LcoreRelease(const LcoreRelease&) = delete;
-  LcoreRelease& operator=(const LcoreRelease&) = delete;
   ~LcoreRelease() {
-    if (!armed || rte_lcore_id() == LCORE_ID_ANY) return;
+    unsigned lcore = rte_lcore_id();
+    if (!armed || lcore == LCORE_ID_ANY) return;
     // Every pool of the process: a thread frees the frames of whichever
     // port they came from (net_ring, net_memif hand them across).
     rte_mempool_walk(
-        [](rte_mempool* mp, void*) {
-          if (rte_mempool_cache* c = rte_mempool_default_cache(mp, rte_lcore_id()); c != nullptr)
+        [](rte_mempool* mp, void* arg) {
+          const unsigned id = *static_cast<const unsigned*>(arg);
+          if (rte_mempool_cache* c = rte_mempool_default_cache(mp, id); c != nullptr)
             rte_mempool_cache_flush(c, mp);
         },
-        nullptr);
+        &lcore);
     rte_thread_unregister();
   }
 };
