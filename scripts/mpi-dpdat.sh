@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs an Open MPI job on dpdat through libfabric (mtl ofi over
-# "dpdat;ofi_rxm"), on a topology this script builds on one machine and
-# removes afterwards:
+# Runs an Open MPI job on dpdat through libfabric (mtl ofi over the dpdat
+# provider's own FI_EP_RDM endpoint, or over "dpdat;ofi_rxm"), on a topology
+# this script builds on one machine and removes afterwards:
 #
 #   mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR]
-#                [--pmtu N] [--stats] -- PROGRAM [ARGS...]
+#                [--pmtu N] [--rdm native|rxm] [--stats] -- PROGRAM [ARGS...]
 #
 #   memif      2 ranks, a net_memif pair (rank 0 the server end), PMTU
 #              4096 by default (memif packet buffers of 4352 bytes, bsize=,
@@ -25,6 +25,8 @@
 # ranks (ofi_rxm's protocol limits, libfabric's log).
 # --pmtu N: the RoCE path MTU (256..4096; memif only, where the default is
 # 4096; af_packet keeps what its 2048-byte ring frames allow, 1024).
+# --rdm: native (default) runs on the provider's reliable-datagram endpoint
+# ("dpdat"); rxm on ofi_rxm over its connected endpoints ("dpdat;ofi_rxm").
 # Exit status: the job's; 2 for bad arguments.
 set -uo pipefail
 
@@ -33,8 +35,9 @@ LINK=memif
 PROVDIR=""
 STATS=0
 PMTU=""
+RDM=native
 usage() {
-  echo "usage: mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR] [--pmtu N] [--stats] -- PROGRAM [ARGS...]" >&2
+  echo "usage: mpi-dpdat.sh [--ranks N] [--link memif|af_packet] [--provider-dir DIR] [--pmtu N] [--rdm native|rxm] [--stats] -- PROGRAM [ARGS...]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
     --link) LINK=${2:-}; shift 2 || usage ;;
     --provider-dir) PROVDIR=${2:-}; shift 2 || usage ;;
     --pmtu) PMTU=${2:-}; shift 2 || usage ;;
+    --rdm) RDM=${2:-}; shift 2 || usage ;;
     --stats) STATS=1; shift ;;
     --) shift; break ;;
     *) usage ;;
@@ -55,6 +59,11 @@ case "$LINK" in
   memif) [ "$RANKS" -eq 2 ] || { echo "mpi-dpdat.sh: memif takes exactly 2 ranks" >&2; exit 2; } ;;
   af_packet) ;;
   *) echo "mpi-dpdat.sh: --link memif|af_packet" >&2; exit 2 ;;
+esac
+case "$RDM" in
+  native) FIPROV=dpdat ;;
+  rxm) FIPROV="dpdat;ofi_rxm" ;;
+  *) echo "mpi-dpdat.sh: --rdm native|rxm" >&2; exit 2 ;;
 esac
 case "$PMTU" in
   "") [ "$LINK" = memif ] && PMTU=4096 ;;
@@ -113,9 +122,10 @@ YIELD=0
 ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
 [ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
 [ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
-# ofi_rxm's settings and libfabric's logging, when the caller sets them.
-for v in $(compgen -e | grep -E '^(FI_OFI_RXM_|FI_LOG_)'); do ENVS+=(-x "$v"); done
+# ofi_rxm's settings, the native endpoint's eager limit (DPDAT_FI_EAGER)
+# and libfabric's logging, when the caller sets them.
+for v in $(compgen -e | grep -E '^(FI_OFI_RXM_|FI_LOG_|DPDAT_FI_EAGER$)'); do ENVS+=(-x "$v"); done
 [ -n "${LIB_ASAN_RT:-}" ] && ENVS+=(-x LD_PRELOAD -x ASAN_OPTIONS)
 "${RUN[@]}" mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${ENVS[@]}" \
-  --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "dpdat;ofi_rxm" \
+  --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$FIPROV" \
   --mca btl self --mca osc pt2pt --mca mpi_yield_when_idle "$YIELD" "$@"

@@ -7,7 +7,7 @@
 #include <thread>
 #include <utility>
 
-#include "objects.hpp"
+#include "rdm.hpp"
 
 namespace dpdat::ofi {
 
@@ -43,7 +43,9 @@ uint64_t op_flags(rc::WcOp op) {
   return 0;
 }
 
-int fi_errno_of(DtoStatus s, rc::WcOp op) {
+}  // namespace
+
+int dto_errno(DtoStatus s, rc::WcOp op) {
   switch (s) {
     case DtoStatus::kSuccess:
       return 0;
@@ -70,6 +72,8 @@ int fi_errno_of(DtoStatus s, rc::WcOp op) {
   return FI_EIO;
 }
 
+namespace {
+
 size_t entry_size(fi_cq_format f) {
   switch (f) {
     case FI_CQ_FORMAT_CONTEXT:
@@ -78,6 +82,8 @@ size_t entry_size(fi_cq_format f) {
       return sizeof(fi_cq_msg_entry);
     case FI_CQ_FORMAT_DATA:
       return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED:
+      return sizeof(fi_cq_tagged_entry);
     default:
       return 0;
   }
@@ -127,7 +133,7 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
     err->len = inbound ? ev.length : 0;
     err->buf = buf;
     err->data = data;
-    err->err = fi_errno_of(ev.status, ev.op);
+    err->err = dto_errno(ev.status, ev.op);
     err->prov_errno = static_cast<int>(ev.status);
     return Kind::kError;
   }
@@ -142,8 +148,13 @@ Kind convert(const Cq* cq, const CqEvent& s, uint8_t* out, fi_cq_err_entry* err)
       std::memcpy(out, &e, sizeof(e));
       break;
     }
-    default: {
+    case FI_CQ_FORMAT_DATA: {
       fi_cq_data_entry e{context, flags, inbound ? ev.length : 0, buf, data};
+      std::memcpy(out, &e, sizeof(e));
+      break;
+    }
+    default: {
+      fi_cq_tagged_entry e{context, flags, inbound ? ev.length : 0, buf, data, 0};
       std::memcpy(out, &e, sizeof(e));
       break;
     }
@@ -198,6 +209,7 @@ CqEvent resolve(const Cq* cq, dat::Event&& ev) {
 
 ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
   auto* cq = reinterpret_cast<Cq*>(fcq);
+  if (cq->rdm) return rdm_cq_read(cq, buf, count, nullptr);
   if (buf == nullptr && count > 0) return -FI_EINVAL;
   dat::SpinLockGuard lk(cq->mu);
   if (cq->err) return -FI_EAVAIL;
@@ -230,6 +242,7 @@ ssize_t cq_read(fid_cq* fcq, void* buf, size_t count) {
 }
 
 ssize_t cq_readfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src) {
+  if (auto* cq = reinterpret_cast<Cq*>(fcq); cq->rdm) return rdm_cq_read(cq, buf, count, src);
   const ssize_t r = cq_read(fcq, buf, count);
   if (src != nullptr)
     for (ssize_t i = 0; i < r; ++i) src[i] = FI_ADDR_NOTAVAIL;  // connected: no source address
@@ -239,6 +252,7 @@ ssize_t cq_readfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src) {
 ssize_t cq_readerr(fid_cq* fcq, fi_cq_err_entry* buf, uint64_t flags) {
   auto* cq = reinterpret_cast<Cq*>(fcq);
   if (buf == nullptr || flags != 0) return -FI_EINVAL;
+  if (cq->rdm) return rdm_cq_readerr(cq, buf);
   dat::SpinLockGuard lk(cq->mu);
   if (!cq->err) return -FI_EAGAIN;
   void* user_data = buf->err_data;
@@ -250,9 +264,28 @@ ssize_t cq_readerr(fid_cq* fcq, fi_cq_err_entry* buf, uint64_t flags) {
   return 1;
 }
 
+// A blocking read of a CQ of reliable-datagram endpoints: it polls (their
+// progress is the reader's calls), yielding the CPU, then sleeping briefly.
+ssize_t rdm_sread(Cq* cq, void* buf, size_t count, fi_addr_t* src, int timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  for (uint32_t spins = 0;; ++spins) {
+    const ssize_t r = rdm_cq_read(cq, buf, count, src);
+    if (r != -FI_EAGAIN) return r;
+    if (timeout >= 0 &&
+        std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout))
+      return -FI_EAGAIN;
+    if (spins < 1000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
 ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int timeout) {
   auto* cq = reinterpret_cast<Cq*>(fcq);
   if (cond != nullptr) return -FI_EINVAL;  // FI_CQ_COND_NONE only
+  if (cq->rdm) return rdm_sread(cq, buf, count, nullptr, timeout);
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     const ssize_t r = cq_read(fcq, buf, count);
@@ -280,6 +313,10 @@ ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int tim
 
 ssize_t cq_sreadfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src, const void* cond,
                      int timeout) {
+  if (auto* cq = reinterpret_cast<Cq*>(fcq); cq->rdm) {
+    if (cond != nullptr) return -FI_EINVAL;
+    return rdm_sread(cq, buf, count, src, timeout);
+  }
   const ssize_t r = cq_sread(fcq, buf, count, cond, timeout);
   if (src != nullptr)
     for (ssize_t i = 0; i < r; ++i) src[i] = FI_ADDR_NOTAVAIL;
@@ -467,7 +504,7 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   if (attr->wait_cond != FI_CQ_COND_NONE) return -FI_ENOSYS;
   const fi_cq_format format =
       attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
-  if (entry_size(format) == 0) return -FI_ENOSYS;  // tagged entries: no FI_TAGGED
+  if (entry_size(format) == 0) return -FI_ENOSYS;
   auto* cq = new Cq();
   cq->dom = d;
   cq->format = format;

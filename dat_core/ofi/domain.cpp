@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "objects.hpp"
+#include "rdm.hpp"
 
 namespace dpdat::ofi {
 
@@ -24,7 +24,6 @@ int domain_close(fid* f) {
   return 0;
 }
 
-int domain_av_open(fid_domain*, fi_av_attr*, fid_av**, void*) { return -FI_ENOSYS; }
 int domain_scalable_ep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
 int domain_poll_open(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
 int domain_stx_ctx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
@@ -40,7 +39,7 @@ int domain_endpoint2(fid_domain* domain, fi_info* info, fid_ep** ep, uint64_t fl
 fi_ops g_domain_fi_ops = {sizeof(fi_ops), domain_close, no_bind,   no_control,
                           no_ops_open,    no_tostr,     no_ops_set};
 fi_ops_domain g_domain_ops = {sizeof(fi_ops_domain),
-                              domain_av_open,
+                              av_open,
                               cq_open,
                               ep_open,
                               domain_scalable_ep,

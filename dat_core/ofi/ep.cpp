@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "objects.hpp"
+#include "rdm.hpp"
 
 namespace dpdat::ofi {
 
@@ -286,6 +286,7 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     return 0;
   }
   if (Cq* cq = object_of<Cq>(bf, FI_CLASS_CQ); cq != nullptr) {
+    if (cq->rdm) return -FI_EINVAL;  // a CQ of reliable-datagram endpoints
     if ((flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) != 0) return -FI_EBADFLAGS;
     if ((flags & (FI_TRANSMIT | FI_RECV)) == 0) return -FI_EINVAL;
     if (cq->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
@@ -474,6 +475,8 @@ int pep_open(fid_fabric* fabric, fi_info* info, fid_pep** out, void* context) {
 int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   auto* d = object_of<Domain>(&domain->fid, FI_CLASS_DOMAIN);
   if (d == nullptr || info == nullptr || out == nullptr) return -FI_EINVAL;
+  if (info->ep_attr != nullptr && info->ep_attr->type == FI_EP_RDM)
+    return rdm_ep_open(domain, info, out, context);
   if (info->ep_attr != nullptr && info->ep_attr->type != FI_EP_MSG) return -FI_EINVAL;
   if (info->tx_attr != nullptr && (info->tx_attr->size > d->fab->ia->iface->limits.max_dto_per_ep ||
                                    info->tx_attr->iov_limit > rc::kMaxSge))

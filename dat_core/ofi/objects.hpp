@@ -24,6 +24,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
@@ -208,6 +209,18 @@ struct CqEvent {
 };
 
 struct Ep;
+struct RdmEp;
+
+// An entry of a CQ bound to reliable-datagram endpoints (rdm_cq.cpp): made
+// by their protocol rather than read off an EVD; `src` is the sender's
+// address for fi_cq_readfrom (FI_ADDR_NOTAVAIL when it is in no AV entry).
+struct RdmEntry {
+  fi_cq_tagged_entry e{};
+  fi_addr_t src = FI_ADDR_NOTAVAIL;
+  bool is_err = false;
+  int err = 0;
+  size_t olen = 0;
+};
 
 struct Cq {
   fid_cq cq{};
@@ -229,7 +242,15 @@ struct Cq {
   // signals them too.
   std::mutex listen_mu;
   std::vector<WaitFd*> listeners;
+  // Bound to reliable-datagram endpoints (then to no other kind): reads
+  // progress them and take their entries.
+  std::atomic<bool> rdm{false};
+  dat::SpinLock rdm_mu;  // the two below
+  std::vector<RdmEp*> rdm_eps;
+  std::deque<RdmEntry> rdm_q;
 };
+// The fi_errno of a failed DTO (cq.cpp).
+int dto_errno(dat::DtoStatus s, rc::WcOp op);
 // The agent of a CQ's CNO: signals the CQ's descriptor and its listeners'.
 void cq_agent(void* instance, void* evd);
 // Registers / removes a counter's wait object as a listener of cq (once per

@@ -1,5 +1,6 @@
 // fi_prov_ini, fi_getinfo and the fabric object.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "objects.hpp"
+#include "rdm.hpp"
 
 namespace dpdat::ofi {
 
@@ -37,21 +38,35 @@ constexpr uint64_t kMsgOrder = FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_O
                                FI_ORDER_WAW | FI_ORDER_WAS | FI_ORDER_SAR | FI_ORDER_SAW |
                                FI_ORDER_SAS;
 
+// The reliable-datagram endpoint (rdm.hpp): messages and tagged messages,
+// matched by source when asked (FI_DIRECTED_RECV), with the sender's
+// address (FI_SOURCE).
+constexpr uint64_t kRdmPrimaryCaps = FI_MSG | FI_TAGGED;
+constexpr uint64_t kRdmAskedCaps = FI_DIRECTED_RECV | FI_SOURCE;  // only when asked
+constexpr uint64_t kRdmSecondaryCaps = FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
+constexpr uint64_t kRdmCaps = kRdmPrimaryCaps | kRdmSecondaryCaps | kRdmAskedCaps;
+constexpr size_t kRdmCqDataSize = 8;
+constexpr size_t kRdmRxSize = 1024;  // posted receives are a list: any number fits
+
 bool str_is(const char* s, const char* want) { return s == nullptr || std::strcmp(s, want) == 0; }
 
 // Whether the hints can be met; the reason goes to the log.
-bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
-  auto no = [](const char* why) {
-    FI_INFO(&g_prov, FI_LOG_CORE, "hints not met: %s\n", why);
+bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name, fi_ep_type type) {
+  auto no = [type](const char* why) {
+    FI_INFO(&g_prov, FI_LOG_CORE, "hints not met (%s endpoint): %s\n",
+            type == FI_EP_RDM ? "RDM" : "MSG", why);
     return false;
   };
-  if ((h->caps & ~kCaps) != 0) return no("capabilities");
+  const bool rdm = type == FI_EP_RDM;
+  const uint64_t caps = rdm ? kRdmCaps : kCaps;
+  if ((h->caps & ~caps) != 0) return no("capabilities");
   if (h->addr_format != FI_FORMAT_UNSPEC && h->addr_format != FI_SOCKADDR_IN &&
       h->addr_format != FI_SOCKADDR)
     return no("address format");
   if (h->ep_attr != nullptr) {
-    if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_MSG)
-      return no("endpoint type");
+    if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != type) return no("endpoint type");
+    if (rdm && (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1))
+      return no("shared or scalable contexts");
     // A shared receive context (fi_srx_context), not a shared transmit one.
     if (h->ep_attr->tx_ctx_cnt > 1 ||
         (h->ep_attr->rx_ctx_cnt > 1 && h->ep_attr->rx_ctx_cnt != FI_SHARED_CONTEXT))
@@ -67,9 +82,14 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
   if (h->domain_attr != nullptr) {
     const fi_domain_attr* d = h->domain_attr;
     if (!str_is(d->name, dom_name.c_str())) return no("domain name");
-    if (d->cq_data_size > kCqDataSize) return no("remote CQ data size");
+    if (d->cq_data_size > (rdm ? kRdmCqDataSize : kCqDataSize)) return no("remote CQ data size");
     if (d->mr_key_size > 4) return no("key size");
-    if (d->av_type != FI_AV_UNSPEC) return no("address vector");
+    if (!rdm && d->av_type != FI_AV_UNSPEC) return no("address vector");
+    if (rdm && d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
+      return no("address vector");
+    // Its protocol moves on in the consumer's calls.
+    if (rdm && (d->data_progress == FI_PROGRESS_AUTO || d->control_progress == FI_PROGRESS_AUTO))
+      return no("automatic progress");
     if ((d->caps & ~static_cast<uint64_t>(FI_LOCAL_COMM | FI_REMOTE_COMM)) != 0)
       return no("domain capabilities");
     // mr_mode 0 from a consumer of API 1.5+ means it takes no MR mode bit;
@@ -81,20 +101,21 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name) {
     if (!basic && (mr & FI_MR_PROV_KEY) == 0) return no("memory registration mode");
   }
   if (h->tx_attr != nullptr) {
-    if ((h->tx_attr->caps & ~kCaps) != 0) return no("transmit capabilities");
+    if ((h->tx_attr->caps & ~caps) != 0) return no("transmit capabilities");
     if (h->tx_attr->inject_size > kInjectSize) return no("inject size");
-    if (h->tx_attr->iov_limit > rc::kMaxSge) return no("transmit iov limit");
+    if (h->tx_attr->iov_limit > rc::kMaxSge - (rdm ? 1 : 0)) return no("transmit iov limit");
     if (h->tx_attr->rma_iov_limit > 1) return no("RMA iov limit");
     if (h->tx_attr->size > dat::Limits{}.max_dto_per_ep) return no("transmit queue size");
     if ((h->tx_attr->msg_order & ~kMsgOrder) != 0) return no("message order");
   }
   if (h->rx_attr != nullptr) {
-    if ((h->rx_attr->caps & ~kCaps) != 0) return no("receive capabilities");
+    if ((h->rx_attr->caps & ~caps) != 0) return no("receive capabilities");
     if (h->rx_attr->iov_limit > rc::kMaxSge) return no("receive iov limit");
     if (h->rx_attr->total_buffered_recv > 0) return no("buffered receive");
     // A shared receive context is as deep as an SRQ may be.
     const bool shared = h->ep_attr != nullptr && h->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
-    if (h->rx_attr->size > (shared ? dat::Limits{}.max_recv_per_srq : dat::Limits{}.max_dto_per_ep))
+    if (!rdm &&
+        h->rx_attr->size > (shared ? dat::Limits{}.max_recv_per_srq : dat::Limits{}.max_dto_per_ep))
       return no("receive queue size");
     if ((h->rx_attr->msg_order & ~kMsgOrder) != 0) return no("message order");
   }
@@ -120,10 +141,55 @@ namespace {
 
 // One entry for the interface cfg; 0, -FI_ENODATA when the arguments do not
 // fit it, or another negative errno.
+// What an RDM entry changes of the MSG one.
+void make_rdm(const fi_info* hints, fi_info* fi) {
+  const uint64_t asked = hints != nullptr ? hints->caps : 0;
+  uint64_t caps = (asked & kRdmPrimaryCaps) != 0 ? asked & kRdmPrimaryCaps : kRdmPrimaryCaps;
+  caps |= kRdmSecondaryCaps | (hints == nullptr ? kRdmAskedCaps : asked & kRdmAskedCaps);
+  fi->caps = caps;
+  fi->mode = 0;
+  fi->handle = nullptr;
+  fi->tx_attr->caps = caps & (kRdmPrimaryCaps | FI_SEND);
+  fi->tx_attr->mode = 0;
+  fi->tx_attr->msg_order = FI_ORDER_SAS;
+  fi->tx_attr->comp_order = FI_ORDER_NONE;
+  fi->tx_attr->iov_limit = rc::kMaxSge - 1;  // the header takes a segment
+  fi->tx_attr->rma_iov_limit = 0;
+  fi->tx_attr->size = hints != nullptr && hints->tx_attr != nullptr && hints->tx_attr->size != 0
+                          ? std::min<size_t>(hints->tx_attr->size, rdm::kTxOps)
+                          : rdm::kTxOps;
+  fi->rx_attr->caps = caps & (kRdmPrimaryCaps | FI_RECV | kRdmAskedCaps);
+  fi->rx_attr->mode = 0;
+  fi->rx_attr->msg_order = FI_ORDER_SAS;
+  fi->rx_attr->comp_order = FI_ORDER_NONE;
+  fi->rx_attr->size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
+                          ? hints->rx_attr->size
+                          : kRdmRxSize;
+  fi->ep_attr->type = FI_EP_RDM;
+  fi->ep_attr->protocol = FI_PROTO_UNSPEC;
+  fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAULL;  // every bit of the tag matches
+  fi->ep_attr->max_order_raw_size = 0;
+  fi->ep_attr->max_order_war_size = 0;
+  fi->ep_attr->max_order_waw_size = 0;
+  fi->ep_attr->rx_ctx_cnt = 1;
+  fi_domain_attr* d = fi->domain_attr;
+  const fi_domain_attr* hd = hints != nullptr ? hints->domain_attr : nullptr;
+  d->control_progress = FI_PROGRESS_MANUAL;
+  d->data_progress = FI_PROGRESS_MANUAL;
+  d->av_type = hd != nullptr ? hd->av_type : FI_AV_UNSPEC;
+  d->cq_data_size = kRdmCqDataSize;
+  d->max_ep_srx_ctx = 0;
+  // The destination named by node/service is an AV entry's business.
+  std::free(fi->dest_addr);
+  fi->dest_addr = nullptr;
+  fi->dest_addrlen = 0;
+}
+
 int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, const char* service,
-              uint64_t flags, const fi_info* hints, fi_info** out) {
+              uint64_t flags, const fi_info* hints, fi_ep_type type, fi_info** out) {
   *out = nullptr;
-  if (hints != nullptr && !hints_ok(version, hints, cfg.name)) return -FI_ENODATA;
+  if (hints != nullptr && !hints_ok(version, hints, cfg.name, type)) return -FI_ENODATA;
+  if (type == FI_EP_RDM && hints != nullptr && hints->handle != nullptr) return -FI_ENODATA;
 
   // Addresses: node/service name the source with FI_SOURCE, else the
   // destination; the hints' addresses otherwise.  A passive endpoint as the
@@ -266,6 +332,7 @@ int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, c
   fi->fabric_attr->name = strdup(kFabricName);
   fi->fabric_attr->prov_version = kProvVersion;
   fi->fabric_attr->api_version = kApiVersion;
+  if (type == FI_EP_RDM) make_rdm(hints, fi);
   *out = fi;
   return 0;
 }
@@ -283,15 +350,18 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   }
   fi_info* tail = nullptr;
   int err = -FI_ENODATA;
+  // Connected endpoints first, then reliable-datagram ones, per interface.
   for (const dat::IfaceConfig& cfg : cfgs) {
-    fi_info* fi = nullptr;
-    const int r = make_info(version, cfg, node, service, flags, hints, &fi);
-    if (r != 0) {
-      if (r != -FI_ENODATA) err = r;
-      continue;
+    for (fi_ep_type type : {FI_EP_MSG, FI_EP_RDM}) {
+      fi_info* fi = nullptr;
+      const int r = make_info(version, cfg, node, service, flags, hints, type, &fi);
+      if (r != 0) {
+        if (r != -FI_ENODATA) err = r;
+        continue;
+      }
+      (tail == nullptr ? *info : tail->next) = fi;
+      tail = fi;
     }
-    (tail == nullptr ? *info : tail->next) = fi;
-    tail = fi;
   }
   return *info != nullptr ? 0 : err;
 }
