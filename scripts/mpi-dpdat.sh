@@ -60,9 +60,12 @@ case "$LINK" in
   af_packet) ;;
   *) echo "mpi-dpdat.sh: --link memif|af_packet" >&2; exit 2 ;;
 esac
+# Open MPI takes the first provider whose name begins with its include
+# list's, and libfabric lists ofi_rxm's entries over dpdat first: the
+# native run keeps ofi_rxm out (FI_PROVIDER), the rxm run names it.
 case "$RDM" in
-  native) FIPROV=dpdat ;;
-  rxm) FIPROV="dpdat;ofi_rxm" ;;
+  native) FIPROV=dpdat FILTER="^ofi_rxm" ;;
+  rxm) FIPROV="dpdat;ofi_rxm" FILTER=dpdat ;;
   *) echo "mpi-dpdat.sh: --rdm native|rxm" >&2; exit 2 ;;
 esac
 case "$PMTU" in
@@ -119,7 +122,7 @@ fi
 
 YIELD=0
 [ "$RANKS" -gt "$(nproc)" ] && YIELD=1
-ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER=dpdat -x DPDAT_CONF="$CONF")
+ENVS=(-x FI_PROVIDER_PATH="$PROVDIR" -x FI_PROVIDER="$FILTER" -x DPDAT_CONF="$CONF")
 [ "$STATS" -eq 1 ] && ENVS+=(-x DPDAT_FI_STATS=1)
 [ -n "${DPDAT_EAL_ARGS:-}" ] && ENVS+=(-x DPDAT_EAL_ARGS)
 # ofi_rxm's settings, the native endpoint's eager limit (DPDAT_FI_EAGER)

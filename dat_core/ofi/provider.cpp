@@ -46,6 +46,8 @@ constexpr uint64_t kRdmAskedCaps = FI_DIRECTED_RECV | FI_SOURCE;  // only when a
 constexpr uint64_t kRdmSecondaryCaps = FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
 constexpr uint64_t kRdmCaps = kRdmPrimaryCaps | kRdmSecondaryCaps | kRdmAskedCaps;
 constexpr size_t kRdmCqDataSize = 8;
+// Messages to one peer share a connection: they arrive in the order sent.
+constexpr uint64_t kRdmOrder = FI_ORDER_SAS;
 constexpr size_t kRdmRxSize = 1024;  // posted receives are a list: any number fits
 
 bool str_is(const char* s, const char* want) { return s == nullptr || std::strcmp(s, want) == 0; }
@@ -98,7 +100,8 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name, f
     const uint64_t mr = static_cast<uint64_t>(d->mr_mode);
     const bool basic =
         mr == FI_MR_BASIC || (mr == FI_MR_UNSPEC && FI_VERSION_LT(version, FI_VERSION(1, 5)));
-    if (!basic && (mr & FI_MR_PROV_KEY) == 0) return no("memory registration mode");
+    // (Keys matter to RMA alone, which the RDM endpoint does not offer.)
+    if (!rdm && !basic && (mr & FI_MR_PROV_KEY) == 0) return no("memory registration mode");
   }
   if (h->tx_attr != nullptr) {
     if ((h->tx_attr->caps & ~caps) != 0) return no("transmit capabilities");
@@ -106,7 +109,7 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name, f
     if (h->tx_attr->iov_limit > rc::kMaxSge - (rdm ? 1 : 0)) return no("transmit iov limit");
     if (h->tx_attr->rma_iov_limit > 1) return no("RMA iov limit");
     if (h->tx_attr->size > dat::Limits{}.max_dto_per_ep) return no("transmit queue size");
-    if ((h->tx_attr->msg_order & ~kMsgOrder) != 0) return no("message order");
+    if ((h->tx_attr->msg_order & ~(rdm ? kRdmOrder : kMsgOrder)) != 0) return no("message order");
   }
   if (h->rx_attr != nullptr) {
     if ((h->rx_attr->caps & ~caps) != 0) return no("receive capabilities");
@@ -117,7 +120,7 @@ bool hints_ok(uint32_t version, const fi_info* h, const std::string& dom_name, f
     if (!rdm &&
         h->rx_attr->size > (shared ? dat::Limits{}.max_recv_per_srq : dat::Limits{}.max_dto_per_ep))
       return no("receive queue size");
-    if ((h->rx_attr->msg_order & ~kMsgOrder) != 0) return no("message order");
+    if ((h->rx_attr->msg_order & ~(rdm ? kRdmOrder : kMsgOrder)) != 0) return no("message order");
   }
   return true;
 }
@@ -151,7 +154,7 @@ void make_rdm(const fi_info* hints, fi_info* fi) {
   fi->handle = nullptr;
   fi->tx_attr->caps = caps & (kRdmPrimaryCaps | FI_SEND);
   fi->tx_attr->mode = 0;
-  fi->tx_attr->msg_order = FI_ORDER_SAS;
+  fi->tx_attr->msg_order = kRdmOrder;
   fi->tx_attr->comp_order = FI_ORDER_NONE;
   fi->tx_attr->iov_limit = rc::kMaxSge - 1;  // the header takes a segment
   fi->tx_attr->rma_iov_limit = 0;
@@ -160,7 +163,7 @@ void make_rdm(const fi_info* hints, fi_info* fi) {
                           : rdm::kTxOps;
   fi->rx_attr->caps = caps & (kRdmPrimaryCaps | FI_RECV | kRdmAskedCaps);
   fi->rx_attr->mode = 0;
-  fi->rx_attr->msg_order = FI_ORDER_SAS;
+  fi->rx_attr->msg_order = kRdmOrder;
   fi->rx_attr->comp_order = FI_ORDER_NONE;
   fi->rx_attr->size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
                           ? hints->rx_attr->size
@@ -179,10 +182,6 @@ void make_rdm(const fi_info* hints, fi_info* fi) {
   d->av_type = hd != nullptr ? hd->av_type : FI_AV_UNSPEC;
   d->cq_data_size = kRdmCqDataSize;
   d->max_ep_srx_ctx = 0;
-  // The destination named by node/service is an AV entry's business.
-  std::free(fi->dest_addr);
-  fi->dest_addr = nullptr;
-  fi->dest_addrlen = 0;
 }
 
 int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, const char* service,

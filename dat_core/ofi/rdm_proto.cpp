@@ -323,6 +323,7 @@ struct RecvArgs {
 // FI_PEEK (with FI_CLAIM or FI_DISCARD) on the unexpected messages.
 ssize_t peek(RdmEp* ep, const RecvArgs& a, RecvReq* probe) {
   auto& list = ep->unexp[a.tagged ? 1 : 0];
+  probe->count = 0;  // a peek returns no data: its entry names no buffer
   for (auto it = list.begin(); it != list.end(); ++it) {
     Unexp* u = *it;
     if (u->claim != nullptr || !matches(ep, probe, u->conn, u->h)) continue;
