@@ -6,7 +6,7 @@
 #       msg   - fi_pingpong -p dpdat -e msg, every size up to 6 MiB, -v
 #       rdm   - fi_pingpong -p "dpdat;ofi_rxm" -e rdm, same
 #       rdmnative - fi_pingpong -p dpdat -e rdm (the native FI_EP_RDM
-#               endpoint), same
+#               endpoint; FI_PROVIDER=^ofi_rxm keeps ofi_rxm out), same
 #       ops   - fi_ops_check (tests/ofi/fi_ops_check.c, path as 3rd argument):
 #               CM data, RMA, remote CQ data, atomics, timeouts, error paths
 #       caps  - fi_caps_check (tests/ofi/fi_caps_check.c, path as 3rd argument):
@@ -86,6 +86,8 @@ case "$MODE" in
       rdm) PROV="dpdat;ofi_rxm" ;;
       rdmnative) PROV=dpdat EP=rdm ;;
     esac
+    # -p dpdat lets ofi_rxm over dpdat answer too: the native endpoint only.
+    [ "$MODE" = rdmnative ] && export FI_PROVIDER=^ofi_rxm
     DPDAT_FI_IA=fisrv timeout 120 fi_pingpong -p "$PROV" -e "$EP" -S all -I 10 -v \
       >"$TMP/server.log" 2>&1 &
     spid=$!
@@ -96,7 +98,8 @@ case "$MODE" in
       >"$TMP/client.log" 2>&1 || fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
     lib_untrack "$spid"
-    grep -qx " *prov_name: $PROV" "$TMP/client.log" || fail "client did not run on $PROV"
+    grep -qx " *prov_name: $PROV" "$TMP/client.log" ||
+      fail "client did not run on $PROV: $(grep -m1 prov_name "$TMP/client.log")"
     grep -q "type: FI_EP_${EP^^}" "$TMP/client.log" || fail "client's endpoint is not FI_EP_${EP^^}"
     for sz in 1 64 4k 64k 1m; do
       grep -qE "^$sz +10 +=10 " "$TMP/client.log" || fail "no verified result for $sz bytes"

@@ -7,8 +7,9 @@
  * FI_REMOTE_CQ_DATA | FI_SOURCE (and FI_DIRECTED_RECV when offered), mode
  * FI_CONTEXT only, no local registration (every buffer goes without a
  * descriptor), and check the entry: provider "dpdat" (FI_RDM_CHECK_PROV
- * names another, e.g. "dpdat;ofi_rxm", to check this program against it),
- * FI_SOCKADDR_IN, bit 63 in mem_tag_format, inject_size >= 64, 4 bytes of
+ * names another, e.g. "dpdat;ofi_rxm", to check this program against it:
+ * the checks marked "ofi_rxm" below then give way, unless
+ * FI_RDM_CHECK_STRICT=1), FI_SOCKADDR_IN, bit 63 in mem_tag_format, inject_size >= 64, 4 bytes of
  * CQ data, FI_ORDER_SAS.  The server binds PORT (fi_getinfo with
  * FI_SOURCE); the client takes the server's address from fi_getinfo's
  * dest_addr into its AV and sends, as its first message, its own fi_getname
@@ -85,7 +86,8 @@ static const uint64_t kHelloTag = 0x4e110, kByeTag = 0xb7e, kCtrlTag = 0xc0000;
 
 static const char* role = "?";
 static const char* prov = "dpdat";
-static int strict;   /* the provider is the native "dpdat": the whole contract */
+static int native;   /* the provider is the native "dpdat" */
+static int strict;   /* the whole contract (native, or FI_RDM_CHECK_STRICT=1) */
 static int directed; /* the entry offers FI_DIRECTED_RECV */
 static int mode;
 static struct fi_info* info;
@@ -427,7 +429,7 @@ static struct fi_info* make_hints(uint64_t extra) {
   struct fi_info* h = fi_allocinfo();
   h->fabric_attr->prov_name = strdup(prov);
   h->ep_attr->type = FI_EP_RDM;
-  h->caps = FI_TAGGED | FI_MSG | FI_SOURCE | extra | (strict ? FI_REMOTE_CQ_DATA : 0);
+  h->caps = FI_TAGGED | FI_MSG | FI_SOURCE | extra | (native ? FI_REMOTE_CQ_DATA : 0);
   h->mode = FI_CONTEXT;
   h->addr_format = FI_SOCKADDR_IN;
   h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -445,14 +447,21 @@ static void get_info(const char* node, const char* service, uint64_t flags) {
   CHECK(ret == 0, "fi_getinfo(%s, FI_EP_RDM, FI_TAGGED | FI_MSG) = %d (%s)", prov, ret,
         fi_strerror(-ret));
   fi_freeinfo(hints);
+  /* The hints' "dpdat" lets layered providers over it answer too
+   * ("dpdat;ofi_rxm"): the entry of exactly the provider asked for. */
   const struct fi_info* fi = info;
-  CHECK(strcmp(fi->fabric_attr->prov_name, prov) == 0, "provider '%s', wanted '%s'",
-        fi->fabric_attr->prov_name, prov);
+  while (fi != NULL && strcmp(fi->fabric_attr->prov_name, prov) != 0) fi = fi->next;
+  CHECK(fi != NULL, "no entry of provider '%s' (the first is '%s')", prov,
+        info->fabric_attr->prov_name);
+  struct fi_info* all = info;
+  info = fi_dupinfo(fi);
+  fi_freeinfo(all);
+  fi = info;
   CHECK(fi->ep_attr->type == FI_EP_RDM, "endpoint type %d", fi->ep_attr->type);
   CHECK(fi->addr_format == FI_SOCKADDR_IN, "addr_format %u", fi->addr_format);
   /* ofi_rxm 1.17 lists no FI_REMOTE_CQ_DATA (and refuses hints with it),
    * though it carries CQ data */
-  const uint64_t caps = FI_TAGGED | FI_MSG | FI_SOURCE | (strict ? FI_REMOTE_CQ_DATA : 0);
+  const uint64_t caps = FI_TAGGED | FI_MSG | FI_SOURCE | (native ? FI_REMOTE_CQ_DATA : 0);
   CHECK((fi->caps & caps) == caps, "caps %#llx lack %#llx", (unsigned long long)fi->caps,
         (unsigned long long)(caps & ~fi->caps));
   CHECK(fi->ep_attr->mem_tag_format & kBit63, "mem_tag_format %#llx without bit 63",
@@ -1164,7 +1173,9 @@ static void run(int server) {
 int main(int argc, char** argv) {
   const char* p = getenv("FI_RDM_CHECK_PROV");
   if (p != NULL && *p != '\0') prov = p;
-  strict = strcmp(prov, "dpdat") == 0;
+  const char* st = getenv("FI_RDM_CHECK_STRICT"); /* the whole contract for another provider */
+  native = strcmp(prov, "dpdat") == 0;
+  strict = native || (st != NULL && strcmp(st, "1") == 0);
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 4 && strcmp(argv[1], "server") == 0) {
     role = "server";
