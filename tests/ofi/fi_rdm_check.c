@@ -4,16 +4,17 @@
  *   fi_rdm_check server PORT MODE
  *   fi_rdm_check client SERVER_IP PORT MODE
  * Both ends ask fi_getinfo for FI_EP_RDM with FI_TAGGED | FI_MSG |
- * FI_REMOTE_CQ_DATA | FI_SOURCE (and FI_DIRECTED_RECV when offered), mode
+ * FI_SOURCE (and FI_DIRECTED_RECV when offered), mode
  * FI_CONTEXT only, no local registration (every buffer goes without a
  * descriptor), and check the entry: provider "dpdat" (FI_RDM_CHECK_PROV
  * names another, e.g. "dpdat;ofi_rxm", to check this program against it:
  * the checks marked "ofi_rxm" below then give way, unless
- * FI_RDM_CHECK_STRICT=1), FI_SOCKADDR_IN, bit 63 in mem_tag_format, inject_size >= 64, 4 bytes of
- * CQ data, FI_ORDER_SAS.  The server binds PORT (fi_getinfo with
- * FI_SOURCE); the client takes the server's address from fi_getinfo's
- * dest_addr into its AV and sends, as its first message, its own fi_getname
- * bytes; the server puts them into its AV and answers.  Nobody connects:
+ * FI_RDM_CHECK_STRICT=1), FI_SOCKADDR_IN, bit 63 in mem_tag_format,
+ * inject_size >= 64, 4 bytes (at least) of CQ data, FI_ORDER_SAS.  The
+ * server binds PORT (fi_getinfo with FI_SOURCE); the client puts
+ * SERVER_IP:PORT (which fi_getinfo's dest_addr must hold) into its AV and
+ * sends, as its first message, its own fi_getname bytes; the server puts
+ * them into its AV and answers.  Nobody connects:
  * the first send connects on demand (a send may return -FI_EAGAIN until
  * then; every post here retries after reading the CQs, which drives
  * progress).  Completions are FI_CQ_FORMAT_TAGGED, receives read with
@@ -88,8 +89,7 @@ static const uint64_t kHelloTag = 0x4e110, kByeTag = 0xb7e, kCtrlTag = 0xc0000;
 
 static const char* role = "?";
 static const char* prov = "dpdat";
-static int native;   /* the provider is the native "dpdat" */
-static int strict;   /* the whole contract (native, or FI_RDM_CHECK_STRICT=1) */
+static int strict;   /* the whole contract: "dpdat", or FI_RDM_CHECK_STRICT=1 */
 static int directed; /* the entry offers FI_DIRECTED_RECV */
 static int mode;
 static struct fi_info* info;
@@ -432,7 +432,7 @@ static struct fi_info* make_hints(uint64_t extra) {
   struct fi_info* h = fi_allocinfo();
   h->fabric_attr->prov_name = strdup(prov);
   h->ep_attr->type = FI_EP_RDM;
-  h->caps = FI_TAGGED | FI_MSG | FI_SOURCE | extra | (native ? FI_REMOTE_CQ_DATA : 0);
+  h->caps = FI_TAGGED | FI_MSG | FI_SOURCE | extra;
   h->mode = FI_CONTEXT;
   h->addr_format = FI_SOCKADDR_IN;
   h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -462,15 +462,15 @@ static void get_info(const char* node, const char* service, uint64_t flags) {
   fi = info;
   CHECK(fi->ep_attr->type == FI_EP_RDM, "endpoint type %d", fi->ep_attr->type);
   CHECK(fi->addr_format == FI_SOCKADDR_IN, "addr_format %u", fi->addr_format);
-  /* ofi_rxm 1.17 lists no FI_REMOTE_CQ_DATA (and refuses hints with it),
-   * though it carries CQ data */
-  const uint64_t caps = FI_TAGGED | FI_MSG | FI_SOURCE | (native ? FI_REMOTE_CQ_DATA : 0);
+  /* (FI_REMOTE_CQ_DATA is no capability in fi_getinfo(3) of 1.17: the
+   * flag of the sends, with cq_data_size bytes) */
+  const uint64_t caps = FI_TAGGED | FI_MSG | FI_SOURCE;
   CHECK((fi->caps & caps) == caps, "caps %#llx lack %#llx", (unsigned long long)fi->caps,
         (unsigned long long)(caps & ~fi->caps));
   CHECK(fi->ep_attr->mem_tag_format & kBit63, "mem_tag_format %#llx without bit 63",
         (unsigned long long)fi->ep_attr->mem_tag_format);
   CHECK(fi->tx_attr->inject_size >= 64, "inject_size %zu", fi->tx_attr->inject_size);
-  CHECK(fi->domain_attr->cq_data_size == 4, "cq_data_size %zu", fi->domain_attr->cq_data_size);
+  CHECK(fi->domain_attr->cq_data_size >= 4, "cq_data_size %zu", fi->domain_attr->cq_data_size);
   CHECK((fi->tx_attr->msg_order & FI_ORDER_SAS) && (fi->rx_attr->msg_order & FI_ORDER_SAS),
         "msg_order tx %#llx rx %#llx without FI_ORDER_SAS",
         (unsigned long long)fi->tx_attr->msg_order, (unsigned long long)fi->rx_attr->msg_order);
@@ -518,11 +518,21 @@ static void close_all(void) {
 }
 
 /* Client: its name to the server (the first send: connects), the answer. */
-static void hello_client(void) {
+static void hello_client(const char* sip, const char* port) {
   struct sockaddr_in me = own_name(0);
-  CHECK(info->dest_addr != NULL && info->dest_addrlen == sizeof(struct sockaddr_in),
-        "fi_getinfo gave no destination");
-  av_insert_peer(info->dest_addr);
+  struct sockaddr_in srv;
+  memset(&srv, 0, sizeof(srv));
+  srv.sin_family = AF_INET;
+  srv.sin_port = htons((uint16_t)atoi(port));
+  CHECK(inet_pton(AF_INET, sip, &srv.sin_addr) == 1, "server IP '%s'", sip);
+  /* fi_getinfo(3): node and service without FI_SOURCE name the destination */
+  const struct sockaddr_in* dest = info->dest_addr;
+  CHECK(dest != NULL && info->dest_addrlen == sizeof(srv), "fi_getinfo(%s, %s) gave no dest_addr",
+        sip, port);
+  CHECK(dest->sin_family == AF_INET && dest->sin_addr.s_addr == srv.sin_addr.s_addr &&
+            dest->sin_port == srv.sin_port,
+        "fi_getinfo's dest_addr is not %s:%s (port %u)", sip, port, sin_port(dest));
+  av_insert_peer(&srv);
   struct Msg* ans = msg_new(64, 5, 1, kHelloTag);
   post_trecv(ans, 0, FI_ADDR_UNSPEC);
   struct Msg* m = msg_new(sizeof(me), sizeof(me), 0, kHelloTag);
@@ -1155,11 +1165,11 @@ static int mode_of(const char* name) {
   exit(2);
 }
 
-static void run(int server) {
+static void run(int server, const char* sip, const char* port) {
   if (server)
     hello_server();
   else
-    hello_client();
+    hello_client(sip, port);
   switch (mode) {
     case TAGGED:
       run_tagged(server);
@@ -1183,8 +1193,7 @@ int main(int argc, char** argv) {
   const char* p = getenv("FI_RDM_CHECK_PROV");
   if (p != NULL && *p != '\0') prov = p;
   const char* st = getenv("FI_RDM_CHECK_STRICT"); /* the whole contract for another provider */
-  native = strcmp(prov, "dpdat") == 0;
-  strict = native || (st != NULL && strcmp(st, "1") == 0);
+  strict = strcmp(prov, "dpdat") == 0 || (st != NULL && strcmp(st, "1") == 0);
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 4 && strcmp(argv[1], "server") == 0) {
     role = "server";
@@ -1194,7 +1203,7 @@ int main(int argc, char** argv) {
     open_all();
     own_name((uint16_t)port);
     printf("fi_rdm_check server: listening on %s (%s)\n", argv[2], prov);
-    run(1);
+    run(1, NULL, NULL);
     return 0;
   }
   if (argc == 5 && strcmp(argv[1], "client") == 0) {
@@ -1202,7 +1211,7 @@ int main(int argc, char** argv) {
     mode = mode_of(argv[4]);
     get_info(argv[2], argv[3], 0);
     open_all();
-    run(0);
+    run(0, argv[2], argv[3]);
     return 0;
   }
   fprintf(stderr, "usage: fi_rdm_check server PORT MODE | client SERVER_IP PORT MODE\n");
