@@ -31,7 +31,7 @@
  *   several tags (bit 63 set) in posting order while an exact one takes
  *   its own; six messages of one tag, small and large, in the order sent.
  * MODE unexpected: the client sends fourteen tagged messages (small,
- *   rendezvous, three of one tag, two that do not fit) and then an
+ *   rendezvous, three of one tag, three that do not fit) and then an
  *   untagged one; when that arrived (FI_ORDER_SAS: the others are there)
  *   the server posts its receives, in another order than the tags were
  *   sent; everything matches, same-tag messages in the order of arrival.
@@ -41,9 +41,11 @@
  *   next message of the tag arrives whole, and the sender's send succeeds.
  * MODE peek: FI_PEEK of an absent tag (error completion FI_ENOMSG); of a
  *   present one (length, tag, CQ data reported; the message stays, a
- *   receive still takes it); FI_PEEK | FI_CLAIM of a rendezvous message,
- *   which then no plain receive of its tag takes but fi_trecvmsg(FI_CLAIM)
- *   with the same fi_context does; FI_PEEK | FI_DISCARD and FI_CLAIM |
+ *   receive still takes it; each peek gives a 64-byte buffer: a completion
+ *   whose buf names it must have the message's first bytes there,
+ *   fi_tagged(3)); FI_PEEK | FI_CLAIM of a rendezvous message, which then
+ *   no peek finds and no plain receive of its tag takes but
+ *   fi_trecvmsg(FI_CLAIM) with the same fi_context does; FI_PEEK | FI_DISCARD and FI_CLAIM |
  *   FI_DISCARD (the message is gone, its sender's send still completes);
  *   fi_cancel of posted receives (error completion FI_ECANCELED naming
  *   the context).  The AV is an FI_AV_TABLE here.
@@ -904,7 +906,9 @@ static void peek(uint64_t tag, uint64_t flags, size_t size, uint64_t data, const
     if ((data != 0 && strict) || (d.flags & FI_REMOTE_CQ_DATA))
       CHECK((d.flags & FI_REMOTE_CQ_DATA) && d.data == data, "%s: data %#llx flags %#llx", what,
             (unsigned long long)d.data, (unsigned long long)d.flags);
-    if (d.buf != NULL) { /* data given with the peek: the first bytes */
+    /* fi_tagged(3): buf set to the peek's buffer says data was copied
+     * there; NULL that none was */
+    if (d.buf != NULL) {
       CHECK(d.buf == p->buf, "%s: buf %p, given %p", what, d.buf, p->buf);
       check_bytes(p, p->size, what);
     }
