@@ -5,6 +5,8 @@
 #               capabilities; unmet hints give no entry (-FI_ENODATA)
 #       msg   - fi_pingpong -p dpdat -e msg, every size up to 6 MiB, -v
 #       rdm   - fi_pingpong -p "dpdat;ofi_rxm" -e rdm, same
+#       rdmnative - fi_pingpong -p dpdat -e rdm (the native FI_EP_RDM
+#               endpoint; FI_PROVIDER=^ofi_rxm keeps ofi_rxm out), same
 #       ops   - fi_ops_check (tests/ofi/fi_ops_check.c, path as 3rd argument):
 #               CM data, RMA, remote CQ data, atomics, timeouts, error paths
 #       caps  - fi_caps_check (tests/ofi/fi_caps_check.c, path as 3rd argument):
@@ -15,6 +17,14 @@
 #               receive context of two endpoints (srx), a counter's FD
 #               wait object in an epoll loop (cntr), remote access counters
 #               (rma), a completion that precedes fi_close (close)
+#       rdmcheck - fi_rdm_check (tests/ofi/fi_rdm_check.c, path as 3rd
+#               argument, its mode as 4th): the native FI_EP_RDM endpoint:
+#               tagged sends of every size, iovecs, injects and CQ data, tag
+#               matching and order (tagged), unexpected and truncated
+#               messages (unexpected), FI_PEEK / FI_CLAIM / FI_DISCARD and
+#               fi_cancel (peek), untagged messages, source addresses and
+#               the AV (msg).  FI_RDM_CHECK_PROV names another provider
+#               (e.g. "dpdat;ofi_rxm") to check the program against it.
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
 set -uo pipefail
@@ -51,11 +61,14 @@ case "$MODE" in
     out=$(DPDAT_FI_IA=fisrv fi_info -p "dpdat;ofi_rxm" 2>&1) || fail "fi_info rxm: $out"
     grep -q "provider: dpdat;ofi_rxm" <<<"$out" || fail "no dpdat;ofi_rxm entry"
     grep -q "type: FI_EP_RDM" <<<"$out" || fail "no FI_EP_RDM over dpdat"
-    # Unmet hints: datagram endpoints, tagged messages (only ofi_rxm's
-    # entries over dpdat may offer them), an unknown interface.
+    # Core dpdat's own reliable datagram endpoint offers tagged messages.
+    out=$(DPDAT_FI_IA=fisrv fi_info -p dpdat -t FI_EP_RDM -c FI_TAGGED -v 2>&1) ||
+      fail "fi_info -p dpdat -t FI_EP_RDM -c FI_TAGGED: $out"
+    grep -qx " *prov_name: dpdat" <<<"$out" || fail "no core dpdat entry for FI_EP_RDM + FI_TAGGED"
+    grep -q "type: FI_EP_RDM" <<<"$out" || fail "core dpdat's FI_TAGGED entry is not FI_EP_RDM"
+    grep -q "type: FI_EP_MSG" <<<"$out" && fail "an FI_EP_MSG entry for -t FI_EP_RDM"
+    # Unmet hints: datagram endpoints, an unknown interface.
     DPDAT_FI_IA=fisrv fi_info -p dpdat --ep_type FI_EP_DGRAM >/dev/null 2>&1 && fail "dgram listed"
-    out=$(DPDAT_FI_IA=fisrv fi_info -p dpdat -c FI_TAGGED 2>&1)
-    grep -qx "provider: dpdat" <<<"$out" && fail "core dpdat listed for FI_TAGGED"
     DPDAT_FI_IA=nosuch fi_info -p dpdat >/dev/null 2>&1 && fail "unknown interface listed"
     # No interface named and none under the default name: every configured
     # one (here the built-ins and the two above), each its own domain.
@@ -64,31 +77,40 @@ case "$MODE" in
     for d in dpdat0 dpdat1 fisrv ficli; do
       grep -qx " *domain: $d" <<<"$out" || fail "fi_info without DPDAT_FI_IA lacks domain $d"
     done
-    echo "fi_info: dpdat and dpdat;ofi_rxm listed, unmet hints refused"
+    echo "fi_info: dpdat (FI_EP_MSG and FI_EP_RDM) and dpdat;ofi_rxm listed, unmet hints refused"
     ;;
-  msg | rdm)
-    if [ "$MODE" = msg ]; then PROV=dpdat; else PROV="dpdat;ofi_rxm"; fi
-    DPDAT_FI_IA=fisrv timeout 120 fi_pingpong -p "$PROV" -e "$MODE" -S all -I 10 -v \
+  msg | rdm | rdmnative)
+    EP=$MODE
+    case "$MODE" in
+      msg) PROV=dpdat ;;
+      rdm) PROV="dpdat;ofi_rxm" ;;
+      rdmnative) PROV=dpdat EP=rdm ;;
+    esac
+    # -p dpdat lets ofi_rxm over dpdat answer too: the native endpoint only.
+    [ "$MODE" = rdmnative ] && export FI_PROVIDER=^ofi_rxm
+    DPDAT_FI_IA=fisrv timeout 120 fi_pingpong -p "$PROV" -e "$EP" -S all -I 10 -v \
       >"$TMP/server.log" 2>&1 &
     spid=$!
     lib_track "$spid"
     wait_for "[ -S '$MEMIF_SOCK' ] || ! kill -0 $spid 2>/dev/null" 5
     kill -0 "$spid" 2>/dev/null || fail "server exited early"
-    DPDAT_FI_IA=ficli timeout 120 fi_pingpong -p "$PROV" -e "$MODE" -S all -I 10 -v 127.0.0.1 \
+    DPDAT_FI_IA=ficli timeout 120 fi_pingpong -p "$PROV" -e "$EP" -S all -I 10 -v 127.0.0.1 \
       >"$TMP/client.log" 2>&1 || fail "client exited with $?"
     wait "$spid" || fail "server exited with $?"
     lib_untrack "$spid"
-    grep -q "prov_name: $PROV" "$TMP/client.log" || fail "client did not run on $PROV"
+    grep -qx " *prov_name: $PROV" "$TMP/client.log" ||
+      fail "client did not run on $PROV: $(grep -m1 prov_name "$TMP/client.log")"
+    grep -q "type: FI_EP_${EP^^}" "$TMP/client.log" || fail "client's endpoint is not FI_EP_${EP^^}"
     for sz in 1 64 4k 64k 1m; do
       grep -qE "^$sz +10 +=10 " "$TMP/client.log" || fail "no verified result for $sz bytes"
     done
     grep -E "^(1|64|4k|64k|1m) " "$TMP/client.log"
-    echo "fi_pingpong -p '$PROV' -e $MODE: all sizes verified"
+    echo "fi_pingpong -p '$PROV' -e $EP: all sizes verified"
     ;;
-  ops | caps | rx)
+  ops | caps | rx | rdmcheck)
     PROG=$(readlink -f "$3")
     SUB=()
-    [ "$MODE" = rx ] && SUB=("$4")
+    [ "$MODE" = rx ] || [ "$MODE" = rdmcheck ] && SUB=("$4")
     NAME=$(basename "$PROG")
     NAME=${NAME#dpdat_}
     DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 "${SUB[@]}" >"$TMP/server.log" 2>&1 &
@@ -105,7 +127,8 @@ case "$MODE" in
     grep -h "$NAME" "$TMP/client.log" "$TMP/server.log"
     ;;
   *)
-    echo "usage: fi_pingpong.sh info|msg|rdm|ops|caps|rx PROVIDER_DIR [CHECK_PROGRAM [RX_MODE]]" >&2
+    echo "usage: fi_pingpong.sh info|msg|rdm|rdmnative|ops|caps|rx|rdmcheck PROVIDER_DIR" \
+      "[CHECK_PROGRAM [RX_MODE|RDM_MODE]]" >&2
     exit 2
     ;;
 esac
