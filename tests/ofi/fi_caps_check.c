@@ -69,8 +69,14 @@ static void check_caps(void) {
   for (struct fi_info* fi = all; fi != NULL; fi = fi->next) {
     if (strcmp(fi->fabric_attr->prov_name, "dpdat") != 0) continue;
     ++seen;
-    CHECK((fi->caps & (FI_MSG | FI_RMA | FI_ATOMIC)) == (FI_MSG | FI_RMA | FI_ATOMIC),
-          "no hints: caps %#llx lack a primary one", (unsigned long long)fi->caps);
+    /* Connected endpoints: messages, RMA, atomics; reliable-datagram ones:
+     * messages and tagged messages. */
+    const uint64_t primary = fi->ep_attr->type == FI_EP_RDM ? (FI_MSG | FI_TAGGED)
+                                                            : (FI_MSG | FI_RMA | FI_ATOMIC);
+    CHECK(fi->ep_attr->type == FI_EP_MSG || fi->ep_attr->type == FI_EP_RDM,
+          "no hints: endpoint type %d", (int)fi->ep_attr->type);
+    CHECK((fi->caps & primary) == primary, "no hints: caps %#llx lack a primary one",
+          (unsigned long long)fi->caps);
     CHECK((fi->tx_attr->caps & rx_only) == 0, "tx_attr caps %#llx hold receive ones",
           (unsigned long long)fi->tx_attr->caps);
     CHECK((fi->rx_attr->caps & tx_only) == 0, "rx_attr caps %#llx hold transmit ones",
