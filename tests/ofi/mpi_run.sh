@@ -10,11 +10,15 @@
 #                 self have no hairpin bridge to come back from, only the
 #                 port's software loopback (every rank must loop frames)
 #       hpcc    - hpcc with tests/ofi/hpccinf.txt, 4 ranks, af_packet bridge
+# MPI_RDM=native (default) | rxm: the provider's own FI_EP_RDM endpoint, or
+# ofi_rxm over its connected ones (mpi-dpdat.sh --rdm).
 set -uo pipefail
 MODE=$1
 PROVDIR=$(readlink -f "$2")
 HERE=$(dirname "$(readlink -f "$0")")
-RUN="$HERE/../../scripts/mpi-dpdat.sh"
+MPI_RDM=${MPI_RDM:-native}
+case "$MPI_RDM" in native | rxm) ;; *) echo "mpi_run.sh: MPI_RDM=native|rxm" >&2; exit 2 ;; esac
+RUN_SCRIPT="$HERE/../../scripts/mpi-dpdat.sh"
 # shellcheck source=../../scripts/lib/common.sh
 . "$HERE/../../scripts/lib/common.sh"
 lib_tmpdir TMP dpdat-mpirun
@@ -85,7 +89,7 @@ case "$MODE" in
   netpipe)
     # -i: NetPIPE's integrity check (the data of every size is compared),
     # then the timed run with a fixed repeat count (short for CI).
-    job 100 "$RUN" --provider-dir "$PROVDIR" -- NPopenmpi -i -u 2097152 -n 5 ||
+    job 100 "$RUN_SCRIPT" --rdm "$MPI_RDM" --provider-dir "$PROVDIR" -- NPopenmpi -i -u 2097152 -n 5 ||
       fail "integrity job failed ($?)"
     grep -q "Integrity check failed" "$TMP/out.log" && fail "integrity check failed"
     ok=$(grep -c "Integrity check passed" "$TMP/out.log")
@@ -96,7 +100,7 @@ case "$MODE" in
     mib=$(sed -nE 's/^ *([0-9]+): +1048577 bytes.*/\1/p' "$TMP/out.log" | head -1)
     [ -n "$mib" ] && [ "$ok" -gt "$mib" ] ||
       fail "integrity not checked up to 1 MiB ($ok sizes passed)"
-    job 100 "$RUN" --provider-dir "$PROVDIR" --stats -- \
+    job 100 "$RUN_SCRIPT" --rdm "$MPI_RDM" --provider-dir "$PROVDIR" --stats -- \
       NPopenmpi -u 1048576 -n 50 -o "$TMP/np.out" || fail "job failed ($?)"
     last=$(awk 'END {print $1}' "$TMP/np.out")
     [ "${last:-0}" -ge 1048576 ] || fail "NetPIPE stopped at ${last:-nothing} bytes"
@@ -104,17 +108,17 @@ case "$MODE" in
     # message is 256 data frames, not 1024.
     counters 2 1000 0 4096
     awk '$1 == 8 || $1 == 65536 || $1 == 1048576' "$TMP/np.out"
-    echo "NetPIPE: $ok sizes integrity-checked, timed 1 B .. 1 MiB on dpdat;ofi_rxm"
+    echo "NetPIPE: $ok sizes integrity-checked, timed 1 B .. 1 MiB on dpdat ($MPI_RDM)"
     ;;
   check)
-    job 200 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" ||
+    job 200 "$RUN_SCRIPT" --rdm "$MPI_RDM" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- "$3" ||
       fail "job failed ($?)"
     grep -q "mpi_check: ok (4 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
     counters 4 500 10
-    grep "mpi_check" "$TMP/out.log"
+    grep "mpi_check" "$TMP/out.log" | sed "s/$/ ($MPI_RDM)/"
     ;;
   check-memif)
-    job 100 "$RUN" --provider-dir "$PROVDIR" --ranks 2 --link memif --stats -- "$3" ||
+    job 100 "$RUN_SCRIPT" --rdm "$MPI_RDM" --provider-dir "$PROVDIR" --ranks 2 --link memif --stats -- "$3" ||
       fail "job failed ($?)"
     grep -q "mpi_check: ok (2 ranks)" "$TMP/out.log" || fail "no ok from mpi_check"
     counters 2 500 10
@@ -122,7 +126,7 @@ case "$MODE" in
     ;;
   hpcc)
     cp "$HERE/hpccinf.txt" "$TMP/"
-    job 280 "$RUN" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- hpcc ||
+    job 280 "$RUN_SCRIPT" --rdm "$MPI_RDM" --provider-dir "$PROVDIR" --ranks 4 --link af_packet --stats -- hpcc ||
       fail "job failed ($?)"
     out="$TMP/hpccoutf.txt"
     [ -f "$out" ] || fail "no hpccoutf.txt"
