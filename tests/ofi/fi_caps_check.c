@@ -71,8 +71,8 @@ static void check_caps(void) {
     ++seen;
     /* Connected endpoints: messages, RMA, atomics; reliable-datagram ones:
      * messages and tagged messages. */
-    const uint64_t primary = fi->ep_attr->type == FI_EP_RDM ? (FI_MSG | FI_TAGGED)
-                                                            : (FI_MSG | FI_RMA | FI_ATOMIC);
+    const uint64_t primary =
+        fi->ep_attr->type == FI_EP_RDM ? (FI_MSG | FI_TAGGED) : (FI_MSG | FI_RMA | FI_ATOMIC);
     CHECK(fi->ep_attr->type == FI_EP_MSG || fi->ep_attr->type == FI_EP_RDM,
           "no hints: endpoint type %d", (int)fi->ep_attr->type);
     CHECK((fi->caps & primary) == primary, "no hints: caps %#llx lack a primary one",
