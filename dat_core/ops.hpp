@@ -240,6 +240,10 @@ Status srq_create(Ia* ia, Pz* pz, uint32_t max_recv_dtos, uint32_t max_recv_iov,
 Status srq_free(Srq* srq);  // INVALID_STATE while an EP uses it
 void free_srq(Srq* srq);    // lock held, no EP uses it
 Status srq_post_recv(Srq* srq, const rc::Sge* sge, uint32_t nsge, uint64_t cookie);
+// n receives of one segment each (sge[i], cookies[i]) under one lock and one
+// engine step; *posted of them went in (the rest: the status says why).
+Status srq_post_recv_many(Srq* srq, const rc::Sge* sge, const uint64_t* cookies, uint32_t n,
+                          uint32_t* posted);
 struct SrqInfo {
   uint32_t max_recv_dtos = 0, max_recv_iov = 0, low_watermark = 0;
   uint64_t available = 0, outstanding = 0;

@@ -86,6 +86,33 @@ Status srq_post_recv(Srq* s, const rc::Sge* sge, uint32_t nsge, uint64_t cookie)
   return fail(Type::INTERNAL_ERROR);
 }
 
+Status srq_post_recv_many(Srq* s, const rc::Sge* sge, const uint64_t* cookies, uint32_t n,
+                          uint32_t* posted) {
+  *posted = 0;
+  if (n > 0 && s->max_recv_iov < 1) return fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG2);
+  Iface* f = s->ia->iface;
+  Lock lk(f);
+  Status st = kOk;
+  for (uint32_t i = 0; i < n; ++i) {
+    rc::RecvWr wr;
+    wr.cookie = cookies[i];
+    wr.num_sge = 1;
+    wr.sge[0] = sge[i];
+    const rc::Srq::PostResult r = s->rq->post(wr);
+    if (r == rc::Srq::PostResult::kQueueFull) {
+      st = fail(Type::INSUFFICIENT_RESOURCES, Sub::RESOURCE_SRQ);
+      break;
+    }
+    if (r != rc::Srq::PostResult::kOk) {
+      st = fail(Type::INVALID_PARAMETER, Sub::INVALID_ARG3);
+      break;
+    }
+    ++*posted;
+  }
+  if (*posted > 0) f->progress(now_ns(), true);  // a sender waiting out an RNR may go on now
+  return st;
+}
+
 Status srq_query(Srq* s, SrqInfo* out) {
   Iface* f = s->ia->iface;
   Lock lk(f);

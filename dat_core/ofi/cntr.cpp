@@ -18,22 +18,30 @@
 #include <chrono>
 #include <thread>
 
-#include "objects.hpp"
+#include "rdm.hpp"
 
 namespace dpdat::ofi {
 
-namespace {
+namespace {}  // namespace
 
-void progress(Cntr* c) {
+void cntr_progress(Cntr* c) {
   std::vector<Cq*> cqs;
+  std::vector<RdmEp*> rdm;
   {
     std::lock_guard lk(c->mu);
     for (Ep* ep : c->eps)
       for (Cq* cq : {ep->txcq, ep->rxcq})
         if (cq != nullptr && std::find(cqs.begin(), cqs.end(), cq) == cqs.end()) cqs.push_back(cq);
+    rdm = c->rdm_eps;
   }
   for (Cq* cq : cqs) cq_progress(cq);
+  // Reliable-datagram endpoints count as their protocol completes.
+  for (RdmEp* ep : rdm) rdm_poll(ep);
 }
+
+namespace {
+
+void progress(Cntr* c) { cntr_progress(c); }
 
 uint64_t cntr_read(fid_cntr* f) {
   auto* c = reinterpret_cast<Cntr*>(f);
@@ -193,6 +201,14 @@ int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* cont
 
 void cntr_bump(Cntr* c, bool ok) {
   (ok ? c->value : c->errs).fetch_add(1, std::memory_order_acq_rel);
+}
+
+void cntr_unbind_rdm(Cntr* c, RdmEp* ep) {
+  std::lock_guard lk(c->mu);
+  auto it = std::find(c->rdm_eps.begin(), c->rdm_eps.end(), ep);
+  if (it == c->rdm_eps.end()) return;
+  c->rdm_eps.erase(it);
+  c->refs--;
 }
 
 void cntr_unbind(Cntr* c, Ep* ep) {

@@ -271,6 +271,7 @@ ssize_t rdm_sread(Cq* cq, void* buf, size_t count, fi_addr_t* src, int timeout) 
   for (uint32_t spins = 0;; ++spins) {
     const ssize_t r = rdm_cq_read(cq, buf, count, src);
     if (r != -FI_EAGAIN) return r;
+    if (cq->signaled.exchange(false, std::memory_order_acq_rel)) return -FI_EAGAIN;
     if (timeout >= 0 &&
         std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout))
       return -FI_EAGAIN;
@@ -290,6 +291,7 @@ ssize_t cq_sread(fid_cq* fcq, void* buf, size_t count, const void* cond, int tim
   for (;;) {
     const ssize_t r = cq_read(fcq, buf, count);
     if (r != -FI_EAGAIN) return r;
+    if (cq->signaled.exchange(false, std::memory_order_acq_rel)) return -FI_EAGAIN;
     uint64_t left_us = dat::kInfinite;
     if (timeout >= 0) {
       const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -325,6 +327,7 @@ ssize_t cq_sreadfrom(fid_cq* fcq, void* buf, size_t count, fi_addr_t* src, const
 
 int cq_signal(fid_cq* fcq) {
   auto* cq = reinterpret_cast<Cq*>(fcq);
+  cq->signaled.store(true, std::memory_order_release);
   return to_fi(dat::evd_post_se(cq->evd, nullptr));
 }
 

@@ -25,7 +25,6 @@ int domain_close(fid* f) {
 }
 
 int domain_scalable_ep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
-int domain_poll_open(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
 int domain_stx_ctx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
 int domain_query_collective(fid_domain*, fi_collective_op, fi_collective_attr*, uint64_t) {
   return -FI_ENOSYS;
@@ -44,7 +43,7 @@ fi_ops_domain g_domain_ops = {sizeof(fi_ops_domain),
                               ep_open,
                               domain_scalable_ep,
                               cntr_open,
-                              domain_poll_open,
+                              poll_open,
                               domain_stx_ctx,
                               srx_open,
                               query_atomic,

@@ -248,6 +248,8 @@ struct Cq {
   dat::SpinLock rdm_mu;  // the two below
   std::vector<RdmEp*> rdm_eps;
   std::deque<RdmEntry> rdm_q;
+  // fi_cq_signal: the next (or current) fi_cq_sread returns at once.
+  std::atomic<bool> signaled{false};
 };
 // The fi_errno of a failed DTO (cq.cpp).
 int dto_errno(dat::DtoStatus s, rc::WcOp op);
@@ -277,7 +279,8 @@ struct Cntr {
   fi_wait_obj wait_obj = FI_WAIT_NONE;
   WaitFd wait;  // FI_WAIT_FD: written when a bound EP's CQ gets a completion
   std::mutex mu;
-  std::vector<Ep*> eps;  // bound EPs (their CQs are progressed by reads)
+  std::vector<Ep*> eps;         // bound EPs (their CQs are progressed by reads)
+  std::vector<RdmEp*> rdm_eps;  // bound RDM endpoints (progressed by reads)
   std::atomic<uint32_t> refs{0};
 };
 // fi_trywait on a counter: 0 when no completion waits to be counted (and
@@ -290,6 +293,11 @@ void cntr_unlisten_ep(Ep* ep);
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context);
 void cntr_bump(Cntr* c, bool ok);
 void cntr_unbind(Cntr* c, Ep* ep);
+void cntr_unbind_rdm(Cntr* c, RdmEp* ep);
+// Takes what the bound endpoints completed (their CQs' events, their
+// protocol's progress) so that the counter counts it.
+void cntr_progress(Cntr* c);
+int poll_open(fid_domain* domain, fi_poll_attr* attr, fid_poll** out);
 // Takes events off the CQ's EVD into its stash until one of them freed an
 // inject slot; false when the EVD ran dry first.
 bool reclaim_slots(Cq* cq);

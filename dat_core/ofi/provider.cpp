@@ -182,6 +182,10 @@ void make_rdm(const fi_info* hints, fi_info* fi) {
   d->av_type = hd != nullptr ? hd->av_type : FI_AV_UNSPEC;
   d->cq_data_size = kRdmCqDataSize;
   d->max_ep_srx_ctx = 0;
+  // It needs no mode bit: a consumer of API 1.5+ gets the bits it offers
+  // that the provider knows (none when it offers none).
+  if (hd != nullptr && d->mr_mode != FI_MR_BASIC)
+    d->mr_mode = static_cast<int>(static_cast<uint64_t>(hd->mr_mode) & (kMrRequired | kMrOptional));
 }
 
 int make_info(uint32_t version, const dat::IfaceConfig& cfg, const char* node, const char* service,

@@ -41,6 +41,7 @@ int make_dep(RdmEp* ep, Conn* c) {
 
 void conn_down(RdmEp* ep, Conn* c) {
   if (c->dead) return;
+  if (c->outbound && !c->up) ep->connecting--;
   c->dead = true;
   c->up = false;
   if (c->outbound && c->addr < ep->out.size() && ep->out[c->addr] == c) {
@@ -85,9 +86,11 @@ void accept_request(RdmEp* ep, const dat::Event& ev) {
   ep->conns.push_back(std::move(c));
 }
 
+// The connection events waiting (the interface is driven by the DTO EVD's
+// dequeue: taking these does not drive it a second time).
 void cm_progress(RdmEp* ep) {
   dat::Event ev;
-  while (dat::evd_dequeue(ep->cm, &ev).ok()) {
+  while (dat::pop_event(ep->cm, &ev)) {
     if (ev.num == dat::EventNum::kConnRequest) {
       accept_request(ep, ev);
       continue;
@@ -96,6 +99,7 @@ void cm_progress(RdmEp* ep) {
     if (c == nullptr) continue;
     switch (ev.num) {
       case dat::EventNum::kEstablished:
+        if (c->outbound && !c->up && !c->dead) ep->connecting--;
         c->up = !c->dead;
         if (c->outbound && c->addr < ep->out_fails.size()) ep->out_fails[c->addr] = 0;
         break;
@@ -170,6 +174,8 @@ int rdm_close(fid* f) {
   if (ep->txcq != nullptr) ep->txcq->refs--;
   if (ep->rxcq != nullptr) ep->rxcq->refs--;
   if (ep->av != nullptr) ep->av->refs--;
+  for (Cntr* c : {ep->cntr_send, ep->cntr_recv})
+    if (c != nullptr) cntr_unbind_rdm(c, ep);
   fi_freeinfo(ep->info);
   ep->dom->refs--;
   delete ep;
@@ -219,7 +225,25 @@ int rdm_bind(fid* f, fid* bf, uint64_t flags) {
     return 0;
   }
   if (Cq* cq = object_of<Cq>(bf, FI_CLASS_CQ); cq != nullptr) return bind_cq(ep, cq, flags);
-  // Counters, EQs, shared contexts: not offered with this endpoint type.
+  if (Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR); c != nullptr) {
+    if ((flags & ~static_cast<uint64_t>(FI_SEND | FI_RECV)) != 0) return -FI_EBADFLAGS;
+    if (flags == 0 || c->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
+    if (c->wait.fd >= 0) {
+      FI_WARN(&g_prov, FI_LOG_EP_CTRL, "an RDM endpoint's counter takes no FD wait object\n");
+      return -FI_ENOSYS;
+    }
+    // Each side's counter is bound once (a second replaces it).
+    for (auto [want, slot] :
+         {std::pair{FI_SEND, &ep->cntr_send}, std::pair{FI_RECV, &ep->cntr_recv}})
+      if ((flags & want) != 0) *slot = c;
+    std::lock_guard lk(c->mu);
+    if (std::find(c->rdm_eps.begin(), c->rdm_eps.end(), ep) == c->rdm_eps.end()) {
+      c->rdm_eps.push_back(ep);
+      c->refs++;
+    }
+    return 0;
+  }
+  // EQs, shared contexts: not offered with this endpoint type.
   return -FI_ENOSYS;
 }
 
@@ -241,7 +265,10 @@ size_t eager_limit() {
 int enable(RdmEp* ep) {
   if (ep->enabled) return 0;
   if (ep->av == nullptr) return -FI_ENOAV;
-  if (ep->txcq == nullptr || ep->rxcq == nullptr) return -FI_ENOCQ;
+  // A side reports through its CQ, or counts with a counter alone.
+  if ((ep->txcq == nullptr && ep->cntr_send == nullptr) ||
+      (ep->rxcq == nullptr && ep->cntr_recv == nullptr))
+    return -FI_ENOCQ;
   dat::Ia* ia = ep->dom->pz->ia;
   dat::SpinLockGuard lk(ep->mu);
   dat::Status st = dat::evd_create(ia, kDtoEvdLen, nullptr, dat::evd_flag::kDto, &ep->dto);
@@ -266,6 +293,7 @@ int enable(RdmEp* ep) {
   ep->tx_free.clear();
   for (uint32_t i = rdm::kTxOps; i-- > 0;) ep->tx_free.push_back(i);
   for (uint32_t i = 0; i < rdm::kRxBufs; ++i) rdm_repost(ep, i);
+  rdm_repost_flush(ep);
   // The listening port: the bound one, else the first free of the
   // ephemeral range.
   if (ep->port != 0) {
@@ -357,7 +385,7 @@ fi_ops_cm g_rdm_cm_ops = {sizeof(fi_ops_cm), rdm_setname,   rdm_getname,   rdm_c
 
 void rdm_progress(RdmEp* ep) {
   if (!ep->enabled) return;
-  cm_progress(ep);
+  if (ep->connecting > 0 || ++ep->passes % rdm::kCmEvery == 0) cm_progress(ep);
   dto_progress(ep);
   rdm_retry(ep);
 }
@@ -394,6 +422,7 @@ int rdm_conn_for(RdmEp* ep, fi_addr_t a, Conn** out) {
     return to_fi(st);
   }
   ep->out[a] = c.get();
+  ep->connecting++;
   *out = c.get();
   ep->conns.push_back(std::move(c));
   return -FI_EAGAIN;
@@ -406,14 +435,41 @@ fi_addr_t rdm_conn_addr(RdmEp* ep, Conn* c) {
 }
 
 void rdm_repost(RdmEp* ep, uint32_t i) {
-  rc::Sge sge{ep->rx_lmr->lmr_context,
-              reinterpret_cast<uintptr_t>(ep->rxmem.data() + size_t{i} * ep->rxbuf_size),
-              ep->rxbuf_size};
-  if (!dat::srq_post_recv(ep->srq, &sge, 1, i).ok())
-    FI_WARN(&g_prov, FI_LOG_EP_DATA, "receive buffer %u not reposted\n", i);
+  ep->repost.push_back(i);
+  if (ep->repost.size() >= rdm::kRepostBatch) rdm_repost_flush(ep);
+}
+
+void rdm_repost_flush(RdmEp* ep) {
+  const auto n = static_cast<uint32_t>(ep->repost.size());
+  if (n == 0) return;
+  std::vector<rc::Sge> sge(n);
+  std::vector<uint64_t> cookie(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = ep->repost[k];
+    sge[k] = rc::Sge{ep->rx_lmr->lmr_context,
+                     reinterpret_cast<uintptr_t>(ep->rxmem.data() + size_t{i} * ep->rxbuf_size),
+                     ep->rxbuf_size};
+    cookie[k] = i;
+  }
+  uint32_t posted = 0;
+  if (!dat::srq_post_recv_many(ep->srq, sge.data(), cookie.data(), n, &posted).ok())
+    FI_WARN(&g_prov, FI_LOG_EP_DATA, "%u of %u receive buffers not reposted\n", n - posted, n);
+  ep->repost.erase(ep->repost.begin(), ep->repost.begin() + posted);
+}
+
+void rdm_poll(RdmEp* ep) {
+  dat::SpinLockGuard lk(ep->mu);
+  rdm_progress(ep);
+}
+
+bool rdm_cq_ready(Cq* cq) {
+  // A read of no entry progresses the endpoints and says whether any waits.
+  fi_cq_tagged_entry none;
+  return rdm_cq_read(cq, &none, 0, nullptr) == -FI_EAVAIL;
 }
 
 void rdm_deliver(Cq* cq, const RdmEntry& e) {
+  if (cq == nullptr) return;
   dat::SpinLockGuard lk(cq->rdm_mu);
   cq->rdm_q.push_back(e);
 }

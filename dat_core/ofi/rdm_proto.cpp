@@ -19,6 +19,22 @@ uint8_t* rxbuf(RdmEp* ep, uint32_t i) { return ep->rxmem.data() + size_t{i} * ep
 
 uint64_t kind_flags(bool tagged) { return tagged ? FI_TAGGED : FI_MSG; }
 
+// Receives come from the endpoint's free list (no allocation per message).
+RecvReq* new_req(RdmEp* ep) {
+  if (ep->req_pool.empty()) return new RecvReq();
+  RecvReq* r = ep->req_pool.back();
+  ep->req_pool.pop_back();
+  *r = RecvReq{};
+  return r;
+}
+void free_req(RdmEp* ep, RecvReq* r) {
+  if (ep->req_pool.size() < rdm::kReqPool) {
+    ep->req_pool.push_back(r);
+  } else {
+    free_req(ep, r);
+  }
+}
+
 // ------------------------------------------------------------ send side
 
 int take_tx(RdmEp* ep, uint32_t* out) {
@@ -48,6 +64,7 @@ uint64_t tx_id(const RdmEp* ep, uint32_t i) { return (uint64_t{ep->tx[i].gen} <<
 
 // A send's completion (err 0) or failure, when its consumer hears of it.
 void report_tx(RdmEp* ep, const TxOp& t, int err) {
+  if (ep->cntr_send != nullptr) cntr_bump(ep->cntr_send, err == 0);
   if (!t.report && err == 0) return;
   RdmEntry e;
   e.e.op_context = t.context;
@@ -117,11 +134,19 @@ ssize_t send_common(RdmEp* ep, const SendArgs& s) {
   if (inject && total > kInjectSize) return -FI_EMSGSIZE;
   if (total > ep->info->ep_attr->max_msg_size) return -FI_EMSGSIZE;
   dat::SpinLockGuard lk(ep->mu);
-  rdm_progress(ep);
+  // A send that must wait (its connection is being made, every slot is in
+  // flight) moves the endpoint on before it says so; others do not, the
+  // consumer's CQ reads do.
   Conn* c = nullptr;
-  if (int r = rdm_conn_for(ep, s.dest, &c); r != 0) return r;
   uint32_t i = 0;
-  if (take_tx(ep, &i) != 0) return -FI_EAGAIN;
+  if (int r = rdm_conn_for(ep, s.dest, &c); r != 0) {
+    if (r == -FI_EAGAIN) rdm_progress(ep);
+    return r;
+  }
+  if (take_tx(ep, &i) != 0) {
+    rdm_progress(ep);
+    return -FI_EAGAIN;
+  }
   TxOp& t = ep->tx[i];
   t.context = s.context;
   t.tagged = s.tagged;
@@ -214,6 +239,11 @@ void report_rx(RdmEp* ep, const RecvReq* r, Conn* c, uint64_t len, int err, size
   rdm_deliver(ep->rxcq, e);
 }
 
+// A receive that took a message completed (err 0) or failed: its counter.
+void count_rx(RdmEp* ep, int err) {
+  if (ep->cntr_recv != nullptr) cntr_bump(ep->cntr_recv, err == 0);
+}
+
 // Copies an eager payload into r and completes it (truncated: FI_ETRUNC).
 void land_eager(RdmEp* ep, RecvReq* r, Conn* c, const rdm::Hdr& h, const uint8_t* p, uint64_t len) {
   r->h = h;
@@ -225,8 +255,9 @@ void land_eager(RdmEp* ep, RecvReq* r, Conn* c, const rdm::Hdr& h, const uint8_t
     left -= n;
   }
   const uint64_t got = len - left;
+  count_rx(ep, left > 0 ? FI_ETRUNC : 0);
   report_rx(ep, r, c, got, left > 0 ? FI_ETRUNC : 0, left);
-  delete r;
+  free_req(ep, r);
 }
 
 // Starts the READ of an RTS's payload into r (what fits), or queues it.
@@ -265,12 +296,10 @@ void start_read(RdmEp* ep, RecvReq* r, Conn* c, const rdm::Hdr& h, uint64_t va, 
   }
   // Nothing to READ (an empty receive), or the READ could not start.
   const uint64_t id = h.id;
-  if (err != 0) {
-    report_rx(ep, r, c, 0, -err, h.len);
-  } else {
-    report_rx(ep, r, c, 0, h.len > 0 ? FI_ETRUNC : 0, h.len);
-  }
-  delete r;
+  const int fail = err != 0 ? -err : (h.len > 0 ? FI_ETRUNC : 0);
+  count_rx(ep, fail);
+  report_rx(ep, r, c, 0, fail, h.len);
+  free_req(ep, r);
   send_fin(ep, c, id);
 }
 
@@ -347,7 +376,7 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (a.count > rc::kMaxSge || (a.count > 0 && a.iov == nullptr)) return -FI_EINVAL;
   if ((a.flags & FI_MULTI_RECV) != 0) return -FI_EINVAL;
-  auto* r = new RecvReq();
+  RecvReq* r = new_req(ep);
   r->context = a.context;
   r->tagged = a.tagged;
   r->tag = a.tag;
@@ -364,16 +393,15 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
   rc::Sge sge[rc::kMaxSge];
   uint64_t total = 0;
   if (int e = iov_sges(ep->dom, r->iov, r->desc, r->count, sge, &total, true); e != 0) {
-    delete r;
+    free_req(ep, r);
     return e;
   }
   dat::SpinLockGuard lk(ep->mu);
-  rdm_progress(ep);
   auto& list = ep->unexp[a.tagged ? 1 : 0];
   if ((a.flags & FI_PEEK) != 0) {
     r->report = true;
     const ssize_t ret = peek(ep, a, r);
-    delete r;
+    free_req(ep, r);
     return ret;
   }
   if ((a.flags & FI_CLAIM) != 0) {
@@ -387,13 +415,13 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
         if (u->h.op == rdm::kRts) send_fin(ep, u->conn, u->h.id);
         report_rx(ep, r, u->conn, 0, 0, 0);
         delete u;
-        delete r;
+        free_req(ep, r);
         return 0;
       }
       take_unexp(ep, r, u);
       return 0;
     }
-    delete r;
+    free_req(ep, r);
     return -FI_EINVAL;
   }
   for (auto it = list.begin(); it != list.end(); ++it) {
@@ -603,12 +631,14 @@ void rdm_on_read_done(RdmEp* ep, RecvReq* r, const dat::Event& ev) {
   Conn* c = r->conn;
   const uint64_t id = r->h.id;
   if (ev.status != dat::DtoStatus::kSuccess) {
+    count_rx(ep, FI_EIO);
     report_rx(ep, r, c, 0, dto_errno(ev.status, rc::WcOp::kRead), r->h.len);
   } else {
     const uint64_t cut = r->h.len - r->taken;
+    count_rx(ep, cut > 0 ? FI_ETRUNC : 0);
     report_rx(ep, r, c, r->taken, cut > 0 ? FI_ETRUNC : 0, cut);
   }
-  delete r;
+  free_req(ep, r);
   send_fin(ep, c, id);
 }
 
@@ -645,6 +675,8 @@ void rdm_release(RdmEp* ep) {
     for (Unexp* u : list) delete u;
     list.clear();
   }
+  for (RecvReq* r : ep->req_pool) delete r;
+  ep->req_pool.clear();
   for (RecvReq* r : ep->reads) delete r;
   for (RecvReq* r : ep->reading) delete r;
   ep->reading.clear();
@@ -663,7 +695,7 @@ ssize_t rdm_cancel(fid_t f, void* context) {
       if (r->context != context) continue;
       list.erase(it);
       report_rx(ep, r, nullptr, 0, FI_ECANCELED, 0);
-      delete r;
+      free_req(ep, r);
       return 0;
     }
   }
