@@ -140,12 +140,27 @@ fi_ops_cntr g_cntr_ops = {sizeof(fi_ops_cntr), cntr_read,   cntr_readerr, cntr_a
 int cntr_trywait(Cntr* c) {
   if (c->wait.fd < 0) return -FI_EINVAL;
   std::vector<Cq*> cqs;
+  std::vector<RdmEp*> rdm;
   {
     std::lock_guard lk(c->mu);
     for (Ep* ep : c->eps)
       for (Cq* cq : counted_cqs(ep, c)) cqs.push_back(cq);
+    rdm = c->rdm_eps;
+  }
+  // RDM endpoints count as they progress: what this pass counts is news the
+  // consumer has not read.
+  if (!rdm.empty()) {
+    const uint64_t before = c->value.load() + c->errs.load();
+    for (RdmEp* ep : rdm) rdm_poll(ep);
+    if (c->value.load() + c->errs.load() != before) return -FI_EAGAIN;
   }
   waitfd_arm(&c->wait);
+  for (RdmEp* ep : rdm) {
+    if (rdm_evds_pending(ep)) {
+      waitfd_disarm(&c->wait);
+      return -FI_EAGAIN;
+    }
+  }
   // A completion on a CQ's EVD is one that reading the counter counts.
   for (Cq* cq : cqs) {
     if (!cq->evd->q.empty()) {

@@ -407,6 +407,7 @@ bool reclaim_slots(Cq* cq) {
 
 int cq_trywait(Cq* cq) {
   if (cq->wait.fd < 0) return -FI_EINVAL;
+  if (cq->rdm) return rdm_cq_trywait(cq);
   dat::SpinLockGuard lk(cq->mu);
   if (cq->err || !cq->stash.empty()) return -FI_EAGAIN;
   waitfd_arm(&cq->wait);

@@ -290,6 +290,7 @@ int ep_bind(fid* f, fid* bf, uint64_t flags) {
     if ((flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) != 0) return -FI_EBADFLAGS;
     if ((flags & (FI_TRANSMIT | FI_RECV)) == 0) return -FI_EINVAL;
     if (cq->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
+    cq->msg_bound = true;
     if ((flags & FI_TRANSMIT) != 0) {
       if (ep->txcq != nullptr) return -FI_EINVAL;
       ep->txcq = cq;

@@ -245,7 +245,8 @@ struct Cq {
   // Bound to reliable-datagram endpoints (then to no other kind): reads
   // progress them and take their entries.
   std::atomic<bool> rdm{false};
-  dat::SpinLock rdm_mu;  // the two below
+  bool msg_bound = false;  // a connected endpoint was bound to it
+  dat::SpinLock rdm_mu;    // the two below
   std::vector<RdmEp*> rdm_eps;
   std::deque<RdmEntry> rdm_q;
   // fi_cq_signal: the next (or current) fi_cq_sread returns at once.

@@ -182,7 +182,9 @@ struct RdmEp {
   uint32_t ip = 0;
   uint16_t port = 0;  // the listening port (fi_getname)
   bool enabled = false;
-  Cntr* cntr_send = nullptr;  // counters of the sends / receives completed
+  Cq* waker = nullptr;             // the CQ whose CNO its EVDs have (FD wait objects)
+  std::vector<WaitFd*> listening;  // the other descriptors, listening to it
+  Cntr* cntr_send = nullptr;       // counters of the sends / receives completed
   Cntr* cntr_recv = nullptr;
   dat::SpinLock mu;  // everything below
   dat::Evd* dto = nullptr;
@@ -218,6 +220,11 @@ void rdm_progress(RdmEp* ep);
 void rdm_poll(RdmEp* ep);
 // Whether a CQ of RDM endpoints has an entry, after progressing them.
 bool rdm_cq_ready(Cq* cq);
+// fi_trywait on such a CQ with an FD wait object.
+int rdm_cq_trywait(Cq* cq);
+// Whether events wait on the endpoint's EVDs (no lock: a hint for
+// fi_trywait, taken after the descriptor is armed).
+bool rdm_evds_pending(RdmEp* ep);
 // The outbound connection to an AV entry (mu held): 0 when it is up,
 // -FI_EAGAIN while it is being made (the first call starts it), or an error.
 int rdm_conn_for(RdmEp* ep, fi_addr_t a, Conn** out);

@@ -165,6 +165,7 @@ int rdm_close(fid* f) {
     for (dat::Evd* e : {ep->dto, ep->cm})
       if (e != nullptr && !dat::evd_free(e).ok()) FI_WARN(&g_prov, FI_LOG_EP_CTRL, "evd leak\n");
   }
+  for (WaitFd* w : ep->listening) cq_unlisten(ep->waker, w);
   for (Cq* cq : {ep->txcq, ep->rxcq}) {
     if (cq == nullptr) continue;
     dat::SpinLockGuard lk(cq->rdm_mu);
@@ -186,13 +187,8 @@ int bind_cq(RdmEp* ep, Cq* cq, uint64_t flags) {
   if ((flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) != 0) return -FI_EBADFLAGS;
   if ((flags & (FI_TRANSMIT | FI_RECV)) == 0) return -FI_EINVAL;
   if (cq->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
-  // The protocol makes the entries: no wait object reaches them, and a CQ
-  // of connected endpoints carries EVD events instead.
-  if (cq->wait.fd >= 0) {
-    FI_WARN(&g_prov, FI_LOG_EP_CTRL, "an RDM endpoint's CQ takes no FD wait object\n");
-    return -FI_ENOSYS;
-  }
-  if (!cq->rdm && cq->refs > 0) return -FI_EINVAL;
+  // A CQ of connected endpoints carries their EVD's events instead.
+  if (cq->msg_bound) return -FI_EINVAL;
   if (((flags & FI_TRANSMIT) != 0 && ep->txcq != nullptr) ||
       ((flags & FI_RECV) != 0 && ep->rxcq != nullptr))
     return -FI_EINVAL;
@@ -228,10 +224,6 @@ int rdm_bind(fid* f, fid* bf, uint64_t flags) {
   if (Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR); c != nullptr) {
     if ((flags & ~static_cast<uint64_t>(FI_SEND | FI_RECV)) != 0) return -FI_EBADFLAGS;
     if (flags == 0 || c->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
-    if (c->wait.fd >= 0) {
-      FI_WARN(&g_prov, FI_LOG_EP_CTRL, "an RDM endpoint's counter takes no FD wait object\n");
-      return -FI_ENOSYS;
-    }
     // Each side's counter is bound once (a second replaces it).
     for (auto [want, slot] :
          {std::pair{FI_SEND, &ep->cntr_send}, std::pair{FI_RECV, &ep->cntr_recv}})
@@ -271,9 +263,37 @@ int enable(RdmEp* ep) {
     return -FI_ENOCQ;
   dat::Ia* ia = ep->dom->pz->ia;
   dat::SpinLockGuard lk(ep->mu);
-  dat::Status st = dat::evd_create(ia, kDtoEvdLen, nullptr, dat::evd_flag::kDto, &ep->dto);
+  // FD wait objects: whatever reaches the endpoint's EVDs (a message, a
+  // completion, a connection event) wakes its CQs' descriptors through the
+  // CNO of one of them, the other listening; the consumer's read then
+  // progresses the protocol (fi_trywait looks at the EVDs too).
+  // Counters with descriptors listen the same way; counters alone (no CQ)
+  // wake through the first one's own CNO.
+  dat::Cno* cno = nullptr;
+  Cq* waker = ep->rxcq != nullptr ? ep->rxcq : ep->txcq;
+  std::vector<WaitFd*> fds;
+  for (WaitFd* w : {ep->rxcq != nullptr ? &ep->rxcq->wait : nullptr,
+                    ep->txcq != nullptr ? &ep->txcq->wait : nullptr,
+                    ep->cntr_send != nullptr ? &ep->cntr_send->wait : nullptr,
+                    ep->cntr_recv != nullptr ? &ep->cntr_recv->wait : nullptr})
+    if (w != nullptr && w->fd >= 0 && std::find(fds.begin(), fds.end(), w) == fds.end())
+      fds.push_back(w);
+  if (waker != nullptr) {
+    for (WaitFd* w : fds) {
+      if (w == &waker->wait) continue;
+      if (int r = cq_listen(waker, w); r != 0) return r;
+      ep->listening.push_back(w);
+    }
+    if (!fds.empty()) cno = waker->wait.cno;
+    ep->waker = waker;
+  } else if (!fds.empty()) {
+    if (fds.size() > 1) return -FI_ENOSYS;  // two counters' descriptors and no CQ
+    if (int r = waitfd_attach(fds.front(), ia); r != 0) return r;
+    cno = fds.front()->cno;
+  }
+  dat::Status st = dat::evd_create(ia, kDtoEvdLen, cno, dat::evd_flag::kDto, &ep->dto);
   if (st.ok())
-    st = dat::evd_create(ia, kCmEvdLen, nullptr, dat::evd_flag::kCr | dat::evd_flag::kConnection,
+    st = dat::evd_create(ia, kCmEvdLen, cno, dat::evd_flag::kCr | dat::evd_flag::kConnection,
                          &ep->cm);
   if (st.ok()) st = dat::srq_create(ia, ep->dom->pz, rdm::kRxBufs, 1, 0, &ep->srq);
   if (!st.ok()) return to_fi(st);
@@ -460,6 +480,24 @@ void rdm_repost_flush(RdmEp* ep) {
 void rdm_poll(RdmEp* ep) {
   dat::SpinLockGuard lk(ep->mu);
   rdm_progress(ep);
+}
+
+bool rdm_evds_pending(RdmEp* ep) {
+  return ep->enabled && (!ep->dto->q.empty() || !ep->cm->q.empty());
+}
+
+int rdm_cq_trywait(Cq* cq) {
+  if (rdm_cq_ready(cq)) return -FI_EAGAIN;
+  waitfd_arm(&cq->wait);
+  // What reached the endpoints' EVDs before the descriptor was armed.
+  bool pending = false;
+  {
+    dat::SpinLockGuard lk(cq->rdm_mu);
+    for (RdmEp* ep : cq->rdm_eps) pending |= rdm_evds_pending(ep);
+  }
+  if (!pending) return 0;
+  waitfd_disarm(&cq->wait);
+  return -FI_EAGAIN;
 }
 
 bool rdm_cq_ready(Cq* cq) {
