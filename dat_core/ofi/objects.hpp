@@ -133,6 +133,8 @@ int fabric_pick(Fabric* f, const fi_info* info);
 // The address a passive endpoint is bound to; false when f is not one.
 bool pep_address(const fid* f, uint32_t* ip, uint16_t* port);
 
+struct RdmEp;
+
 struct Domain {
   fid_domain domain{};
   Fabric* fab = nullptr;
@@ -143,6 +145,10 @@ struct Domain {
   dat::Lmr* any_lmr = nullptr;
   uint64_t mr_mode = 0;
   std::atomic<uint32_t> refs{0};  // CQs, MRs, EPs
+  // Its enabled RDM endpoints: each one's progress also answers the
+  // others' connection requests.
+  dat::SpinLock rdm_mu;
+  std::vector<RdmEp*> rdm_eps;
 };
 
 struct Cntr;

@@ -483,6 +483,8 @@ int fabric_ia(Fabric* f, const fi_info* info, dat::Ia** out) {
       return to_fi(st) == -FI_EINVAL ? -FI_ENODEV : to_fi(st);
     }
     f->ia = ia;
+    // The configuration it runs with (check_wait_obj reads its progress mode).
+    f->cfg = cfg;
   }
   *out = f->ia;
   return 0;

@@ -65,6 +65,10 @@ uint64_t tx_id(const RdmEp* ep, uint32_t i) { return (uint64_t{ep->tx[i].gen} <<
 // A send's completion (err 0) or failure, when its consumer hears of it.
 void report_tx(RdmEp* ep, const TxOp& t, int err) {
   if (ep->cntr_send != nullptr) cntr_bump(ep->cntr_send, err == 0);
+  if (err != 0)
+    FI_WARN(&g_prov, FI_LOG_EP_DATA, "%s to %#x:%u failed: %s\n",
+            t.kind == rdm::kRts ? "rendezvous send" : "send", t.conn != nullptr ? t.conn->ip : 0,
+            t.conn != nullptr ? unsigned{t.conn->port} : 0U, fi_strerror(err));
   if (!t.report && err == 0) return;
   RdmEntry e;
   e.e.op_context = t.context;
@@ -399,6 +403,7 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
   dat::SpinLockGuard lk(ep->mu);
   auto& list = ep->unexp[a.tagged ? 1 : 0];
   if ((a.flags & FI_PEEK) != 0) {
+    rdm_progress(ep);  // a peek looks at what has arrived by now
     r->report = true;
     const ssize_t ret = peek(ep, a, r);
     free_req(ep, r);
