@@ -527,6 +527,12 @@ static void open_all(void) {
   OK(fi_ep_bind(ep, &av->fid, 0));
   OK(fi_ep_bind(ep, &txq.cq->fid, FI_TRANSMIT | (mode == MSG ? FI_SELECTIVE_COMPLETION : 0)));
   OK(fi_ep_bind(ep, &rxq.cq->fid, FI_RECV));
+  if (mode == WAIT && !no_fd) {
+    /* a receive counter with a descriptor too */
+    struct fi_cntr_attr ra = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+    OK(fi_cntr_open(domain, &ra, &rcntr, NULL));
+    OK(fi_ep_bind(ep, &rcntr->fid, FI_RECV));
+  }
   if (mode == CNTR || mode == POLL) {
     /* a send counter that fi_cntr_wait waits on, a receive counter read */
     struct fi_cntr_attr sa = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
@@ -1599,15 +1605,52 @@ static void signal_check(void) {
         "fi_cq_sread(200 ms) of an empty CQ = %zd (%s) after %.3f s", r, fi_strerror((int)-r), t);
 }
 
+/* Until the receive counter reaches `value`: fi_trywait of the counter
+ * alone and poll(2) on its descriptor, which must wake within 3 s.  The
+ * sleeps it took. */
+static unsigned cntr_wait_fd(uint64_t value, const char* what) {
+  int ret, fd = -1;
+  OK(fi_control(&rcntr->fid, FI_GETWAIT, &fd));
+  CHECK(fd >= 0, "fi_control(counter, FI_GETWAIT) gave fd %d", fd);
+  struct fid* f = &rcntr->fid;
+  struct pollfd pfd = {fd, POLLIN, 0};
+  unsigned slept = 0;
+  const double end = now_s() + 20;
+  for (;;) {
+    const uint64_t v = fi_cntr_read(rcntr);
+    if (v >= value) {
+      CHECK(v == value && fi_cntr_readerr(rcntr) == 0, "%s: counter %llu errors %llu, wanted %llu",
+            what, (unsigned long long)v, (unsigned long long)fi_cntr_readerr(rcntr),
+            (unsigned long long)value);
+      return slept;
+    }
+    CHECK(now_s() < end, "%s: counter %llu of %llu after 20 s", what, (unsigned long long)v,
+          (unsigned long long)value);
+    const int r = fi_trywait(fabric, &f, 1);
+    if (r == -FI_EAGAIN) continue;
+    CHECK(r == 0, "%s: fi_trywait(counter) = %d (%s)", what, r, fi_strerror(-r));
+    const int p = poll(&pfd, 1, 3000);
+    CHECK(p > 0, "%s: poll(2) of the counter's descriptor %s after fi_trywait, counter %llu of %llu",
+          what, p == 0 ? "timed out (3 s)" : "failed", (unsigned long long)fi_cntr_read(rcntr),
+          (unsigned long long)value);
+    ++slept;
+  }
+}
+
 static void run_wait(int server) {
   struct Msg *rx[NWAIT], *tx[NWAIT];
   unsigned slept;
   if (no_fd) return;
   if (server) {
-    /* the client pauses 300 ms before it sends: the server sleeps */
+    /* the client pauses 300 ms before it sends: the server sleeps, on the
+     * receive counter's descriptor alone */
+    const uint64_t v0 = fi_cntr_read(rcntr);
     wait_post(rx, 0xb000);
-    slept = wait_for(0, NWAIT, "the client's messages");
+    slept = cntr_wait_fd(v0 + NWAIT, "the client's messages, counted");
     CHECK(slept >= 1, "waited for the client's messages without sleeping once");
+    /* the completions are there (counted as they were made) */
+    rx_hold = 0;
+    slept += wait_for(0, NWAIT, "the client's messages");
     wait_check(rx, NULL);
     wait_send(tx, 0xa000);
     slept += wait_for(NWAIT, 0, "the server's sends");
