@@ -23,7 +23,9 @@
 #               matching and order (tagged), unexpected and truncated
 #               messages (unexpected), FI_PEEK / FI_CLAIM / FI_DISCARD and
 #               fi_cancel (peek), untagged messages, source addresses and
-#               the AV (msg).  FI_RDM_CHECK_PROV names another provider
+#               the AV (msg), counters (cntr), poll sets (poll), FD wait
+#               objects (wait: the interfaces get progress=adaptive, unless
+#               FI_RDM_WAIT_INLINE=1).  FI_RDM_CHECK_PROV names another provider
 #               (e.g. "dpdat;ofi_rxm") to check the program against it.
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.

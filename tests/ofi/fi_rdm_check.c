@@ -59,6 +59,33 @@
  *   FI_AV_TABLE whose indices follow insertion (an unused address first),
  *   fi_av_lookup, fi_av_straddr, fi_av_remove; with FI_DIRECTED_RECV,
  *   receives directed at the unused address are passed over and cancelled.
+ * MODE cntr: a send counter (FI_WAIT_UNSPEC) and a receive counter
+ *   (FI_WAIT_NONE) bound next to the CQs: tagged sends, small, rendezvous
+ *   (> 16 KiB) and two fi_tinject, make the send counter reach its value
+ *   (fi_cntr_wait, which then times out for one more) and the receive
+ *   counter count the messages (fi_cntr_read alone moves the endpoint),
+ *   exactly, 100 ms later too; a truncated receive counts an error
+ *   (fi_cntr_readerr), its send a success; a second server endpoint on
+ *   PORT + 1 with a transmit CQ and a receive counter but no receive CQ
+ *   enables, receives (data checked, small, rendezvous, one truncated: an
+ *   error counted) and puts nothing on its transmit CQ.
+ * MODE poll: a poll set of the server's receive CQ and receive counter:
+ *   fi_poll gives nothing before a message, then the CQ's context
+ *   (fi_cq_open's) for as long as its entry is unread, and the counter's
+ *   (fi_cntr_open's) once per change; after fi_poll_del of the CQ (a second
+ *   one fails) only the counter's; fi_close of a CQ in a poll set is
+ *   -FI_EBUSY until fi_poll_del.
+ * MODE wait: CQs with FI_WAIT_FD and a receive counter with one too (the
+ *   interface needs automatic progress: fi_pingpong.sh gives it
+ *   progress=adaptive; with FI_RDM_CHECK_FD_OPTIONAL=1 a -FI_ENOSYS from
+ *   fi_cq_open skips the mode): fi_control(FI_GETWAIT) descriptors;
+ *   fi_trywait, poll(2) on the descriptors and fi_cq_read until five
+ *   messages (one rendezvous) went each way; the server first sleeps on
+ *   the counter's descriptor alone while the client pauses 300 ms.  A
+ *   poll(2) of 3 s that times out with a message pending fails.
+ *   fi_cq_signal makes the next fi_cq_sread(5000 ms) return -FI_EAGAIN
+ *   within 1 s; fi_cq_sread(200 ms) of an empty CQ returns -FI_EAGAIN
+ *   after its timeout.
  * Every mode ends with a receive of each kind left posted when the
  * endpoint closes.  Prints "fi_rdm_check <role>: ok" and exits 0 when
  * everything matched; a line naming what did not, and exit 1, otherwise. */
@@ -106,11 +133,11 @@ static fi_addr_t hello_src;                 /* server: the first message's sourc
 static unsigned eagains;                    /* -FI_EAGAIN returns of posts */
 static struct fid_cntr* scntr;              /* MODE cntr: the send counter */
 static struct fid_cntr* rcntr;              /* MODE cntr, poll: the receive counter */
-static int no_fd;   /* MODE wait: FD wait objects refused (FI_RDM_CHECK_FD_OPTIONAL) */
-static int rx_hold;          /* MODE poll: progress() leaves the receive CQ alone */
-static void (*also)(void);   /* MODE cntr: progress of a second endpoint */
-static const char* g_sip;    /* client: the server's IP */
-static int g_port;           /* the server's port */
+static int no_fd;          /* MODE wait: FD wait objects refused (FI_RDM_CHECK_FD_OPTIONAL) */
+static int rx_hold;        /* MODE poll: progress() leaves the receive CQ alone */
+static void (*also)(void); /* MODE cntr: progress of a second endpoint */
+static const char* g_sip;  /* client: the server's IP */
+static int g_port;         /* the server's port */
 /* MODE poll: the contexts of the receive CQ and counter (fi_cq_open's,
  * fi_cntr_open's) */
 static int rx_cq_ctx, rcntr_ctx;
@@ -510,19 +537,19 @@ static void open_all(void) {
   ret = fi_cq_open(domain, &ca, &txq.cq, NULL);
   const char* opt = getenv("FI_RDM_CHECK_FD_OPTIONAL");
   if (mode == WAIT && ret == -FI_ENOSYS && opt != NULL && strcmp(opt, "1") == 0) {
-    printf("fi_rdm_check %s: fi_cq_open(FI_WAIT_FD) = -FI_ENOSYS (manual progress): FD waits "
-           "skipped\n",
-           role);
+    printf(
+        "fi_rdm_check %s: fi_cq_open(FI_WAIT_FD) = -FI_ENOSYS (manual progress): FD waits "
+        "skipped\n",
+        role);
     no_fd = 1;
     ca.wait_obj = FI_WAIT_NONE;
     ret = fi_cq_open(domain, &ca, &txq.cq, NULL);
   }
-  CHECK(ret == 0, "fi_cq_open(wait_obj %s) = %d (%s)%s", mode == WAIT ? "FI_WAIT_FD" : "FI_WAIT_NONE",
-        ret, fi_strerror(-ret),
+  CHECK(ret == 0, "fi_cq_open(wait_obj %s) = %d (%s)%s",
+        mode == WAIT ? "FI_WAIT_FD" : "FI_WAIT_NONE", ret, fi_strerror(-ret),
         ret == -FI_ENOSYS ? ": the interface runs manual progress (progress=inline)" : "");
   OK(fi_cq_open(domain, &ca, &rxq.cq, &rx_cq_ctx));
-  if (mode == WAIT && !no_fd)
-    printf("fi_rdm_check %s: CQs with FI_WAIT_FD\n", role);
+  if (mode == WAIT && !no_fd) printf("fi_rdm_check %s: CQs with FI_WAIT_FD\n", role);
   OK(fi_endpoint(domain, info, &ep, NULL));
   OK(fi_ep_bind(ep, &av->fid, 0));
   OK(fi_ep_bind(ep, &txq.cq->fid, FI_TRANSMIT | (mode == MSG ? FI_SELECTIVE_COMPLETION : 0)));
@@ -1260,8 +1287,8 @@ static void ep2_open(void) {
   OK(fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT));
   OK(fi_ep_bind(ep2, &rcntr2->fid, FI_RECV));
   ret = fi_enable(ep2);
-  CHECK(ret == 0, "fi_enable of an endpoint with a receive counter and no receive CQ = %d (%s)", ret,
-        fi_strerror(-ret));
+  CHECK(ret == 0, "fi_enable of an endpoint with a receive counter and no receive CQ = %d (%s)",
+        ret, fi_strerror(-ret));
   struct sockaddr_in me;
   size_t len = sizeof(me);
   OK(fi_getname(&ep2->fid, &me, &len));
@@ -1549,10 +1576,11 @@ static unsigned wait_for(size_t ntx, size_t nrx, const char* what) {
     if (r == -FI_EAGAIN) continue;
     CHECK(r == 0, "%s: fi_trywait = %d (%s)", what, r, fi_strerror(-r));
     const int p = poll(pfd, 2, 3000);
-    CHECK(p > 0,
-          "%s: poll(2) of the CQs' descriptors %s after fi_trywait, %zu of %zu sends and %zu of %zu "
-          "receives complete",
-          what, p == 0 ? "timed out (3 s)" : "failed", txq.n, ntx, rxq.n, nrx);
+    CHECK(
+        p > 0,
+        "%s: poll(2) of the CQs' descriptors %s after fi_trywait, %zu of %zu sends and %zu of %zu "
+        "receives complete",
+        what, p == 0 ? "timed out (3 s)" : "failed", txq.n, ntx, rxq.n, nrx);
     ++slept;
   }
 }
@@ -1630,8 +1658,9 @@ static unsigned cntr_wait_fd(uint64_t value, const char* what) {
     if (r == -FI_EAGAIN) continue;
     CHECK(r == 0, "%s: fi_trywait(counter) = %d (%s)", what, r, fi_strerror(-r));
     const int p = poll(&pfd, 1, 3000);
-    CHECK(p > 0, "%s: poll(2) of the counter's descriptor %s after fi_trywait, counter %llu of %llu",
-          what, p == 0 ? "timed out (3 s)" : "failed", (unsigned long long)fi_cntr_read(rcntr),
+    CHECK(p > 0,
+          "%s: poll(2) of the counter's descriptor %s after fi_trywait, counter %llu of %llu", what,
+          p == 0 ? "timed out (3 s)" : "failed", (unsigned long long)fi_cntr_read(rcntr),
           (unsigned long long)value);
     ++slept;
   }
@@ -1670,13 +1699,14 @@ static void run_wait(int server) {
 
 /* ------------------------------------------------------------ roles */
 
-static const char* const kModes[] = {"tagged", "unexpected", "peek", "msg",
-                                     "cntr",   "poll",       "wait"};
+static const char* const kModes[] = {"tagged", "unexpected", "peek", "msg", "cntr", "poll", "wait"};
 
 static int mode_of(const char* name) {
   for (int i = 0; i < (int)(sizeof(kModes) / sizeof(kModes[0])); ++i)
     if (strcmp(name, kModes[i]) == 0) return i;
-  fprintf(stderr, "fi_rdm_check: unknown mode '%s' (tagged, unexpected, peek, msg, cntr, poll, wait)\n", name);
+  fprintf(stderr,
+          "fi_rdm_check: unknown mode '%s' (tagged, unexpected, peek, msg, cntr, poll, wait)\n",
+          name);
   exit(2);
 }
 
