@@ -1327,7 +1327,12 @@ static void cntr_recv(void) {
         fi_strerror(d.err), d.olen);
   check_bytes(t, 100, "truncated receive");
   msg_free(t);
-  /* an endpoint whose receive side has a counter and no CQ */
+  /* an endpoint whose receive side has a counter and no CQ (ofi_rxm
+   * refuses to enable one: -FI_ENOCQ) */
+  if (!strict) {
+    printf("fi_rdm_check server: no endpoint without a receive CQ on %s\n", prov);
+    return;
+  }
   ep2_open();
   struct Msg* r[4];
   for (int i = 0; i < 4; ++i) {
@@ -1397,6 +1402,7 @@ static void cntr_send(void) {
         "send counter %llu errors %llu after a truncated message",
         (unsigned long long)fi_cntr_read(scntr), (unsigned long long)fi_cntr_readerr(scntr));
   /* the server's second endpoint, PORT + 1 */
+  if (!strict) return;
   sync_wait(72);
   struct sockaddr_in a;
   memset(&a, 0, sizeof(a));
@@ -1482,6 +1488,14 @@ static void poll_recv(void) {
   OK(fi_poll_add(pollset, &rcntr->fid, 0));
   const uint64_t v0 = fi_cntr_read(rcntr);
   rx_hold = 1;
+  /* fi_poll(3): a counter's context comes when it changed since the last
+   * fi_poll; dpdat counts from fi_poll_add, ofi_rxm from the counter's
+   * opening (the hello changed it) */
+  if (!strict) {
+    int cq, cn;
+    poll_once(&cq, &cn, "first fi_poll");
+    CHECK(cq == 0, "first fi_poll gave the receive CQ's context, the CQ is empty");
+  }
   poll_none(0.2, "before a message");
   struct Msg* m1 = msg_new(1010, 1000, 600, 0x9001);
   post_trecv(m1, 0, FI_ADDR_UNSPEC);
@@ -1504,7 +1518,9 @@ static void poll_recv(void) {
   poll_none(0.1, "after the entry was read");
   /* the CQ out of the set: only the counter's change shows */
   OK(fi_poll_del(pollset, &rxq.cq->fid, 0));
-  CHECK(fi_poll_del(pollset, &rxq.cq->fid, 0) != 0, "a second fi_poll_del of the CQ succeeded");
+  /* (ofi_rxm's poll set deletes what it does not hold without a word) */
+  if (strict)
+    CHECK(fi_poll_del(pollset, &rxq.cq->fid, 0) != 0, "a second fi_poll_del of the CQ succeeded");
   struct Msg* m2 = msg_new(100 * KIB + 10, 100 * KIB, 601, 0x9002);
   post_trecv(m2, 0, FI_ADDR_UNSPEC);
   sync_send(81);
@@ -1519,6 +1535,11 @@ static void poll_recv(void) {
   OK(fi_cq_open(domain, &ca, &cq3, NULL));
   OK(fi_poll_add(pollset, &cq3->fid, 0));
   ret = fi_close(&cq3->fid);
+  if (!strict && ret == 0) { /* ofi_rxm's poll set holds no reference */
+    printf("fi_rdm_check server: fi_close of a CQ in a poll set = 0 on %s\n", prov);
+    OK(fi_close(&pollset->fid));
+    return;
+  }
   CHECK(ret == -FI_EBUSY, "fi_close of a CQ in a poll set = %d (%s), wanted -FI_EBUSY", ret,
         fi_strerror(-ret));
   OK(fi_poll_del(pollset, &cq3->fid, 0));
@@ -1638,7 +1659,12 @@ static void signal_check(void) {
  * sleeps it took. */
 static unsigned cntr_wait_fd(uint64_t value, const char* what) {
   int ret, fd = -1;
-  OK(fi_control(&rcntr->fid, FI_GETWAIT, &fd));
+  ret = fi_control(&rcntr->fid, FI_GETWAIT, &fd);
+  if (!strict && ret != 0) { /* ofi_rxm: -FI_ENOSYS */
+    printf("fi_rdm_check server: fi_control(counter, FI_GETWAIT) = %d on %s\n", ret, prov);
+    return 1;
+  }
+  CHECK(ret == 0, "fi_control(counter, FI_GETWAIT) = %d (%s)", ret, fi_strerror(-ret));
   CHECK(fd >= 0, "fi_control(counter, FI_GETWAIT) gave fd %d", fd);
   struct fid* f = &rcntr->fid;
   struct pollfd pfd = {fd, POLLIN, 0};
