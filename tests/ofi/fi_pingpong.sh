@@ -23,7 +23,9 @@
 #               matching and order (tagged), unexpected and truncated
 #               messages (unexpected), FI_PEEK / FI_CLAIM / FI_DISCARD and
 #               fi_cancel (peek), untagged messages, source addresses and
-#               the AV (msg).  FI_RDM_CHECK_PROV names another provider
+#               the AV (msg), counters (cntr), poll sets (poll), FD wait
+#               objects (wait: the interfaces get progress=adaptive, unless
+#               FI_RDM_WAIT_INLINE=1).  FI_RDM_CHECK_PROV names another provider
 #               (e.g. "dpdat;ofi_rxm") to check the program against it.
 # Two processes over a net_memif pair (a socket in a directory this script
 # makes and removes).  The interface of each comes from DPDAT_FI_IA.
@@ -111,6 +113,19 @@ case "$MODE" in
     PROG=$(readlink -f "$3")
     SUB=()
     [ "$MODE" = rx ] || [ "$MODE" = rdmcheck ] && SUB=("$4")
+    # fi_rdm_check wait: FD wait objects sleep in poll(2) while the
+    # interface's own thread moves it (progress=adaptive); with
+    # FI_RDM_WAIT_INLINE=1 the interface keeps the manual progress the RDM
+    # entry picks (progress=inline), where fi_cq_open(FI_WAIT_FD) must
+    # either refuse (-FI_ENOSYS, FI_RDM_CHECK_FD_OPTIONAL) or work.
+    if [ "$MODE" = rdmcheck ] && [ "$4" = wait ]; then
+      if [ "${FI_RDM_WAIT_INLINE:-0}" = 1 ]; then
+        export FI_RDM_CHECK_FD_OPTIONAL=1
+      else
+        DPDAT_IA_FISRV+=";progress=adaptive"
+        DPDAT_IA_FICLI+=";progress=adaptive"
+      fi
+    fi
     NAME=$(basename "$PROG")
     NAME=${NAME#dpdat_}
     DPDAT_FI_IA=fisrv timeout 60 "$PROG" server 7471 "${SUB[@]}" >"$TMP/server.log" 2>&1 &

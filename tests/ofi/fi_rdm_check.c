@@ -59,11 +59,39 @@
  *   FI_AV_TABLE whose indices follow insertion (an unused address first),
  *   fi_av_lookup, fi_av_straddr, fi_av_remove; with FI_DIRECTED_RECV,
  *   receives directed at the unused address are passed over and cancelled.
+ * MODE cntr: a send counter (FI_WAIT_UNSPEC) and a receive counter
+ *   (FI_WAIT_NONE) bound next to the CQs: tagged sends, small, rendezvous
+ *   (> 16 KiB) and two fi_tinject, make the send counter reach its value
+ *   (fi_cntr_wait, which then times out for one more) and the receive
+ *   counter count the messages (fi_cntr_read alone moves the endpoint),
+ *   exactly, 100 ms later too; a truncated receive counts an error
+ *   (fi_cntr_readerr), its send a success; a second server endpoint on
+ *   PORT + 1 with a transmit CQ and a receive counter but no receive CQ
+ *   enables, receives (data checked, small, rendezvous, one truncated: an
+ *   error counted) and puts nothing on its transmit CQ.
+ * MODE poll: a poll set of the server's receive CQ and receive counter:
+ *   fi_poll gives nothing before a message, then the CQ's context
+ *   (fi_cq_open's) for as long as its entry is unread, and the counter's
+ *   (fi_cntr_open's) once per change; after fi_poll_del of the CQ (a second
+ *   one fails) only the counter's; fi_close of a CQ in a poll set is
+ *   -FI_EBUSY until fi_poll_del.
+ * MODE wait: CQs with FI_WAIT_FD and a receive counter with one too (the
+ *   interface needs automatic progress: fi_pingpong.sh gives it
+ *   progress=adaptive; with FI_RDM_CHECK_FD_OPTIONAL=1 a -FI_ENOSYS from
+ *   fi_cq_open skips the mode): fi_control(FI_GETWAIT) descriptors;
+ *   fi_trywait, poll(2) on the descriptors and fi_cq_read until five
+ *   messages (one rendezvous) went each way; the server first sleeps on
+ *   the counter's descriptor alone while the client pauses 300 ms.  A
+ *   poll(2) of 3 s that times out with a message pending fails.
+ *   fi_cq_signal makes the next fi_cq_sread(5000 ms) return -FI_EAGAIN
+ *   within 1 s; fi_cq_sread(200 ms) of an empty CQ returns -FI_EAGAIN
+ *   after its timeout.
  * Every mode ends with a receive of each kind left posted when the
  * endpoint closes.  Prints "fi_rdm_check <role>: ok" and exits 0 when
  * everything matched; a line naming what did not, and exit 1, otherwise. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -84,7 +112,7 @@
 enum { GUARD = 64, QCAP = 256 };
 #define KIB ((size_t)1024)
 #define MIB ((size_t)1 << 20)
-enum { TAGGED, UNEXPECTED, PEEK, MSG };
+enum { TAGGED, UNEXPECTED, PEEK, MSG, CNTR, POLL, WAIT };
 static const uint64_t kBit63 = 1ull << 63;
 /* Tags of the exchanges every mode uses. */
 static const uint64_t kHelloTag = 0x4e110, kByeTag = 0xb7e, kCtrlTag = 0xc0000;
@@ -103,6 +131,16 @@ static fi_addr_t peer = FI_ADDR_NOTAVAIL;   /* the other end in our AV */
 static fi_addr_t unused = FI_ADDR_NOTAVAIL; /* MODE msg, peek: an address nobody uses */
 static fi_addr_t hello_src;                 /* server: the first message's source */
 static unsigned eagains;                    /* -FI_EAGAIN returns of posts */
+static struct fid_cntr* scntr;              /* MODE cntr: the send counter */
+static struct fid_cntr* rcntr;              /* MODE cntr, poll: the receive counter */
+static int no_fd;          /* MODE wait: FD wait objects refused (FI_RDM_CHECK_FD_OPTIONAL) */
+static int rx_hold;        /* MODE poll: progress() leaves the receive CQ alone */
+static void (*also)(void); /* MODE cntr: progress of a second endpoint */
+static const char* g_sip;  /* client: the server's IP */
+static int g_port;         /* the server's port */
+/* MODE poll: the contexts of the receive CQ and counter (fi_cq_open's,
+ * fi_cntr_open's) */
+static int rx_cq_ctx, rcntr_ctx;
 
 static double now_s(void) {
   struct timespec t;
@@ -173,7 +211,8 @@ static void poll_q(struct Queue* q) {
 /* Reading the CQs drives the provider's progress. */
 static void progress(void) {
   poll_q(&txq);
-  poll_q(&rxq);
+  if (!rx_hold) poll_q(&rxq);
+  if (also != NULL) also();
 }
 
 static void dump(const struct Queue* q) {
@@ -490,13 +529,46 @@ static void open_all(void) {
   OK(fi_domain(fabric, info, &domain, NULL));
   struct fi_av_attr aa = {.type = av_table() ? FI_AV_TABLE : FI_AV_MAP, .count = 8};
   OK(fi_av_open(domain, &aa, &av, NULL));
-  struct fi_cq_attr ca = {.size = 512, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
-  OK(fi_cq_open(domain, &ca, &txq.cq, NULL));
-  OK(fi_cq_open(domain, &ca, &rxq.cq, NULL));
+  /* MODE wait: file descriptors; automatic progress (progress=adaptive,
+   * fi_pingpong.sh) lets the interface move while the consumer sleeps */
+  struct fi_cq_attr ca = {.size = 512,
+                          .format = FI_CQ_FORMAT_TAGGED,
+                          .wait_obj = mode == WAIT ? FI_WAIT_FD : FI_WAIT_NONE};
+  ret = fi_cq_open(domain, &ca, &txq.cq, NULL);
+  const char* opt = getenv("FI_RDM_CHECK_FD_OPTIONAL");
+  if (mode == WAIT && ret == -FI_ENOSYS && opt != NULL && strcmp(opt, "1") == 0) {
+    printf(
+        "fi_rdm_check %s: fi_cq_open(FI_WAIT_FD) = -FI_ENOSYS (manual progress): FD waits "
+        "skipped\n",
+        role);
+    no_fd = 1;
+    ca.wait_obj = FI_WAIT_NONE;
+    ret = fi_cq_open(domain, &ca, &txq.cq, NULL);
+  }
+  CHECK(ret == 0, "fi_cq_open(wait_obj %s) = %d (%s)%s",
+        mode == WAIT ? "FI_WAIT_FD" : "FI_WAIT_NONE", ret, fi_strerror(-ret),
+        ret == -FI_ENOSYS ? ": the interface runs manual progress (progress=inline)" : "");
+  OK(fi_cq_open(domain, &ca, &rxq.cq, &rx_cq_ctx));
+  if (mode == WAIT && !no_fd) printf("fi_rdm_check %s: CQs with FI_WAIT_FD\n", role);
   OK(fi_endpoint(domain, info, &ep, NULL));
   OK(fi_ep_bind(ep, &av->fid, 0));
   OK(fi_ep_bind(ep, &txq.cq->fid, FI_TRANSMIT | (mode == MSG ? FI_SELECTIVE_COMPLETION : 0)));
   OK(fi_ep_bind(ep, &rxq.cq->fid, FI_RECV));
+  if (mode == WAIT && !no_fd) {
+    /* a receive counter with a descriptor too */
+    struct fi_cntr_attr ra = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
+    OK(fi_cntr_open(domain, &ra, &rcntr, NULL));
+    OK(fi_ep_bind(ep, &rcntr->fid, FI_RECV));
+  }
+  if (mode == CNTR || mode == POLL) {
+    /* a send counter that fi_cntr_wait waits on, a receive counter read */
+    struct fi_cntr_attr sa = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
+    struct fi_cntr_attr ra = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE};
+    OK(fi_cntr_open(domain, &sa, &scntr, NULL));
+    OK(fi_cntr_open(domain, &ra, &rcntr, &rcntr_ctx));
+    OK(fi_ep_bind(ep, &scntr->fid, FI_SEND));
+    OK(fi_ep_bind(ep, &rcntr->fid, FI_RECV));
+  }
   OK(fi_enable(ep));
 }
 
@@ -511,6 +583,8 @@ static void close_all(void) {
   OK(fi_close(&ep->fid));
   OK(fi_close(&txq.cq->fid));
   OK(fi_close(&rxq.cq->fid));
+  if (scntr != NULL) OK(fi_close(&scntr->fid));
+  if (rcntr != NULL) OK(fi_close(&rcntr->fid));
   OK(fi_close(&av->fid));
   OK(fi_close(&domain->fid));
   OK(fi_close(&fabric->fid));
@@ -1158,14 +1232,507 @@ static void run_msg(int server) {
   printf("fi_rdm_check %s: FI_DIRECTED_RECV %s\n", role, directed ? "checked" : "not offered");
 }
 
+/* ------------------------------------------------------------ MODE cntr */
+
+/* Reads c (which moves the endpoints it counts for) until its value
+ * reaches `value` and its errors `errs`, 10 s at most; then both exact,
+ * and still so 100 ms later (nothing counted twice). */
+static void cntr_reach(struct fid_cntr* c, uint64_t value, uint64_t errs, const char* what) {
+  double end = now_s() + 10;
+  uint64_t v, e;
+  for (;;) {
+    v = fi_cntr_read(c);
+    e = fi_cntr_readerr(c);
+    if ((v >= value && e >= errs) || now_s() > end) break;
+  }
+  for (end = now_s() + 0.1; now_s() < end && v == value && e == errs;) {
+    v = fi_cntr_read(c);
+    e = fi_cntr_readerr(c);
+  }
+  CHECK(v == value && e == errs, "%s: counter %llu, errors %llu; wanted %llu and %llu", what,
+        (unsigned long long)v, (unsigned long long)e, (unsigned long long)value,
+        (unsigned long long)errs);
+}
+
+/* Tagged sends counted: small, rendezvous (> 16 KiB), then two fi_tinject. */
+static const size_t kCntrSizes[] = {1, 100, 4096, 16 * KIB + 1, 64 * KIB + 1, MIB};
+enum { NCSEND = sizeof(kCntrSizes) / sizeof(kCntrSizes[0]), NCNTR = NCSEND + 2 };
+static const size_t kInj[2] = {64, 200};
+/* The second endpoint's messages (no receive CQ): the last one truncated. */
+static const size_t kEp2Sizes[4] = {10, 20000, 300000, 200};
+static const size_t kEp2Posted[4] = {10, 20000, 300000, 50};
+
+static size_t inj_size(int i) {
+  return kInj[i] < info->tx_attr->inject_size ? kInj[i] : info->tx_attr->inject_size;
+}
+
+static struct fid_ep* ep2;
+static struct fid_cq* cq2;
+static struct fid_cntr* rcntr2;
+static void ep2_progress(void) { (void)fi_cntr_read(rcntr2); }
+
+/* Server: a second endpoint on PORT + 1 with a transmit CQ and a receive
+ * counter, no receive CQ. */
+static void ep2_open(void) {
+  int ret;
+  struct fi_info* i2 = fi_dupinfo(info);
+  CHECK(i2->src_addr != NULL && i2->src_addrlen == sizeof(struct sockaddr_in), "no src_addr");
+  ((struct sockaddr_in*)i2->src_addr)->sin_port = htons((uint16_t)(g_port + 1));
+  struct fi_cq_attr ca = {.size = 64, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+  OK(fi_cq_open(domain, &ca, &cq2, NULL));
+  struct fi_cntr_attr ra = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
+  OK(fi_cntr_open(domain, &ra, &rcntr2, NULL));
+  OK(fi_endpoint(domain, i2, &ep2, NULL));
+  OK(fi_ep_bind(ep2, &av->fid, 0));
+  OK(fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT));
+  OK(fi_ep_bind(ep2, &rcntr2->fid, FI_RECV));
+  ret = fi_enable(ep2);
+  CHECK(ret == 0, "fi_enable of an endpoint with a receive counter and no receive CQ = %d (%s)",
+        ret, fi_strerror(-ret));
+  struct sockaddr_in me;
+  size_t len = sizeof(me);
+  OK(fi_getname(&ep2->fid, &me, &len));
+  CHECK(sin_port(&me) == g_port + 1, "second endpoint: port %u, wanted %d", sin_port(&me),
+        g_port + 1);
+  fi_freeinfo(i2);
+}
+
+static void cntr_recv(void) {
+  int ret;
+  const uint64_t v0 = fi_cntr_read(rcntr);
+  CHECK(fi_cntr_readerr(rcntr) == 0, "receive counter: %llu errors before any",
+        (unsigned long long)fi_cntr_readerr(rcntr));
+  struct Msg* m[NCNTR];
+  for (size_t i = 0; i < NCNTR; ++i) {
+    const size_t sz = i < NCSEND ? kCntrSizes[i] : inj_size((int)(i - NCSEND));
+    m[i] = msg_new(sz + 10, sz, 500 + (unsigned)i, 0x7000 + i);
+    post_trecv(m[i], 0, FI_ADDR_UNSPEC);
+  }
+  sync_send(70);
+  /* fi_cntr_read alone moves the endpoint */
+  cntr_reach(rcntr, v0 + NCNTR, 0, "receive counter after the tagged messages");
+  for (size_t i = 0; i < NCNTR; ++i) {
+    char what[64];
+    snprintf(what, sizeof(what), "counted message %zu (%zu bytes)", i, m[i]->size);
+    recv_check(m[i], FI_TAGGED, 0, what);
+    msg_free(m[i]);
+  }
+  /* truncated: an error counted, no success */
+  struct Msg* t = msg_new(100, 100, 520, 0x7100);
+  post_trecv(t, 0, FI_ADDR_UNSPEC);
+  sync_send(71);
+  cntr_reach(rcntr, v0 + NCNTR, 1, "receive counter after a truncated message");
+  struct Done d = take(&rxq, &t->ctx, "truncated receive");
+  CHECK(d.err == FI_ETRUNC && d.olen == 200, "truncated receive: err %d (%s) olen %zu", d.err,
+        fi_strerror(d.err), d.olen);
+  check_bytes(t, 100, "truncated receive");
+  msg_free(t);
+  /* an endpoint whose receive side has a counter and no CQ (ofi_rxm
+   * refuses to enable one: -FI_ENOCQ) */
+  if (!strict) {
+    printf("fi_rdm_check server: no endpoint without a receive CQ on %s\n", prov);
+    return;
+  }
+  ep2_open();
+  struct Msg* r[4];
+  for (int i = 0; i < 4; ++i) {
+    r[i] = msg_new(kEp2Posted[i], kEp2Sizes[i], 530 + (unsigned)i, 0x7200 + (uint64_t)i);
+    POST(fi_trecv(ep2, r[i]->buf, r[i]->cap, NULL, FI_ADDR_UNSPEC, r[i]->tag, 0, &r[i]->ctx));
+  }
+  also = ep2_progress;
+  sync_send(72);
+  cntr_reach(rcntr2, 3, 1, "receive counter of the endpoint without a receive CQ");
+  for (int i = 0; i < 4; ++i) {
+    char what[80];
+    snprintf(what, sizeof(what), "message %d (%zu bytes) to the endpoint without a receive CQ", i,
+             kEp2Sizes[i]);
+    check_bytes(r[i], kEp2Posted[i] < kEp2Sizes[i] ? kEp2Posted[i] : kEp2Sizes[i], what);
+    msg_free(r[i]);
+  }
+  sync_wait(73); /* the client's sends to it completed */
+  also = NULL;
+  struct fi_cq_tagged_entry e;
+  const ssize_t n = fi_cq_read(cq2, &e, 1);
+  CHECK(n == -FI_EAGAIN, "second endpoint's transmit CQ: %zd, nothing was sent", n);
+  OK(fi_close(&ep2->fid));
+  OK(fi_close(&cq2->fid));
+  OK(fi_close(&rcntr2->fid));
+}
+
+static void cntr_send(void) {
+  int ret;
+  sync_wait(70);
+  const uint64_t s0 = fi_cntr_read(scntr);
+  struct Msg* m[NCNTR];
+  for (size_t i = 0; i < NCNTR; ++i) {
+    const size_t sz = i < NCSEND ? kCntrSizes[i] : inj_size((int)(i - NCSEND));
+    m[i] = tx_new(sz, 500 + (unsigned)i, 0x7000 + i);
+    if (i < NCSEND) {
+      POST(fi_tsend(ep, m[i]->buf, sz, NULL, peer, m[i]->tag, &m[i]->ctx));
+    } else {
+      POST(fi_tinject(ep, m[i]->buf, sz, peer, m[i]->tag));
+      memset(m[i]->buf, 0, sz);
+    }
+  }
+  /* fi_cntr_wait moves the endpoint; injects count too */
+  const double t0 = now_s();
+  ret = fi_cntr_wait(scntr, s0 + NCNTR, 10000);
+  CHECK(ret == 0, "fi_cntr_wait(send counter, %llu) = %d (%s) after %.1f s, counter %llu",
+        (unsigned long long)(s0 + NCNTR), ret, fi_strerror(-ret), now_s() - t0,
+        (unsigned long long)fi_cntr_read(scntr));
+  CHECK(fi_cntr_read(scntr) == s0 + NCNTR && fi_cntr_readerr(scntr) == 0,
+        "send counter %llu errors %llu after %d sends (from %llu)",
+        (unsigned long long)fi_cntr_read(scntr), (unsigned long long)fi_cntr_readerr(scntr),
+        (int)NCNTR, (unsigned long long)s0);
+  for (size_t i = 0; i < NCSEND; ++i) check_tx(m[i], FI_TAGGED, "counted send");
+  for (size_t i = 0; i < NCNTR; ++i) msg_free(m[i]);
+  idle("counted sends (fi_tinject: no completion)");
+  double t1 = now_s();
+  ret = fi_cntr_wait(scntr, s0 + NCNTR + 1, 200);
+  t1 = now_s() - t1;
+  CHECK(ret == -FI_ETIMEDOUT && t1 > 0.15 && t1 < 3,
+        "fi_cntr_wait for a send never made = %d (%s) after %.3f s", ret, fi_strerror(-ret), t1);
+  /* truncated at the receiver: the send succeeds */
+  sync_wait(71);
+  struct Msg* t = tx_new(300, 520, 0x7100);
+  tsend_msg(t, peer);
+  check_tx(t, FI_TAGGED, "send of a message truncated at the receiver");
+  msg_free(t);
+  CHECK(fi_cntr_read(scntr) == s0 + NCNTR + 1 && fi_cntr_readerr(scntr) == 0,
+        "send counter %llu errors %llu after a truncated message",
+        (unsigned long long)fi_cntr_read(scntr), (unsigned long long)fi_cntr_readerr(scntr));
+  /* the server's second endpoint, PORT + 1 */
+  if (!strict) return;
+  sync_wait(72);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)(g_port + 1));
+  CHECK(inet_pton(AF_INET, g_sip, &a.sin_addr) == 1, "server IP '%s'", g_sip);
+  fi_addr_t p2 = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(av, &a, 1, &p2, 0, NULL) == 1, "fi_av_insert of the second endpoint");
+  struct Msg* r[4];
+  for (int i = 0; i < 4; ++i) {
+    r[i] = tx_new(kEp2Sizes[i], 530 + (unsigned)i, 0x7200 + (uint64_t)i);
+    POST(fi_tsend(ep, r[i]->buf, r[i]->size, NULL, p2, r[i]->tag, &r[i]->ctx));
+  }
+  for (int i = 0; i < 4; ++i) {
+    check_tx(r[i], FI_TAGGED, "send to the endpoint without a receive CQ");
+    msg_free(r[i]);
+  }
+  sync_send(73);
+}
+
+static void run_cntr(int server) {
+  if (server)
+    cntr_recv();
+  else
+    cntr_send();
+}
+
+/* ------------------------------------------------------------ MODE poll */
+
+static struct fid_poll* pollset;
+
+/* One fi_poll: how often it gave the receive CQ's and the counter's
+ * contexts (nothing else may come). */
+static void poll_once(int* cq, int* cn, const char* what) {
+  void* ctx[4] = {NULL, NULL, NULL, NULL};
+  const int n = fi_poll(pollset, ctx, 4);
+  CHECK(n >= 0 && n <= 2, "%s: fi_poll = %d", what, n);
+  *cq = *cn = 0;
+  for (int i = 0; i < n; ++i) {
+    if (ctx[i] == &rx_cq_ctx)
+      ++*cq;
+    else if (ctx[i] == &rcntr_ctx)
+      ++*cn;
+    else
+      CHECK(0, "%s: fi_poll gave context %p, not the CQ's %p or the counter's %p", what, ctx[i],
+            (void*)&rx_cq_ctx, (void*)&rcntr_ctx);
+  }
+  CHECK(*cq <= 1 && *cn <= 1, "%s: fi_poll gave a context twice", what);
+}
+
+/* fi_poll gives nothing for `secs`. */
+static void poll_none(double secs, const char* what) {
+  const double end = now_s() + secs;
+  int cq, cn;
+  while (now_s() < end) {
+    poll_once(&cq, &cn, what);
+    CHECK(cq == 0 && cn == 0, "%s: fi_poll gave the %s", what,
+          cq != 0 ? "receive CQ's context" : "counter's context");
+  }
+}
+
+/* fi_poll until the contexts wanted (the CQ's if want_cq, the counter's)
+ * came, 10 s at most; the counter's comes once, the CQ's only if wanted. */
+static void poll_until(int want_cq, const char* what) {
+  const double end = now_s() + 10;
+  int cq_n = 0, cn_n = 0, cq, cn;
+  while ((want_cq && cq_n == 0) || cn_n == 0) {
+    CHECK(now_s() < end, "%s: no %s context from fi_poll in 10 s", what,
+          cn_n == 0 ? "counter's" : "receive CQ's");
+    poll_once(&cq, &cn, what);
+    cq_n += cq;
+    cn_n += cn;
+    CHECK(want_cq || cq == 0, "%s: fi_poll gave the context of a CQ deleted from the set", what);
+    CHECK(cn_n <= 1, "%s: the counter's context twice for one change", what);
+  }
+}
+
+static void poll_recv(void) {
+  int ret;
+  struct fi_poll_attr pa = {.flags = 0};
+  OK(fi_poll_open(domain, &pa, &pollset));
+  OK(fi_poll_add(pollset, &rxq.cq->fid, 0));
+  OK(fi_poll_add(pollset, &rcntr->fid, 0));
+  const uint64_t v0 = fi_cntr_read(rcntr);
+  rx_hold = 1;
+  /* fi_poll(3): a counter's context comes when it changed since the last
+   * fi_poll; dpdat counts from fi_poll_add, ofi_rxm from the counter's
+   * opening (the hello changed it) */
+  if (!strict) {
+    int cq, cn;
+    poll_once(&cq, &cn, "first fi_poll");
+    CHECK(cq == 0, "first fi_poll gave the receive CQ's context, the CQ is empty");
+  }
+  poll_none(0.2, "before a message");
+  struct Msg* m1 = msg_new(1010, 1000, 600, 0x9001);
+  post_trecv(m1, 0, FI_ADDR_UNSPEC);
+  sync_send(80);
+  poll_until(1, "a message");
+  /* the CQ's entry unread: its context each time; the counter's not again */
+  const double end = now_s() + 0.1;
+  while (now_s() < end) {
+    int cq, cn;
+    poll_once(&cq, &cn, "the entry unread");
+    CHECK(cq == 1 && cn == 0, "the entry unread: fi_poll gave the CQ %d times, the counter %d", cq,
+          cn);
+  }
+  rx_hold = 0;
+  recv_check(m1, FI_TAGGED, 0, "message seen by fi_poll");
+  msg_free(m1);
+  CHECK(fi_cntr_read(rcntr) == v0 + 1, "receive counter %llu, wanted %llu",
+        (unsigned long long)fi_cntr_read(rcntr), (unsigned long long)(v0 + 1));
+  rx_hold = 1;
+  poll_none(0.1, "after the entry was read");
+  /* the CQ out of the set: only the counter's change shows */
+  OK(fi_poll_del(pollset, &rxq.cq->fid, 0));
+  /* (ofi_rxm's poll set deletes what it does not hold without a word) */
+  if (strict)
+    CHECK(fi_poll_del(pollset, &rxq.cq->fid, 0) != 0, "a second fi_poll_del of the CQ succeeded");
+  struct Msg* m2 = msg_new(100 * KIB + 10, 100 * KIB, 601, 0x9002);
+  post_trecv(m2, 0, FI_ADDR_UNSPEC);
+  sync_send(81);
+  poll_until(0, "a rendezvous message, the CQ deleted from the set");
+  poll_none(0.1, "after the counter's change was reported");
+  rx_hold = 0;
+  recv_check(m2, FI_TAGGED, 0, "message counted in the poll set");
+  msg_free(m2);
+  /* a CQ in a poll set stays open until deleted from it */
+  struct fi_cq_attr ca = {.size = 16, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+  struct fid_cq* cq3;
+  OK(fi_cq_open(domain, &ca, &cq3, NULL));
+  OK(fi_poll_add(pollset, &cq3->fid, 0));
+  ret = fi_close(&cq3->fid);
+  if (!strict && ret == 0) { /* ofi_rxm's poll set holds no reference */
+    printf("fi_rdm_check server: fi_close of a CQ in a poll set = 0 on %s\n", prov);
+    OK(fi_close(&pollset->fid));
+    return;
+  }
+  CHECK(ret == -FI_EBUSY, "fi_close of a CQ in a poll set = %d (%s), wanted -FI_EBUSY", ret,
+        fi_strerror(-ret));
+  OK(fi_poll_del(pollset, &cq3->fid, 0));
+  OK(fi_close(&cq3->fid));
+  OK(fi_close(&pollset->fid));
+}
+
+static void poll_send(void) {
+  sync_wait(80);
+  struct Msg* m1 = tx_new(1000, 600, 0x9001);
+  tsend_msg(m1, peer);
+  check_tx(m1, FI_TAGGED, "message for fi_poll");
+  msg_free(m1);
+  sync_wait(81);
+  struct Msg* m2 = tx_new(100 * KIB, 601, 0x9002);
+  tsend_msg(m2, peer);
+  check_tx(m2, FI_TAGGED, "rendezvous message for fi_poll");
+  msg_free(m2);
+}
+
+static void run_poll(int server) {
+  if (server)
+    poll_recv();
+  else
+    poll_send();
+}
+
+/* ------------------------------------------------------------ MODE wait */
+
+static const size_t kWaitSizes[] = {8, 300, 4096, 200000, 17};
+enum { NWAIT = sizeof(kWaitSizes) / sizeof(kWaitSizes[0]) };
+
+static int wait_fd(struct fid_cq* cq, const char* name) {
+  int ret, fd = -1;
+  OK(fi_control(&cq->fid, FI_GETWAIT, &fd));
+  CHECK(fd >= 0, "fi_control(%s CQ, FI_GETWAIT) gave fd %d", name, fd);
+  return fd;
+}
+
+/* Until the queues hold ntx and nrx completions: the CQs read; when they
+ * have nothing, fi_trywait of both and poll(2) on their descriptors, which
+ * must wake within 3 s (a message is pending).  The sleeps it took. */
+static unsigned wait_for(size_t ntx, size_t nrx, const char* what) {
+  struct fid* fids[2] = {&txq.cq->fid, &rxq.cq->fid};
+  struct pollfd pfd[2] = {{wait_fd(txq.cq, "transmit"), POLLIN, 0},
+                          {wait_fd(rxq.cq, "receive"), POLLIN, 0}};
+  unsigned slept = 0;
+  const double end = now_s() + 20;
+  for (;;) {
+    progress();
+    if (txq.n >= ntx && rxq.n >= nrx) return slept;
+    CHECK(now_s() < end, "%s: %zu of %zu sends and %zu of %zu receives complete after 20 s", what,
+          txq.n, ntx, rxq.n, nrx);
+    const int r = fi_trywait(fabric, fids, 2);
+    if (r == -FI_EAGAIN) continue;
+    CHECK(r == 0, "%s: fi_trywait = %d (%s)", what, r, fi_strerror(-r));
+    const int p = poll(pfd, 2, 3000);
+    CHECK(
+        p > 0,
+        "%s: poll(2) of the CQs' descriptors %s after fi_trywait, %zu of %zu sends and %zu of %zu "
+        "receives complete",
+        what, p == 0 ? "timed out (3 s)" : "failed", txq.n, ntx, rxq.n, nrx);
+    ++slept;
+  }
+}
+
+static void wait_post(struct Msg** m, uint64_t tag0) {
+  for (size_t i = 0; i < NWAIT; ++i) {
+    m[i] = msg_new(kWaitSizes[i] + 10, kWaitSizes[i], 700 + (unsigned)(tag0 & 0xff) + (unsigned)i,
+                   tag0 + i);
+    post_trecv(m[i], 0, FI_ADDR_UNSPEC);
+  }
+}
+
+static void wait_send(struct Msg** m, uint64_t tag0) {
+  for (size_t i = 0; i < NWAIT; ++i) {
+    m[i] = tx_new(kWaitSizes[i], 700 + (unsigned)(tag0 & 0xff) + (unsigned)i, tag0 + i);
+    POST(fi_tsend(ep, m[i]->buf, m[i]->size, NULL, peer, m[i]->tag, &m[i]->ctx));
+  }
+}
+
+static void wait_check(struct Msg** rx, struct Msg** tx) {
+  for (size_t i = 0; i < NWAIT; ++i) {
+    char what[64];
+    snprintf(what, sizeof(what), "message %zu (%zu bytes) waited for", i, kWaitSizes[i]);
+    if (rx != NULL) {
+      recv_check(rx[i], FI_TAGGED, 0, what);
+      msg_free(rx[i]);
+    }
+    if (tx != NULL) {
+      check_tx(tx[i], FI_TAGGED, what);
+      msg_free(tx[i]);
+    }
+  }
+}
+
+/* fi_cq_signal wakes the next fi_cq_sread at once; without it an sread of
+ * an empty CQ waits its timeout. */
+static void signal_check(void) {
+  int ret;
+  struct fi_cq_tagged_entry e;
+  OK(fi_cq_signal(rxq.cq));
+  double t = now_s();
+  ssize_t r = fi_cq_sread(rxq.cq, &e, 1, NULL, 5000);
+  t = now_s() - t;
+  CHECK(r == -FI_EAGAIN && t < 1, "fi_cq_sread(5000 ms) after fi_cq_signal = %zd (%s) after %.3f s",
+        r, fi_strerror((int)-r), t);
+  t = now_s();
+  r = fi_cq_sread(rxq.cq, &e, 1, NULL, 200);
+  t = now_s() - t;
+  CHECK(r == -FI_EAGAIN && t > 0.15 && t < 3,
+        "fi_cq_sread(200 ms) of an empty CQ = %zd (%s) after %.3f s", r, fi_strerror((int)-r), t);
+}
+
+/* Until the receive counter reaches `value`: fi_trywait of the counter
+ * alone and poll(2) on its descriptor, which must wake within 3 s.  The
+ * sleeps it took. */
+static unsigned cntr_wait_fd(uint64_t value, const char* what) {
+  int ret, fd = -1;
+  ret = fi_control(&rcntr->fid, FI_GETWAIT, &fd);
+  if (!strict && ret != 0) { /* ofi_rxm: -FI_ENOSYS */
+    printf("fi_rdm_check server: fi_control(counter, FI_GETWAIT) = %d on %s\n", ret, prov);
+    return 1;
+  }
+  CHECK(ret == 0, "fi_control(counter, FI_GETWAIT) = %d (%s)", ret, fi_strerror(-ret));
+  CHECK(fd >= 0, "fi_control(counter, FI_GETWAIT) gave fd %d", fd);
+  struct fid* f = &rcntr->fid;
+  struct pollfd pfd = {fd, POLLIN, 0};
+  unsigned slept = 0;
+  const double end = now_s() + 20;
+  for (;;) {
+    const uint64_t v = fi_cntr_read(rcntr);
+    if (v >= value) {
+      CHECK(v == value && fi_cntr_readerr(rcntr) == 0, "%s: counter %llu errors %llu, wanted %llu",
+            what, (unsigned long long)v, (unsigned long long)fi_cntr_readerr(rcntr),
+            (unsigned long long)value);
+      return slept;
+    }
+    CHECK(now_s() < end, "%s: counter %llu of %llu after 20 s", what, (unsigned long long)v,
+          (unsigned long long)value);
+    const int r = fi_trywait(fabric, &f, 1);
+    if (r == -FI_EAGAIN) continue;
+    CHECK(r == 0, "%s: fi_trywait(counter) = %d (%s)", what, r, fi_strerror(-r));
+    const int p = poll(&pfd, 1, 3000);
+    CHECK(p > 0,
+          "%s: poll(2) of the counter's descriptor %s after fi_trywait, counter %llu of %llu", what,
+          p == 0 ? "timed out (3 s)" : "failed", (unsigned long long)fi_cntr_read(rcntr),
+          (unsigned long long)value);
+    ++slept;
+  }
+}
+
+static void run_wait(int server) {
+  struct Msg *rx[NWAIT], *tx[NWAIT];
+  unsigned slept;
+  if (no_fd) return;
+  if (server) {
+    /* the client pauses 300 ms before it sends: the server sleeps, on the
+     * receive counter's descriptor alone */
+    const uint64_t v0 = fi_cntr_read(rcntr);
+    wait_post(rx, 0xb000);
+    slept = cntr_wait_fd(v0 + NWAIT, "the client's messages, counted");
+    CHECK(slept >= 1, "waited for the client's messages without sleeping once");
+    /* the completions are there (counted as they were made) */
+    rx_hold = 0;
+    slept += wait_for(0, NWAIT, "the client's messages");
+    wait_check(rx, NULL);
+    wait_send(tx, 0xa000);
+    slept += wait_for(NWAIT, 0, "the server's sends");
+    wait_check(NULL, tx);
+  } else {
+    wait_post(rx, 0xa000);
+    const struct timespec pause = {0, 300000000};
+    nanosleep(&pause, NULL);
+    wait_send(tx, 0xb000);
+    slept = wait_for(NWAIT, NWAIT, "the exchange");
+    wait_check(rx, tx);
+  }
+  signal_check();
+  printf("fi_rdm_check %s: %d messages each way waited for, %u sleeps on the descriptors\n", role,
+         (int)NWAIT, slept);
+}
+
 /* ------------------------------------------------------------ roles */
 
-static const char* const kModes[] = {"tagged", "unexpected", "peek", "msg"};
+static const char* const kModes[] = {"tagged", "unexpected", "peek", "msg", "cntr", "poll", "wait"};
 
 static int mode_of(const char* name) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < (int)(sizeof(kModes) / sizeof(kModes[0])); ++i)
     if (strcmp(name, kModes[i]) == 0) return i;
-  fprintf(stderr, "fi_rdm_check: unknown mode '%s' (tagged, unexpected, peek, msg)\n", name);
+  fprintf(stderr,
+          "fi_rdm_check: unknown mode '%s' (tagged, unexpected, peek, msg, cntr, poll, wait)\n",
+          name);
   exit(2);
 }
 
@@ -1184,8 +1751,17 @@ static void run(int server, const char* sip, const char* port) {
     case PEEK:
       run_peek(server);
       break;
-    default:
+    case MSG:
       run_msg(server);
+      break;
+    case CNTR:
+      run_cntr(server);
+      break;
+    case POLL:
+      run_poll(server);
+      break;
+    default:
+      run_wait(server);
       break;
   }
   bye(server);
@@ -1202,7 +1778,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "server") == 0) {
     role = "server";
     mode = mode_of(argv[3]);
-    const int port = atoi(argv[2]);
+    const int port = g_port = atoi(argv[2]);
     get_info(NULL, argv[2], FI_SOURCE);
     open_all();
     own_name((uint16_t)port);
@@ -1213,6 +1789,8 @@ int main(int argc, char** argv) {
   if (argc == 5 && strcmp(argv[1], "client") == 0) {
     role = "client";
     mode = mode_of(argv[4]);
+    g_sip = argv[2];
+    g_port = atoi(argv[3]);
     get_info(argv[2], argv[3], 0);
     open_all();
     run(0, argv[2], argv[3]);
