@@ -57,6 +57,7 @@ namespace rdm {
 // both ends are this provider on x86-64 hosts of one link).
 inline constexpr uint8_t kEager = 1, kRts = 2, kFin = 3;
 inline constexpr uint8_t kTagged = 1, kHasData = 2;
+inline constexpr uint8_t kFinFailed = 4;  // FIN: the receiver's READ failed
 struct Hdr {
   uint8_t op = 0;
   uint8_t flags = 0;
@@ -92,7 +93,8 @@ inline constexpr size_t kEagerMax = 65536;
 // the cache (with 512, a 4 KiB ping-pong took 0.5 us more a message), enough
 // for bursts of unexpected messages (more wait for the receiver's RNR NAK).
 inline constexpr uint32_t kRxBufs = 64;
-inline constexpr uint32_t kTxOps = 256;  // sends in flight
+inline constexpr uint32_t kTxOps = 256;      // sends in flight
+inline constexpr uint32_t kFinReserve = 16;  // of them, kept for FINs
 inline constexpr size_t kSlotSize = sizeof(Rts) + kInjectSize;
 inline constexpr uint8_t kConnectTries = 5;
 inline constexpr size_t kReqPool = 1024;  // free receive records kept
@@ -128,7 +130,9 @@ struct TxOp {
   bool tagged = false;
   bool send_done = false;
   bool fin_done = false;
-  uint8_t kind = 0;  // rdm::kEager / kRts / kFin
+  bool fin_failed = false;  // the FIN said the receiver's READ failed
+  bool silent = false;      // an inject: no context to report with
+  uint8_t kind = 0;         // rdm::kEager / kRts / kFin
   uint32_t gen = 0;
   void* context = nullptr;
   uint64_t tag = 0;
@@ -204,9 +208,14 @@ struct RdmEp {
   std::list<std::unique_ptr<Conn>> conns;
   std::list<RecvReq*> posted[2];  // [0] FI_MSG, [1] FI_TAGGED
   std::list<Unexp*> unexp[2];
-  std::deque<std::pair<Conn*, uint64_t>> fins;  // FINs waiting for a slot
-  std::list<RecvReq*> reads;                    // READs waiting for room
-  std::unordered_set<RecvReq*> reading;         // READs posted
+  struct PendingFin {
+    Conn* conn = nullptr;
+    uint64_t id = 0;
+    bool failed = false;
+  };
+  std::deque<PendingFin> fins;           // FINs waiting for a slot
+  std::list<RecvReq*> reads;             // READs waiting for room
+  std::unordered_set<RecvReq*> reading;  // READs posted
   std::vector<RecvReq*> req_pool;
   std::vector<uint32_t> repost;  // receive buffers free, not yet given back
   uint32_t connecting = 0;       // outbound connections not yet up

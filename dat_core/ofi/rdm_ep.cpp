@@ -80,8 +80,14 @@ void accept_request(RdmEp* ep, const dat::Event& ev) {
     return;
   }
   if (!dat::cr_accept(cr, c->dep, nullptr, 0).ok()) {
-    (void)dat::ep_free(c->dep);
-    return;
+    if (dat::ep_free(c->dep).ok()) return;
+    // An EP the interface keeps: its events must not name the connection,
+    // which stays (dead) until the endpoint closes.
+    {
+      dat::Lock lk(ep->dom->pz->ia->iface);
+      c->dep->context = 0;
+    }
+    c->dead = true;
   }
   ep->conns.push_back(std::move(c));
 }
@@ -229,10 +235,12 @@ int rdm_bind(fid* f, fid* bf, uint64_t flags) {
   if (Cntr* c = object_of<Cntr>(bf, FI_CLASS_CNTR); c != nullptr) {
     if ((flags & ~static_cast<uint64_t>(FI_SEND | FI_RECV)) != 0) return -FI_EBADFLAGS;
     if (flags == 0 || c->dom->pz->ia->iface != ep->dom->pz->ia->iface) return -FI_EINVAL;
-    // Each side's counter is bound once (a second replaces it).
-    for (auto [want, slot] :
-         {std::pair{FI_SEND, &ep->cntr_send}, std::pair{FI_RECV, &ep->cntr_recv}})
-      if ((flags & want) != 0) *slot = c;
+    // One counter per side.
+    if (((flags & FI_SEND) != 0 && ep->cntr_send != nullptr && ep->cntr_send != c) ||
+        ((flags & FI_RECV) != 0 && ep->cntr_recv != nullptr && ep->cntr_recv != c))
+      return -FI_EINVAL;
+    if ((flags & FI_SEND) != 0) ep->cntr_send = c;
+    if ((flags & FI_RECV) != 0) ep->cntr_recv = c;
     std::lock_guard lk(c->mu);
     if (std::find(c->rdm_eps.begin(), c->rdm_eps.end(), ep) == c->rdm_eps.end()) {
       c->rdm_eps.push_back(ep);
@@ -251,9 +259,11 @@ size_t eager_limit() {
   if (s == nullptr || *s == '\0') return rdm::kEagerDefault;
   char* end = nullptr;
   const unsigned long v = std::strtoul(s, &end, 10);
-  if (end == s || *end != '\0' || v > rdm::kEagerMax) {
-    FI_WARN(&g_prov, FI_LOG_EP_CTRL, "DPDAT_FI_EAGER=%s: not 0..%zu, default used\n", s,
-            rdm::kEagerMax);
+  // An inject (up to kInjectSize) always travels eager: it returns before
+  // the message leaves.
+  if (end == s || *end != '\0' || v < kInjectSize || v > rdm::kEagerMax) {
+    FI_WARN(&g_prov, FI_LOG_EP_CTRL, "DPDAT_FI_EAGER=%s: not %zu..%zu, default used\n", s,
+            kInjectSize, rdm::kEagerMax);
     return rdm::kEagerDefault;
   }
   return v;
@@ -261,6 +271,8 @@ size_t eager_limit() {
 
 int enable(RdmEp* ep) {
   if (ep->enabled) return 0;
+  // A failed enable leaves what it made for fi_close to free: not again.
+  if (ep->dto != nullptr) return -FI_EOPBADSTATE;
   if (ep->av == nullptr) return -FI_ENOAV;
   // A side reports through its CQ, or counts with a counter alone.
   if ((ep->txcq == nullptr && ep->cntr_send == nullptr) ||
@@ -520,9 +532,11 @@ int rdm_cq_trywait(Cq* cq) {
 }
 
 bool rdm_cq_ready(Cq* cq) {
-  // A read of no entry progresses the endpoints and says whether any waits.
+  // A read of no entry progresses the endpoints.
   fi_cq_tagged_entry none;
-  return rdm_cq_read(cq, &none, 0, nullptr) == -FI_EAVAIL;
+  (void)rdm_cq_read(cq, &none, 0, nullptr);
+  dat::SpinLockGuard lk(cq->rdm_mu);
+  return !cq->rdm_q.empty();
 }
 
 void rdm_deliver(Cq* cq, const RdmEntry& e) {
@@ -533,15 +547,20 @@ void rdm_deliver(Cq* cq, const RdmEntry& e) {
 
 ssize_t rdm_cq_read(Cq* cq, void* buf, size_t count, fi_addr_t* src) {
   if (buf == nullptr && count > 0) return -FI_EINVAL;
-  RdmEp* eps[8];
+  RdmEp* few[8];
+  std::vector<RdmEp*> many;
+  RdmEp** eps = few;
   size_t neps = 0;
   // The endpoints move on at every read, also one that finds an error
   // entry waiting (a consumer peeking in a loop reads nothing else).
   {
     dat::SpinLockGuard lk(cq->rdm_mu);
-    for (RdmEp* ep : cq->rdm_eps) {
-      if (neps == std::size(eps)) break;
-      eps[neps++] = ep;
+    neps = cq->rdm_eps.size();
+    if (neps > std::size(few)) {
+      many = cq->rdm_eps;
+      eps = many.data();
+    } else {
+      std::copy(cq->rdm_eps.begin(), cq->rdm_eps.end(), few);
     }
   }
   // Endpoints close under the consumer's own order (never while it reads
@@ -584,7 +603,7 @@ ssize_t rdm_cq_read(Cq* cq, void* buf, size_t count, fi_addr_t* src) {
     ++n;
   }
   if (n > 0) return static_cast<ssize_t>(n);
-  return !cq->rdm_q.empty() ? -FI_EAVAIL : -FI_EAGAIN;
+  return !cq->rdm_q.empty() && cq->rdm_q.front().is_err ? -FI_EAVAIL : -FI_EAGAIN;
 }
 
 ssize_t rdm_cq_readerr(Cq* cq, fi_cq_err_entry* buf) {

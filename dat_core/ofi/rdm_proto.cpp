@@ -31,14 +31,17 @@ void free_req(RdmEp* ep, RecvReq* r) {
   if (ep->req_pool.size() < rdm::kReqPool) {
     ep->req_pool.push_back(r);
   } else {
-    free_req(ep, r);
+    delete r;
   }
 }
 
 // ------------------------------------------------------------ send side
 
-int take_tx(RdmEp* ep, uint32_t* out) {
-  if (ep->tx_free.empty()) return -FI_EAGAIN;
+// A consumer's send takes a slot only while kFinReserve stay free for the
+// FINs: an RTS holds its slot until the peer's FIN comes, and peers whose
+// slots all waited so would never send each other the FINs that free them.
+int take_tx(RdmEp* ep, uint32_t* out, bool fin = false) {
+  if (ep->tx_free.empty() || (!fin && ep->tx_free.size() <= rdm::kFinReserve)) return -FI_EAGAIN;
   *out = ep->tx_free.back();
   ep->tx_free.pop_back();
   TxOp& t = ep->tx[*out];
@@ -69,7 +72,9 @@ void report_tx(RdmEp* ep, const TxOp& t, int err) {
     FI_WARN(&g_prov, FI_LOG_EP_DATA, "%s to %#x:%u failed: %s\n",
             t.kind == rdm::kRts ? "rendezvous send" : "send", t.conn != nullptr ? t.conn->ip : 0,
             t.conn != nullptr ? unsigned{t.conn->port} : 0U, fi_strerror(err));
-  if (!t.report && err == 0) return;
+  // A send the consumer asked no completion of reports its failure too,
+  // but an inject has no context to name (the log and the counter say it).
+  if ((!t.report && err == 0) || (err != 0 && t.silent)) return;
   RdmEntry e;
   e.e.op_context = t.context;
   e.e.flags = FI_SEND | kind_flags(t.tagged);
@@ -96,11 +101,11 @@ int post_send(RdmEp* ep, Conn* c, uint32_t i, size_t hdr, const iovec* iov, void
   return to_fi(dat::ep_post(c->dep, a));
 }
 
-void send_fin(RdmEp* ep, Conn* c, uint64_t id) {
+void send_fin(RdmEp* ep, Conn* c, uint64_t id, bool failed = false) {
   uint32_t i = 0;
   if (c->dead) return;
-  if (take_tx(ep, &i) != 0) {
-    ep->fins.emplace_back(c, id);
+  if (take_tx(ep, &i, true) != 0) {
+    ep->fins.push_back(RdmEp::PendingFin{c, id, failed});
     return;
   }
   TxOp& t = ep->tx[i];
@@ -108,11 +113,12 @@ void send_fin(RdmEp* ep, Conn* c, uint64_t id) {
   t.conn = c;
   rdm::Hdr h;
   h.op = rdm::kFin;
+  h.flags = failed ? rdm::kFinFailed : 0;
   h.id = id;
   std::memcpy(slot(ep, i), &h, sizeof(h));
   if (post_send(ep, c, i, sizeof(h), nullptr, nullptr, 0) != 0) {
     free_tx(ep, i);
-    ep->fins.emplace_back(c, id);
+    ep->fins.push_back(RdmEp::PendingFin{c, id, failed});
   }
 }
 
@@ -157,6 +163,7 @@ ssize_t send_common(RdmEp* ep, const SendArgs& s) {
   t.tag = s.tag;
   t.conn = c;
   t.report = !s.silent && (!ep->tx_selective || ((s.flags | ep->tx_op_flags) & FI_COMPLETION) != 0);
+  t.silent = s.silent;
   rdm::Hdr h;
   h.flags = static_cast<uint8_t>((s.tagged ? rdm::kTagged : 0) |
                                  ((s.flags & FI_REMOTE_CQ_DATA) != 0 ? rdm::kHasData : 0));
@@ -304,7 +311,7 @@ void start_read(RdmEp* ep, RecvReq* r, Conn* c, const rdm::Hdr& h, uint64_t va, 
   count_rx(ep, fail);
   report_rx(ep, r, c, 0, fail, h.len);
   free_req(ep, r);
-  send_fin(ep, c, id);
+  send_fin(ep, c, id, err != 0);
 }
 
 // A new message from c: the first receive it matches takes it, else it
@@ -380,6 +387,7 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (a.count > rc::kMaxSge || (a.count > 0 && a.iov == nullptr)) return -FI_EINVAL;
   if ((a.flags & FI_MULTI_RECV) != 0) return -FI_EINVAL;
+  dat::SpinLockGuard lk(ep->mu);
   RecvReq* r = new_req(ep);
   r->context = a.context;
   r->tagged = a.tagged;
@@ -400,7 +408,6 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
     free_req(ep, r);
     return e;
   }
-  dat::SpinLockGuard lk(ep->mu);
   auto& list = ep->unexp[a.tagged ? 1 : 0];
   if ((a.flags & FI_PEEK) != 0) {
     rdm_progress(ep);  // a peek looks at what has arrived by now
@@ -604,8 +611,9 @@ void rdm_on_recv(RdmEp* ep, Conn* c, uint32_t i, const dat::Event& ev) {
       TxOp& t = ep->tx[idx];
       if (!t.busy || t.kind != rdm::kRts || t.gen != static_cast<uint32_t>(h.id >> 32)) break;
       t.fin_done = true;
+      t.fin_failed = (h.flags & rdm::kFinFailed) != 0;
       if (t.send_done) {
-        report_tx(ep, t, 0);
+        report_tx(ep, t, t.fin_failed ? FI_EIO : 0);
         free_tx(ep, idx);
       }
       break;
@@ -627,7 +635,7 @@ void rdm_on_send_done(RdmEp* ep, uint32_t i, const dat::Event& ev) {
     return;
   }
   if (t.kind == rdm::kRts && !t.fin_done) return;  // its FIN completes it
-  if (t.kind != rdm::kFin) report_tx(ep, t, 0);
+  if (t.kind != rdm::kFin) report_tx(ep, t, t.fin_failed ? FI_EIO : 0);
   free_tx(ep, i);
 }
 
@@ -635,7 +643,8 @@ void rdm_on_read_done(RdmEp* ep, RecvReq* r, const dat::Event& ev) {
   if (ep->reading.erase(r) == 0) return;  // not one of this endpoint's
   Conn* c = r->conn;
   const uint64_t id = r->h.id;
-  if (ev.status != dat::DtoStatus::kSuccess) {
+  const bool failed = ev.status != dat::DtoStatus::kSuccess;
+  if (failed) {
     count_rx(ep, FI_EIO);
     report_rx(ep, r, c, 0, dto_errno(ev.status, rc::WcOp::kRead), r->h.len);
   } else {
@@ -644,14 +653,14 @@ void rdm_on_read_done(RdmEp* ep, RecvReq* r, const dat::Event& ev) {
     report_rx(ep, r, c, r->taken, cut > 0 ? FI_ETRUNC : 0, cut);
   }
   free_req(ep, r);
-  send_fin(ep, c, id);
+  send_fin(ep, c, id, failed);
 }
 
 void rdm_retry(RdmEp* ep) {
   for (size_t n = ep->fins.size(); n > 0 && !ep->tx_free.empty(); --n) {
-    auto [c, id] = ep->fins.front();
+    const RdmEp::PendingFin f = ep->fins.front();
     ep->fins.pop_front();
-    send_fin(ep, c, id);
+    send_fin(ep, f.conn, f.id, f.failed);
   }
   for (size_t n = ep->reads.size(); n > 0; --n) {
     RecvReq* r = ep->reads.front();
@@ -668,7 +677,7 @@ void rdm_conn_failed(RdmEp* ep, Conn* c) {
       free_tx(ep, i);
     }
   }
-  std::erase_if(ep->fins, [c](const auto& f) { return f.first == c; });
+  std::erase_if(ep->fins, [c](const RdmEp::PendingFin& f) { return f.conn == c; });
 }
 
 void rdm_release(RdmEp* ep) {

@@ -86,6 +86,12 @@
  *   fi_cq_signal makes the next fi_cq_sread(5000 ms) return -FI_EAGAIN
  *   within 1 s; fi_cq_sread(200 ms) of an empty CQ returns -FI_EAGAIN
  *   after its timeout.
+ * MODE many: the server posts 1,100 tagged receives (more than the 1,024
+ *   receive records the provider keeps for reuse) and the client injects
+ *   1,100 messages into them; then each side posts 300 receives of 20,000
+ *   bytes (rendezvous) and sends 300 such messages to the other at once:
+ *   more RTSs than the endpoint's 256 send slots, each holding its slot
+ *   until the peer's FIN, which needs a slot too.  Every message checked.
  * Every mode ends with a receive of each kind left posted when the
  * endpoint closes.  Prints "fi_rdm_check <role>: ok" and exits 0 when
  * everything matched; a line naming what did not, and exit 1, otherwise. */
@@ -109,10 +115,10 @@
 #define CHECK_PROGRAM "fi_rdm_check"
 #include "fi_check.h"
 
-enum { GUARD = 64, QCAP = 256 };
+enum { GUARD = 64, QCAP = 1024 };
 #define KIB ((size_t)1024)
 #define MIB ((size_t)1 << 20)
-enum { TAGGED, UNEXPECTED, PEEK, MSG, CNTR, POLL, WAIT };
+enum { TAGGED, UNEXPECTED, PEEK, MSG, CNTR, POLL, WAIT, MANY };
 static const uint64_t kBit63 = 1ull << 63;
 /* Tags of the exchanges every mode uses. */
 static const uint64_t kHelloTag = 0x4e110, kByeTag = 0xb7e, kCtrlTag = 0xc0000;
@@ -1725,7 +1731,66 @@ static void run_wait(int server) {
 
 /* ------------------------------------------------------------ roles */
 
-static const char* const kModes[] = {"tagged", "unexpected", "peek", "msg", "cntr", "poll", "wait"};
+/* ------------------------------------------------------------ MODE many */
+
+/* More receives than the provider keeps records of (1024) complete at once
+ * (the client injects them all), and more rendezvous-size sends both ways
+ * at once than the endpoint has send slots (256): an RTS holds its slot
+ * until the peer's FIN, and FINs need slots too. */
+enum { MANY_SMALL = 1100, MANY_BIG = 300 };
+static const size_t kManyBig = 20000; /* above the 16 KiB eager limit */
+
+static void run_many(int server) {
+  static struct Msg* small[MANY_SMALL];
+  if (server) {
+    for (unsigned i = 0; i < MANY_SMALL; ++i) {
+      small[i] = msg_new(64, 8, 1000 + i, 0x6d0000 + i);
+      post_trecv(small[i], 0, FI_ADDR_UNSPEC);
+    }
+    sync_send(30);
+    for (unsigned i = 0; i < MANY_SMALL; ++i) {
+      recv_check(small[i], FI_TAGGED, 0, "many small receives");
+      msg_free(small[i]);
+    }
+  } else {
+    sync_wait(30);
+    for (unsigned i = 0; i < MANY_SMALL; ++i) {
+      struct Msg* m = tx_new(8, 1000 + i, 0x6d0000 + i);
+      POST(fi_tinject(ep, m->buf, m->size, peer, m->tag));
+      msg_free(m);
+    }
+  }
+  /* Both ways at once: every receive posted first, then every send. */
+  static struct Msg *in[MANY_BIG], *out[MANY_BIG];
+  const unsigned rx_seed = server ? 5000 : 6000, tx_seed = server ? 6000 : 5000;
+  for (unsigned i = 0; i < MANY_BIG; ++i) {
+    in[i] = msg_new(kManyBig, kManyBig, rx_seed + i, 0x6e0000 + i);
+    post_trecv(in[i], 0, FI_ADDR_UNSPEC);
+  }
+  if (server) {
+    sync_send(31);
+    sync_wait(32);
+  } else {
+    sync_wait(31);
+    sync_send(32);
+  }
+  for (unsigned i = 0; i < MANY_BIG; ++i) {
+    out[i] = tx_new(kManyBig, tx_seed + i, 0x6e0000 + i);
+    tsend_msg(out[i], peer);
+  }
+  for (unsigned i = 0; i < MANY_BIG; ++i) {
+    check_tx(out[i], FI_TAGGED, "many rendezvous sends");
+    recv_check(in[i], FI_TAGGED, 0, "many rendezvous receives");
+    msg_free(out[i]);
+    msg_free(in[i]);
+  }
+  idle("many");
+  printf("fi_rdm_check %s: %d small receives at once, %d rendezvous sends each way at once\n", role,
+         MANY_SMALL, MANY_BIG);
+}
+
+static const char* const kModes[] = {"tagged", "unexpected", "peek", "msg",
+                                     "cntr",   "poll",       "wait", "many"};
 
 static int mode_of(const char* name) {
   for (int i = 0; i < (int)(sizeof(kModes) / sizeof(kModes[0])); ++i)
@@ -1759,6 +1824,9 @@ static void run(int server, const char* sip, const char* port) {
       break;
     case POLL:
       run_poll(server);
+      break;
+    case MANY:
+      run_many(server);
       break;
     default:
       run_wait(server);
