@@ -218,20 +218,22 @@ void cntr_bump(Cntr* c, bool ok) {
   (ok ? c->value : c->errs).fetch_add(1, std::memory_order_acq_rel);
 }
 
-void cntr_unbind_rdm(Cntr* c, RdmEp* ep) {
+namespace {
+
+// Drops an endpoint from the counter's list (and its reference), once.
+template <typename E>
+void unbind_from(Cntr* c, std::vector<E*>* list, E* ep) {
   std::lock_guard lk(c->mu);
-  auto it = std::find(c->rdm_eps.begin(), c->rdm_eps.end(), ep);
-  if (it == c->rdm_eps.end()) return;
-  c->rdm_eps.erase(it);
+  auto it = std::find(list->begin(), list->end(), ep);
+  if (it == list->end()) return;
+  list->erase(it);
   c->refs--;
 }
 
-void cntr_unbind(Cntr* c, Ep* ep) {
-  std::lock_guard lk(c->mu);
-  auto it = std::find(c->eps.begin(), c->eps.end(), ep);
-  if (it == c->eps.end()) return;
-  c->eps.erase(it);
-  c->refs--;
-}
+}  // namespace
+
+void cntr_unbind_rdm(Cntr* c, RdmEp* ep) { unbind_from(c, &c->rdm_eps, ep); }
+
+void cntr_unbind(Cntr* c, Ep* ep) { unbind_from(c, &c->eps, ep); }
 
 }  // namespace dpdat::ofi

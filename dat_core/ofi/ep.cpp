@@ -60,15 +60,6 @@ int cm_getpeer_none(fid_ep*, void*, size_t*) { return -FI_ENOSYS; }
 int cm_shutdown_none(fid_ep*, uint64_t) { return -FI_ENOSYS; }
 int cm_join_none(fid_ep*, const void*, uint64_t, fid_mc**, void*) { return -FI_ENOSYS; }
 
-int put_name(const sockaddr_in& s, void* addr, size_t* addrlen) {
-  if (addrlen == nullptr) return -FI_EINVAL;
-  const size_t have = *addrlen;
-  *addrlen = sizeof(s);
-  if (addr == nullptr || have < sizeof(s)) return -FI_ETOOSMALL;
-  std::memcpy(addr, &s, sizeof(s));
-  return 0;
-}
-
 // ------------------------------------------------------------ passive EP
 
 int pep_close(fid* f) {
@@ -348,24 +339,8 @@ int ep_control(fid* f, int command, void* arg) {
   switch (command) {
     case FI_ENABLE:
       return enable(ep);
-    case FI_GETOPSFLAG: {
-      if (arg == nullptr) return -FI_EINVAL;
-      auto* fl = static_cast<uint64_t*>(arg);
-      if ((*fl & FI_TRANSMIT) != 0 && (*fl & FI_RECV) != 0) return -FI_EINVAL;
-      if ((*fl & FI_TRANSMIT) != 0) *fl = ep->tx_op_flags | FI_TRANSMIT;
-      if ((*fl & FI_RECV) != 0) *fl = ep->rx_op_flags | FI_RECV;
-      return 0;
-    }
-    case FI_SETOPSFLAG: {
-      if (arg == nullptr) return -FI_EINVAL;
-      const uint64_t fl = *static_cast<uint64_t*>(arg);
-      if ((fl & FI_TRANSMIT) != 0 && (fl & FI_RECV) != 0) return -FI_EINVAL;
-      if ((fl & FI_TRANSMIT) != 0) ep->tx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
-      if ((fl & FI_RECV) != 0) ep->rx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
-      return 0;
-    }
     default:
-      return -FI_ENOSYS;
+      return ops_flags_control(command, arg, &ep->tx_op_flags, &ep->rx_op_flags);
   }
 }
 
@@ -528,6 +503,38 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   d->refs++;
   *out = &ep->ep;
   return 0;
+}
+
+int put_name(const sockaddr_in& s, void* addr, size_t* addrlen) {
+  if (addrlen == nullptr) return -FI_EINVAL;
+  const size_t have = *addrlen;
+  *addrlen = sizeof(s);
+  if (addr == nullptr || have < sizeof(s)) return -FI_ETOOSMALL;
+  std::memcpy(addr, &s, sizeof(s));
+  return 0;
+}
+
+int ops_flags_control(int command, void* arg, uint64_t* tx, uint64_t* rx) {
+  switch (command) {
+    case FI_GETOPSFLAG: {
+      if (arg == nullptr) return -FI_EINVAL;
+      auto* fl = static_cast<uint64_t*>(arg);
+      if ((*fl & FI_TRANSMIT) != 0 && (*fl & FI_RECV) != 0) return -FI_EINVAL;
+      if ((*fl & FI_TRANSMIT) != 0) *fl = *tx | FI_TRANSMIT;
+      if ((*fl & FI_RECV) != 0) *fl = *rx | FI_RECV;
+      return 0;
+    }
+    case FI_SETOPSFLAG: {
+      if (arg == nullptr) return -FI_EINVAL;
+      const uint64_t fl = *static_cast<uint64_t*>(arg);
+      if ((fl & FI_TRANSMIT) != 0 && (fl & FI_RECV) != 0) return -FI_EINVAL;
+      if ((fl & FI_TRANSMIT) != 0) *tx = fl & ~(FI_TRANSMIT | FI_RECV);
+      if ((fl & FI_RECV) != 0) *rx = fl & ~(FI_TRANSMIT | FI_RECV);
+      return 0;
+    }
+    default:
+      return -FI_ENOSYS;
+  }
 }
 
 }  // namespace dpdat::ofi

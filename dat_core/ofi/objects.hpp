@@ -83,6 +83,12 @@ sockaddr_in make_sin(uint32_t ip, uint16_t port);
 // false for anything else.
 bool parse_sin(const void* addr, size_t len, uint32_t* ip, uint16_t* port);
 
+// fi_getname's answer: the address into (addr, *addrlen) (ep.cpp).
+int put_name(const sockaddr_in& s, void* addr, size_t* addrlen);
+// fi_control's FI_GETOPSFLAG / FI_SETOPSFLAG on an endpoint's transmit and
+// receive operation flags; -FI_ENOSYS for other commands.
+int ops_flags_control(int command, void* arg, uint64_t* tx, uint64_t* rx);
+
 // Status of a dat_core operation -> negative libfabric errno.
 int to_fi(dat::Status st);
 

@@ -354,24 +354,8 @@ int rdm_control(fid* f, int command, void* arg) {
   switch (command) {
     case FI_ENABLE:
       return enable(ep);
-    case FI_GETOPSFLAG: {
-      if (arg == nullptr) return -FI_EINVAL;
-      auto* fl = static_cast<uint64_t*>(arg);
-      if ((*fl & FI_TRANSMIT) != 0 && (*fl & FI_RECV) != 0) return -FI_EINVAL;
-      if ((*fl & FI_TRANSMIT) != 0) *fl = ep->tx_op_flags | FI_TRANSMIT;
-      if ((*fl & FI_RECV) != 0) *fl = ep->rx_op_flags | FI_RECV;
-      return 0;
-    }
-    case FI_SETOPSFLAG: {
-      if (arg == nullptr) return -FI_EINVAL;
-      const uint64_t fl = *static_cast<uint64_t*>(arg);
-      if ((fl & FI_TRANSMIT) != 0 && (fl & FI_RECV) != 0) return -FI_EINVAL;
-      if ((fl & FI_TRANSMIT) != 0) ep->tx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
-      if ((fl & FI_RECV) != 0) ep->rx_op_flags = fl & ~(FI_TRANSMIT | FI_RECV);
-      return 0;
-    }
     default:
-      return -FI_ENOSYS;
+      return ops_flags_control(command, arg, &ep->tx_op_flags, &ep->rx_op_flags);
   }
 }
 
@@ -380,12 +364,7 @@ int rdm_getname(fid_t f, void* addr, size_t* addrlen) {
   if (addrlen == nullptr) return -FI_EINVAL;
   // The port is settled at fi_enable (an ephemeral one is picked then).
   if (!ep->enabled && ep->port == 0) return -FI_EOPBADSTATE;
-  const sockaddr_in s = make_sin(ep->ip, ep->port);
-  const size_t have = *addrlen;
-  *addrlen = sizeof(s);
-  if (addr == nullptr || have < sizeof(s)) return -FI_ETOOSMALL;
-  std::memcpy(addr, &s, sizeof(s));
-  return 0;
+  return put_name(make_sin(ep->ip, ep->port), addr, addrlen);
 }
 
 int rdm_setname(fid_t f, void* addr, size_t addrlen) {
