@@ -2,6 +2,7 @@
 // connections (made on the first send to a peer, accepted from any peer) and
 // its progress, and the CQs bound to it (rdm.hpp says how it works).
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -472,8 +473,10 @@ void rdm_repost(RdmEp* ep, uint32_t i) {
 void rdm_repost_flush(RdmEp* ep) {
   const auto n = static_cast<uint32_t>(ep->repost.size());
   if (n == 0) return;
-  std::vector<rc::Sge> sge(n);
-  std::vector<uint64_t> cookie(n);
+  // Each buffer waits here at most once: kRxBufs entries at most (no
+  // allocation on the receive path).
+  std::array<rc::Sge, rdm::kRxBufs> sge;
+  std::array<uint64_t, rdm::kRxBufs> cookie;
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t i = ep->repost[k];
     sge[k] = rc::Sge{ep->rx_lmr->lmr_context,

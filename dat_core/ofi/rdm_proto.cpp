@@ -360,6 +360,15 @@ struct RecvArgs {
   bool tagged = false;
 };
 
+// FI_DISCARD of an unexpected message (off its list): an RTS's sender is
+// told it is done; the discarding receive completes with no data.
+void discard(RdmEp* ep, RecvReq* r, Unexp* u) {
+  r->h = u->h;
+  if (u->h.op == rdm::kRts) send_fin(ep, u->conn, u->h.id);
+  report_rx(ep, r, u->conn, 0, 0, 0);
+  delete u;
+}
+
 // FI_PEEK (with FI_CLAIM or FI_DISCARD) on the unexpected messages.
 ssize_t peek(RdmEp* ep, const RecvArgs& a, RecvReq* probe) {
   auto& list = ep->unexp[a.tagged ? 1 : 0];
@@ -367,14 +376,12 @@ ssize_t peek(RdmEp* ep, const RecvArgs& a, RecvReq* probe) {
   for (auto it = list.begin(); it != list.end(); ++it) {
     Unexp* u = *it;
     if (u->claim != nullptr || !matches(ep, probe, u->conn, u->h)) continue;
-    probe->h = u->h;
     if ((a.flags & FI_DISCARD) != 0) {
       list.erase(it);
-      if (u->h.op == rdm::kRts) send_fin(ep, u->conn, u->h.id);
-      report_rx(ep, probe, u->conn, 0, 0, 0);
-      delete u;
+      discard(ep, probe, u);
       return 0;
     }
+    probe->h = u->h;
     if ((a.flags & FI_CLAIM) != 0) u->claim = a.context;
     report_rx(ep, probe, u->conn, u->h.len, 0, 0);
     return 0;
@@ -423,10 +430,7 @@ ssize_t recv_common(RdmEp* ep, const RecvArgs& a) {
       if (u->claim != a.context) continue;
       list.erase(it);
       if ((a.flags & FI_DISCARD) != 0) {
-        r->h = u->h;
-        if (u->h.op == rdm::kRts) send_fin(ep, u->conn, u->h.id);
-        report_rx(ep, r, u->conn, 0, 0, 0);
-        delete u;
+        discard(ep, r, u);
         free_req(ep, r);
         return 0;
       }
