@@ -10,7 +10,8 @@
 #           (write64t: the client --progress inline --threads N)
 #   engine  dpdat-engine-perf --engines N --qps N (below the API): 64 KiB and
 #           64 B WRITE; N > 1 runs N engine threads beside the posting thread,
-#           on N + 1 CPUs
+#           on N + 1 CPUs; and 64 B WRITE with a client thread per engine
+#           that posts to and drives it (write64t: --threads, N CPUs)
 #   testpmd txonly -> rxonly with N queues and N forwarding cores on the same
 #           link, 1098 B frames (a PMTU-1024 WRITE's size): the link's own rate
 # Rounds are interleaved (ROUNDS, default 1: every N once, then again).
@@ -86,20 +87,23 @@ print(f"api_{key} {n} {mbs if size > 64 else mbs * 2**20 / size / 1e6} {rto} {tl
 EOF
 }
 
-engine_case() { # n size iters key round
+engine_case() { # n size iters key round [client args...]
   local n=$1 size=$2 iters=$3 key=$4 r=$5 out=$TMP/engine-$4-$1-$5.json
+  shift 5
   rm -f "$TMP/memif.sock" "$TMP/oob.sock"
   local common=(--bw --size "$size" --iters "$iters" --engines "$n" --qps "$n" --oob "$TMP/oob.sock")
   # N > 1: N engine threads and the thread that posts and reaps, a CPU each
   # (with N CPUs one engine thread shares its CPU and stalls its queue pairs).
-  local c=$((n > 1 ? n + 1 : 1))
+  # The client with --threads: N threads, each driving its engine, N CPUs.
+  local c=$((n > 1 ? n + 1 : 1)) cc=$((n > 1 ? n + 1 : 1))
+  [ $# -gt 0 ] && cc=$n
   taskset -c "$(cpus 0 "$c")" timeout 300 "$EPERF" --server --vdev "$(memif_vdev server)" \
     --ip 10.79.0.1 "${common[@]}" >"$TMP/es.log" 2>&1 &
   local spid=$!
   lib_track "$spid"
   memif_wait
-  taskset -c "$(cpus "$HALF" "$c")" timeout 300 "$EPERF" --client 10.79.0.1 \
-    --vdev "$(memif_vdev client)" --ip 10.79.0.2 --json "$out" "${common[@]}" >"$TMP/ec.log" 2>&1
+  taskset -c "$(cpus "$HALF" "$cc")" timeout 300 "$EPERF" --client 10.79.0.1 \
+    --vdev "$(memif_vdev client)" --ip 10.79.0.2 --json "$out" "${common[@]}" "$@" >"$TMP/ec.log" 2>&1
   local crc=$?
   wait "$spid"
   if [ $crc -ne 0 ] || [ ! -s "$out" ]; then
@@ -150,6 +154,7 @@ for r in $(seq 1 "$ROUNDS"); do
     api_case "$n" write 64 "$ITERS_SMALL" write64t "$r" --progress inline --threads "$n"
     engine_case "$n" 65536 "$ITERS_BIG" write64k "$r"
     engine_case "$n" 64 "$ITERS_SMALL" write64 "$r"
+    engine_case "$n" 64 "$ITERS_SMALL" write64t "$r" --threads
     testpmd_case "$n"
   done
 done
@@ -167,7 +172,8 @@ for line in open(res):
         r['tlp'] += int(tlp)
 units = {'api_write64k': 'MB/s', 'api_read64k': 'MB/s', 'api_write64': 'Mmsg/s',
          'api_write64t': 'Mmsg/s',
-         'engine_write64k': 'MB/s', 'engine_write64': 'Mmsg/s', 'testpmd_mpps': 'Mpps'}
+         'engine_write64k': 'MB/s', 'engine_write64': 'Mmsg/s', 'engine_write64t': 'Mmsg/s',
+         'testpmd_mpps': 'Mpps'}
 table = []
 ns = sorted({n for k in rows for n in rows[k]})
 print(f"{'figure':18} {'unit':7} " + " ".join(f"{'N=' + str(n):>10}" for n in ns) + "   x(N)/x(1) at max N   RTOs  TLPs")

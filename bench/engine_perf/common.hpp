@@ -70,6 +70,9 @@ struct Options {
   uint16_t qps = 0;              // cross-process: queue pairs (0: one per engine)
   uint64_t rto_us = 0;           // retransmission timeout (0: QpConfig's default)
   bool thread_progress = false;  // --progress thread: dedicated engine threads
+  // --threads (client, across processes): a thread per engine posts to, reaps
+  // and drives its own engine, run to completion; none posts for another's.
+  bool per_engine_threads = false;
   std::string json;              // --json FILE
 };
 

@@ -21,6 +21,7 @@ int finish(const Options& o, int rc) {
                       {"op", o.op},
                       {"link", o.vdev.empty() ? "in-process net_ring" : o.vdev},
                       {"progress", o.thread_progress ? "thread" : "inline"},
+                      {"per_engine_threads", o.per_engine_threads},
                       {"cc", std::string(rc::cc_mode_name(o.cc))},
                       {"bw", g_bw},
                       {"lat", g_lat}};
@@ -43,7 +44,9 @@ void usage(const char* argv0) {
                "          [--progress inline|thread]\n"
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
                "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
-               "          [--verify] [--engines N [--qps M]] [--rto-us N]\n"
+               "          [--verify] [--engines N [--qps M] [--threads]] [--rto-us N]\n"
+               "       (--threads: the client runs a thread per engine, pinned to its CPUs in\n"
+               "        order, that posts to, reaps and drives that engine alone)\n"
                "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n"
                "       --json FILE writes every figure\n",
                argv0, argv0, argv0);
@@ -107,6 +110,8 @@ int run_main(int argc, char** argv) {
       o.thread_progress = m == "thread";
     } else if (a == "--engines" && i + 1 < argc) {
       o.engines = static_cast<uint16_t>(std::stoul(next()));
+    } else if (a == "--threads") {
+      o.per_engine_threads = true;
     } else if (a == "--rto-us" && i + 1 < argc) {
       o.rto_us = std::stoull(next());
     } else if (a == "--qps" && i + 1 < argc) {

@@ -1,10 +1,16 @@
 // dpdat-engine-perf across processes, the active side: bandwidth of every
 // size on every QP (verified on request), then the latency on QP 0.
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <thread>
+
+#include <pthread.h>
+#include <sched.h>
 
 #include "remote.hpp"
 
@@ -12,22 +18,30 @@ namespace dpdat::engine_perf {
 
 namespace {
 
-// M QPs, each moving `iters / M` messages of n bytes into its own slice.
-bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Options& o) {
+// The QPs `ks` of one thread, each moving its quota of n-byte messages into
+// its own slice; `drive` progresses what this thread must (nothing when
+// engine threads do).  (time, messages done) stamps, for the peak.
+struct BwPart {
+  std::vector<size_t> ks;
+  std::vector<std::pair<uint64_t, uint64_t>> stamps;
+  uint64_t done = 0;
+  bool ok = true;
+};
+
+void bw_loop(Multi& m, const Reg& src, size_t n, const std::vector<uint64_t>& quota,
+             const Options& o, const std::function<void()>& drive, bool back_off, BwPart* part) {
   const size_t nq = m.qps.size();
   const uint32_t kSig = 16;
   const uint32_t depth = std::max<uint32_t>(o.tx_depth / static_cast<uint32_t>(nq), kSig);
-  std::vector<uint64_t> quota(nq, iters / nq), posted(nq, 0), completed(nq, 0);
-  quota[0] += iters % nq;
-  const uint64_t t0 = dpdk::steady_now_ns();
-  const uint64_t deadline = t0 + 60'000'000'000ull;
-  uint64_t done = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> stamps;  // (time, messages done)
-  stamps.reserve(iters / kSig + 2);
+  std::vector<uint64_t> posted(nq, 0), completed(nq, 0);
+  uint64_t want = 0;
+  for (size_t k : part->ks) want += quota[k];
+  part->stamps.reserve(want / kSig + 2);
+  const uint64_t deadline = dpdk::steady_now_ns() + 60'000'000'000ull;
   uint32_t idle_passes = 0;
-  while (done < iters) {
+  while (part->done < want) {
     bool progress = false;
-    for (size_t k = 0; k < nq; ++k) {
+    for (size_t k : part->ks) {
       rc::SendWr w = rdma_wr(op_of(o), src, {m.peer.buf_va, m.peer.rkey}, k * n, n);
       const Poster p = m.poster(k);
       while (posted[k] < quota[k] && posted[k] - completed[k] < depth) {
@@ -38,34 +52,98 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
         ++posted[k];
       }
     }
-    if (m.runners.empty()) m.poll_inline();
-    for (size_t k = 0; k < nq; ++k) {
+    if (drive) drive();
+    for (size_t k : part->ks) {
       rc::Completion c;
       while (m.scq[k]->pop(&c)) {
         if (c.status != rc::WcStatus::kSuccess) {
           std::fprintf(stderr, "completion error on QP %zu: %.*s\n", k,
                        static_cast<int>(rc::wc_status_name(c.status).size()),
                        rc::wc_status_name(c.status).data());
-          return false;
+          part->ok = false;
+          return;
         }
         const uint64_t before = completed[k];
         completed[k] = std::min(quota[k], (completed[k] / kSig + 1) * kSig);
-        done += completed[k] - before;
-        stamps.emplace_back(dpdk::steady_now_ns(), done);
+        part->done += completed[k] - before;
+        part->stamps.emplace_back(dpdk::steady_now_ns(), part->done);
         progress = true;
       }
     }
     if (dpdk::steady_now_ns() > deadline) {
       std::fprintf(stderr, "timed out\n");
-      return false;
+      part->ok = false;
+      return;
     }
     // Engine threads do the work: back off rather than compete for a CPU.
-    if (!m.runners.empty() && !progress && ++idle_passes > 64) {
+    if (back_off && !progress && ++idle_passes > 64) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
       idle_passes = 0;
     }
   }
+}
+
+// The CPUs this process may run on, in order (--threads pins thread t to
+// the t-th).
+std::vector<size_t> allowed_cpus() {
+  std::vector<size_t> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (size_t c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// M QPs, each moving `iters / M` messages of n bytes into its own slice:
+// from this thread (engine threads or inline progress), or (--threads) from
+// a thread per engine that drives it.
+bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Options& o) {
+  const size_t nq = m.qps.size();
+  std::vector<uint64_t> quota(nq, iters / nq);
+  quota[0] += iters % nq;
+  const bool threads = o.per_engine_threads;
+  const size_t ne = threads ? m.engines.size() : 1;
+  std::vector<BwPart> parts(ne);
+  for (size_t k = 0; k < nq; ++k) parts[threads ? m.engine_of(k) : 0].ks.push_back(k);
+  const uint64_t t0 = dpdk::steady_now_ns();
+  if (!threads) {
+    bw_loop(m, src, n, quota, o, m.runners.empty() ? std::function<void()>([&] { m.poll_inline(); })
+                                                   : std::function<void()>(),
+            !m.runners.empty(), &parts[0]);
+  } else {
+    const std::vector<size_t> cpus = allowed_cpus();
+    std::vector<std::thread> ts;
+    for (size_t e = 0; e < ne; ++e)
+      ts.emplace_back([&, e] {
+        if (cpus.size() >= ne) {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(cpus[e], &one);
+          (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        }
+        (void)dpdk::register_thread();
+        rc::Engine& eng = *m.engines[e];
+        bw_loop(m, src, n, quota, o, [&eng] { eng.poll(dpdk::steady_now_ns()); }, false,
+                &parts[e]);
+      });
+    for (auto& t : ts) t.join();
+  }
   const uint64_t total_ns = dpdk::steady_now_ns() - t0;
+  for (const BwPart& p : parts)
+    if (!p.ok) return false;
+  // Every thread's stamps on one time line: (time, messages done by all).
+  std::vector<std::pair<uint64_t, uint64_t>> stamps;
+  for (const BwPart& p : parts) {
+    uint64_t last = 0;
+    for (const auto& [t, d] : p.stamps) {
+      stamps.emplace_back(t, d - last);
+      last = d;
+    }
+  }
+  std::sort(stamps.begin(), stamps.end());
+  uint64_t sum = 0;
+  for (auto& s : stamps) s.second = sum += s.second;
   const double secs = static_cast<double>(total_ns) / 1e9;
   // Peak: the best rate over any span of at least 1/20 of the run (and 100 us).
   const uint64_t span = std::max<uint64_t>(total_ns / 20, 100'000);
@@ -232,6 +310,10 @@ int run_remote(const Options& in) {
   if (o.engines == 0 || o.engines > rc::EngineGroup::kMaxEngines || o.qps > 64) {
     std::fprintf(stderr, "dpdat-engine-perf: --engines 1..%u, --qps 1..64\n",
                  rc::EngineGroup::kMaxEngines);
+    return 2;
+  }
+  if (o.server && o.per_engine_threads) {
+    std::fprintf(stderr, "dpdat-engine-perf: --threads is the client's (the server's engines run on engine threads)\n");
     return 2;
   }
   if (o.server) return run_multi_server(o, std::max<size_t>(max_size, 8u << 20));

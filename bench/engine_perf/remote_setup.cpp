@@ -275,7 +275,8 @@ bool multi_setup(const Options& o, size_t max_size, Multi* m, tools::Oob* oob) {
   if (!oob->send(ready)) return false;
   while (!oob->readable()) m->poll_inline();
   if (!oob->recv(&got) || got != ready) return false;
-  m->start_runners();
+  // --threads: the bandwidth threads drive the engines (remote_client.cpp).
+  if (o.server || !o.per_engine_threads) m->start_runners();
   return true;
 }
 

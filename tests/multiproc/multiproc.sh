@@ -45,7 +45,8 @@ run_pair() {
   local spid=$!
   lib_track $spid
   [ -z "${MEMIF:-}" ] || wait_memif_socket || fail "memif server socket never appeared"
-  $cp timeout 120 "$PERF" --client 10.77.0.1 --vdev "$cv" --ip 10.77.0.2 "${COMMON[@]}" "${SIZES[@]}" "$@" >"$TMP/client.log" 2>&1 &
+  $cp timeout 120 "$PERF" --client 10.77.0.1 --vdev "$cv" --ip 10.77.0.2 "${COMMON[@]}" "${SIZES[@]}" "$@" \
+    ${CLIENT_ARGS:-} >"$TMP/client.log" 2>&1 &
   local cpid=$!
   lib_track $cpid
   wait "$cpid" || fail "client exited with $?"
@@ -56,11 +57,16 @@ run_pair() {
 }
 
 # run_mq: like run_ops for --engines 2 --qps 4 (WRITE and READ; SEND is
-# single-QP only), then each side's per-queue counters must show traffic in
-# both directions on both queues: that is what proves the multi-queue path.
+# single-QP only; WRITE again with the client's --threads, a thread per
+# engine that posts to and drives it), then each side's per-queue counters
+# must show traffic in both directions on both queues: that is what proves
+# the multi-queue path.
 run_mq() {
-  for op in write read; do
-    echo "== $MODE: $op"
+  for op in write read write:--threads; do
+    local CLIENT_ARGS=${op#*:}
+    [ "$CLIENT_ARGS" = "$op" ] && CLIENT_ARGS=
+    op=${op%%:*}
+    echo "== $MODE: $op ${CLIENT_ARGS}"
     # --rto-us 20000: four engine threads and two consumers share this
     # machine's two CPUs (with whatever else runs); at the default 1 ms RTO
     # (budget ~127 ms over 7 retries) about 1 run in 40 lost a QP to

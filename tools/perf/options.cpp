@@ -92,8 +92,10 @@ int parse_options(int argc, char** argv, Options* o) {
   app.add_option("-t,--tx-depth", o->tx_depth, "WRs in flight per EP")
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
-  app.add_option("-l,--post-list", o->post_list, "WRs posted back to back per pass")
-      ->check(CLI::Range(1u, 4096u))
+  app.add_option("-l,--post-list", o->post_list,
+                 "WRs posted back to back per EP before completions are reaped (0: until "
+                 "tx-depth WRs are in flight, as perftest's loop)")
+      ->check(CLI::Range(0u, 4096u))
       ->capture_default_str();
   app.add_option("-Q,--cq-mod", o->cq_mod, "one completion event every N WRs")
       ->check(CLI::Range(1u, 4096u))

@@ -16,7 +16,7 @@ struct Options {
   uint32_t qps = 1;
   bool bidirectional = false;
   uint32_t tx_depth = 128;   // WRs in flight per EP
-  uint32_t post_list = 1;    // WRs posted back to back before completions are polled
+  uint32_t post_list = 0;    // WRs posted per EP before completions are reaped; 0: up to tx_depth
   uint32_t cq_mod = 16;      // every cq_mod-th WR asks for a completion event
   uint32_t inline_size = 0;  // perftest's --inline-size: dpdat has none (0 only)
   bool report_gbits = false;
