@@ -73,7 +73,7 @@ struct Options {
   // --threads (client, across processes): a thread per engine posts to, reaps
   // and drives its own engine, run to completion; none posts for another's.
   bool per_engine_threads = false;
-  std::string json;              // --json FILE
+  std::string json;  // --json FILE
 };
 
 struct Reg {

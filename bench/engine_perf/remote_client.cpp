@@ -108,8 +108,9 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
   for (size_t k = 0; k < nq; ++k) parts[threads ? m.engine_of(k) : 0].ks.push_back(k);
   const uint64_t t0 = dpdk::steady_now_ns();
   if (!threads) {
-    bw_loop(m, src, n, quota, o, m.runners.empty() ? std::function<void()>([&] { m.poll_inline(); })
-                                                   : std::function<void()>(),
+    bw_loop(m, src, n, quota, o,
+            m.runners.empty() ? std::function<void()>([&] { m.poll_inline(); })
+                              : std::function<void()>(),
             !m.runners.empty(), &parts[0]);
   } else {
     const std::vector<size_t> cpus = allowed_cpus();
@@ -124,8 +125,8 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
         }
         (void)dpdk::register_thread();
         rc::Engine& eng = *m.engines[e];
-        bw_loop(m, src, n, quota, o, [&eng] { eng.poll(dpdk::steady_now_ns()); }, false,
-                &parts[e]);
+        bw_loop(
+            m, src, n, quota, o, [&eng] { eng.poll(dpdk::steady_now_ns()); }, false, &parts[e]);
       });
     for (auto& t : ts) t.join();
   }
@@ -313,7 +314,9 @@ int run_remote(const Options& in) {
     return 2;
   }
   if (o.server && o.per_engine_threads) {
-    std::fprintf(stderr, "dpdat-engine-perf: --threads is the client's (the server's engines run on engine threads)\n");
+    std::fprintf(stderr,
+                 "dpdat-engine-perf: --threads is the client's (the server's engines run on engine "
+                 "threads)\n");
     return 2;
   }
   if (o.server) return run_multi_server(o, std::max<size_t>(max_size, 8u << 20));
