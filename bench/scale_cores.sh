@@ -124,13 +124,18 @@ testpmd_case() { # n
   rm -f "$TMP/memif.sock"
   local app=(--total-num-mbufs=$((8192 * n)) --mbuf-size=2176 --nb-cores="$n" --rxq="$n"
     --txq="$n" --stats-period=1)
-  "$TESTPMD" -l "$(cpus 0 $((n + 1)))" --no-pci --in-memory --file-prefix "sc-tx-$$" \
+  # Without hugepages (a container that cannot mount hugetlbfs) the EAL runs
+  # on ordinary memory, as dpdat's own EAL set-up does.
+  local eal=(--in-memory)
+  [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge 256 ] 2>/dev/null ||
+    eal=(--no-huge --no-shconf -m 1024)
+  "$TESTPMD" -l "$(cpus 0 $((n + 1)))" --no-pci "${eal[@]}" --file-prefix "sc-tx-$$" \
     --vdev "$(memif_vdev server)" -- --forward-mode=txonly --txpkts=1098 "${app[@]}" \
     >"$TMP/tx.log" 2>&1 &
   local tpid=$!
   lib_track "$tpid"
   memif_wait
-  "$TESTPMD" -l "$(cpus "$HALF" $((n + 1)))" --no-pci --in-memory --file-prefix "sc-rx-$$" \
+  "$TESTPMD" -l "$(cpus "$HALF" $((n + 1)))" --no-pci "${eal[@]}" --file-prefix "sc-rx-$$" \
     --vdev "$(memif_vdev client)" -- --forward-mode=rxonly "${app[@]}" >"$TMP/rx.log" 2>&1 &
   local rpid=$!
   lib_track "$rpid"
