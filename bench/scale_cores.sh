@@ -91,7 +91,10 @@ engine_case() { # n size iters key round [client args...]
   local n=$1 size=$2 iters=$3 key=$4 r=$5 out=$TMP/engine-$4-$1-$5.json
   shift 5
   rm -f "$TMP/memif.sock" "$TMP/oob.sock"
-  local common=(--bw --size "$size" --iters "$iters" --engines "$n" --qps "$n" --oob "$TMP/oob.sock")
+  # --iters is the total over the QPs there (dpdat-perf's -n is per EP):
+  # N times as many, so both levels run as long at every N.
+  local common=(--bw --size "$size" --iters "$((iters * n))" --engines "$n" --qps "$n"
+    --oob "$TMP/oob.sock")
   # N > 1: N engine threads and the thread that posts and reaps, a CPU each
   # (with N CPUs one engine thread shares its CPU and stalls its queue pairs).
   # The client with --threads: N threads, each driving its engine, N CPUs.
