@@ -45,7 +45,7 @@ bool run_bw_to(dpdk::Endpoint& req, dpdk::Endpoint* resp, const Reg& src, BwTarg
   const uint32_t kSig = 16;
   std::vector<uint64_t> stamps;
   stamps.reserve(iters / kSig + 2);
-  const uint64_t t0 = dpdk::steady_now_ns();
+  const uint64_t t0 = now_ns();
   const uint64_t deadline = t0 + 60'000'000'000ull;
   rc::SendWr w = rdma_wr(op_of(o), src, dst, 0, n);
   uint32_t spins = 0;
@@ -74,18 +74,18 @@ bool run_bw_to(dpdk::Endpoint& req, dpdk::Endpoint* resp, const Reg& src, BwTarg
         return false;
       }
       completed = std::min(iters, (completed / kSig + 1) * kSig);
-      stamps.push_back(dpdk::steady_now_ns());
+      stamps.push_back(now_ns());
     }
     if (resp != nullptr)
       while (resp->rcq->pop(&c)) {
       }
     if ((++spins & 1023u) == 0 &&
-        dpdk::steady_now_ns() > deadline) {  // a clock read per 1024 polls
+        now_ns() > deadline) {  // a clock read per 1024 polls
       std::fprintf(stderr, "timed out\n");
       return false;
     }
   }
-  const uint64_t total_ns = dpdk::steady_now_ns() - t0;
+  const uint64_t total_ns = now_ns() - t0;
   const double secs = static_cast<double>(total_ns) / 1e9;
   // Peak: the best rate over any span of at least 1/20 of the run (and
   // 100 us), so single polls that happen to complete a batch do not count.
@@ -132,9 +132,9 @@ bool run_lat(dpdk::Loopback& lo, const Options& o, size_t n, uint64_t iters,
     return false;
   const Poster pa{ra}, pb{rb};
   auto wait = [&](auto pred) {
-    const uint64_t end = dpdk::steady_now_ns() + 1'000'000'000;
+    const uint64_t end = now_ns() + 1'000'000'000;
     while (!pred()) {
-      if (dpdk::steady_now_ns() > end) return false;
+      if (now_ns() > end) return false;
       if (ra != nullptr) {
         std::this_thread::yield();
       } else {
@@ -150,7 +150,7 @@ bool run_lat(dpdk::Loopback& lo, const Options& o, size_t n, uint64_t iters,
   for (uint64_t i = 0; i < iters + 100; ++i) {  // 100 warm-up rounds
     const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
     a_src.bytes[last] = tag;
-    const uint64_t t0 = dpdk::steady_now_ns();
+    const uint64_t t0 = now_ns();
     if (!pa.send(lo.a().qp, make_wr(Options{}, a_src, b_dst, std::max<size_t>(n, 1), false)))
       return false;
     if (!wait([&] { return peek(b_dst.bytes[last]) == tag; })) return false;
@@ -158,7 +158,7 @@ bool run_lat(dpdk::Loopback& lo, const Options& o, size_t n, uint64_t iters,
     if (!pb.send(lo.b().qp, make_wr(Options{}, b_src, a_dst, std::max<size_t>(n, 1), false)))
       return false;
     if (!wait([&] { return peek(a_dst.bytes[last]) == tag; })) return false;
-    const uint64_t t1 = dpdk::steady_now_ns();
+    const uint64_t t1 = now_ns();
     if (i >= 100) samples.push_back(static_cast<double>(t1 - t0) / 2e3);  // half round trip, us
     while (lo.a().scq->pop(&c) || lo.b().scq->pop(&c)) {
     }
@@ -195,8 +195,8 @@ int run_local(const Options& o) {
     // One engine thread per endpoint; this thread only posts and reaps.
     rc::RunnerConfig rcfg;
     rcfg.policy = rc::IdlePolicy::kBackoff;
-    ra = std::make_unique<rc::EngineRunner>(*lo.a().engine, rcfg, &dpdk::steady_now_ns);
-    rb = std::make_unique<rc::EngineRunner>(*lo.b().engine, rcfg, &dpdk::steady_now_ns);
+    ra = std::make_unique<rc::EngineRunner>(*lo.a().engine, rcfg, &now_ns);
+    rb = std::make_unique<rc::EngineRunner>(*lo.b().engine, rcfg, &now_ns);
     ra->start();
     rb->start();
   }

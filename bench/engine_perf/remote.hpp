@@ -76,9 +76,9 @@ struct Multi {
     return Poster{runners.empty() ? nullptr : runners[engine_of(k)].get()};
   }
   // Inline progress (before the runners start, or N = 1).  Engines use
-  // dpdk::steady_now_ns, the runners' clock, throughout.
+  // now_ns, the runners' clock, throughout.
   void poll_inline() {
-    const uint64_t t = dpdk::steady_now_ns();
+    const uint64_t t = now_ns();
     for (auto& e : engines) e->poll(t);
   }
   void start_runners() {
@@ -87,7 +87,7 @@ struct Multi {
     rcfg.policy = rc::IdlePolicy::kBackoff;
     rcfg.on_start = [] { (void)dpdk::register_thread(); };
     for (auto& e : engines) {
-      runners.push_back(std::make_unique<rc::EngineRunner>(*e, rcfg, &dpdk::steady_now_ns));
+      runners.push_back(std::make_unique<rc::EngineRunner>(*e, rcfg, &now_ns));
       runners.back()->start();
     }
   }

@@ -37,7 +37,7 @@ void bw_loop(Multi& m, const Reg& src, size_t n, const std::vector<uint64_t>& qu
   uint64_t want = 0;
   for (size_t k : part->ks) want += quota[k];
   part->stamps.reserve(want / kSig + 2);
-  const uint64_t deadline = dpdk::steady_now_ns() + 60'000'000'000ull;
+  const uint64_t deadline = now_ns() + 60'000'000'000ull;
   uint32_t idle_passes = 0;
   while (part->done < want) {
     bool progress = false;
@@ -66,11 +66,11 @@ void bw_loop(Multi& m, const Reg& src, size_t n, const std::vector<uint64_t>& qu
         const uint64_t before = completed[k];
         completed[k] = std::min(quota[k], (completed[k] / kSig + 1) * kSig);
         part->done += completed[k] - before;
-        part->stamps.emplace_back(dpdk::steady_now_ns(), part->done);
+        part->stamps.emplace_back(now_ns(), part->done);
         progress = true;
       }
     }
-    if (dpdk::steady_now_ns() > deadline) {
+    if (now_ns() > deadline) {
       std::fprintf(stderr, "timed out\n");
       part->ok = false;
       return;
@@ -106,7 +106,7 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
   const size_t ne = threads ? m.engines.size() : 1;
   std::vector<BwPart> parts(ne);
   for (size_t k = 0; k < nq; ++k) parts[threads ? m.engine_of(k) : 0].ks.push_back(k);
-  const uint64_t t0 = dpdk::steady_now_ns();
+  const uint64_t t0 = now_ns();
   if (!threads) {
     bw_loop(m, src, n, quota, o,
             m.runners.empty() ? std::function<void()>([&] { m.poll_inline(); })
@@ -126,11 +126,11 @@ bool run_multi_bw(Multi& m, const Reg& src, size_t n, uint64_t iters, const Opti
         (void)dpdk::register_thread();
         rc::Engine& eng = *m.engines[e];
         bw_loop(
-            m, src, n, quota, o, [&eng] { eng.poll(dpdk::steady_now_ns()); }, false, &parts[e]);
+            m, src, n, quota, o, [&eng] { eng.poll(now_ns()); }, false, &parts[e]);
       });
     for (auto& t : ts) t.join();
   }
-  const uint64_t total_ns = dpdk::steady_now_ns() - t0;
+  const uint64_t total_ns = now_ns() - t0;
   for (const BwPart& p : parts)
     if (!p.ok) return false;
   // Every thread's stamps on one time line: (time, messages done by all).
@@ -173,14 +173,14 @@ bool multi_read_back(Multi& m, Reg& into, size_t n, size_t k, size_t remote_off)
   rc::SendWr w = rdma_wr(rc::WrOp::kRead, into, {m.peer.buf_va, m.peer.rkey}, k * n, n);
   w.remote_va = m.peer.buf_va + remote_off;
   w.flags = rc::wr_flag::kSignaled;
-  const uint64_t end = dpdk::steady_now_ns() + 10'000'000'000ull;
+  const uint64_t end = now_ns() + 10'000'000'000ull;
   while (!m.poster(k).send(m.qps[k], w)) {
-    if (dpdk::steady_now_ns() > end) return false;
+    if (now_ns() > end) return false;
     std::this_thread::yield();
   }
   rc::Completion c;
   while (!m.scq[k]->pop(&c)) {
-    if (dpdk::steady_now_ns() > end) return false;
+    if (now_ns() > end) return false;
     if (m.runners.empty()) {
       m.poll_inline();
     } else {
@@ -203,18 +203,18 @@ bool run_multi_lat(Multi& m, Reg& src, size_t n, uint64_t iters) {
   for (uint64_t i = 0; i < iters + 100; ++i) {  // 100 warm-up rounds
     const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
     src.bytes[last] = tag;
-    const uint64_t t0 = dpdk::steady_now_ns();
+    const uint64_t t0 = now_ns();
     while (!m.poster(0).send(m.qps[0], w)) m.poll_or_yield();
     const uint64_t end = t0 + 2'000'000'000ull;
     uint32_t spins = 0;
     while (peek(pong[last]) != tag) {
       m.poll_or_yield();
-      if ((++spins & 255u) == 0 && dpdk::steady_now_ns() > end) {
+      if ((++spins & 255u) == 0 && now_ns() > end) {
         std::fprintf(stderr, "dpdat-engine-perf: pong %" PRIu64 " never arrived\n", i);
         return false;
       }
     }
-    if (i >= 100) samples.push_back(static_cast<double>(dpdk::steady_now_ns() - t0) / 2e3);
+    if (i >= 100) samples.push_back(static_cast<double>(now_ns() - t0) / 2e3);
     rc::Completion cc;
     while (m.scq[0]->pop(&cc)) {
     }

@@ -19,11 +19,11 @@ bool echo(Multi& m, size_t n, uint64_t iters) {
   const size_t last = n - 1;
   for (uint64_t i = 0; i < iters; ++i) {
     const uint8_t tag = static_cast<uint8_t>(i % 250 + 1);
-    const uint64_t end = dpdk::steady_now_ns() + 2'000'000'000ull;
+    const uint64_t end = now_ns() + 2'000'000'000ull;
     uint32_t polls = 0;
     while (peek(m.buf.bytes[last]) != tag) {
       m.poll_or_yield();
-      if ((++polls & 255u) == 0 && dpdk::steady_now_ns() > end) {
+      if ((++polls & 255u) == 0 && now_ns() > end) {
         std::fprintf(stderr, "dpdat-engine-perf server: ping %" PRIu64 " never arrived\n", i);
         return false;
       }

@@ -75,13 +75,13 @@ rc::QpConfig qp_config(const Options& o, uint32_t pmtu) {
 // through `poll` meanwhile.
 template <typename Poll>
 bool resolve_peer(dpdk::Port& port, uint32_t ip, Poll poll, wire::MacAddr* mac) {
-  const uint64_t deadline = dpdk::steady_now_ns() + 5'000'000'000ull;
+  const uint64_t deadline = now_ns() + 5'000'000'000ull;
   uint64_t next_try = 0;
-  while (dpdk::steady_now_ns() < deadline) {
+  while (now_ns() < deadline) {
     poll();
-    if (dpdk::steady_now_ns() >= next_try) {
+    if (now_ns() >= next_try) {
       if (port.resolve(ip, mac)) return true;
-      next_try = dpdk::steady_now_ns() + 20'000'000;
+      next_try = now_ns() + 20'000'000;
     }
   }
   std::fprintf(stderr, "dpdat-engine-perf: no ARP answer from the peer within 5 s\n");
@@ -98,7 +98,7 @@ Multi::~Multi() {
 }
 
 void Multi::drain(uint64_t timeout_ns) {
-  const uint64_t end = dpdk::steady_now_ns() + timeout_ns;
+  const uint64_t end = now_ns() + timeout_ns;
   for (;;) {
     bool idle = true;
     for (size_t e = 0; e < engines.size(); ++e) {
@@ -110,7 +110,7 @@ void Multi::drain(uint64_t timeout_ns) {
         idle = idle && i;
       }
     }
-    if (idle || dpdk::steady_now_ns() > end) return;
+    if (idle || now_ns() > end) return;
     if (runners.empty()) {
       poll_inline();
     } else {
