@@ -79,8 +79,7 @@ bool run_bw_to(dpdk::Endpoint& req, dpdk::Endpoint* resp, const Reg& src, BwTarg
     if (resp != nullptr)
       while (resp->rcq->pop(&c)) {
       }
-    if ((++spins & 1023u) == 0 &&
-        now_ns() > deadline) {  // a clock read per 1024 polls
+    if ((++spins & 1023u) == 0 && now_ns() > deadline) {  // a clock read per 1024 polls
       std::fprintf(stderr, "timed out\n");
       return false;
     }
