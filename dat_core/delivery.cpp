@@ -31,6 +31,7 @@ bool Iface::drain_cq(Shard& s, Evd* evd) {
       } else {
         ep->sends_retired.store(ep->sends_into_qp - rc::qp::send_queue_used(*ep->qp),
                                 std::memory_order_release);
+        ++ep->send_completions;
       }
     }
     deliver(evd, cq_event(evd, c, ep));
@@ -114,6 +115,7 @@ void Iface::settle_completions(Ep* ep) {
     while (cq->pop(&c)) (c.qpn == qpn ? mine : others).push_back(c);
     for (const rc::Completion& x : others) (void)cq->push(x);  // same room as before
     for (const rc::Completion& x : mine) {
+      if (x.op != rc::WcOp::kRecv && x.op != rc::WcOp::kRecvWriteImm) ++ep->send_completions;
       Event ev = cq_event(evd, x, ep);  // a bind's RMR FIFO moves on either way
       if (!ep->freeing) deliver(evd, std::move(ev));
     }

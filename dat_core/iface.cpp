@@ -251,6 +251,7 @@ void Iface::destroy_qp(Ep* ep) {
   ep->sends_into_qp = ep->recvs_into_qp = 0;
   ep->sends_posted.store(0);
   ep->sends_retired.store(0);
+  ep->signaled_into_qp = ep->send_completions = 0;
   ep->recvs_posted.store(0);
   ep->recvs_retired.store(0);
 }

@@ -325,6 +325,11 @@ struct Ep : Object {
   alignas(64) std::atomic<uint64_t> sends_retired{0};
   std::atomic<uint64_t> recvs_retired{0};
   uint64_t sends_into_qp = 0, recvs_into_qp = 0;  // token holder
+  // Signalled sends taken into the queue pair, and send completions delivered
+  // to the request EVD (token holder): while an earlier signalled send's
+  // completion is still to come, the consumer must poll for it, and a post
+  // without a progress thread leaves its frames for that poll (ops_post.cpp).
+  uint64_t signaled_into_qp = 0, send_completions = 0;
   alignas(64) Srq* srq = nullptr;  // receives come from this SRQ (dat_ep_create_with_srq)
   // dat_ep_set_watermark: receives in progress from the SRQ at which the
   // soft mark raises an async event (once per setting) and the hard mark

@@ -71,9 +71,25 @@ bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, 
   // A send leaves at once; a receive only waits for what comes, so its post
   // does not poll the link (a consumer reposting a buffer before it answers
   // a message would otherwise pay for a poll before its answer goes out).
+  // Without a progress thread (progress=inline), while an earlier signalled
+  // send of this EP has not completed, the consumer has to poll its request
+  // EVD for it, and that poll steps this engine (an empty EVD is progressed
+  // before it answers; the completion cannot come without a step): the
+  // send's frames are built now and leave with the ones built meanwhile, a
+  // burst at a time, at the latest with that poll.  Otherwise (the first
+  // signalled send, an EP whose completions nobody waits for, a progress
+  // thread) they leave now, as a consumer that injects a message and then
+  // waits outside the API counts on.
   if (r == rc::PostResult::kOk && swr != nullptr) {
-    s.engine->counters().consumer_steps++;
-    f->step(s, now, false);
+    const uint64_t earlier =
+        ep->signaled_into_qp - ((swr->flags & rc::wr_flag::kSignaled) != 0 ? 1 : 0);
+    if (f->cfg.progress == ProgressMode::kInline && ep->req_evd != nullptr &&
+        earlier > ep->send_completions) {
+      s.engine->emit(now);
+    } else {
+      s.engine->counters().consumer_steps++;
+      f->step(s, now, false);
+    }
   }
   s.token.unlock();
   // A request handed over while this thread held the token: its poster's

@@ -242,6 +242,7 @@ rc::PostResult Iface::post_into_qp(Ep* ep, const rc::SendWr* swr, const rc::Recv
       swr != nullptr ? rc::qp::post_send(*ep->qp, *swr) : rc::qp::post_recv(*ep->qp, *rwr);
   if (r == rc::PostResult::kOk) {
     (swr != nullptr ? ep->sends_into_qp : ep->recvs_into_qp)++;
+    if (swr != nullptr && (swr->flags & rc::wr_flag::kSignaled) != 0) ++ep->signaled_into_qp;
     (swr != nullptr ? ep->sends_posted : ep->recvs_posted).fetch_add(1, std::memory_order_relaxed);
   }
   return r;

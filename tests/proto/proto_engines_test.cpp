@@ -381,6 +381,52 @@ TEST_F(ProtoEnginesTest, PostsFromSeveralThreadsKeepEachThreadsOrder) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next[t], kPerThread);
 }
 
+// Inline progress: a send posted behind a signalled send whose completion is
+// still to come leaves with the consumer's next poll, one burst for all such
+// posts; a send with no completion pending (the first, or after every one
+// was reaped) leaves at once, so a consumer that posts and then waits
+// outside the API is not stranded.  (No thread but the test's drives.)
+TEST_F(ProtoEnginesTest, InlinePostsBehindAPendingCompletionLeaveWithTheNextPoll) {
+  ASSERT_TRUE(open_engines(1, "inline", "inline"));
+  connect_pair(0);
+  constexpr size_t kMsgs = 8, kLen = 64;
+  Mem src, dst;
+  a_.reg(src, kMsgs * kLen);
+  b_.reg(dst, kMsgs * kLen);
+  fill(src.buf, 41);
+  const rc::Engine& e = *a_.ia->iface->shards[0]->engine;
+  auto tx = [&e] { return e.counters().tx_frames; };
+  auto post = [&](size_t k) {
+    const rc::Sge s = src.sge(k * kLen, kLen);
+    const RemoteSeg r = dst.remote(k * kLen);
+    PostArgs w;
+    w.op = rc::WrOp::kWrite;
+    w.sge = &s;
+    w.nsge = 1;
+    w.remote = &r;
+    w.cookie = k + 1;
+    return ep_post(a_.ep, w);
+  };
+  for (int round = 0; round < 2; ++round) {
+    const uint64_t t0 = tx();
+    ASSERT_TRUE(post(0).ok());
+    const uint64_t t1 = tx();
+    EXPECT_EQ(t1, t0 + 1) << "round " << round << ": nothing pending, the WRITE leaves at once";
+    for (size_t k = 1; k < kMsgs; ++k) ASSERT_TRUE(post(k).ok());
+    EXPECT_EQ(tx(), t1) << "round " << round
+                        << ": WRITEs behind a pending completion left one by one";
+    for (size_t k = 0; k < kMsgs; ++k) {
+      const Event ev = next_event(a_.req);
+      ASSERT_EQ(ev.num, EventNum::kDto);
+      ASSERT_EQ(ev.status, DtoStatus::kSuccess);
+      EXPECT_EQ(ev.cookie, k + 1);
+    }
+    EXPECT_GE(tx(), t1 + kMsgs - 1) << "round " << round;
+    EXPECT_EQ(dst.buf, src.buf) << "round " << round;
+    std::fill(dst.buf.begin(), dst.buf.end(), uint8_t{0});
+  }
+}
+
 // Housekeeping takes every engine's token at once.  A try that finds one
 // held is counted and not repeated, by engine 0's driver or by a consumer of
 // another engine taking engine 0 up, for kControlRetryNs; once housekeeping

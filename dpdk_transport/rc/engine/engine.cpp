@@ -396,6 +396,12 @@ uint32_t Engine::poll(uint64_t now) {
   const bool rx_drained = !handed_in_full && n < cfg_.burst;
   run_timers(now, rx_drained);
 
+  progress_active(now);
+  const uint32_t sent = flush_tx();
+  return n + moved + sent;
+}
+
+void Engine::progress_active(uint64_t now) {
   active_next_.clear();
   std::swap(active_, active_next_);
   for (Qp* qp : active_next_) {
@@ -403,8 +409,11 @@ uint32_t Engine::poll(uint64_t now) {
     if (qp->progress(now)) activate(qp);
   }
   std::erase_if(ud_waiting_, [](UdQp* ud) { return !ud->drain_sends(); });
-  const uint32_t sent = flush_tx();
-  return n + moved + sent;
+}
+
+uint32_t Engine::emit(uint64_t now) {
+  progress_active(now);
+  return static_cast<uint32_t>(tx_ready_.size());
 }
 
 bool Engine::idle() const {

@@ -205,6 +205,13 @@ class Engine {
   // One iteration of the loop.  Returns the number of frames received plus
   // sent, so a caller can back off when it stays 0.
   uint32_t poll(uint64_t now_ns);
+  // Builds what the active queue pairs can send now (posted work within their
+  // windows) without receiving and without sending the last, partial burst:
+  // those frames wait for the next poll() or flush() (a full burst goes out
+  // as it fills).  For a consumer that posts several requests before it
+  // polls: one transmit burst for them, not one each.  Returns the frames
+  // waiting.
+  uint32_t emit(uint64_t now_ns);
   // Sends what was built outside poll() (send_gsi() from a CM handler run
   // after it) without receiving; returns the frames sent.
   uint32_t flush() { return flush_tx(); }
@@ -273,6 +280,8 @@ class Engine {
   }
   size_t held_bytes() const { return held_bytes_; }
   void activate(Qp* qp);
+  // Lets every active queue pair send what it can (poll()'s last part).
+  void progress_active(uint64_t now);
   // A queue pair went to error (Qp::set_error): its QPN is kept for
   // take_errors(), so the layer above learns of broken connections without
   // looking at every queue pair.
