@@ -3,6 +3,9 @@
 # DPDK installed (../shared/device/README.md): carry a bundle made by
 #   bash ../shared/device/bundle.sh build/release .devbundle
 #   cp build/release/bench/handle_bench .devbundle/bin/   (and its libraries)
+#   (STEPS prof: perf and its libraries in .devbundle/perf/ and perf/lib/:
+#    cp /usr/bin/perf .devbundle/perf/; and every library ldd names but the
+#    C and C++ runtimes, into .devbundle/perf/lib/)
 # and run this from the repository root there.  Writes everything under
 # $OUT (one tarball, results.tgz):
 #   machine.txt   CPUs, kernel, hugepages
@@ -16,6 +19,12 @@
 #                 every run's logs and JSON kept under scale-tmp/
 #   handle.txt    bench/handle_bench up to 16 threads
 #   ot-*          STEPS onethread: one engine thread against inline progress
+#   prof-*        STEPS prof: system-wide profiles (perf record -a, 2 s)
+#                 in the middle of long 64 B WRITE runs with PROF_N engines
+#                 per side and a client thread per engine: the engine level
+#                 (dpdat-engine-perf --threads) and the API (dpdat-perf
+#                 --threads N --progress inline); NAME.top.txt, the hottest
+#                 symbols by process (pid), thread name and library
 #   ab-*          STEPS ab: a baseline build against this one, case by case
 #                 and round by round (BASE=DIR holding the baseline's
 #                 bin/dpdat-perf and lib/libdat.so.1); ab.txt, the table.
@@ -203,6 +212,40 @@ for d in /tmp/dpdat-scale-cores.*; do
   [ -d "$d" ] && find "$d" -maxdepth 1 \( -name '*.json' -o -name '*.log' -o -name results.txt \) \
     -exec cp {} "$R/scale-tmp/" \;
 done
+
+# 2b. Where the time goes at PROF_N engines per side (STEPS prof).
+prof_pair() { # name server-args... :: client-args...
+  local name=$1 sargs=() pdir=$W/prof-$1
+  shift
+  while [ "$1" != "::" ]; do sargs+=("$1"); shift; done
+  shift
+  mkdir -p "$pdir"
+  memif_pair "$pdir"
+  local perf=(env LD_LIBRARY_PATH="$B/perf/lib" "$B/perf/perf")
+  timeout 60 "${sargs[@]}" --vdev "$MEMIF_S" --oob "$pdir/oob.sock" >"$R/prof-$name.s.log" 2>&1 &
+  local spid=$!
+  sleep 1.5
+  timeout 60 "$@" --vdev "$MEMIF_C" --oob "$pdir/oob.sock" >"$R/prof-$name.c.log" 2>&1 &
+  local cpid=$!
+  sleep "${PROF_DELAY:-2.5}"
+  "${perf[@]}" record -a -g -F 999 -o "$pdir/perf.data" -- sleep 2 >/dev/null 2>&1
+  wait "$cpid"
+  echo "prof-$name: client $?" >>"$R/pairs.txt"
+  wait "$spid"
+  "${perf[@]}" report -i "$pdir/perf.data" --no-children --sort pid,comm,dso,sym --stdio -g none \
+    2>/dev/null | grep -v '^#' | grep -v '^$' | head -120 >"$R/prof-$name.top.txt"
+}
+if step prof && [ -x "$B/perf/perf" ]; then
+  n=${PROF_N:-7} c0=${PROF_C0:-8}  # server CPUs from 0, client CPUs from c0
+  e=(--bw --size 64 --iters "${PROF_ITERS_E:-60000000}" --engines "$n" --qps "$n")
+  prof_pair engine taskset -c "0-$((n > 1 ? n : 0))" "$B/bin/dpdat-engine-perf" --server --ip 10.79.0.1 "${e[@]}" :: \
+    taskset -c "$c0-$((c0 + n - 1))" "$B/bin/dpdat-engine-perf" --client 10.79.0.1 --ip 10.79.0.2 \
+    "${e[@]}" --threads
+  a=(--bw -s 64 -n "${PROF_ITERS_A:-6000000}" -q "$n" --engines "$n")
+  prof_pair api "$B/bin/dpdat-perf" --server --ip 10.79.0.1 "${a[@]}" --cpus "0-$((n - 1))" \
+    --progress busy :: "$B/bin/dpdat-perf" --client 10.79.0.1 --ip 10.79.0.2 "${a[@]}" \
+    --cpus "$c0-$((c0 + n - 1))" --progress inline --threads "$n"
+fi
 
 # 3. The handle check with many threads.
 step handle && [ -x "$B/bin/handle_bench" ] &&
