@@ -45,17 +45,18 @@ constexpr uint64_t kHandoffWaitNs = 1'000'000'000;
 constexpr uint64_t kFullRecheckNs = 1'000'000;
 
 // The data path of a post: straight into the queue pair when this thread
-// can take the engine token (then it progresses the interface inline, so the
-// request leaves now), else handed to the token's holder.  A hand-off is
-// refused for a full queue on the EP's own counts of what it posted and what
-// its queue pair retired (as of the completions delivered), and for a full
-// hand-off ring (back-pressure).
+// can take the engine token (then it progresses the engine itself, see
+// below), else handed to the token's holder.  A hand-off is refused for a
+// full queue on the EP's own counts of what it posted and what its queue
+// pair retired (as of the completions delivered), and for a full hand-off
+// ring (back-pressure).
 // Posts straight into the queue pair if this thread can take the engine
 // token now and nothing handed off is left (a request claimed from then on
 // is not older than this one); false when it cannot (*out untouched).  Then
-// a send progresses the interface inline, so the request leaves at once.
-// Not while a busy progress thread runs the engine (Shard::served), unless
-// `force`d: the queue pair's own answer to a post its EP's counts refuse.
+// a send's frames are built, and sent at once or (inline progress, a
+// completion pending) with the consumer's next poll.  Not while a busy
+// progress thread runs the engine (Shard::served), unless `force`d: the
+// queue pair's own answer to a post its EP's counts refuse.
 bool try_direct(Iface* f, Ep* ep, const rc::SendWr* swr, const rc::RecvWr* rwr, uint64_t now,
                 Status* out, bool force = false) {
   Shard& s = *ep->shard;
