@@ -39,7 +39,7 @@ namespace {
 void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
-               "          [--pmtu 256..4096] [--tx-depth N] [--window PKTS] [--gbn]\n"
+               "          [--pmtu 256..4096] [--tx-depth N (per posting thread)] [--window PKTS] [--gbn]\n"
                "          [--cc both|dcqcn|delay|off (both)]\n"
                "          [--progress inline|thread]\n"
                "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"

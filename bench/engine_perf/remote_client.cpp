@@ -32,7 +32,11 @@ void bw_loop(Multi& m, const Reg& src, size_t n, const std::vector<uint64_t>& qu
              const Options& o, const std::function<void()>& drive, bool back_off, BwPart* part) {
   const size_t nq = m.qps.size();
   const uint32_t kSig = 16;
-  const uint32_t depth = std::max<uint32_t>(o.tx_depth / static_cast<uint32_t>(nq), kSig);
+  // --tx-depth WRs in flight per posting thread, shared by its QPs: one
+  // thread posting for every QP keeps as many in flight as with one QP, and
+  // each of --threads' threads as many as one engine alone.
+  const uint32_t depth =
+      std::max<uint32_t>(o.tx_depth / static_cast<uint32_t>(part->ks.size()), kSig);
   std::vector<uint64_t> posted(nq, 0), completed(nq, 0);
   uint64_t want = 0;
   for (size_t k : part->ks) want += quota[k];
