@@ -37,19 +37,20 @@ int finish(const Options& o, int rc) {
 namespace {
 
 void usage(const char* argv0) {
-  std::fprintf(stderr,
-               "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
-               "          [--pmtu 256..4096] [--tx-depth N (per posting thread)] [--window PKTS] [--gbn]\n"
-               "          [--cc both|dcqcn|delay|off (both)]\n"
-               "          [--progress inline|thread]\n"
-               "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
-               "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
-               "          [--verify] [--engines N [--qps M] [--threads]] [--rto-us N]\n"
-               "       (--threads: the client runs a thread per engine, pinned to its CPUs in\n"
-               "        order, that posts to, reaps and drives that engine alone)\n"
-               "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n"
-               "       --json FILE writes every figure\n",
-               argv0, argv0, argv0);
+  std::fprintf(
+      stderr,
+      "usage: %s [--op write|read|send] [--size N | --all] [--iters N] [--lat | --bw]\n"
+      "          [--pmtu 256..4096] [--tx-depth N (per posting thread)] [--window PKTS] [--gbn]\n"
+      "          [--cc both|dcqcn|delay|off (both)]\n"
+      "          [--progress inline|thread]\n"
+      "       %s --server --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
+      "       %s --client SERVER_IP --vdev DEV,ARGS --ip A.B.C.D [--oob PATH] [--mtu N]\n"
+      "          [--verify] [--engines N [--qps M] [--threads]] [--rto-us N]\n"
+      "       (--threads: the client runs a thread per engine, pinned to its CPUs in\n"
+      "        order, that posts to, reaps and drives that engine alone)\n"
+      "       (--loss P drops a fraction P of received frames, seeded: fault injection)\n"
+      "       --json FILE writes every figure\n",
+      argv0, argv0, argv0);
 }
 
 int run_main(int argc, char** argv) {
