@@ -109,26 +109,35 @@ class Attacks {
 
   json spoofed_source() {
     // WRITEs to every QPN of the range: from an address that is no peer's,
-    // and from the honest peer's address with guessed PSNs.
+    // and from the honest peer's address with guessed PSNs.  In rounds 20 ms
+    // apart: a peer that reconnects often (the test's honest one, every few
+    // tens of ms) may have no live QPN in the range during one round's
+    // millisecond, and then every frame of it is only for an unknown QPN.
     std::vector<uint8_t> pay(64, 0xEE);
     uint32_t sent = 0;
-    for (uint32_t q = o_.qpn_lo; q < o_.qpn_lo + o_.qpn_span; ++q) {
-      for (const uint32_t src : {spoof_ip_, honest_ip_}) {
-        wire::BuildSpec s;
-        s.opcode = Opcode::kWriteOnly;
-        s.dest_qp = q;
-        s.psn = wire::Psn(static_cast<uint32_t>(p_.rng()()));
-        s.src_ip = src;
-        s.va = p_.rng()();
-        s.rkey = static_cast<uint32_t>(p_.rng()());
-        s.dma_len = 64;
-        s.payload = pay;
-        sent += p_.send(s) ? 1u : 0u;
+    for (uint32_t round = 0; round < kSpoofRounds; ++round) {
+      for (uint32_t q = o_.qpn_lo; q < o_.qpn_lo + o_.qpn_span; ++q) {
+        for (const uint32_t src : {spoof_ip_, honest_ip_}) {
+          wire::BuildSpec s;
+          s.opcode = Opcode::kWriteOnly;
+          s.dest_qp = q;
+          s.psn = wire::Psn(static_cast<uint32_t>(p_.rng()()));
+          s.src_ip = src;
+          s.va = p_.rng()();
+          s.rkey = static_cast<uint32_t>(p_.rng()());
+          s.dma_len = 64;
+          s.payload = pay;
+          sent += p_.send(s) ? 1u : 0u;
+        }
       }
+      p_.drain(20);
     }
-    p_.drain(20);
-    return {{"frames", sent}, {"qpns", o_.qpn_span}, {"sources", {"unrelated", "honest-peer"}}};
+    return {{"frames", sent},
+            {"qpns", o_.qpn_span},
+            {"rounds", kSpoofRounds},
+            {"sources", {"unrelated", "honest-peer"}}};
   }
+  static constexpr uint32_t kSpoofRounds = 4;
 
   json unknown_qpn() {
     std::vector<uint8_t> pay(32, 0xAB);
