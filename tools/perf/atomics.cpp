@@ -18,9 +18,10 @@ size_t slot(const Options& o, const Layout& L, size_t k, uint64_t j) {
 
 }  // namespace
 
-DAT_RETURN post_atomic(Flow& f, const Options& o, const Layout& L, uint64_t j, bool signal) {
+DAT_RETURN post_atomic(Flow& f, const Options& o, const Layout& L, uint64_t j, bool signal,
+                       bool cmp_swap) {
   const size_t at = slot(o, L, f.k, j);
-  if (o.op == "atomic-fadd") return f.s->fetch_add(f.k, at, f.dst, L.landing(f.k), 1, j, signal);
+  if (!cmp_swap) return f.s->fetch_add(f.k, at, f.dst, L.landing(f.k), 1, j, signal);
   return f.s->cmp_swap(f.k, at, f.dst, L.landing(f.k), f.base + j - 1, f.base + j, j, signal);
 }
 

@@ -90,12 +90,13 @@ namespace {
 
 // The operation, decided once per run: comparing --op's text on every post
 // cost the client a tenth of its CPU at 64 B.
-enum class PostOp { kWrite, kRead, kAtomic, kSend };
+enum class PostOp { kWrite, kRead, kFetchAdd, kCmpSwap, kSend };
 
 PostOp post_op(const Options& o) {
   if (o.op == "write") return PostOp::kWrite;
   if (o.op == "read") return PostOp::kRead;
-  return o.atomic() ? PostOp::kAtomic : PostOp::kSend;
+  if (o.op == "atomic-fadd") return PostOp::kFetchAdd;
+  return o.op == "atomic-cswap" ? PostOp::kCmpSwap : PostOp::kSend;
 }
 
 DAT_RETURN post_one(PostOp op, Flow& f, const Options& o, const Layout& L, size_t n,
@@ -105,8 +106,9 @@ DAT_RETURN post_one(PostOp op, Flow& f, const Options& o, const Layout& L, size_
       return f.s->write(f.k, L.src(f.k), n, f.dst, L.landing(f.k), cookie, signal);
     case PostOp::kRead:
       return f.s->read(f.k, L.landing(f.k), n, f.dst, L.src(f.k), cookie, signal);
-    case PostOp::kAtomic:
-      return post_atomic(f, o, L, cookie, signal);
+    case PostOp::kFetchAdd:
+    case PostOp::kCmpSwap:
+      return post_atomic(f, o, L, cookie, signal, op == PostOp::kCmpSwap);
     case PostOp::kSend:
       break;
   }

@@ -76,7 +76,10 @@ bool verify_slices(Side& s, const Layout& L, size_t n, const DAT_RMR_TRIPLET& pe
 // swaps in base + j: either way WR j fetches base + j - 1 and the word ends
 // at base + (WRs done).
 inline constexpr size_t kAtomicWord = 8;
-DAT_RETURN post_atomic(Flow& f, const Options& o, const Layout& L, uint64_t j, bool signal);
+// cmp_swap: compare-and-swap, else fetch-and-add (--op, decided by the caller
+// once per run).
+DAT_RETURN post_atomic(Flow& f, const Options& o, const Layout& L, uint64_t j, bool signal,
+                       bool cmp_swap);
 // Reads each flow's word (a fetch-and-add of 0, waited for) into *v.
 bool atomic_words(std::vector<Flow>& flows, const Layout& L, const std::function<void()>& drive,
                   std::vector<uint64_t>* v, std::string* err);
