@@ -98,7 +98,8 @@ engine_case() { # n size iters key round [client args...]
   # N > 1: N engine threads and the thread that posts and reaps, a CPU each
   # (with N CPUs one engine thread shares its CPU and stalls its queue pairs).
   # The client with --threads: N threads, each driving its engine, N CPUs.
-  local c=$((n > 1 ? n + 1 : 1)) cc=$((n > 1 ? n + 1 : 1))
+  local c=$((n > 1 ? n + 1 : 1))
+  local cc=$c
   [ $# -gt 0 ] && cc=$n
   taskset -c "$(cpus 0 "$c")" timeout 300 "$EPERF" --server --vdev "$(memif_vdev server)" \
     --ip 10.79.0.1 "${common[@]}" >"$TMP/es.log" 2>&1 &

@@ -411,11 +411,6 @@ void Engine::progress_active(uint64_t now) {
   std::erase_if(ud_waiting_, [](UdQp* ud) { return !ud->drain_sends(); });
 }
 
-uint32_t Engine::emit(uint64_t now) {
-  progress_active(now);
-  return static_cast<uint32_t>(tx_ready_.size());
-}
-
 bool Engine::idle() const {
   if (!active_.empty() || !tx_ready_.empty() || !ud_waiting_.empty()) return false;
   for (const auto& qp : qps_)

@@ -209,9 +209,8 @@ class Engine {
   // windows) without receiving and without sending the last, partial burst:
   // those frames wait for the next poll() or flush() (a full burst goes out
   // as it fills).  For a consumer that posts several requests before it
-  // polls: one transmit burst for them, not one each.  Returns the frames
-  // waiting.
-  uint32_t emit(uint64_t now_ns);
+  // polls: one transmit burst for them, not one each.
+  void emit(uint64_t now_ns) { progress_active(now_ns); }
   // Sends what was built outside poll() (send_gsi() from a CM handler run
   // after it) without receiving; returns the frames sent.
   uint32_t flush() { return flush_tx(); }
